@@ -1,0 +1,130 @@
+package state
+
+import (
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+)
+
+// list is one version of a JSON array kept as its elements. Versions derived
+// by appending share one backing array: a version may append in place only
+// while nobody has appended past its end, which the shared tail records.
+// Every other change copies. Old versions therefore never see a change.
+type list struct {
+	items []json.RawMessage
+	tail  *listTail
+}
+
+// listTail is shared by all versions over one backing array. Positions below
+// claimed hold the same elements in every such version.
+type listTail struct {
+	claimed atomic.Int64
+
+	mu   sync.Mutex
+	ids  map[string]int // message id → first position, for items[:idsN]
+	idsN int
+}
+
+func newList(items []json.RawMessage) *list {
+	t := &listTail{}
+	t.claimed.Store(int64(len(items)))
+	return &list{items: items, tail: t}
+}
+
+// appended returns a new version with elems added at the end.
+func (l *list) appended(elems ...json.RawMessage) *list {
+	n := len(l.items)
+	if n+len(elems) <= cap(l.items) && l.tail.claimed.CompareAndSwap(int64(n), int64(n+len(elems))) {
+		items := append(l.items, elems...)
+		return &list{items: items, tail: l.tail}
+	}
+	items := cloneItems(l.items, len(elems))
+	items = append(items, elems...)
+	nl := newList(items)
+	nl.tail.inherit(l.tail, n)
+	return nl
+}
+
+// replaced returns a new version with element i set to elem.
+func (l *list) replaced(i int, elem json.RawMessage) *list {
+	items := cloneItems(l.items, 0)
+	items[i] = elem
+	nl := newList(items)
+	l.tail.mu.Lock()
+	indexed := l.tail.ids != nil
+	l.tail.mu.Unlock()
+	// Positions are unchanged; the index stays right when the id does.
+	if !indexed {
+		return nl
+	}
+	if id, ok := messageID(elem); ok {
+		if old, had := l.indexOf(id); had && old == i {
+			nl.tail.inherit(l.tail, len(items))
+		}
+	}
+	return nl
+}
+
+// inherit copies from's id index for the first n positions, which t's
+// backing array holds unchanged.
+func (t *listTail) inherit(from *listTail, n int) {
+	from.mu.Lock()
+	defer from.mu.Unlock()
+	if from.ids == nil {
+		return
+	}
+	covered := min(from.idsN, n)
+	ids := make(map[string]int, n+n/2)
+	for k, p := range from.ids {
+		if p < covered {
+			ids[k] = p
+		}
+	}
+	t.mu.Lock()
+	t.ids, t.idsN = ids, covered
+	t.mu.Unlock()
+}
+
+// inserted returns a new version with elem inserted before position i.
+func (l *list) inserted(i int, elem json.RawMessage) *list {
+	if i == len(l.items) {
+		return l.appended(elem)
+	}
+	items := make([]json.RawMessage, 0, len(l.items)+1+len(l.items)/2)
+	items = append(items, l.items[:i]...)
+	items = append(items, elem)
+	items = append(items, l.items[i:]...)
+	return newList(items)
+}
+
+// removed returns a new version without element i.
+func (l *list) removed(i int) *list {
+	items := make([]json.RawMessage, 0, len(l.items)-1+len(l.items)/2)
+	items = append(items, l.items[:i]...)
+	items = append(items, l.items[i+1:]...)
+	return newList(items)
+}
+
+// indexOf returns the position of the message with the given id, building
+// or extending the shared id index as needed (once per backing array).
+func (l *list) indexOf(id string) (int, bool) {
+	n := len(l.items)
+	t := l.tail
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ids == nil {
+		t.ids = make(map[string]int, n)
+	}
+	for ; t.idsN < n; t.idsN++ {
+		if mid, ok := messageID(l.items[t.idsN]); ok {
+			if _, dup := t.ids[mid]; !dup {
+				t.ids[mid] = t.idsN
+			}
+		}
+	}
+	p, ok := t.ids[id]
+	if !ok || p >= n {
+		return 0, false
+	}
+	return p, true
+}

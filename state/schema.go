@@ -1,0 +1,421 @@
+package state
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+)
+
+// Built-in reducer names.
+const (
+	ReducerReplace  = "replace"
+	ReducerAppend   = "append"
+	ReducerMessages = "messages"
+	ReducerMerge    = "merge"
+	ReducerAdd      = "add"
+)
+
+// ReducerFunc is a custom reducer: it merges update into current (nil when
+// the field is absent) and returns the field's new JSON value. Custom
+// reducers see whole values, so they cost time proportional to the field.
+type ReducerFunc func(current, update json.RawMessage) (json.RawMessage, error)
+
+// reducer is the internal form: it records the operations it performs.
+type reducer func(a *applier, field string, cur *value, upd json.RawMessage) (*value, error)
+
+// Schema declares the top-level fields of a state and the reducer of each.
+// Fields not declared use replace, unless the schema is strict. A Schema is
+// safe for concurrent use once built.
+type Schema struct {
+	fields   map[string]string
+	reducers map[string]reducer
+	strict   bool
+	version  int
+	migr     *Migrations
+}
+
+// SchemaOption configures a Schema.
+type SchemaOption func(*Schema) error
+
+// NewSchema returns a schema with the built-in reducers and the given
+// options applied.
+func NewSchema(opts ...SchemaOption) (*Schema, error) {
+	s := &Schema{
+		fields: map[string]string{},
+		reducers: map[string]reducer{
+			ReducerReplace:  reduceReplace,
+			ReducerAppend:   reduceAppend,
+			ReducerMessages: reduceMessages,
+			ReducerMerge:    reduceMerge,
+			ReducerAdd:      reduceAdd,
+		},
+	}
+	for _, o := range opts {
+		if err := o(s); err != nil {
+			return nil, err
+		}
+	}
+	for f, r := range s.fields {
+		if _, ok := s.reducers[r]; !ok {
+			return nil, fmt.Errorf("%w: field %q uses %q", ErrUnknownReducer, f, r)
+		}
+	}
+	return s, nil
+}
+
+// MustSchema is NewSchema for schemas fixed in code; it panics on error.
+func MustSchema(opts ...SchemaOption) *Schema {
+	s, err := NewSchema(opts...)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// WithField declares a field and its reducer.
+func WithField(name, reducerName string) SchemaOption {
+	return func(s *Schema) error {
+		if name == "" {
+			return fmt.Errorf("%w: empty field name", ErrUnknownField)
+		}
+		if reducerName == "" {
+			reducerName = ReducerReplace
+		}
+		s.fields[name] = reducerName
+		return nil
+	}
+}
+
+// WithReducer registers a custom reducer under a name fields can use.
+func WithReducer(name string, fn ReducerFunc) SchemaOption {
+	return func(s *Schema) error {
+		if name == "" || fn == nil {
+			return fmt.Errorf("%w: a custom reducer needs a name and a function", ErrUnknownReducer)
+		}
+		if _, builtin := s.reducers[name]; builtin {
+			return fmt.Errorf("%w: %q is already registered", ErrUnknownReducer, name)
+		}
+		s.reducers[name] = customReducer(fn)
+		return nil
+	}
+}
+
+// Strict makes updates to undeclared fields an error.
+func Strict() SchemaOption {
+	return func(s *Schema) error { s.strict = true; return nil }
+}
+
+// WithMigrations attaches a schema version and its migrations; documents
+// loaded through the schema are migrated to the current version.
+func WithMigrations(m *Migrations) SchemaOption {
+	return func(s *Schema) error { s.migr = m; s.version = m.Current(); return nil }
+}
+
+// Reducer returns the reducer name of a field ("replace" when undeclared).
+func (s *Schema) Reducer(field string) string {
+	if r, ok := s.fields[field]; ok {
+		return r
+	}
+	return ReducerReplace
+}
+
+// Fields returns the declared fields, sorted.
+func (s *Schema) Fields() []string {
+	out := make([]string, 0, len(s.fields))
+	for f := range s.fields {
+		out = append(out, f)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Migrations returns the attached migrations, or nil.
+func (s *Schema) Migrations() *Migrations { return s.migr }
+
+// Update is a partial state: field name → new value for the field's
+// reducer. Values are any JSON-encodable Go value, or json.RawMessage.
+type Update map[string]any
+
+// ApplyOptions tune one application of an update.
+type ApplyOptions struct {
+	// NewID returns an id for a message that has none. Runners pass a
+	// deterministic generator so a replayed step produces the same ids;
+	// the default draws random ids.
+	NewID func() string
+}
+
+// Apply merges the update into doc through the field reducers and returns
+// the new document and the patch that turns doc into it. Fields are applied
+// in sorted order, so the result is deterministic. doc is unchanged.
+func (s *Schema) Apply(doc Doc, upd Update, opts ...ApplyOptions) (Doc, Patch, error) {
+	raw := make(map[string]json.RawMessage, len(upd))
+	for k, v := range upd {
+		b, err := encodeValue(k, v)
+		if err != nil {
+			return Doc{}, nil, err
+		}
+		raw[k] = b
+	}
+	return s.ApplyJSON(doc, raw, opts...)
+}
+
+// ApplyJSON is Apply with values already encoded as JSON.
+func (s *Schema) ApplyJSON(doc Doc, upd map[string]json.RawMessage, opts ...ApplyOptions) (Doc, Patch, error) {
+	a := &applier{}
+	if len(opts) > 0 {
+		a.newID = opts[0].NewID
+	}
+	keys := make([]string, 0, len(upd))
+	for k := range upd {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	cur := doc
+	for _, k := range keys {
+		rname, declared := s.fields[k]
+		if !declared {
+			if s.strict {
+				return Doc{}, nil, &FieldError{Path: "/" + escapeToken(k), Err: ErrUnknownField}
+			}
+			rname = ReducerReplace
+		}
+		val, err := compact(upd[k])
+		if err != nil {
+			return Doc{}, nil, &FieldError{Path: "/" + escapeToken(k), Err: err}
+		}
+		old := cur.fields[k]
+		nv, err := s.reducers[rname](a, k, old, val)
+		if err != nil {
+			return Doc{}, nil, &FieldError{Path: "/" + escapeToken(k), Err: err}
+		}
+		if nv != old {
+			cur = cur.with(k, nv)
+		}
+	}
+	return cur, a.ops, nil
+}
+
+// applier collects the operations reducers perform.
+type applier struct {
+	ops   Patch
+	newID func() string
+}
+
+func (a *applier) emit(op, path string, v json.RawMessage) {
+	a.ops = append(a.ops, Op{Op: op, Path: path, Value: v})
+}
+
+func (a *applier) id() string {
+	if a.newID != nil {
+		return a.newID()
+	}
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return "msg-" + hex.EncodeToString(b[:])
+}
+
+func fieldPath(field string) string { return "/" + escapeToken(field) }
+
+func reduceReplace(a *applier, field string, cur *value, upd json.RawMessage) (*value, error) {
+	if cur == nil {
+		a.emit(OpAdd, fieldPath(field), upd)
+	} else {
+		a.emit(OpReplace, fieldPath(field), upd)
+	}
+	return &value{raw: upd}, nil
+}
+
+// reduceAppend appends the elements of an array update (or a single
+// non-array value) to a list field.
+func reduceAppend(a *applier, field string, cur *value, upd json.RawMessage) (*value, error) {
+	elems, err := updateElements(upd)
+	if err != nil {
+		return nil, err
+	}
+	l, err := a.startList(field, cur)
+	if err != nil {
+		return nil, err
+	}
+	if len(elems) == 0 {
+		return listValue(cur, l), nil
+	}
+	path := fieldPath(field) + "/-"
+	for _, e := range elems {
+		a.emit(OpAdd, path, e)
+	}
+	return &value{list: l.appended(elems...)}, nil
+}
+
+// startList returns the current list of a field, emitting an add of the
+// empty list when the field is absent or null.
+func (a *applier) startList(field string, cur *value) (*list, error) {
+	if cur == nil || string(cur.raw) == "null" {
+		a.emit(OpAdd, fieldPath(field), json.RawMessage("[]"))
+		return newList(nil), nil
+	}
+	l, err := cur.asList()
+	if err != nil {
+		return nil, fmt.Errorf("%w: field holds %s, not a list", ErrInvalidUpdate, kindOf(cur))
+	}
+	return l, nil
+}
+
+// listValue returns cur unchanged when it already is the list, else a new
+// value for l.
+func listValue(cur *value, l *list) *value {
+	if cur != nil && cur.list == l {
+		return cur
+	}
+	return &value{list: l}
+}
+
+// updateElements splits an array update into its elements; any other value
+// is one element.
+func updateElements(upd json.RawMessage) ([]json.RawMessage, error) {
+	if firstByte(upd) != '[' {
+		return []json.RawMessage{upd}, nil
+	}
+	l, err := splitArray(upd)
+	if err != nil {
+		return nil, err
+	}
+	return l.items, nil
+}
+
+func reduceMerge(a *applier, field string, cur *value, upd json.RawMessage) (*value, error) {
+	if firstByte(upd) != '{' {
+		return nil, fmt.Errorf("%w: merge needs an object, got %s", ErrInvalidUpdate, kindOfRaw(upd))
+	}
+	members, err := splitObject(upd)
+	if err != nil {
+		return nil, err
+	}
+	var base map[string]json.RawMessage
+	if cur == nil || string(cur.raw) == "null" {
+		a.emit(OpAdd, fieldPath(field), json.RawMessage("{}"))
+		base = map[string]json.RawMessage{}
+	} else if base, err = cur.asObject(); err != nil {
+		return nil, fmt.Errorf("%w: field holds %s, not an object", ErrInvalidUpdate, kindOf(cur))
+	}
+	keys := make([]string, 0, len(members))
+	for k := range members {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make(map[string]json.RawMessage, len(base)+len(members))
+	for k, v := range base {
+		out[k] = v
+	}
+	prefix := fieldPath(field) + "/"
+	for _, k := range keys {
+		v := members[k]
+		if string(v) == "null" {
+			if _, ok := out[k]; ok {
+				delete(out, k)
+				a.emit(OpRemove, prefix+escapeToken(k), nil)
+			}
+			continue
+		}
+		out[k] = v
+		a.emit(OpAdd, prefix+escapeToken(k), v)
+	}
+	return &value{obj: out}, nil
+}
+
+func reduceAdd(a *applier, field string, cur *value, upd json.RawMessage) (*value, error) {
+	var delta json.Number
+	if err := json.Unmarshal(upd, &delta); err != nil {
+		return nil, fmt.Errorf("%w: add needs a number, got %s", ErrInvalidUpdate, kindOfRaw(upd))
+	}
+	if cur == nil || string(cur.raw) == "null" {
+		a.emit(OpAdd, fieldPath(field), upd)
+		return &value{raw: upd}, nil
+	}
+	var base json.Number
+	if err := json.Unmarshal(cur.json(), &base); err != nil {
+		return nil, fmt.Errorf("%w: field holds %s, not a number", ErrInvalidUpdate, kindOf(cur))
+	}
+	sum, err := addNumbers(base, delta)
+	if err != nil {
+		return nil, err
+	}
+	a.emit(OpReplace, fieldPath(field), sum)
+	return &value{raw: sum}, nil
+}
+
+// addNumbers adds exactly when both are integers that fit int64, else in
+// float64.
+func addNumbers(x, y json.Number) (json.RawMessage, error) {
+	xi, errx := x.Int64()
+	yi, erry := y.Int64()
+	if errx == nil && erry == nil {
+		s := xi + yi
+		if (s > xi) == (yi > 0) {
+			return json.RawMessage(fmt.Sprint(s)), nil
+		}
+		return nil, fmt.Errorf("%w: integer overflow adding %d and %d", ErrInvalidUpdate, xi, yi)
+	}
+	xf, err1 := x.Float64()
+	yf, err2 := y.Float64()
+	if err1 != nil || err2 != nil {
+		return nil, fmt.Errorf("%w: numbers out of range", ErrInvalidUpdate)
+	}
+	b, err := json.Marshal(xf + yf)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidUpdate, err)
+	}
+	return b, nil
+}
+
+func customReducer(fn ReducerFunc) reducer {
+	return func(a *applier, field string, cur *value, upd json.RawMessage) (*value, error) {
+		var curJSON json.RawMessage
+		if cur != nil {
+			curJSON = cur.json()
+		}
+		out, err := fn(curJSON, upd)
+		if err != nil {
+			return nil, err
+		}
+		out, err = compact(out)
+		if err != nil {
+			return nil, fmt.Errorf("custom reducer result: %w", err)
+		}
+		if cur == nil {
+			a.emit(OpAdd, fieldPath(field), out)
+		} else {
+			a.emit(OpReplace, fieldPath(field), out)
+		}
+		return &value{raw: out}, nil
+	}
+}
+
+func kindOf(v *value) string {
+	switch {
+	case v.list != nil:
+		return "a list"
+	case v.obj != nil:
+		return "an object"
+	default:
+		return kindOfRaw(v.raw)
+	}
+}
+
+func kindOfRaw(b []byte) string {
+	switch firstByte(b) {
+	case '[':
+		return "a list"
+	case '{':
+		return "an object"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	default:
+		return "a number"
+	}
+}
