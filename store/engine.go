@@ -1,0 +1,708 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cairn-dev/cairn/state"
+)
+
+// Options tune an Engine.
+type Options struct {
+	// SnapshotRatio: a row stores a snapshot when the stored patch bytes
+	// since the last snapshot would exceed SnapshotRatio × that snapshot's
+	// stored size. Default 1. Smaller means faster loads and more bytes.
+	SnapshotRatio float64
+	// NoCompression stores blobs uncompressed.
+	NoCompression bool
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Engine implements Store over a Backend: it owns the storage format (patch
+// rows, snapshot policy, blob encoding) and the rebuilding of states.
+type Engine struct {
+	b      Backend
+	ratio  float64
+	comp   bool
+	now    func() time.Time
+	closed atomic.Bool
+
+	mu    sync.Mutex
+	heads map[headKey]rowInfo // the last row this engine wrote per namespace
+}
+
+type headKey struct{ thread, ns string }
+
+// rowInfo is what the snapshot policy needs of a parent row.
+type rowInfo struct {
+	seq, base, since, baseSize int64
+}
+
+const maxCachedHeads = 1 << 16
+
+// New returns an Engine over b. The Engine owns b: Close closes it.
+func New(b Backend, opts Options) *Engine {
+	e := &Engine{b: b, ratio: opts.SnapshotRatio, comp: !opts.NoCompression, now: opts.Now, heads: map[headKey]rowInfo{}}
+	if e.ratio <= 0 {
+		e.ratio = 1
+	}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	return e
+}
+
+// Backend returns the backend the engine writes to.
+func (e *Engine) Backend() Backend { return e.b }
+
+func (e *Engine) check(thread, ns string) error {
+	if e.closed.Load() {
+		return ErrClosed
+	}
+	if err := ValidateThreadID(thread); err != nil {
+		return err
+	}
+	return ValidateNamespace(ns)
+}
+
+// CreateThread implements Store.
+func (e *Engine) CreateThread(ctx context.Context, t Thread) (Thread, error) {
+	if err := e.check(t.ID, ""); err != nil {
+		return Thread{}, err
+	}
+	rec := ThreadRecord{ID: t.ID, Tenant: t.Tenant, CreatedAt: e.now().UnixNano()}
+	if len(t.Metadata) > 0 {
+		b, err := json.Marshal(t.Metadata)
+		if err != nil {
+			return Thread{}, fmt.Errorf("%w: thread metadata: %v", ErrInvalidArgument, err)
+		}
+		rec.Metadata = b
+	}
+	if err := e.b.CreateThread(ctx, rec); err != nil {
+		return Thread{}, err
+	}
+	return threadFromRecord(rec)
+}
+
+func threadFromRecord(r ThreadRecord) (Thread, error) {
+	t := Thread{ID: r.ID, Tenant: r.Tenant, CreatedAt: time.Unix(0, r.CreatedAt), Head: r.Head}
+	t.UpdatedAt = t.CreatedAt
+	if r.Head > 0 {
+		t.UpdatedAt = time.Unix(0, r.HeadAt)
+	}
+	if len(r.Metadata) > 0 {
+		if err := json.Unmarshal(r.Metadata, &t.Metadata); err != nil {
+			return Thread{}, &CorruptError{Thread: r.ID, What: "thread metadata", Err: err}
+		}
+	}
+	return t, nil
+}
+
+// Thread implements Store.
+func (e *Engine) Thread(ctx context.Context, id string) (Thread, error) {
+	if err := e.check(id, ""); err != nil {
+		return Thread{}, err
+	}
+	rec, err := e.b.Thread(ctx, id)
+	if err != nil {
+		return Thread{}, err
+	}
+	return threadFromRecord(rec)
+}
+
+// Threads implements Store.
+func (e *Engine) Threads(ctx context.Context, f ThreadFilter) iter.Seq2[Thread, error] {
+	return func(yield func(Thread, error) bool) {
+		if e.closed.Load() {
+			yield(Thread{}, ErrClosed)
+			return
+		}
+		q := ThreadQuery{Tenant: f.Tenant, Limit: f.PageSize}
+		if q.Limit <= 0 {
+			q.Limit = 100
+		}
+		if len(f.Metadata) > 0 {
+			q.Metadata = make(map[string]json.RawMessage, len(f.Metadata))
+			for k, v := range f.Metadata {
+				b, err := json.Marshal(v)
+				if err != nil || (len(b) > 0 && (b[0] == '{' || b[0] == '[')) {
+					yield(Thread{}, fmt.Errorf("%w: metadata filter %q must be a JSON scalar", ErrInvalidArgument, k))
+					return
+				}
+				q.Metadata[k] = b
+			}
+		}
+		n := 0
+		for {
+			page, err := e.b.Threads(ctx, q)
+			if err != nil {
+				yield(Thread{}, err)
+				return
+			}
+			for _, rec := range page {
+				t, err := threadFromRecord(rec)
+				if !yield(t, err) {
+					return
+				}
+				if n++; f.Limit > 0 && n >= f.Limit {
+					return
+				}
+			}
+			if len(page) < q.Limit {
+				return
+			}
+			q.After = page[len(page)-1].ID
+		}
+	}
+}
+
+// DeleteThread implements Store.
+func (e *Engine) DeleteThread(ctx context.Context, id string) error {
+	if err := e.check(id, ""); err != nil {
+		return err
+	}
+	e.forget(id)
+	return e.b.DeleteThread(ctx, id)
+}
+
+func (e *Engine) forget(thread string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for k := range e.heads {
+		if k.thread == thread {
+			delete(e.heads, k)
+		}
+	}
+}
+
+// Append implements Store.
+func (e *Engine) Append(ctx context.Context, cp Checkpoint) (Checkpoint, error) {
+	if err := e.check(cp.Thread, cp.Namespace); err != nil {
+		return Checkpoint{}, err
+	}
+	if cp.Parent < 0 {
+		return Checkpoint{}, fmt.Errorf("%w: parent seq %d", ErrInvalidArgument, cp.Parent)
+	}
+	var parent rowInfo
+	if cp.Parent > 0 {
+		var err error
+		if parent, err = e.info(ctx, cp.Thread, cp.Namespace, cp.Parent); err != nil {
+			return Checkpoint{}, err
+		}
+	}
+	return e.insert(ctx, cp, cp.Parent+1, parent)
+}
+
+// insert writes cp as row seq extending parent (zero rowInfo: no parent).
+func (e *Engine) insert(ctx context.Context, cp Checkpoint, seq int64, parent rowInfo) (Checkpoint, error) {
+	if cp.Status == 0 {
+		cp.Status = StatusSuccess
+	}
+	if !cp.Status.Valid() {
+		return Checkpoint{}, fmt.Errorf("%w: status %d", ErrInvalidArgument, cp.Status)
+	}
+	meta, err := encodeMeta(cp.Nodes, cp.Meta)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	cp.Seq = seq
+	cp.CreatedAt = e.now()
+	row := Row{
+		Thread: cp.Thread, Namespace: cp.Namespace, Seq: seq, Parent: cp.Parent,
+		Status: cp.Status, CreatedAt: cp.CreatedAt.UnixNano(), Meta: meta,
+		Patch: encodeBlob(state.EncodePatch(nil, cp.Patch), e.comp),
+	}
+	since := parent.since + int64(len(row.Patch))
+	if cp.Parent == 0 || float64(since) > e.ratio*float64(parent.baseSize) {
+		row.Snapshot = encodeBlob(state.EncodeDoc(nil, cp.State), e.comp)
+		row.HasSnapshot = true
+		row.Base, row.Since, row.BaseSize = seq, 0, int64(len(row.Snapshot))
+	} else {
+		row.Base, row.Since, row.BaseSize = parent.base, since, parent.baseSize
+	}
+	key := headKey{cp.Thread, cp.Namespace}
+	if err := e.b.Insert(ctx, row); err != nil {
+		if errors.Is(err, ErrConflict) {
+			e.mu.Lock()
+			delete(e.heads, key)
+			e.mu.Unlock()
+			return Checkpoint{}, fmt.Errorf("%w: thread %q namespace %q: checkpoint %d is no longer the head", ErrConflict, cp.Thread, cp.Namespace, cp.Parent)
+		}
+		return Checkpoint{}, err
+	}
+	e.mu.Lock()
+	if len(e.heads) >= maxCachedHeads {
+		clear(e.heads)
+	}
+	e.heads[key] = rowInfo{seq: seq, base: row.Base, since: row.Since, baseSize: row.BaseSize}
+	e.mu.Unlock()
+	cp.Snapshot = row.HasSnapshot
+	cp.HasState = true
+	return cp, nil
+}
+
+// info returns the snapshot bookkeeping of row seq, from the cache of rows
+// this engine wrote or from the backend. A missing row is a conflict (the
+// caller's head is not a head) or ErrNotFound (no such thread).
+func (e *Engine) info(ctx context.Context, thread, ns string, seq int64) (rowInfo, error) {
+	e.mu.Lock()
+	ri, ok := e.heads[headKey{thread, ns}]
+	e.mu.Unlock()
+	if ok && ri.seq == seq {
+		return ri, nil
+	}
+	rows, err := e.b.Rows(ctx, RowQuery{Thread: thread, Namespace: ns, From: seq, To: seq})
+	if err != nil {
+		return rowInfo{}, err
+	}
+	if len(rows) == 0 {
+		head, err := e.head(ctx, thread, ns)
+		if err != nil {
+			return rowInfo{}, err
+		}
+		if head == 0 {
+			return rowInfo{}, fmt.Errorf("%w: thread %q namespace %q has no checkpoint %d", ErrNotFound, thread, ns, seq)
+		}
+		return rowInfo{}, fmt.Errorf("%w: thread %q namespace %q: %d is not the head (head is %d)", ErrConflict, thread, ns, seq, head)
+	}
+	r := rows[0]
+	return rowInfo{seq: r.Seq, base: r.Base, since: r.Since, baseSize: r.BaseSize}, nil
+}
+
+// head returns the newest seq of a thread namespace (0 when empty).
+func (e *Engine) head(ctx context.Context, thread, ns string) (int64, error) {
+	rows, err := e.b.Rows(ctx, RowQuery{Thread: thread, Namespace: ns, Desc: true, Limit: 1})
+	if err != nil {
+		return 0, err
+	}
+	if len(rows) == 0 {
+		return 0, nil
+	}
+	return rows[0].Seq, nil
+}
+
+// metaRecord is the stored form of a checkpoint's metadata.
+type metaRecord struct {
+	Nodes []string `json:"nodes,omitempty"`
+	Meta
+}
+
+func encodeMeta(nodes []string, m Meta) ([]byte, error) {
+	rec := metaRecord{Nodes: nodes, Meta: m}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return nil, fmt.Errorf("%w: checkpoint metadata: %v", ErrInvalidArgument, err)
+	}
+	if string(b) == "{}" {
+		return nil, nil
+	}
+	return b, nil
+}
+
+// checkpoint decodes a row (its patch when present).
+func checkpoint(r *Row) (Checkpoint, error) {
+	cp := Checkpoint{
+		Thread: r.Thread, Namespace: r.Namespace, Seq: r.Seq, Parent: r.Parent,
+		Status: r.Status, CreatedAt: time.Unix(0, r.CreatedAt), Snapshot: r.HasSnapshot,
+	}
+	if !r.Status.Valid() {
+		return Checkpoint{}, &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: r.Seq, What: "row", Err: fmt.Errorf("status %d", r.Status)}
+	}
+	if len(r.Meta) > 0 {
+		var rec metaRecord
+		if err := json.Unmarshal(r.Meta, &rec); err != nil {
+			return Checkpoint{}, &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: r.Seq, What: "metadata", Err: err}
+		}
+		cp.Nodes, cp.Meta = rec.Nodes, rec.Meta
+	}
+	if r.Patch != nil {
+		p, err := decodePatch(r)
+		if err != nil {
+			return Checkpoint{}, err
+		}
+		cp.Patch = p
+	}
+	return cp, nil
+}
+
+func decodePatch(r *Row) (state.Patch, error) {
+	payload, err := decodeBlob(r.Patch)
+	if err == nil {
+		var p state.Patch
+		if p, err = state.DecodePatch(payload, false); err == nil {
+			return p, nil
+		}
+	}
+	return nil, &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: r.Seq, What: "patch", Err: err}
+}
+
+func decodeSnapshot(r *Row) (state.Doc, error) {
+	if r.Snapshot == nil {
+		return state.Doc{}, &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: r.Seq, What: "snapshot", Err: errors.New("missing")}
+	}
+	payload, err := decodeBlob(r.Snapshot)
+	if err == nil {
+		var d state.Doc
+		if d, err = state.DecodeDoc(payload, false); err == nil {
+			return d, nil
+		}
+	}
+	return state.Doc{}, &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: r.Seq, What: "snapshot", Err: err}
+}
+
+// replay computes the states of rows (ascending, all sharing base), starting
+// from the base row's snapshot. Rows whose parent state is unknown are
+// skipped (they belong to other branches).
+func replay(rows []Row, base int64) (map[int64]state.Doc, error) {
+	states := make(map[int64]state.Doc, len(rows))
+	for i := range rows {
+		r := &rows[i]
+		if r.Base != base {
+			continue
+		}
+		if r.Seq == base {
+			d, err := decodeSnapshot(r)
+			if err != nil {
+				return nil, err
+			}
+			states[r.Seq] = d
+			continue
+		}
+		prev, ok := states[r.Parent]
+		if !ok {
+			return nil, &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: r.Seq, What: "row", Err: fmt.Errorf("parent %d is not in the chain of snapshot %d", r.Parent, base)}
+		}
+		p, err := decodePatch(r)
+		if err != nil {
+			return nil, err
+		}
+		d, err := prev.Apply(p)
+		if err != nil {
+			return nil, &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: r.Seq, What: "patch", Err: err}
+		}
+		states[r.Seq] = d
+	}
+	return states, nil
+}
+
+// Load implements Store.
+func (e *Engine) Load(ctx context.Context, r LoadRequest) (Checkpoint, error) {
+	if err := e.check(r.Thread, r.Namespace); err != nil {
+		return Checkpoint{}, err
+	}
+	if r.Seq < 0 {
+		return Checkpoint{}, fmt.Errorf("%w: seq %d", ErrInvalidArgument, r.Seq)
+	}
+	q := RowQuery{Thread: r.Thread, Namespace: r.Namespace, From: r.Seq, To: r.Seq}
+	if r.Seq == 0 {
+		q = RowQuery{Thread: r.Thread, Namespace: r.Namespace, Desc: true, Limit: 1}
+	}
+	target, err := e.b.Rows(ctx, q)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	if len(target) == 0 {
+		if r.Seq == 0 {
+			return Checkpoint{}, fmt.Errorf("%w: thread %q namespace %q has no checkpoints", ErrNotFound, r.Thread, r.Namespace)
+		}
+		return Checkpoint{}, fmt.Errorf("%w: thread %q namespace %q has no checkpoint %d", ErrNotFound, r.Thread, r.Namespace, r.Seq)
+	}
+	t := target[0]
+	rows, err := e.b.Rows(ctx, RowQuery{Thread: r.Thread, Namespace: r.Namespace, From: t.Base, To: t.Seq, Payload: true, Snapshots: true})
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	chain := ancestry(rows, t.Seq, t.Base)
+	if len(chain) == 0 {
+		return Checkpoint{}, &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: t.Seq, What: "row", Err: fmt.Errorf("no path to snapshot %d", t.Base)}
+	}
+	states, err := replay(chain, t.Base)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	last := &chain[len(chain)-1]
+	cp, err := checkpoint(last)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	cp.State, cp.HasState = states[last.Seq], true
+	return cp, nil
+}
+
+// ancestry returns the rows on the path from base to seq, ascending, or nil
+// when the path is broken.
+func ancestry(rows []Row, seq, base int64) []Row {
+	bySeq := make(map[int64]int, len(rows))
+	for i := range rows {
+		bySeq[rows[i].Seq] = i
+	}
+	var path []int
+	for cur := seq; ; {
+		i, ok := bySeq[cur]
+		if !ok {
+			return nil
+		}
+		path = append(path, i)
+		if cur == base {
+			break
+		}
+		cur = rows[i].Parent
+	}
+	out := make([]Row, len(path))
+	for j, i := range path {
+		out[len(path)-1-j] = rows[i]
+	}
+	return out
+}
+
+// History implements Store.
+func (e *Engine) History(ctx context.Context, r HistoryRequest) iter.Seq2[Checkpoint, error] {
+	return func(yield func(Checkpoint, error) bool) {
+		if err := e.check(r.Thread, r.Namespace); err != nil {
+			yield(Checkpoint{}, err)
+			return
+		}
+		page := r.PageSize
+		if page <= 0 {
+			page = 100
+		}
+		var group struct {
+			base   int64
+			states map[int64]state.Doc
+		}
+		to := int64(0)
+		if r.Before > 0 {
+			to = r.Before - 1
+			if to == 0 {
+				return
+			}
+		}
+		n := 0
+		for {
+			rows, err := e.b.Rows(ctx, RowQuery{Thread: r.Thread, Namespace: r.Namespace, To: to, Desc: true, Limit: page, Payload: true})
+			if err != nil {
+				yield(Checkpoint{}, err)
+				return
+			}
+			for i := range rows {
+				row := &rows[i]
+				cp, err := checkpoint(row)
+				if err == nil && r.WithState {
+					d, ok := group.states[row.Seq]
+					if group.base != row.Base || !ok {
+						var grp []Row
+						grp, err = e.b.Rows(ctx, RowQuery{Thread: r.Thread, Namespace: r.Namespace, From: row.Base, To: row.Seq, Payload: true, Snapshots: true})
+						if err == nil {
+							group.base = row.Base
+							group.states, err = replay(grp, row.Base)
+							d, ok = group.states[row.Seq]
+							if err == nil && !ok {
+								err = &CorruptError{Thread: row.Thread, Namespace: row.Namespace, Seq: row.Seq, What: "row", Err: fmt.Errorf("no path to snapshot %d", row.Base)}
+							}
+						}
+					}
+					cp.State, cp.HasState = d, err == nil
+				}
+				if !yield(cp, err) || err != nil {
+					return
+				}
+				if n++; r.Limit > 0 && n >= r.Limit {
+					return
+				}
+			}
+			if len(rows) < page {
+				return
+			}
+			to = rows[len(rows)-1].Seq - 1
+			if to <= 0 {
+				return
+			}
+		}
+	}
+}
+
+// Fork implements Store.
+func (e *Engine) Fork(ctx context.Context, r ForkRequest) (Checkpoint, error) {
+	if err := e.check(r.Thread, r.Namespace); err != nil {
+		return Checkpoint{}, err
+	}
+	if r.At <= 0 {
+		return Checkpoint{}, fmt.Errorf("%w: fork needs a checkpoint seq, got %d", ErrInvalidArgument, r.At)
+	}
+	if r.Into != "" {
+		if err := ValidateThreadID(r.Into); err != nil {
+			return Checkpoint{}, err
+		}
+	}
+	src, err := e.Load(ctx, LoadRequest{Thread: r.Thread, Namespace: r.Namespace, Seq: r.At})
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	st := src.State
+	if len(r.Patch) > 0 {
+		if st, err = st.Apply(r.Patch); err != nil {
+			return Checkpoint{}, fmt.Errorf("%w: fork patch: %v", ErrInvalidArgument, err)
+		}
+	}
+	meta := r.Meta
+	if meta.Source == "" {
+		meta.Source = "fork"
+	}
+	ref := src.Ref()
+	meta.ForkedFrom = &ref
+	cp := Checkpoint{Thread: r.Thread, Namespace: r.Namespace, Parent: r.At, Nodes: r.Nodes, Status: StatusSuccess, Patch: r.Patch, State: st, Meta: meta}
+	if r.Into == "" {
+		head, err := e.head(ctx, r.Thread, r.Namespace)
+		if err != nil {
+			return Checkpoint{}, err
+		}
+		at, err := e.info(ctx, r.Thread, r.Namespace, r.At)
+		if err != nil {
+			return Checkpoint{}, err
+		}
+		return e.insert(ctx, cp, head+1, at)
+	}
+	if _, err := e.b.Thread(ctx, r.Into); err == nil {
+		return Checkpoint{}, fmt.Errorf("%w: thread %q exists", ErrConflict, r.Into)
+	} else if !errors.Is(err, ErrNotFound) {
+		return Checkpoint{}, err
+	}
+	srcThread, err := e.b.Thread(ctx, r.Thread)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	rec := ThreadRecord{ID: r.Into, Tenant: srcThread.Tenant, Metadata: srcThread.Metadata, CreatedAt: e.now().UnixNano()}
+	if err := e.b.CreateThread(ctx, rec); err != nil {
+		return Checkpoint{}, err
+	}
+	// The whole state is the new thread's first patch, so replaying the
+	// thread from nothing gives the same state as its snapshot.
+	cp.Thread, cp.Parent = r.Into, 0
+	cp.Patch = wholeDocPatch(st)
+	return e.insert(ctx, cp, 1, rowInfo{})
+}
+
+// wholeDocPatch is the patch that builds d from the empty document.
+func wholeDocPatch(d state.Doc) state.Patch {
+	p := make(state.Patch, 0, d.Len())
+	for _, f := range d.Fields() {
+		raw, _ := d.Raw(f)
+		p = append(p, state.Op{Op: state.OpAdd, Path: "/" + escapePointerToken(f), Value: raw})
+	}
+	return p
+}
+
+func escapePointerToken(s string) string {
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '~':
+			out = append(out, '~', '0')
+		case '/':
+			out = append(out, '~', '1')
+		default:
+			out = append(out, s[i])
+		}
+	}
+	return string(out)
+}
+
+// Prune implements Store.
+func (e *Engine) Prune(ctx context.Context, r PruneRequest) (PruneResult, error) {
+	if e.closed.Load() {
+		return PruneResult{}, ErrClosed
+	}
+	keep := int64(max(r.KeepLast, 1))
+	var threads []string
+	if r.Thread != "" {
+		if err := ValidateThreadID(r.Thread); err != nil {
+			return PruneResult{}, err
+		}
+		if _, err := e.b.Thread(ctx, r.Thread); err != nil {
+			return PruneResult{}, err
+		}
+		threads = []string{r.Thread}
+	} else {
+		for t, err := range e.Threads(ctx, ThreadFilter{}) {
+			if err != nil {
+				return PruneResult{}, err
+			}
+			threads = append(threads, t.ID)
+		}
+	}
+	var res PruneResult
+	for _, th := range threads {
+		nss, err := e.b.Namespaces(ctx, th)
+		if err != nil {
+			return res, err
+		}
+		pruned := false
+		for _, ns := range nss {
+			head, err := e.head(ctx, th, ns)
+			if err != nil {
+				return res, err
+			}
+			if head <= keep {
+				continue
+			}
+			kept, err := e.b.Rows(ctx, RowQuery{Thread: th, Namespace: ns, From: head - keep + 1, To: head})
+			if err != nil {
+				return res, err
+			}
+			cutoff := head - keep + 1
+			for _, k := range kept {
+				cutoff = min(cutoff, k.Base)
+			}
+			n, err := e.b.DeleteBelow(ctx, th, ns, cutoff)
+			if err != nil {
+				return res, err
+			}
+			if n > 0 {
+				res.Checkpoints += n
+				pruned = true
+			}
+		}
+		if pruned {
+			res.Threads++
+		}
+	}
+	return res, nil
+}
+
+// PutWrites implements Store.
+func (e *Engine) PutWrites(ctx context.Context, thread, ns string, seq int64, ws []Write) error {
+	if err := e.check(thread, ns); err != nil {
+		return err
+	}
+	for i, w := range ws {
+		if w.Task == "" || !json.Valid(w.Update) {
+			return fmt.Errorf("%w: write %d needs a task and a JSON update", ErrInvalidArgument, i)
+		}
+	}
+	return e.b.PutWrites(ctx, thread, ns, seq, ws)
+}
+
+// Writes implements Store.
+func (e *Engine) Writes(ctx context.Context, thread, ns string, seq int64) ([]Write, error) {
+	if err := e.check(thread, ns); err != nil {
+		return nil, err
+	}
+	return e.b.Writes(ctx, thread, ns, seq)
+}
+
+// Close implements Store.
+func (e *Engine) Close() error {
+	if e.closed.Swap(true) {
+		return nil
+	}
+	return e.b.Close()
+}
+
+var _ Store = (*Engine)(nil)

@@ -1,0 +1,45 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors; test with errors.Is.
+var (
+	// ErrNotFound: no such thread or checkpoint.
+	ErrNotFound = errors.New("store: not found")
+	// ErrConflict: the checkpoint named as head is no longer the head, or the
+	// thread to create exists.
+	ErrConflict = errors.New("store: conflict")
+	// ErrInvalidID: a thread id or namespace breaks the naming rules.
+	ErrInvalidID = errors.New("store: invalid id")
+	// ErrInvalidArgument: a request is malformed.
+	ErrInvalidArgument = errors.New("store: invalid argument")
+	// ErrCorrupt: stored data is damaged.
+	ErrCorrupt = errors.New("store: corrupt data")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("store: closed")
+	// ErrUnsupportedFormat: the database was written by a newer Cairn.
+	ErrUnsupportedFormat = errors.New("store: unsupported format version")
+)
+
+// CorruptError says which checkpoint is damaged.
+type CorruptError struct {
+	Thread    string
+	Namespace string
+	Seq       int64
+	What      string // "patch", "snapshot", "metadata", "row"
+	Err       error
+}
+
+func (e *CorruptError) Error() string {
+	ns := ""
+	if e.Namespace != "" {
+		ns = " namespace " + e.Namespace
+	}
+	return fmt.Sprintf("store: thread %q%s seq %d: corrupt %s: %v", e.Thread, ns, e.Seq, e.What, e.Err)
+}
+
+// Unwrap returns both ErrCorrupt and the cause.
+func (e *CorruptError) Unwrap() []error { return []error{ErrCorrupt, e.Err} }

@@ -1,0 +1,344 @@
+// Package memory is the in-memory reference backend of Cairn's store: every
+// guarantee of the store package except durability. Use it in tests and for
+// runs that need no history after the process ends.
+package memory
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/cairn-dev/cairn/store"
+)
+
+// Backend keeps rows in maps guarded by one lock.
+type Backend struct {
+	mu      sync.RWMutex
+	closed  bool
+	threads map[string]*thread
+}
+
+type thread struct {
+	rec    store.ThreadRecord
+	ns     map[string][]store.Row // ascending by seq; seqs are contiguous
+	writes map[writeKey][]store.Write
+}
+
+type writeKey struct {
+	ns  string
+	seq int64
+}
+
+// New returns an empty backend.
+func New() *Backend { return &Backend{threads: map[string]*thread{}} }
+
+// Open returns a store over a new in-memory backend.
+func Open(opts store.Options) *store.Engine { return store.New(New(), opts) }
+
+func (b *Backend) live() error {
+	if b.closed {
+		return store.ErrClosed
+	}
+	return nil
+}
+
+// CreateThread implements store.Backend.
+func (b *Backend) CreateThread(_ context.Context, t store.ThreadRecord) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.live(); err != nil {
+		return err
+	}
+	if _, ok := b.threads[t.ID]; ok {
+		return fmt.Errorf("%w: thread %q exists", store.ErrConflict, t.ID)
+	}
+	t.Metadata = bytes.Clone(t.Metadata)
+	b.threads[t.ID] = &thread{rec: t, ns: map[string][]store.Row{}, writes: map[writeKey][]store.Write{}}
+	return nil
+}
+
+func (b *Backend) record(t *thread) store.ThreadRecord {
+	rec := t.rec
+	rec.Metadata = bytes.Clone(rec.Metadata)
+	if rows := t.ns[""]; len(rows) > 0 {
+		rec.Head, rec.HeadAt = rows[len(rows)-1].Seq, rows[len(rows)-1].CreatedAt
+	}
+	return rec
+}
+
+// Thread implements store.Backend.
+func (b *Backend) Thread(_ context.Context, id string) (store.ThreadRecord, error) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if err := b.live(); err != nil {
+		return store.ThreadRecord{}, err
+	}
+	t, ok := b.threads[id]
+	if !ok {
+		return store.ThreadRecord{}, fmt.Errorf("%w: thread %q", store.ErrNotFound, id)
+	}
+	return b.record(t), nil
+}
+
+// Threads implements store.Backend.
+func (b *Backend) Threads(_ context.Context, q store.ThreadQuery) ([]store.ThreadRecord, error) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if err := b.live(); err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(b.threads))
+	for id := range b.threads {
+		if id > q.After {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	var out []store.ThreadRecord
+	for _, id := range ids {
+		t := b.threads[id]
+		if q.Tenant != "" && t.rec.Tenant != q.Tenant {
+			continue
+		}
+		if !metadataMatches(t.rec.Metadata, q.Metadata) {
+			continue
+		}
+		out = append(out, b.record(t))
+		if q.Limit > 0 && len(out) >= q.Limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+func metadataMatches(meta []byte, want map[string]json.RawMessage) bool {
+	if len(want) == 0 {
+		return true
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(meta, &m) != nil {
+		return false
+	}
+	for k, v := range want {
+		got, ok := m[k]
+		if !ok {
+			return false
+		}
+		var buf bytes.Buffer
+		if json.Compact(&buf, got) != nil || !bytes.Equal(buf.Bytes(), v) {
+			return false
+		}
+	}
+	return true
+}
+
+// DeleteThread implements store.Backend.
+func (b *Backend) DeleteThread(_ context.Context, id string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.live(); err != nil {
+		return err
+	}
+	if _, ok := b.threads[id]; !ok {
+		return fmt.Errorf("%w: thread %q", store.ErrNotFound, id)
+	}
+	delete(b.threads, id)
+	return nil
+}
+
+// Insert implements store.Backend.
+func (b *Backend) Insert(_ context.Context, r store.Row) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.live(); err != nil {
+		return err
+	}
+	t, ok := b.threads[r.Thread]
+	if !ok {
+		t = &thread{rec: store.ThreadRecord{ID: r.Thread, CreatedAt: r.CreatedAt}, ns: map[string][]store.Row{}, writes: map[writeKey][]store.Write{}}
+		b.threads[r.Thread] = t
+	}
+	rows := t.ns[r.Namespace]
+	next := int64(1)
+	if len(rows) > 0 {
+		next = rows[len(rows)-1].Seq + 1
+	}
+	if r.Seq < next {
+		return fmt.Errorf("%w: seq %d exists", store.ErrConflict, r.Seq)
+	}
+	if r.Seq != next {
+		return fmt.Errorf("%w: seq %d leaves a gap after %d", store.ErrInvalidArgument, r.Seq, next-1)
+	}
+	r.Meta, r.Patch, r.Snapshot = bytes.Clone(r.Meta), bytes.Clone(r.Patch), bytes.Clone(r.Snapshot)
+	t.ns[r.Namespace] = append(rows, r)
+	return nil
+}
+
+// Rows implements store.Backend.
+func (b *Backend) Rows(_ context.Context, q store.RowQuery) ([]store.Row, error) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if err := b.live(); err != nil {
+		return nil, err
+	}
+	t, ok := b.threads[q.Thread]
+	if !ok {
+		return nil, nil
+	}
+	rows := t.ns[q.Namespace]
+	lo := sort.Search(len(rows), func(i int) bool { return rows[i].Seq >= q.From })
+	hi := len(rows)
+	if q.To > 0 {
+		hi = sort.Search(len(rows), func(i int) bool { return rows[i].Seq > q.To })
+	}
+	if lo >= hi {
+		return nil, nil
+	}
+	sel := rows[lo:hi]
+	n := len(sel)
+	if q.Limit > 0 && q.Limit < n {
+		n = q.Limit
+	}
+	out := make([]store.Row, 0, n)
+	for i := 0; i < n; i++ {
+		j := i
+		if q.Desc {
+			j = len(sel) - 1 - i
+		}
+		r := sel[j]
+		r.Meta = bytes.Clone(r.Meta)
+		if q.Payload {
+			r.Patch = bytes.Clone(r.Patch)
+		} else {
+			r.Patch = nil
+		}
+		if q.Snapshots {
+			r.Snapshot = bytes.Clone(r.Snapshot)
+		} else {
+			r.Snapshot = nil
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// Namespaces implements store.Backend.
+func (b *Backend) Namespaces(_ context.Context, id string) ([]string, error) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if err := b.live(); err != nil {
+		return nil, err
+	}
+	t, ok := b.threads[id]
+	if !ok {
+		return nil, nil
+	}
+	var out []string
+	for ns, rows := range t.ns {
+		if len(rows) > 0 {
+			out = append(out, ns)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// DeleteBelow implements store.Backend.
+func (b *Backend) DeleteBelow(_ context.Context, id, ns string, below int64) (int64, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.live(); err != nil {
+		return 0, err
+	}
+	t, ok := b.threads[id]
+	if !ok {
+		return 0, nil
+	}
+	rows := t.ns[ns]
+	i := sort.Search(len(rows), func(i int) bool { return rows[i].Seq >= below })
+	t.ns[ns] = slices.Clone(rows[i:])
+	for k := range t.writes {
+		if k.ns == ns && k.seq < below {
+			delete(t.writes, k)
+		}
+	}
+	return int64(i), nil
+}
+
+// PutWrites implements store.Backend.
+func (b *Backend) PutWrites(_ context.Context, id, ns string, seq int64, ws []store.Write) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.live(); err != nil {
+		return err
+	}
+	t, ok := b.threads[id]
+	if !ok {
+		return fmt.Errorf("%w: thread %q", store.ErrNotFound, id)
+	}
+	k := writeKey{ns, seq}
+	cur := t.writes[k]
+	for _, w := range ws {
+		w.Update = bytes.Clone(w.Update)
+		i := slices.IndexFunc(cur, func(x store.Write) bool { return x.Task == w.Task })
+		if i >= 0 {
+			cur[i] = w
+		} else {
+			cur = append(cur, w)
+		}
+	}
+	sort.Slice(cur, func(i, j int) bool { return cur[i].Task < cur[j].Task })
+	t.writes[k] = cur
+	return nil
+}
+
+// Writes implements store.Backend.
+func (b *Backend) Writes(_ context.Context, id, ns string, seq int64) ([]store.Write, error) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if err := b.live(); err != nil {
+		return nil, err
+	}
+	t, ok := b.threads[id]
+	if !ok {
+		return nil, nil
+	}
+	out := slices.Clone(t.writes[writeKey{ns, seq}])
+	for i := range out {
+		out[i].Update = bytes.Clone(out[i].Update)
+	}
+	return out, nil
+}
+
+// Close implements store.Backend.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	b.threads = nil
+	return nil
+}
+
+var _ store.Backend = (*Backend)(nil)
+
+// Tamper lets fn change a stored row in place. It exists so tests can check
+// how the store reports damaged data; it reports whether the row exists.
+func (b *Backend) Tamper(thread, ns string, seq int64, fn func(*store.Row)) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t, ok := b.threads[thread]
+	if !ok {
+		return false
+	}
+	for i := range t.ns[ns] {
+		if t.ns[ns][i].Seq == seq {
+			fn(&t.ns[ns][i])
+			return true
+		}
+	}
+	return false
+}
