@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -131,7 +132,7 @@ func (e *Engine) Threads(ctx context.Context, f ThreadFilter) iter.Seq2[Thread, 
 		if len(f.Metadata) > 0 {
 			q.Metadata = make(map[string]json.RawMessage, len(f.Metadata))
 			for k, v := range f.Metadata {
-				b, err := json.Marshal(v)
+				b, err := marshalPlain(v)
 				if err != nil || (len(b) > 0 && (b[0] == '{' || b[0] == '[')) {
 					yield(Thread{}, fmt.Errorf("%w: metadata filter %q must be a JSON scalar", ErrInvalidArgument, k))
 					return
@@ -706,3 +707,15 @@ func (e *Engine) Close() error {
 }
 
 var _ Store = (*Engine)(nil)
+
+// marshalPlain encodes v as compact JSON without HTML escaping, the form
+// SQL JSON functions produce.
+func marshalPlain(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

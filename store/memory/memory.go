@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"sync"
@@ -128,8 +129,8 @@ func metadataMatches(meta []byte, want map[string]json.RawMessage) bool {
 		if !ok {
 			return false
 		}
-		var buf bytes.Buffer
-		if json.Compact(&buf, got) != nil || !bytes.Equal(buf.Bytes(), v) {
+		var a, b any
+		if json.Unmarshal(got, &a) != nil || json.Unmarshal(v, &b) != nil || !reflect.DeepEqual(a, b) {
 			return false
 		}
 	}

@@ -1,0 +1,703 @@
+// Package sqlite is Cairn's default store backend: one SQLite file in WAL
+// mode, through the pure-Go modernc.org/sqlite driver (no cgo).
+//
+// One connection writes; a goroutine owns it and groups the commits that
+// arrive together (from different threads) into one transaction, so many
+// concurrent runs share each fsync. Reads use a separate pool and never wait
+// for the writer.
+//
+// Durability: with DurabilitySync (the default; WAL, synchronous=NORMAL) a
+// commit that returned survives a crash of the process; a power loss or OS
+// crash may lose the most recent commits, never corrupt older ones. With
+// DurabilityStrict (synchronous=FULL) every commit is fsynced before it
+// returns and survives power loss too.
+//
+// Several processes may open one file; SQLite's locks serialise their
+// writers, and the store's head check (a primary key on thread, namespace
+// and seq) makes a stale writer fail with store.ErrConflict.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cairn-dev/cairn/store"
+	sqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Durability says when a commit is safe.
+type Durability string
+
+// Durability modes.
+const (
+	// DurabilitySync: WAL with synchronous=NORMAL; survives process crashes.
+	DurabilitySync Durability = "sync"
+	// DurabilityStrict: synchronous=FULL; survives power loss.
+	DurabilityStrict Durability = "strict"
+)
+
+// ParseDurability checks a durability name ("" is sync).
+func ParseDurability(s string) (Durability, error) {
+	switch Durability(s) {
+	case "", DurabilitySync:
+		return DurabilitySync, nil
+	case DurabilityStrict:
+		return DurabilityStrict, nil
+	}
+	return "", fmt.Errorf("%w: durability %q (want sync or strict)", store.ErrInvalidArgument, s)
+}
+
+// Options configure a SQLite backend.
+type Options struct {
+	Durability Durability
+	// ReadConns is the size of the read pool (default 4).
+	ReadConns int
+	// BusyTimeout is how long a connection waits for another process's lock
+	// (default 10s).
+	BusyTimeout time.Duration
+	// MaxBatch caps the commits grouped into one transaction (default 256).
+	MaxBatch int
+	// WALPages is the WAL size, in 4 KiB pages, at which it is checkpointed
+	// into the database and reset (default 256, 1 MiB).
+	WALPages int
+}
+
+// schemaVersion is the format this code writes (PRAGMA user_version).
+const schemaVersion = 1
+
+const ddl = `
+CREATE TABLE IF NOT EXISTS threads (
+	id         TEXT PRIMARY KEY,
+	tenant     TEXT NOT NULL DEFAULT '',
+	metadata   BLOB,
+	created_at INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS checkpoints (
+	thread       TEXT NOT NULL,
+	ns           TEXT NOT NULL,
+	seq          INTEGER NOT NULL,
+	parent       INTEGER NOT NULL,
+	base         INTEGER NOT NULL,
+	since        INTEGER NOT NULL,
+	base_size    INTEGER NOT NULL,
+	status       INTEGER NOT NULL,
+	created_at   INTEGER NOT NULL,
+	has_snapshot INTEGER NOT NULL,
+	meta         BLOB,
+	patch        BLOB NOT NULL,
+	PRIMARY KEY (thread, ns, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS snapshots (
+	id     INTEGER PRIMARY KEY,
+	thread TEXT NOT NULL,
+	ns     TEXT NOT NULL,
+	seq    INTEGER NOT NULL,
+	data   BLOB NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS snapshots_key ON snapshots (thread, ns, seq);
+CREATE TABLE IF NOT EXISTS writes (
+	thread TEXT NOT NULL,
+	ns     TEXT NOT NULL,
+	seq    INTEGER NOT NULL,
+	task   TEXT NOT NULL,
+	node   TEXT NOT NULL,
+	data   BLOB NOT NULL,
+	PRIMARY KEY (thread, ns, seq, task)
+) WITHOUT ROWID;
+`
+
+// Backend is a store.Backend on one SQLite file.
+type Backend struct {
+	path  string
+	write *sql.DB
+	conn  *sql.Conn
+	read  *sql.DB
+
+	jobs     chan *job
+	maxBatch int
+	stop     chan struct{}
+	stopped  chan struct{}
+	closeMu  sync.Mutex
+	closed   bool
+
+	insertRow, insertSnap, ensureThread *sql.Stmt
+}
+
+// job is one unit of work for the writer. Its fn runs inside the batch
+// transaction; expected failures (a conflict) leave the others committed.
+type job struct {
+	ctx  context.Context
+	fn   func(ctx context.Context, tx *sql.Conn) error
+	done chan error
+}
+
+// Open opens (creating when needed) the database at path.
+func Open(path string, opts Options) (*Backend, error) {
+	if path == "" {
+		return nil, fmt.Errorf("%w: empty database path", store.ErrInvalidArgument)
+	}
+	dur, err := ParseDurability(string(opts.Durability))
+	if err != nil {
+		return nil, err
+	}
+	if opts.ReadConns <= 0 {
+		opts.ReadConns = 4
+	}
+	if opts.BusyTimeout <= 0 {
+		opts.BusyTimeout = 10 * time.Second
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 256
+	}
+	if opts.WALPages <= 0 {
+		opts.WALPages = 256
+	}
+	if dir := filepath.Dir(path); dir != "." {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("store: create directory for %s: %w", path, err)
+		}
+	}
+	syncMode := "NORMAL"
+	if dur == DurabilityStrict {
+		syncMode = "FULL"
+	}
+	base := "file:" + (&url.URL{Path: path}).EscapedPath()
+	common := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(%s)", opts.BusyTimeout.Milliseconds(), syncMode)
+	w, err := sql.Open("sqlite", base+"?"+common+fmt.Sprintf("&_pragma=wal_autocheckpoint(%d)&_pragma=journal_size_limit(%d)", opts.WALPages, opts.WALPages*4096))
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetConnMaxLifetime(0)
+	b := &Backend{path: path, write: w, jobs: make(chan *job, 1024), maxBatch: opts.MaxBatch, stop: make(chan struct{}), stopped: make(chan struct{})}
+	ctx := context.Background()
+	if b.conn, err = w.Conn(ctx); err != nil {
+		w.Close()
+		return nil, b.wrapOpen(err)
+	}
+	if err := b.migrate(ctx); err != nil {
+		b.conn.Close()
+		w.Close()
+		return nil, err
+	}
+	if b.read, err = sql.Open("sqlite", base+"?"+common+"&_pragma=query_only(1)"); err != nil {
+		b.conn.Close()
+		w.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	b.read.SetMaxOpenConns(opts.ReadConns)
+	b.read.SetMaxIdleConns(opts.ReadConns)
+	for _, p := range []struct {
+		st  **sql.Stmt
+		sql string
+	}{
+		{&b.insertRow, `INSERT INTO checkpoints (thread, ns, seq, parent, base, since, base_size, status, created_at, has_snapshot, meta, patch) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`},
+		{&b.insertSnap, `INSERT OR REPLACE INTO snapshots (thread, ns, seq, data) VALUES (?,?,?,?)`},
+		{&b.ensureThread, `INSERT OR IGNORE INTO threads (id, created_at) VALUES (?, ?)`},
+	} {
+		if *p.st, err = b.conn.PrepareContext(ctx, p.sql); err != nil {
+			b.read.Close()
+			b.conn.Close()
+			w.Close()
+			return nil, b.wrapOpen(err)
+		}
+	}
+	go b.writer()
+	return b, nil
+}
+
+// OpenStore opens a store on the database at path.
+func OpenStore(path string, opts Options, sopts store.Options) (*store.Engine, error) {
+	b, err := Open(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	return store.New(b, sopts), nil
+}
+
+// Path returns the database file path.
+func (b *Backend) Path() string { return b.path }
+
+func (b *Backend) migrate(ctx context.Context) error {
+	var v int
+	if err := b.conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
+		return b.wrapOpen(err)
+	}
+	if v > schemaVersion {
+		return fmt.Errorf("%w: %s has format %d, this Cairn reads up to %d", store.ErrUnsupportedFormat, b.path, v, schemaVersion)
+	}
+	if v == schemaVersion {
+		return nil
+	}
+	if _, err := b.conn.ExecContext(ctx, ddl); err != nil {
+		return b.wrapOpen(err)
+	}
+	if _, err := b.conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, schemaVersion)); err != nil {
+		return b.wrapOpen(err)
+	}
+	return nil
+}
+
+func (b *Backend) wrapOpen(err error) error {
+	if isCorrupt(err) {
+		return fmt.Errorf("%w: %s is not a readable Cairn database: %v", store.ErrCorrupt, b.path, err)
+	}
+	return fmt.Errorf("store: open %s: %w", b.path, err)
+}
+
+func sqliteCode(err error) int {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code()
+	}
+	return 0
+}
+
+func isCorrupt(err error) bool {
+	switch sqliteCode(err) & 0xff {
+	case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
+		return true
+	}
+	return false
+}
+
+func isConstraint(err error) bool { return sqliteCode(err)&0xff == sqlite3.SQLITE_CONSTRAINT }
+
+// readErr maps a read failure to the store's typed errors.
+func readErr(err error, thread, ns string, seq int64, what string) error {
+	if err == nil {
+		return nil
+	}
+	if isCorrupt(err) {
+		return &store.CorruptError{Thread: thread, Namespace: ns, Seq: seq, What: "database (" + what + ")", Err: err}
+	}
+	return fmt.Errorf("store: %s of thread %q: %w", what, thread, err)
+}
+
+// writer runs jobs in batches on the one write connection.
+func (b *Backend) writer() {
+	defer close(b.stopped)
+	batch := make([]*job, 0, b.maxBatch)
+	for {
+		var first *job
+		select {
+		case first = <-b.jobs:
+		case <-b.stop:
+			// Drain what was queued before Close.
+			for {
+				select {
+				case j := <-b.jobs:
+					b.run([]*job{j})
+				default:
+					return
+				}
+			}
+		}
+		batch = append(batch[:0], first)
+	more:
+		for len(batch) < b.maxBatch {
+			select {
+			case j := <-b.jobs:
+				batch = append(batch, j)
+			default:
+				break more
+			}
+		}
+		b.run(batch)
+	}
+}
+
+// run executes a batch in one transaction.
+func (b *Backend) run(batch []*job) {
+	ctx := context.Background()
+	errs := make([]error, len(batch))
+	fail := func(err error) {
+		for _, j := range batch {
+			j.done <- err
+		}
+	}
+	if _, err := b.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		fail(fmt.Errorf("store: begin: %w", err))
+		return
+	}
+	for i, j := range batch {
+		if err := j.ctx.Err(); err != nil {
+			errs[i] = err
+			continue
+		}
+		err := j.fn(ctx, b.conn)
+		if err != nil && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrNotFound) {
+			_, _ = b.conn.ExecContext(ctx, "ROLLBACK")
+			if isCorrupt(err) {
+				err = fmt.Errorf("%w: %s: %v", store.ErrCorrupt, b.path, err)
+			}
+			fail(err)
+			return
+		}
+		errs[i] = err
+	}
+	if _, err := b.conn.ExecContext(ctx, "COMMIT"); err != nil {
+		_, _ = b.conn.ExecContext(ctx, "ROLLBACK")
+		fail(fmt.Errorf("store: commit: %w", err))
+		return
+	}
+	for i, j := range batch {
+		j.done <- errs[i]
+	}
+}
+
+// do queues fn for the writer and waits for its commit.
+func (b *Backend) do(ctx context.Context, fn func(ctx context.Context, c *sql.Conn) error) error {
+	b.closeMu.Lock()
+	if b.closed {
+		b.closeMu.Unlock()
+		return store.ErrClosed
+	}
+	j := &job{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	select {
+	case b.jobs <- j:
+	case <-ctx.Done():
+		b.closeMu.Unlock()
+		return ctx.Err()
+	}
+	b.closeMu.Unlock()
+	// Once queued the job runs: a caller that stops waiting cannot tell
+	// whether it committed, so wait for the answer.
+	return <-j.done
+}
+
+// savepoint runs fn so that its statements commit together or not at all.
+func savepoint(ctx context.Context, c *sql.Conn, fn func() error) error {
+	if _, err := c.ExecContext(ctx, "SAVEPOINT job"); err != nil {
+		return err
+	}
+	if err := fn(); err != nil {
+		_, _ = c.ExecContext(ctx, "ROLLBACK TO job")
+		_, _ = c.ExecContext(ctx, "RELEASE job")
+		return err
+	}
+	_, err := c.ExecContext(ctx, "RELEASE job")
+	return err
+}
+
+// CreateThread implements store.Backend.
+func (b *Backend) CreateThread(ctx context.Context, t store.ThreadRecord) error {
+	return b.do(ctx, func(ctx context.Context, c *sql.Conn) error {
+		res, err := c.ExecContext(ctx, `INSERT OR IGNORE INTO threads (id, tenant, metadata, created_at) VALUES (?,?,?,?)`, t.ID, t.Tenant, nullBytes(t.Metadata), t.CreatedAt)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("%w: thread %q exists", store.ErrConflict, t.ID)
+		}
+		return nil
+	})
+}
+
+func nullBytes(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return b
+}
+
+const threadColumns = `t.id, t.tenant, t.metadata, t.created_at,
+	COALESCE((SELECT c.seq FROM checkpoints c WHERE c.thread = t.id AND c.ns = '' ORDER BY c.seq DESC LIMIT 1), 0),
+	COALESCE((SELECT c.created_at FROM checkpoints c WHERE c.thread = t.id AND c.ns = '' ORDER BY c.seq DESC LIMIT 1), 0)`
+
+func scanThread(sc interface{ Scan(...any) error }) (store.ThreadRecord, error) {
+	var r store.ThreadRecord
+	err := sc.Scan(&r.ID, &r.Tenant, &r.Metadata, &r.CreatedAt, &r.Head, &r.HeadAt)
+	return r, err
+}
+
+// Thread implements store.Backend.
+func (b *Backend) Thread(ctx context.Context, id string) (store.ThreadRecord, error) {
+	r, err := scanThread(b.read.QueryRowContext(ctx, `SELECT `+threadColumns+` FROM threads t WHERE t.id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, fmt.Errorf("%w: thread %q", store.ErrNotFound, id)
+	}
+	return r, readErr(err, id, "", 0, "thread")
+}
+
+// metadataMatch compares one top-level metadata member with a JSON scalar.
+// Key and value are parameters; the text of the query never holds them.
+const metadataMatch = ` AND EXISTS (SELECT 1 FROM json_each(t.metadata) j WHERE j.key = ? AND
+	(CASE j.type WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' WHEN 'null' THEN 'null' ELSE json_quote(j.value) END) = ?)`
+
+// Threads implements store.Backend.
+func (b *Backend) Threads(ctx context.Context, q store.ThreadQuery) ([]store.ThreadRecord, error) {
+	var sb strings.Builder
+	sb.WriteString(`SELECT ` + threadColumns + ` FROM threads t WHERE t.id > ?`)
+	args := []any{q.After}
+	if q.Tenant != "" {
+		sb.WriteString(` AND t.tenant = ?`)
+		args = append(args, q.Tenant)
+	}
+	for k, v := range q.Metadata {
+		sb.WriteString(metadataMatch)
+		args = append(args, k, string(v))
+	}
+	sb.WriteString(` ORDER BY t.id`)
+	if q.Limit > 0 {
+		sb.WriteString(` LIMIT ?`)
+		args = append(args, q.Limit)
+	}
+	rows, err := b.read.QueryContext(ctx, sb.String(), args...)
+	if err != nil {
+		return nil, readErr(err, q.After, "", 0, "thread list")
+	}
+	defer rows.Close()
+	var out []store.ThreadRecord
+	for rows.Next() {
+		r, err := scanThread(rows)
+		if err != nil {
+			return nil, readErr(err, q.After, "", 0, "thread list")
+		}
+		out = append(out, r)
+	}
+	return out, readErr(rows.Err(), q.After, "", 0, "thread list")
+}
+
+// DeleteThread implements store.Backend.
+func (b *Backend) DeleteThread(ctx context.Context, id string) error {
+	return b.do(ctx, func(ctx context.Context, c *sql.Conn) error {
+		return savepoint(ctx, c, func() error {
+			res, err := c.ExecContext(ctx, `DELETE FROM threads WHERE id = ?`, id)
+			if err != nil {
+				return err
+			}
+			n, _ := res.RowsAffected()
+			for _, table := range []string{"checkpoints", "snapshots", "writes"} {
+				r, err := c.ExecContext(ctx, `DELETE FROM `+table+` WHERE thread = ?`, id)
+				if err != nil {
+					return err
+				}
+				m, _ := r.RowsAffected()
+				n += m
+			}
+			if n == 0 {
+				return fmt.Errorf("%w: thread %q", store.ErrNotFound, id)
+			}
+			return nil
+		})
+	})
+}
+
+// Insert implements store.Backend.
+func (b *Backend) Insert(ctx context.Context, r store.Row) error {
+	return b.do(ctx, func(ctx context.Context, c *sql.Conn) error {
+		if r.Seq == 1 {
+			if _, err := b.ensureThread.ExecContext(ctx, r.Thread, r.CreatedAt); err != nil {
+				return err
+			}
+		}
+		has := 0
+		if r.HasSnapshot {
+			has = 1
+		}
+		_, err := b.insertRow.ExecContext(ctx, r.Thread, r.Namespace, r.Seq, r.Parent, r.Base, r.Since, r.BaseSize,
+			int(r.Status), r.CreatedAt, has, nullBytes(r.Meta), r.Patch)
+		if err != nil {
+			if isConstraint(err) {
+				return fmt.Errorf("%w: thread %q namespace %q seq %d exists", store.ErrConflict, r.Thread, r.Namespace, r.Seq)
+			}
+			return err
+		}
+		if r.HasSnapshot {
+			if _, err := b.insertSnap.ExecContext(ctx, r.Thread, r.Namespace, r.Seq, r.Snapshot); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Rows implements store.Backend.
+func (b *Backend) Rows(ctx context.Context, q store.RowQuery) ([]store.Row, error) {
+	var sb strings.Builder
+	sb.WriteString(`SELECT c.seq, c.parent, c.base, c.since, c.base_size, c.status, c.created_at, c.has_snapshot, c.meta`)
+	if q.Payload {
+		sb.WriteString(`, c.patch`)
+	}
+	if q.Snapshots {
+		sb.WriteString(`, s.data FROM checkpoints c LEFT JOIN snapshots s ON c.has_snapshot = 1 AND s.thread = c.thread AND s.ns = c.ns AND s.seq = c.seq`)
+	} else {
+		sb.WriteString(` FROM checkpoints c`)
+	}
+	sb.WriteString(` WHERE c.thread = ? AND c.ns = ? AND c.seq >= ?`)
+	args := []any{q.Thread, q.Namespace, q.From}
+	if q.To > 0 {
+		sb.WriteString(` AND c.seq <= ?`)
+		args = append(args, q.To)
+	}
+	if q.Desc {
+		sb.WriteString(` ORDER BY c.seq DESC`)
+	} else {
+		sb.WriteString(` ORDER BY c.seq`)
+	}
+	if q.Limit > 0 {
+		sb.WriteString(` LIMIT ?`)
+		args = append(args, q.Limit)
+	}
+	at := q.From
+	if q.To > 0 {
+		at = q.To
+	}
+	rows, err := b.read.QueryContext(ctx, sb.String(), args...)
+	if err != nil {
+		return nil, readErr(err, q.Thread, q.Namespace, at, "checkpoints")
+	}
+	defer rows.Close()
+	var out []store.Row
+	if q.Limit > 0 {
+		out = make([]store.Row, 0, q.Limit)
+	}
+	for rows.Next() {
+		r := store.Row{Thread: q.Thread, Namespace: q.Namespace}
+		var status, has int
+		dest := []any{&r.Seq, &r.Parent, &r.Base, &r.Since, &r.BaseSize, &status, &r.CreatedAt, &has, &r.Meta}
+		if q.Payload {
+			dest = append(dest, &r.Patch)
+		}
+		if q.Snapshots {
+			dest = append(dest, &r.Snapshot)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, readErr(err, q.Thread, q.Namespace, r.Seq, "checkpoint")
+		}
+		if status < 0 || status > 255 {
+			status = 0 // reported as corrupt by the engine
+		}
+		r.Status = store.Status(status)
+		r.HasSnapshot = has == 1
+		if q.Payload && r.Patch == nil {
+			r.Patch = []byte{}
+		}
+		out = append(out, r)
+	}
+	return out, readErr(rows.Err(), q.Thread, q.Namespace, at, "checkpoints")
+}
+
+// Namespaces implements store.Backend.
+func (b *Backend) Namespaces(ctx context.Context, thread string) ([]string, error) {
+	rows, err := b.read.QueryContext(ctx, `SELECT DISTINCT ns FROM checkpoints WHERE thread = ? ORDER BY ns`, thread)
+	if err != nil {
+		return nil, readErr(err, thread, "", 0, "namespaces")
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var ns string
+		if err := rows.Scan(&ns); err != nil {
+			return nil, readErr(err, thread, "", 0, "namespaces")
+		}
+		out = append(out, ns)
+	}
+	return out, readErr(rows.Err(), thread, "", 0, "namespaces")
+}
+
+// DeleteBelow implements store.Backend.
+func (b *Backend) DeleteBelow(ctx context.Context, thread, ns string, below int64) (int64, error) {
+	var n int64
+	err := b.do(ctx, func(ctx context.Context, c *sql.Conn) error {
+		return savepoint(ctx, c, func() error {
+			res, err := c.ExecContext(ctx, `DELETE FROM checkpoints WHERE thread = ? AND ns = ? AND seq < ?`, thread, ns, below)
+			if err != nil {
+				return err
+			}
+			n, _ = res.RowsAffected()
+			for _, table := range []string{"snapshots", "writes"} {
+				if _, err := c.ExecContext(ctx, `DELETE FROM `+table+` WHERE thread = ? AND ns = ? AND seq < ?`, thread, ns, below); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+	return n, err
+}
+
+// PutWrites implements store.Backend.
+func (b *Backend) PutWrites(ctx context.Context, thread, ns string, seq int64, ws []store.Write) error {
+	return b.do(ctx, func(ctx context.Context, c *sql.Conn) error {
+		var exists int
+		if err := c.QueryRowContext(ctx, `SELECT count(*) FROM threads WHERE id = ?`, thread).Scan(&exists); err != nil {
+			return err
+		}
+		if exists == 0 {
+			return fmt.Errorf("%w: thread %q", store.ErrNotFound, thread)
+		}
+		return savepoint(ctx, c, func() error {
+			for _, w := range ws {
+				if _, err := c.ExecContext(ctx, `INSERT OR REPLACE INTO writes (thread, ns, seq, task, node, data) VALUES (?,?,?,?,?,?)`,
+					thread, ns, seq, w.Task, w.Node, []byte(w.Update)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+}
+
+// Writes implements store.Backend.
+func (b *Backend) Writes(ctx context.Context, thread, ns string, seq int64) ([]store.Write, error) {
+	rows, err := b.read.QueryContext(ctx, `SELECT task, node, data FROM writes WHERE thread = ? AND ns = ? AND seq = ? ORDER BY task`, thread, ns, seq)
+	if err != nil {
+		return nil, readErr(err, thread, ns, seq, "pending writes")
+	}
+	defer rows.Close()
+	var out []store.Write
+	for rows.Next() {
+		var w store.Write
+		var data []byte
+		if err := rows.Scan(&w.Task, &w.Node, &data); err != nil {
+			return nil, readErr(err, thread, ns, seq, "pending writes")
+		}
+		w.Update = data
+		out = append(out, w)
+	}
+	return out, readErr(rows.Err(), thread, ns, seq, "pending writes")
+}
+
+// Close waits for queued commits, then closes the database. The WAL is
+// checkpointed and truncated so the file is self-contained.
+func (b *Backend) Close() error {
+	b.closeMu.Lock()
+	if b.closed {
+		b.closeMu.Unlock()
+		return nil
+	}
+	b.closed = true
+	b.closeMu.Unlock()
+	close(b.stop)
+	<-b.stopped
+	for _, st := range []*sql.Stmt{b.insertRow, b.insertSnap, b.ensureThread} {
+		st.Close()
+	}
+	_, _ = b.conn.ExecContext(context.Background(), `PRAGMA wal_checkpoint(TRUNCATE)`)
+	errs := []error{b.read.Close(), b.conn.Close(), b.write.Close()}
+	return errors.Join(errs...)
+}
+
+// Sizes reports the bytes of the database file and of its WAL.
+func (b *Backend) Sizes() (db, wal int64) {
+	if fi, err := os.Stat(b.path); err == nil {
+		db = fi.Size()
+	}
+	if fi, err := os.Stat(b.path + "-wal"); err == nil {
+		wal = fi.Size()
+	}
+	return db, wal
+}
+
+var _ store.Backend = (*Backend)(nil)

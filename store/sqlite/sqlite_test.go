@@ -1,0 +1,175 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/cairn-dev/cairn/state"
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/sqlite"
+	"github.com/cairn-dev/cairn/store/storetest"
+)
+
+func openAt(t *testing.T, path string) store.Store {
+	t.Helper()
+	s, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func dbPath(s store.Store) string {
+	return s.(*store.Engine).Backend().(*sqlite.Backend).Path()
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, storetest.Harness{
+		Open: func(t *testing.T) store.Store { return openAt(t, filepath.Join(t.TempDir(), "state.db")) },
+		Reopen: func(t *testing.T, s store.Store) store.Store {
+			path := dbPath(s)
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			return openAt(t, path)
+		},
+		Corrupt: func(t *testing.T, s store.Store, ref store.Ref, column string) {
+			db, err := sql.Open("sqlite", dbPath(s)+"?_pragma=busy_timeout(5000)")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			var q string
+			switch column {
+			case "patch":
+				q = `UPDATE checkpoints SET patch = substr(patch, 1, length(patch)-1) || x'00' WHERE thread = ? AND ns = ? AND seq = ?`
+			case "snapshot":
+				q = `UPDATE snapshots SET data = substr(data, 1, 8) || x'5A' || substr(data, 10) WHERE thread = ? AND ns = ? AND seq = ?`
+			case "meta":
+				q = `UPDATE checkpoints SET meta = CAST('{"nodes":' AS BLOB) WHERE thread = ? AND ns = ? AND seq = ?`
+			}
+			res, err := db.Exec(q, ref.Thread, ref.Namespace, ref.Seq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, _ := res.RowsAffected(); n != 1 {
+				t.Fatalf("corrupt %s of %+v: %d rows", column, ref, n)
+			}
+		},
+	})
+}
+
+func TestDurabilityOption(t *testing.T) {
+	if _, err := sqlite.ParseDurability("fast"); !errors.Is(err, store.ErrInvalidArgument) {
+		t.Fatalf("bad durability: %v", err)
+	}
+	s, err := sqlite.OpenStore(filepath.Join(t.TempDir(), "s.db"), sqlite.Options{Durability: sqlite.DurabilityStrict}, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Append(context.Background(), store.Checkpoint{Thread: "a", State: state.EmptyDoc()}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDamagedFile checks that a truncated or overwritten database gives a
+// typed error, never a panic, and that what is intact stays readable.
+func TestDamagedFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state.db")
+	s := openAt(t, path)
+	schema := state.MustSchema(state.WithField("messages", state.ReducerMessages))
+	ctx := context.Background()
+	for _, th := range []string{"a", "b"} {
+		doc := state.EmptyDoc()
+		for i := 1; i <= 300; i++ {
+			nd, p, err := schema.Apply(doc, state.Update{"messages": state.Message{ID: th + string(rune('0'+i%10)) + "-" + itoa(i), Content: "some text to fill pages"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Append(ctx, store.Checkpoint{Thread: th, Parent: int64(i - 1), Patch: p, State: nd}); err != nil {
+				t.Fatal(err)
+			}
+			doc = nd
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Truncation.
+	if err := os.WriteFile(path, good[:len(good)/3], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	checkTypedErrors(t, path)
+	// Garbage over the middle of the file.
+	bad := append([]byte(nil), good...)
+	for i := len(bad) / 2; i < len(bad)/2+4096 && i < len(bad); i++ {
+		bad[i] ^= 0xA5
+	}
+	if err := os.WriteFile(path, bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	checkTypedErrors(t, path)
+	// Not a database at all.
+	if err := os.WriteFile(path, []byte("this is not sqlite"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{}); !errors.Is(err, store.ErrCorrupt) {
+		t.Fatalf("open garbage: %v", err)
+	}
+}
+
+func checkTypedErrors(t *testing.T, path string) {
+	t.Helper()
+	s, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{})
+	if err != nil {
+		if !errors.Is(err, store.ErrCorrupt) {
+			t.Fatalf("open damaged file: untyped error %v", err)
+		}
+		return
+	}
+	defer s.Close()
+	for _, th := range []string{"a", "b"} {
+		for _, seq := range []int64{0, 1, 150} {
+			_, err := s.Load(context.Background(), store.LoadRequest{Thread: th, Seq: seq})
+			if err != nil && !errors.Is(err, store.ErrCorrupt) && !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("load %s@%d on a damaged file: untyped error %v", th, seq, err)
+			}
+		}
+	}
+}
+
+func itoa(i int) string {
+	b := []byte{}
+	for i > 0 || len(b) == 0 {
+		b = append([]byte{byte('0' + i%10)}, b...)
+		i /= 10
+	}
+	return string(b)
+}
+
+func TestNewerFormatRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.db")
+	s := openAt(t, path)
+	s.Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`PRAGMA user_version = 99`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if _, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{}); !errors.Is(err, store.ErrUnsupportedFormat) {
+		t.Fatalf("newer format: %v", err)
+	}
+}
