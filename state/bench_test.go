@@ -43,7 +43,10 @@ func BenchmarkAppendMessage(b *testing.B) {
 func BenchmarkReplay(b *testing.B) {
 	schema := MustSchema(WithField("messages", ReducerMessages))
 	content := strings.Repeat("x", 200)
-	d := EmptyDoc()
+	d, _, err := schema.Apply(EmptyDoc(), Update{"messages": []Message{}, "last": "", "count": 0})
+	if err != nil {
+		b.Fatal(err)
+	}
 	_, p, err := schema.Apply(d, Update{"messages": Message{ID: "a", Role: "assistant", Content: content}, "last": content, "count": 1})
 	if err != nil {
 		b.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"slices"
 )
 
 // Binary encodings of documents and patches, as the stores write them. The
@@ -28,6 +29,7 @@ var opNames = [...]string{1: OpAdd, 2: OpRemove, 3: OpReplace, 4: OpMove, 5: OpC
 
 // EncodeDoc appends the binary form of d to b.
 func EncodeDoc(b []byte, d Doc) []byte {
+	b = slices.Grow(b, encodedDocSize(d))
 	b = append(b, docFormatV1)
 	names := d.Fields()
 	b = binary.AppendUvarint(b, uint64(len(names)))
@@ -54,6 +56,37 @@ func EncodeDoc(b []byte, d Doc) []byte {
 		}
 	}
 	return b
+}
+
+// encodedDocSize is the exact size of EncodeDoc's output.
+func encodedDocSize(d Doc) int {
+	n := 1 + uvarintLen(len(d.fields))
+	for name, v := range d.fields {
+		n += uvarintLen(len(name)) + len(name) + 1
+		switch {
+		case v.list != nil:
+			n += uvarintLen(len(v.list.items))
+			for _, it := range v.list.items {
+				n += uvarintLen(len(it)) + len(it)
+			}
+		case v.obj != nil:
+			n += uvarintLen(len(v.obj))
+			for k, it := range v.obj {
+				n += uvarintLen(len(k)) + len(k) + uvarintLen(len(it)) + len(it)
+			}
+		default:
+			n += uvarintLen(len(v.raw)) + len(v.raw)
+		}
+	}
+	return n
+}
+
+func uvarintLen(n int) int {
+	l := 1
+	for ; n >= 0x80; n >>= 7 {
+		l++
+	}
+	return l
 }
 
 // DecodeDoc decodes the binary form written by EncodeDoc. The document

@@ -240,6 +240,9 @@ func (v *value) asObject() (map[string]json.RawMessage, error) {
 }
 
 func splitArray(raw []byte) (*list, error) {
+	if string(raw) == "[]" {
+		return newList(nil), nil
+	}
 	var items []json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()

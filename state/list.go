@@ -74,7 +74,7 @@ func (t *listTail) inherit(from *listTail, n int) {
 		return
 	}
 	covered := min(from.idsN, n)
-	ids := make(map[string]int, n+n/2)
+	ids := make(map[string]int, covered+covered/2)
 	for k, p := range from.ids {
 		if p < covered {
 			ids[k] = p

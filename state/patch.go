@@ -100,57 +100,72 @@ func splitPointer(p string) (first, rest string, ok bool) {
 }
 
 // Apply returns the document with the patch applied. The receiver is left
-// unchanged; on error the returned document is the zero Doc.
+// unchanged; on error the returned document is the zero Doc. The field map
+// is copied once per patch, not once per operation.
 func (d Doc) Apply(p Patch) (Doc, error) {
-	cur := d
+	var m map[string]*value // owned copy of d.fields, made on first write
+	fields := d.fields
 	for i := range p {
-		next, err := cur.applyOp(&p[i])
-		if err != nil {
-			return Doc{}, fmt.Errorf("op %d (%s %s): %w", i, p[i].Op, p[i].Path, err)
+		op := &p[i]
+		if err := op.check(); err != nil {
+			return Doc{}, fmt.Errorf("op %d (%s %s): %w", i, op.Op, op.Path, err)
 		}
-		cur = next
+		field, rest, ok := splitPointer(op.Path)
+		if !ok || op.Op == OpMove || op.Op == OpCopy || (op.Op == OpTest && rest == "") {
+			nd, err := Doc{fields: fields}.applyGeneric(op)
+			if err != nil {
+				return Doc{}, fmt.Errorf("op %d (%s %s): %w", i, op.Op, op.Path, err)
+			}
+			m, fields = nd.fields, nd.fields
+			continue
+		}
+		nv, del, err := applyField(fields[field], op, field, rest)
+		if err != nil {
+			return Doc{}, fmt.Errorf("op %d (%s %s): %w", i, op.Op, op.Path, err)
+		}
+		if nv == fields[field] && !del {
+			continue
+		}
+		if m == nil {
+			m = make(map[string]*value, len(fields)+1)
+			for k, v := range fields {
+				m[k] = v
+			}
+			fields = m
+		}
+		if del {
+			delete(m, field)
+		} else {
+			m[field] = nv
+		}
 	}
-	return cur, nil
+	return Doc{fields: fields}, nil
 }
 
-func (d Doc) applyOp(op *Op) (Doc, error) {
-	if err := op.check(); err != nil {
-		return Doc{}, err
-	}
-	field, rest, ok := splitPointer(op.Path)
-	if !ok || op.Op == OpMove || op.Op == OpCopy {
-		return d.applyGeneric(op)
-	}
-	cur := d.fields[field]
+// applyField applies op to one top-level field (cur is nil when absent). It
+// returns the new value, or del when the field is removed.
+func applyField(cur *value, op *Op, field, rest string) (nv *value, del bool, err error) {
 	if rest == "" {
 		switch op.Op {
 		case OpAdd:
-			return d.with(field, &value{raw: op.Value}), nil
+			return &value{raw: op.Value}, false, nil
 		case OpReplace:
 			if cur == nil {
-				return Doc{}, fmt.Errorf("%w: no field %q", ErrPathNotFound, field)
+				return nil, false, fmt.Errorf("%w: no field %q", ErrPathNotFound, field)
 			}
-			return d.with(field, &value{raw: op.Value}), nil
+			return &value{raw: op.Value}, false, nil
 		case OpRemove:
 			if cur == nil {
-				return Doc{}, fmt.Errorf("%w: no field %q", ErrPathNotFound, field)
+				return nil, false, fmt.Errorf("%w: no field %q", ErrPathNotFound, field)
 			}
-			return d.with(field, nil), nil
-		case OpTest:
-			return d.applyGeneric(op)
+			return nil, true, nil
 		}
 	}
 	if cur == nil {
-		return Doc{}, fmt.Errorf("%w: no field %q", ErrPathNotFound, field)
+		return nil, false, fmt.Errorf("%w: no field %q", ErrPathNotFound, field)
 	}
-	nv, err := cur.applyOp(op.Op, rest, op.Value)
-	if err != nil {
-		return Doc{}, err
-	}
-	if nv == cur {
-		return d, nil
-	}
-	return d.with(field, nv), nil
+	nv, err = cur.applyOp(op.Op, rest, op.Value)
+	return nv, false, err
 }
 
 // applyOp applies an op whose path is below this value (rest is non-empty).

@@ -532,3 +532,14 @@ func TestKV(t *testing.T) {
 		t.Fatal("no writes must give no update")
 	}
 }
+
+func TestEncodedDocSizeIsExact(t *testing.T) {
+	schema := MustSchema(WithField("m", ReducerMessages), WithField("kv", ReducerMerge))
+	d, _, err := schema.Apply(mustDoc(t, `{"s":"x","n":1}`), Update{"m": []Message{{ID: "1", Content: strings.Repeat("y", 300)}}, "kv": map[string]int{"a": 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(EncodeDoc(nil, d)), encodedDocSize(d); got != want {
+		t.Fatalf("encoded %d bytes, size said %d", got, want)
+	}
+}

@@ -58,6 +58,9 @@ type RowQuery struct {
 	Limit     int  // 0: no limit
 	Payload   bool // fill Patch
 	Snapshots bool // fill Snapshot
+	// Lean: the caller needs only Seq, Parent, Base and the blobs it asked
+	// for; backends may leave the other fields zero.
+	Lean bool
 }
 
 // Backend is the row-level storage a backend implements. It knows nothing

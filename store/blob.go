@@ -23,15 +23,27 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// encodeBlob wraps payload for storage.
-func encodeBlob(payload []byte, compress bool) []byte {
+// encodeBlob wraps payload for storage. scratch, when given, is a buffer
+// the compressor may use; the result never aliases it.
+func encodeBlob(payload []byte, compress bool, scratch *[]byte) []byte {
 	sum := crc32.Checksum(payload, castagnoli)
 	if compress && len(payload) >= minCompress {
-		out := make([]byte, blobHeader, blobHeader+s2.MaxEncodedLen(len(payload)))
-		out = append(out, s2.Encode(out[blobHeader:cap(out)], payload)...)
-		if n := len(out) - blobHeader; n < len(payload) {
+		var buf []byte
+		if scratch != nil {
+			buf = *scratch
+		}
+		if need := s2.MaxEncodedLen(len(payload)); cap(buf) < need {
+			buf = make([]byte, need)
+		}
+		enc := s2.Encode(buf[:cap(buf)], payload)
+		if scratch != nil {
+			*scratch = buf
+		}
+		if len(enc) < len(payload) {
+			out := make([]byte, blobHeader+len(enc))
 			out[0] = codecS2
 			binary.LittleEndian.PutUint32(out[1:], sum)
+			copy(out[blobHeader:], enc)
 			return out
 		}
 	}

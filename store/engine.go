@@ -24,6 +24,9 @@ type Options struct {
 	NoCompression bool
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// SnapshotCache is the byte budget for decoded snapshot states kept in
+	// memory (default 64 MiB; negative disables the cache).
+	SnapshotCache int64
 }
 
 // Engine implements Store over a Backend: it owns the storage format (patch
@@ -37,7 +40,15 @@ type Engine struct {
 
 	mu    sync.Mutex
 	heads map[headKey]rowInfo // the last row this engine wrote per namespace
+
+	cache *snapCache
+
+	// scratch holds reusable buffers for encoding snapshots, which are
+	// large; only the compressed result is kept.
+	scratch sync.Pool
 }
+
+type scratchBufs struct{ doc, comp []byte }
 
 type headKey struct{ thread, ns string }
 
@@ -56,6 +67,12 @@ func New(b Backend, opts Options) *Engine {
 	}
 	if e.now == nil {
 		e.now = time.Now
+	}
+	switch {
+	case opts.SnapshotCache == 0:
+		e.cache = newSnapCache(64 << 20)
+	case opts.SnapshotCache > 0:
+		e.cache = newSnapCache(opts.SnapshotCache)
 	}
 	return e
 }
@@ -170,6 +187,7 @@ func (e *Engine) DeleteThread(ctx context.Context, id string) error {
 		return err
 	}
 	e.forget(id)
+	e.cache.dropThread(id)
 	return e.b.DeleteThread(ctx, id)
 }
 
@@ -218,11 +236,12 @@ func (e *Engine) insert(ctx context.Context, cp Checkpoint, seq int64, parent ro
 	row := Row{
 		Thread: cp.Thread, Namespace: cp.Namespace, Seq: seq, Parent: cp.Parent,
 		Status: cp.Status, CreatedAt: cp.CreatedAt.UnixNano(), Meta: meta,
-		Patch: encodeBlob(state.EncodePatch(nil, cp.Patch), e.comp),
+		Patch: encodeBlob(state.EncodePatch(nil, cp.Patch), e.comp, nil),
 	}
 	since := parent.since + int64(len(row.Patch))
+	var snapBytes int
 	if cp.Parent == 0 || float64(since) > e.ratio*float64(parent.baseSize) {
-		row.Snapshot = encodeBlob(state.EncodeDoc(nil, cp.State), e.comp)
+		row.Snapshot, snapBytes = e.encodeSnapshot(cp.State)
 		row.HasSnapshot = true
 		row.Base, row.Since, row.BaseSize = seq, 0, int64(len(row.Snapshot))
 	} else {
@@ -244,9 +263,31 @@ func (e *Engine) insert(ctx context.Context, cp Checkpoint, seq int64, parent ro
 	}
 	e.heads[key] = rowInfo{seq: seq, base: row.Base, since: row.Since, baseSize: row.BaseSize}
 	e.mu.Unlock()
+	if row.HasSnapshot {
+		e.cache.put(snapKey{cp.Thread, cp.Namespace, seq}, cp.State, int64(snapBytes))
+	}
 	cp.Snapshot = row.HasSnapshot
 	cp.HasState = true
 	return cp, nil
+}
+
+// encodeSnapshot encodes a full state as a stored blob, and reports the
+// size of the state's encoding (its weight in the snapshot cache).
+func (e *Engine) encodeSnapshot(d state.Doc) ([]byte, int) {
+	sb, _ := e.scratch.Get().(*scratchBufs)
+	if sb == nil {
+		sb = &scratchBufs{}
+	}
+	sb.doc = state.EncodeDoc(sb.doc[:0], d)
+	n := len(sb.doc)
+	var out []byte
+	if e.comp {
+		out = encodeBlob(sb.doc, true, &sb.comp)
+	} else {
+		out = encodeBlob(sb.doc, false, nil)
+	}
+	e.scratch.Put(sb)
+	return out, n
 }
 
 // info returns the snapshot bookkeeping of row seq, from the cache of rows
@@ -361,7 +402,7 @@ func decodeSnapshot(r *Row) (state.Doc, error) {
 // replay computes the states of rows (ascending, all sharing base), starting
 // from the base row's snapshot. Rows whose parent state is unknown are
 // skipped (they belong to other branches).
-func replay(rows []Row, base int64) (map[int64]state.Doc, error) {
+func (e *Engine) replay(rows []Row, base int64) (map[int64]state.Doc, error) {
 	states := make(map[int64]state.Doc, len(rows))
 	for i := range rows {
 		r := &rows[i]
@@ -369,9 +410,14 @@ func replay(rows []Row, base int64) (map[int64]state.Doc, error) {
 			continue
 		}
 		if r.Seq == base {
-			d, err := decodeSnapshot(r)
-			if err != nil {
-				return nil, err
+			k := snapKey{r.Thread, r.Namespace, r.Seq}
+			d, ok := e.cache.get(k)
+			if !ok {
+				var err error
+				if d, err = decodeSnapshot(r); err != nil {
+					return nil, err
+				}
+				e.cache.put(k, d, int64(len(r.Snapshot)))
 			}
 			states[r.Seq] = d
 			continue
@@ -416,7 +462,7 @@ func (e *Engine) Load(ctx context.Context, r LoadRequest) (Checkpoint, error) {
 		return Checkpoint{}, fmt.Errorf("%w: thread %q namespace %q has no checkpoint %d", ErrNotFound, r.Thread, r.Namespace, r.Seq)
 	}
 	t := target[0]
-	rows, err := e.b.Rows(ctx, RowQuery{Thread: r.Thread, Namespace: r.Namespace, From: t.Base, To: t.Seq, Payload: true, Snapshots: true})
+	rows, err := e.chainRows(ctx, r.Thread, r.Namespace, t.Base, t.Seq)
 	if err != nil {
 		return Checkpoint{}, err
 	}
@@ -424,17 +470,24 @@ func (e *Engine) Load(ctx context.Context, r LoadRequest) (Checkpoint, error) {
 	if len(chain) == 0 {
 		return Checkpoint{}, &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: t.Seq, What: "row", Err: fmt.Errorf("no path to snapshot %d", t.Base)}
 	}
-	states, err := replay(chain, t.Base)
+	states, err := e.replay(chain, t.Base)
 	if err != nil {
 		return Checkpoint{}, err
 	}
-	last := &chain[len(chain)-1]
-	cp, err := checkpoint(last)
+	t.Patch = chain[len(chain)-1].Patch
+	cp, err := checkpoint(&t)
 	if err != nil {
 		return Checkpoint{}, err
 	}
-	cp.State, cp.HasState = states[last.Seq], true
+	cp.State, cp.HasState = states[t.Seq], true
 	return cp, nil
+}
+
+// chainRows reads the rows from base to seq with their patches, and the
+// base's snapshot unless the cache has it.
+func (e *Engine) chainRows(ctx context.Context, thread, ns string, base, seq int64) ([]Row, error) {
+	_, cached := e.cache.get(snapKey{thread, ns, base})
+	return e.b.Rows(ctx, RowQuery{Thread: thread, Namespace: ns, From: base, To: seq, Payload: true, Snapshots: !cached, Lean: true})
 }
 
 // ancestry returns the rows on the path from base to seq, ascending, or nil
@@ -499,10 +552,10 @@ func (e *Engine) History(ctx context.Context, r HistoryRequest) iter.Seq2[Checkp
 					d, ok := group.states[row.Seq]
 					if group.base != row.Base || !ok {
 						var grp []Row
-						grp, err = e.b.Rows(ctx, RowQuery{Thread: r.Thread, Namespace: r.Namespace, From: row.Base, To: row.Seq, Payload: true, Snapshots: true})
+						grp, err = e.chainRows(ctx, r.Thread, r.Namespace, row.Base, row.Seq)
 						if err == nil {
 							group.base = row.Base
-							group.states, err = replay(grp, row.Base)
+							group.states, err = e.replay(grp, row.Base)
 							d, ok = group.states[row.Seq]
 							if err == nil && !ok {
 								err = &CorruptError{Thread: row.Thread, Namespace: row.Namespace, Seq: row.Seq, What: "row", Err: fmt.Errorf("no path to snapshot %d", row.Base)}
@@ -662,6 +715,7 @@ func (e *Engine) Prune(ctx context.Context, r PruneRequest) (PruneResult, error)
 				cutoff = min(cutoff, k.Base)
 			}
 			n, err := e.b.DeleteBelow(ctx, th, ns, cutoff)
+			e.cache.dropThread(th)
 			if err != nil {
 				return res, err
 			}

@@ -10,7 +10,7 @@ import (
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, storetest.Harness{
-		Open: func(t *testing.T) store.Store { return memory.Open(store.Options{}) },
+		Open: func(t *testing.T, o store.Options) store.Store { return memory.Open(o) },
 		Corrupt: func(t *testing.T, s store.Store, ref store.Ref, column string) {
 			b := s.(*store.Engine).Backend().(*memory.Backend)
 			ok := b.Tamper(ref.Thread, ref.Namespace, ref.Seq, func(r *store.Row) {

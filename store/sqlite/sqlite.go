@@ -66,8 +66,9 @@ type Options struct {
 	BusyTimeout time.Duration
 	// MaxBatch caps the commits grouped into one transaction (default 256).
 	MaxBatch int
-	// WALPages is the WAL size, in 4 KiB pages, at which it is checkpointed
-	// into the database and reset (default 256, 1 MiB).
+	// WALPages is the WAL size, in 4 KiB pages, at which the committing
+	// connection copies it into the database and restarts it; the WAL file
+	// is truncated to that size when it restarts (default 128, 512 KiB).
 	WALPages int
 }
 
@@ -122,14 +123,36 @@ type Backend struct {
 	conn  *sql.Conn
 	read  *sql.DB
 
-	jobs     chan *job
-	maxBatch int
-	stop     chan struct{}
-	stopped  chan struct{}
-	closeMu  sync.Mutex
+	// Group commit: callers queue jobs; one of them at a time leads,
+	// running everything queued as one transaction on conn.
+	wmu      sync.Mutex
+	idle     *sync.Cond // signalled when nobody leads
+	queue    []*job
+	leading  bool
 	closed   bool
+	maxBatch int
 
+	begin, commit, rollback             *sql.Stmt
 	insertRow, insertSnap, ensureThread *sql.Stmt
+
+	stmts sync.Map // query text → *sql.Stmt on the read pool
+}
+
+// query runs a read through a statement prepared once per query text (the
+// texts are a small fixed set built from flags, never from values).
+func (b *Backend) query(ctx context.Context, text string, args ...any) (*sql.Rows, error) {
+	st, ok := b.stmts.Load(text)
+	if !ok {
+		prepared, err := b.read.PrepareContext(ctx, text)
+		if err != nil {
+			return nil, err
+		}
+		var loaded bool
+		if st, loaded = b.stmts.LoadOrStore(text, prepared); loaded {
+			prepared.Close()
+		}
+	}
+	return st.(*sql.Stmt).QueryContext(ctx, args...)
 }
 
 // job is one unit of work for the writer. Its fn runs inside the batch
@@ -139,6 +162,9 @@ type job struct {
 	fn   func(ctx context.Context, tx *sql.Conn) error
 	done chan error
 }
+
+// errLead is sent to a queued job's owner to make it the next leader.
+var errLead = errors.New("lead")
 
 // Open opens (creating when needed) the database at path.
 func Open(path string, opts Options) (*Backend, error) {
@@ -159,7 +185,7 @@ func Open(path string, opts Options) (*Backend, error) {
 		opts.MaxBatch = 256
 	}
 	if opts.WALPages <= 0 {
-		opts.WALPages = 256
+		opts.WALPages = 128
 	}
 	if dir := filepath.Dir(path); dir != "." {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -172,13 +198,15 @@ func Open(path string, opts Options) (*Backend, error) {
 	}
 	base := "file:" + (&url.URL{Path: path}).EscapedPath()
 	common := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(%s)", opts.BusyTimeout.Milliseconds(), syncMode)
-	w, err := sql.Open("sqlite", base+"?"+common+fmt.Sprintf("&_pragma=wal_autocheckpoint(%d)&_pragma=journal_size_limit(%d)", opts.WALPages, opts.WALPages*4096))
+	walOpts := fmt.Sprintf("&_pragma=wal_autocheckpoint(%d)&_pragma=journal_size_limit(%d)", opts.WALPages, opts.WALPages*4096)
+	w, err := sql.Open("sqlite", base+"?"+common+walOpts)
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	w.SetMaxOpenConns(1)
 	w.SetConnMaxLifetime(0)
-	b := &Backend{path: path, write: w, jobs: make(chan *job, 1024), maxBatch: opts.MaxBatch, stop: make(chan struct{}), stopped: make(chan struct{})}
+	b := &Backend{path: path, write: w, maxBatch: opts.MaxBatch}
+	b.idle = sync.NewCond(&b.wmu)
 	ctx := context.Background()
 	if b.conn, err = w.Conn(ctx); err != nil {
 		w.Close()
@@ -196,10 +224,21 @@ func Open(path string, opts Options) (*Backend, error) {
 	}
 	b.read.SetMaxOpenConns(opts.ReadConns)
 	b.read.SetMaxIdleConns(opts.ReadConns)
+	// Open one reader now, so the first read does not pay for it.
+	var one int
+	if err := b.read.QueryRowContext(ctx, `SELECT count(*) FROM threads WHERE id = ''`).Scan(&one); err != nil {
+		b.read.Close()
+		b.conn.Close()
+		w.Close()
+		return nil, b.wrapOpen(err)
+	}
 	for _, p := range []struct {
 		st  **sql.Stmt
 		sql string
 	}{
+		{&b.begin, `BEGIN IMMEDIATE`},
+		{&b.commit, `COMMIT`},
+		{&b.rollback, `ROLLBACK`},
 		{&b.insertRow, `INSERT INTO checkpoints (thread, ns, seq, parent, base, since, base_size, status, created_at, has_snapshot, meta, patch) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`},
 		{&b.insertSnap, `INSERT OR REPLACE INTO snapshots (thread, ns, seq, data) VALUES (?,?,?,?)`},
 		{&b.ensureThread, `INSERT OR IGNORE INTO threads (id, created_at) VALUES (?, ?)`},
@@ -211,7 +250,6 @@ func Open(path string, opts Options) (*Backend, error) {
 			return nil, b.wrapOpen(err)
 		}
 	}
-	go b.writer()
 	return b, nil
 }
 
@@ -283,40 +321,7 @@ func readErr(err error, thread, ns string, seq int64, what string) error {
 	return fmt.Errorf("store: %s of thread %q: %w", what, thread, err)
 }
 
-// writer runs jobs in batches on the one write connection.
-func (b *Backend) writer() {
-	defer close(b.stopped)
-	batch := make([]*job, 0, b.maxBatch)
-	for {
-		var first *job
-		select {
-		case first = <-b.jobs:
-		case <-b.stop:
-			// Drain what was queued before Close.
-			for {
-				select {
-				case j := <-b.jobs:
-					b.run([]*job{j})
-				default:
-					return
-				}
-			}
-		}
-		batch = append(batch[:0], first)
-	more:
-		for len(batch) < b.maxBatch {
-			select {
-			case j := <-b.jobs:
-				batch = append(batch, j)
-			default:
-				break more
-			}
-		}
-		b.run(batch)
-	}
-}
-
-// run executes a batch in one transaction.
+// run executes a batch in one transaction and answers every job.
 func (b *Backend) run(batch []*job) {
 	ctx := context.Background()
 	errs := make([]error, len(batch))
@@ -325,7 +330,7 @@ func (b *Backend) run(batch []*job) {
 			j.done <- err
 		}
 	}
-	if _, err := b.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+	if _, err := b.begin.ExecContext(ctx); err != nil {
 		fail(fmt.Errorf("store: begin: %w", err))
 		return
 	}
@@ -336,7 +341,7 @@ func (b *Backend) run(batch []*job) {
 		}
 		err := j.fn(ctx, b.conn)
 		if err != nil && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrNotFound) {
-			_, _ = b.conn.ExecContext(ctx, "ROLLBACK")
+			_, _ = b.rollback.ExecContext(ctx)
 			if isCorrupt(err) {
 				err = fmt.Errorf("%w: %s: %v", store.ErrCorrupt, b.path, err)
 			}
@@ -345,8 +350,8 @@ func (b *Backend) run(batch []*job) {
 		}
 		errs[i] = err
 	}
-	if _, err := b.conn.ExecContext(ctx, "COMMIT"); err != nil {
-		_, _ = b.conn.ExecContext(ctx, "ROLLBACK")
+	if _, err := b.commit.ExecContext(ctx); err != nil {
+		_, _ = b.rollback.ExecContext(ctx)
 		fail(fmt.Errorf("store: commit: %w", err))
 		return
 	}
@@ -355,24 +360,51 @@ func (b *Backend) run(batch []*job) {
 	}
 }
 
-// do queues fn for the writer and waits for its commit.
+// do queues fn and returns when its transaction has committed (or failed).
+// The caller that finds nobody leading becomes the leader: it runs the queue
+// in batches, in its own goroutine, until its own job is done, then hands
+// the lead to the oldest waiting caller. Commits that arrive while a batch
+// runs are grouped into the next one.
 func (b *Backend) do(ctx context.Context, fn func(ctx context.Context, c *sql.Conn) error) error {
-	b.closeMu.Lock()
+	j := &job{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	b.wmu.Lock()
 	if b.closed {
-		b.closeMu.Unlock()
+		b.wmu.Unlock()
 		return store.ErrClosed
 	}
-	j := &job{ctx: ctx, fn: fn, done: make(chan error, 1)}
-	select {
-	case b.jobs <- j:
-	case <-ctx.Done():
-		b.closeMu.Unlock()
-		return ctx.Err()
+	b.queue = append(b.queue, j)
+	if b.leading {
+		b.wmu.Unlock()
+		// Once queued the job runs: a caller that stops waiting could not
+		// tell whether it committed, so it waits for the answer.
+		if err := <-j.done; err != errLead {
+			return err
+		}
+		b.wmu.Lock()
+	} else {
+		b.leading = true
 	}
-	b.closeMu.Unlock()
-	// Once queued the job runs: a caller that stops waiting cannot tell
-	// whether it committed, so wait for the answer.
-	return <-j.done
+	// Lead: run batches until our own job has an answer.
+	for {
+		n := min(len(b.queue), b.maxBatch)
+		batch := b.queue[:n:n]
+		b.queue = b.queue[n:]
+		b.wmu.Unlock()
+		b.run(batch)
+		b.wmu.Lock()
+		select {
+		case err := <-j.done:
+			if len(b.queue) > 0 {
+				b.queue[0].done <- errLead
+			} else {
+				b.leading = false
+				b.idle.Broadcast()
+			}
+			b.wmu.Unlock()
+			return err
+		default:
+		}
+	}
 }
 
 // savepoint runs fn so that its statements commit together or not at all.
@@ -525,15 +557,15 @@ func (b *Backend) Insert(ctx context.Context, r store.Row) error {
 // Rows implements store.Backend.
 func (b *Backend) Rows(ctx context.Context, q store.RowQuery) ([]store.Row, error) {
 	var sb strings.Builder
-	sb.WriteString(`SELECT c.seq, c.parent, c.base, c.since, c.base_size, c.status, c.created_at, c.has_snapshot, c.meta`)
+	if q.Lean {
+		sb.WriteString(`SELECT c.seq, c.parent, c.base, c.has_snapshot`)
+	} else {
+		sb.WriteString(`SELECT c.seq, c.parent, c.base, c.has_snapshot, c.since, c.base_size, c.status, c.created_at, c.meta`)
+	}
 	if q.Payload {
 		sb.WriteString(`, c.patch`)
 	}
-	if q.Snapshots {
-		sb.WriteString(`, s.data FROM checkpoints c LEFT JOIN snapshots s ON c.has_snapshot = 1 AND s.thread = c.thread AND s.ns = c.ns AND s.seq = c.seq`)
-	} else {
-		sb.WriteString(` FROM checkpoints c`)
-	}
+	sb.WriteString(` FROM checkpoints c`)
 	sb.WriteString(` WHERE c.thread = ? AND c.ns = ? AND c.seq >= ?`)
 	args := []any{q.Thread, q.Namespace, q.From}
 	if q.To > 0 {
@@ -553,7 +585,7 @@ func (b *Backend) Rows(ctx context.Context, q store.RowQuery) ([]store.Row, erro
 	if q.To > 0 {
 		at = q.To
 	}
-	rows, err := b.read.QueryContext(ctx, sb.String(), args...)
+	rows, err := b.query(ctx, sb.String(), args...)
 	if err != nil {
 		return nil, readErr(err, q.Thread, q.Namespace, at, "checkpoints")
 	}
@@ -565,18 +597,18 @@ func (b *Backend) Rows(ctx context.Context, q store.RowQuery) ([]store.Row, erro
 	for rows.Next() {
 		r := store.Row{Thread: q.Thread, Namespace: q.Namespace}
 		var status, has int
-		dest := []any{&r.Seq, &r.Parent, &r.Base, &r.Since, &r.BaseSize, &status, &r.CreatedAt, &has, &r.Meta}
+		dest := []any{&r.Seq, &r.Parent, &r.Base, &has}
+		if !q.Lean {
+			dest = append(dest, &r.Since, &r.BaseSize, &status, &r.CreatedAt, &r.Meta)
+		}
 		if q.Payload {
 			dest = append(dest, &r.Patch)
-		}
-		if q.Snapshots {
-			dest = append(dest, &r.Snapshot)
 		}
 		if err := rows.Scan(dest...); err != nil {
 			return nil, readErr(err, q.Thread, q.Namespace, r.Seq, "checkpoint")
 		}
-		if status < 0 || status > 255 {
-			status = 0 // reported as corrupt by the engine
+		if status < 0 || status > 255 || q.Lean {
+			status = 0 // reported as corrupt by the engine when it matters
 		}
 		r.Status = store.Status(status)
 		r.HasSnapshot = has == 1
@@ -585,7 +617,50 @@ func (b *Backend) Rows(ctx context.Context, q store.RowQuery) ([]store.Row, erro
 		}
 		out = append(out, r)
 	}
-	return out, readErr(rows.Err(), q.Thread, q.Namespace, at, "checkpoints")
+	if err := readErr(rows.Err(), q.Thread, q.Namespace, at, "checkpoints"); err != nil {
+		return nil, err
+	}
+	if q.Snapshots {
+		if err := b.fillSnapshots(ctx, q, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// fillSnapshots reads the snapshots of the rows that have one, in one
+// range query.
+func (b *Backend) fillSnapshots(ctx context.Context, q store.RowQuery, out []store.Row) error {
+	idx := map[int64]int{}
+	lo, hi := int64(-1), int64(-1)
+	for i := range out {
+		if out[i].HasSnapshot {
+			idx[out[i].Seq] = i
+			if lo < 0 || out[i].Seq < lo {
+				lo = out[i].Seq
+			}
+			hi = max(hi, out[i].Seq)
+		}
+	}
+	if len(idx) == 0 {
+		return nil
+	}
+	rows, err := b.query(ctx, `SELECT seq, data FROM snapshots WHERE thread = ? AND ns = ? AND seq >= ? AND seq <= ?`, q.Thread, q.Namespace, lo, hi)
+	if err != nil {
+		return readErr(err, q.Thread, q.Namespace, lo, "snapshots")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var seq int64
+		var data []byte
+		if err := rows.Scan(&seq, &data); err != nil {
+			return readErr(err, q.Thread, q.Namespace, seq, "snapshot")
+		}
+		if i, ok := idx[seq]; ok {
+			out[i].Snapshot = data
+		}
+	}
+	return readErr(rows.Err(), q.Thread, q.Namespace, lo, "snapshots")
 }
 
 // Namespaces implements store.Backend.
@@ -672,18 +747,20 @@ func (b *Backend) Writes(ctx context.Context, thread, ns string, seq int64) ([]s
 // Close waits for queued commits, then closes the database. The WAL is
 // checkpointed and truncated so the file is self-contained.
 func (b *Backend) Close() error {
-	b.closeMu.Lock()
+	b.wmu.Lock()
 	if b.closed {
-		b.closeMu.Unlock()
+		b.wmu.Unlock()
 		return nil
 	}
 	b.closed = true
-	b.closeMu.Unlock()
-	close(b.stop)
-	<-b.stopped
-	for _, st := range []*sql.Stmt{b.insertRow, b.insertSnap, b.ensureThread} {
+	for b.leading {
+		b.idle.Wait()
+	}
+	b.wmu.Unlock()
+	for _, st := range []*sql.Stmt{b.begin, b.commit, b.rollback, b.insertRow, b.insertSnap, b.ensureThread} {
 		st.Close()
 	}
+	b.stmts.Range(func(_, v any) bool { v.(*sql.Stmt).Close(); return true })
 	_, _ = b.conn.ExecContext(context.Background(), `PRAGMA wal_checkpoint(TRUNCATE)`)
 	errs := []error{b.read.Close(), b.conn.Close(), b.write.Close()}
 	return errors.Join(errs...)

@@ -29,7 +29,13 @@ func dbPath(s store.Store) string {
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, storetest.Harness{
-		Open: func(t *testing.T) store.Store { return openAt(t, filepath.Join(t.TempDir(), "state.db")) },
+		Open: func(t *testing.T, o store.Options) store.Store {
+			s, err := sqlite.OpenStore(filepath.Join(t.TempDir(), "state.db"), sqlite.Options{}, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		},
 		Reopen: func(t *testing.T, s store.Store) store.Store {
 			path := dbPath(s)
 			if err := s.Close(); err != nil {

@@ -17,8 +17,9 @@ import (
 
 // Harness opens stores of one backend.
 type Harness struct {
-	// Open returns a new, empty store. The suite closes it.
-	Open func(t *testing.T) store.Store
+	// Open returns a new, empty store with the given engine options. The
+	// suite closes it.
+	Open func(t *testing.T, opts store.Options) store.Store
 	// Reopen closes s and opens the same storage again; nil for backends
 	// without persistence.
 	Reopen func(t *testing.T, s store.Store) store.Store
@@ -49,14 +50,31 @@ func Run(t *testing.T, h Harness) {
 		{"Corruption", testCorruption},
 		{"Closed", testClosed},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
+	// Every case runs with the snapshot cache and without it: the cache
+	// must never change an answer (except to hide damage from a process
+	// that read the data before it was damaged).
+	for _, v := range []struct {
+		name string
+		opts store.Options
+	}{{"cache", store.Options{}}, {"nocache", store.Options{SnapshotCache: -1}}} {
+		t.Run(v.name, func(t *testing.T) {
+			vh := h
+			vh.Open = func(t *testing.T, o store.Options) store.Store {
+				if o.SnapshotCache == 0 {
+					o.SnapshotCache = v.opts.SnapshotCache
+				}
+				return h.Open(t, o)
+			}
+			for _, tc := range tests {
+				t.Run(tc.name, func(t *testing.T) { tc.fn(t, vh) })
+			}
+		})
 	}
 }
 
 func open(t *testing.T, h Harness) store.Store {
 	t.Helper()
-	s := h.Open(t)
+	s := h.Open(t, store.Options{})
 	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
@@ -652,7 +670,7 @@ func testReopen(t *testing.T, h Harness) {
 	if h.Reopen == nil {
 		t.Skip("backend has no persistence")
 	}
-	s := h.Open(t)
+	s := h.Open(t, store.Options{})
 	m := newModel(t, s, "durable")
 	for i := 1; i <= 120; i++ {
 		m.step(i)
@@ -727,7 +745,9 @@ func testCorruption(t *testing.T, h Harness) {
 		t.Skip("backend cannot be corrupted from the outside")
 	}
 	ctx := context.Background()
-	s := open(t, h)
+	// Without the cache: this process must see the damage on disk.
+	s := h.Open(t, store.Options{SnapshotCache: -1})
+	t.Cleanup(func() { _ = s.Close() })
 	bad := newModel(t, s, "bad")
 	good := newModel(t, s, "good")
 	for i := 1; i <= 40; i++ {
@@ -785,7 +805,7 @@ func testCorruption(t *testing.T, h Harness) {
 }
 
 func testClosed(t *testing.T, h Harness) {
-	s := h.Open(t)
+	s := h.Open(t, store.Options{})
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,400 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairn-dev/cairn/internal/bench"
+	"github.com/cairn-dev/cairn/state"
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/sqlite"
+)
+
+// checkpointJSON is how the CLI prints a checkpoint.
+type checkpointJSON struct {
+	Thread    string          `json:"thread"`
+	Namespace string          `json:"ns,omitempty"`
+	Seq       int64           `json:"seq"`
+	Parent    int64           `json:"parent"`
+	Status    store.Status    `json:"status"`
+	Nodes     []string        `json:"nodes,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
+	Snapshot  bool            `json:"snapshot,omitempty"`
+	Meta      store.Meta      `json:"meta"`
+	Patch     state.Patch     `json:"patch,omitempty"`
+	State     json.RawMessage `json:"state,omitempty"`
+}
+
+func toJSON(cp store.Checkpoint) checkpointJSON {
+	out := checkpointJSON{Thread: cp.Thread, Namespace: cp.Namespace, Seq: cp.Seq, Parent: cp.Parent, Status: cp.Status,
+		Nodes: cp.Nodes, CreatedAt: cp.CreatedAt.UTC(), Snapshot: cp.Snapshot, Meta: cp.Meta, Patch: cp.Patch}
+	if cp.HasState {
+		out.State = cp.State.AppendJSON(nil)
+	}
+	return out
+}
+
+func (a *app) threadsCmd() *cobra.Command {
+	var tenant string
+	var meta []string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "threads",
+		Short: "List threads",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			filter := store.ThreadFilter{Tenant: tenant, Limit: limit}
+			for _, kv := range meta {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || k == "" {
+					return usagef("--meta %q: want key=value", kv)
+				}
+				if filter.Metadata == nil {
+					filter.Metadata = map[string]any{}
+				}
+				var parsed any
+				if json.Unmarshal([]byte(v), &parsed) != nil {
+					parsed = v // a bare word is a string
+				}
+				filter.Metadata[k] = parsed
+			}
+			s, err := a.open()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			var list []store.Thread
+			for t, err := range s.Threads(cmd.Context(), filter) {
+				if err != nil {
+					return argError(err)
+				}
+				list = append(list, t)
+			}
+			if a.json {
+				type threadJSON struct {
+					ID        string         `json:"id"`
+					Tenant    string         `json:"tenant,omitempty"`
+					Head      int64          `json:"head"`
+					CreatedAt time.Time      `json:"created_at"`
+					UpdatedAt time.Time      `json:"updated_at"`
+					Metadata  map[string]any `json:"metadata,omitempty"`
+				}
+				out := make([]threadJSON, 0, len(list))
+				for _, t := range list {
+					out = append(out, threadJSON{t.ID, t.Tenant, t.Head, t.CreatedAt.UTC(), t.UpdatedAt.UTC(), t.Metadata})
+				}
+				return a.printJSON(out)
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "THREAD\tHEAD\tUPDATED\tTENANT")
+			for _, t := range list {
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", t.ID, t.Head, t.UpdatedAt.Local().Format(time.DateTime), t.Tenant)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&tenant, "tenant", "", "only threads of this tenant")
+	cmd.Flags().StringArrayVar(&meta, "meta", nil, "only threads whose metadata key equals value (key=value, repeatable)")
+	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many threads")
+	return cmd
+}
+
+func (a *app) stateCmd() *cobra.Command {
+	var at int64
+	var ns string
+	cmd := &cobra.Command{
+		Use:   "state THREAD",
+		Short: "Print the state of a thread (its head, or --at a checkpoint)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if at < 0 {
+				return usagef("--at %d: want a checkpoint seq ≥ 1", at)
+			}
+			s, err := a.open()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			cp, err := s.Load(cmd.Context(), store.LoadRequest{Thread: args[0], Namespace: ns, Seq: at})
+			if err != nil {
+				return argError(err)
+			}
+			if a.json {
+				return a.printJSON(toJSON(cp))
+			}
+			return a.printJSON(json.RawMessage(cp.State.AppendJSON(nil)))
+		},
+	}
+	cmd.Flags().Int64Var(&at, "at", 0, "checkpoint seq (default: the head)")
+	cmd.Flags().StringVar(&ns, "ns", "", "namespace (subgraph); default the root")
+	return cmd
+}
+
+func (a *app) historyCmd() *cobra.Command {
+	var limit int
+	var before int64
+	var ns string
+	var states bool
+	cmd := &cobra.Command{
+		Use:   "history THREAD",
+		Short: "List a thread's checkpoints, newest first, with branches marked",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if limit < 0 || before < 0 {
+				return usagef("--limit and --before must not be negative")
+			}
+			s, err := a.open()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			if _, err := s.Thread(cmd.Context(), args[0]); err != nil {
+				return argError(err)
+			}
+			req := store.HistoryRequest{Thread: args[0], Namespace: ns, Limit: limit, Before: before, WithState: states && a.json}
+			var out []checkpointJSON
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			if !a.json {
+				fmt.Fprintln(tw, "SEQ\tPARENT\tSTATUS\tNODES\tCREATED\tCHANGE")
+			}
+			for cp, err := range s.History(cmd.Context(), req) {
+				if err != nil {
+					return err
+				}
+				if a.json {
+					out = append(out, toJSON(cp))
+					continue
+				}
+				fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\n", cp.Seq, cp.Parent, cp.Status, orDash(strings.Join(cp.Nodes, ",")),
+					cp.CreatedAt.Local().Format("2006-01-02 15:04:05.000"), describe(cp))
+			}
+			if a.json {
+				if out == nil {
+					out = []checkpointJSON{}
+				}
+				return a.printJSON(out)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many checkpoints")
+	cmd.Flags().Int64Var(&before, "before", 0, "start below this seq")
+	cmd.Flags().StringVar(&ns, "ns", "", "namespace (subgraph); default the root")
+	cmd.Flags().BoolVar(&states, "states", false, "with --json, include every checkpoint's full state")
+	return cmd
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// describe summarises a checkpoint's change in one line.
+func describe(cp store.Checkpoint) string {
+	var parts []string
+	if cp.Meta.ForkedFrom != nil {
+		from := cp.Meta.ForkedFrom
+		if from.Thread == cp.Thread {
+			parts = append(parts, fmt.Sprintf("fork of %d", from.Seq))
+		} else {
+			parts = append(parts, fmt.Sprintf("fork of %s@%d", from.Thread, from.Seq))
+		}
+	} else if cp.Parent != 0 && cp.Parent != cp.Seq-1 {
+		parts = append(parts, fmt.Sprintf("branch from %d", cp.Parent))
+	}
+	if cp.Meta.Error != "" {
+		parts = append(parts, "error: "+cp.Meta.Error)
+	}
+	ops := make([]string, 0, len(cp.Patch))
+	for i, op := range cp.Patch {
+		if i == 4 {
+			ops = append(ops, fmt.Sprintf("… %d more", len(cp.Patch)-i))
+			break
+		}
+		ops = append(ops, op.Op+" "+op.Path)
+	}
+	if len(ops) > 0 {
+		parts = append(parts, strings.Join(ops, ", "))
+	}
+	return orDash(strings.Join(parts, "; "))
+}
+
+func (a *app) forkCmd() *cobra.Command {
+	var at int64
+	var into, ns string
+	var sets []string
+	cmd := &cobra.Command{
+		Use:   "fork THREAD --at SEQ [--into NEW] [--set FIELD=JSON]...",
+		Short: "Branch from a checkpoint: a new head of the thread, or a new thread with --into",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if at <= 0 {
+				return usagef("--at is required: the checkpoint seq to fork from")
+			}
+			var patch state.Patch
+			for _, kv := range sets {
+				field, raw, ok := strings.Cut(kv, "=")
+				if !ok || field == "" {
+					return usagef("--set %q: want FIELD=JSON", kv)
+				}
+				if !json.Valid([]byte(raw)) {
+					return usagef("--set %s: %q is not JSON (quote strings: --set %s='\"text\"')", field, raw, field)
+				}
+				patch = append(patch, state.Op{Op: state.OpAdd, Path: "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(field), Value: json.RawMessage(raw)})
+			}
+			s, err := a.open()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			cp, err := s.Fork(cmd.Context(), store.ForkRequest{Thread: args[0], Namespace: ns, At: at, Into: into, Patch: patch})
+			if err != nil {
+				return argError(err)
+			}
+			if a.json {
+				return a.printJSON(toJSON(cp))
+			}
+			fmt.Fprintf(a.stdout, "forked %s@%d into %s@%d\n", args[0], at, cp.Thread, cp.Seq)
+			return nil
+		},
+	}
+	cmd.Flags().Int64Var(&at, "at", 0, "checkpoint seq to fork from (required)")
+	cmd.Flags().StringVar(&into, "into", "", "new thread id (default: a branch in the same thread)")
+	cmd.Flags().StringVar(&ns, "ns", "", "namespace (subgraph); default the root")
+	cmd.Flags().StringArrayVar(&sets, "set", nil, "set a top-level field of the forked state (FIELD=JSON, repeatable)")
+	return cmd
+}
+
+func (a *app) pruneCmd() *cobra.Command {
+	var thread string
+	var keep int
+	cmd := &cobra.Command{
+		Use:   "prune --keep N [--thread ID]",
+		Short: "Delete old checkpoints, keeping the newest N of each thread (and what they need)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if keep < 1 {
+				return usagef("--keep is required and must be at least 1")
+			}
+			s, err := a.open()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			res, err := s.Prune(cmd.Context(), store.PruneRequest{Thread: thread, KeepLast: keep})
+			if err != nil {
+				return argError(err)
+			}
+			if a.json {
+				return a.printJSON(map[string]any{"threads": res.Threads, "checkpoints": res.Checkpoints})
+			}
+			fmt.Fprintf(a.stdout, "pruned %d checkpoints from %d threads\n", res.Checkpoints, res.Threads)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&thread, "thread", "", "prune only this thread")
+	cmd.Flags().IntVar(&keep, "keep", 0, "checkpoints to keep per thread namespace (≥ 1)")
+	return cmd
+}
+
+func (a *app) benchCmd() *cobra.Command {
+	var cfg bench.Config
+	var durability, cpuProfile string
+	cmd := &cobra.Command{
+		Use:   "bench w1|w2",
+		Short: "Run the benchmark workloads of shared/bench/W1.md",
+		Long: "Runs W1 (one thread, --steps steps, a durable checkpoint after each) or W2 (--threads threads of --steps steps, " +
+			"sequential then concurrent). Without --store it uses a fresh SQLite file in a temporary directory.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg.Workload = args[0]
+			if cfg.Workload != "w1" && cfg.Workload != "w2" {
+				return usagef("unknown workload %q: want w1 or w2", args[0])
+			}
+			if cfg.Steps < 0 || cfg.Threads < 0 {
+				return usagef("--steps and --threads must be positive")
+			}
+			d, err := sqlite.ParseDurability(durability)
+			if err != nil {
+				return &usageError{fmt.Errorf("--durability: %w", err)}
+			}
+			cfg.Durability = d
+			if cmd.Flags().Changed("store") {
+				cfg.Store = a.storeURL
+			}
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
+			res, err := bench.Run(cmd.Context(), cfg)
+			if err != nil {
+				return argError(err)
+			}
+			if a.json {
+				enc := json.NewEncoder(a.stdout)
+				return enc.Encode(res)
+			}
+			printBench(a, res)
+			if res.Concurrent != nil {
+				fmt.Fprintln(a.stdout)
+				printBench(a, *res.Concurrent)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&cfg.Steps, "steps", 0, "steps per thread S (default 1000 for w1, 100 for w2)")
+	cmd.Flags().IntVar(&cfg.Threads, "threads", 0, "threads for w2 (default 50)")
+	cmd.Flags().StringVar(&durability, "durability", "sync", "sync (WAL, synchronous=NORMAL) or strict (fsync every commit)")
+	cmd.Flags().Float64Var(&cfg.SnapshotRatio, "snapshot-ratio", 0, "store tuning: snapshot when patch bytes exceed ratio × snapshot size (default 1)")
+	cmd.Flags().BoolVar(&cfg.NoCompression, "no-compression", false, "store blobs uncompressed")
+	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	return cmd
+}
+
+func printBench(a *app, r bench.Result) {
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	title := r.Workload
+	if r.Mode != "" {
+		title += " " + r.Mode
+	}
+	fmt.Fprintf(tw, "%s\t%s, durability %s, %d thread(s) × %d steps\n", title, r.Store, r.Durability, r.Threads, r.StepsPerThread)
+	rows := [][2]string{
+		{"total", fmt.Sprintf("%.1f ms", r.TotalMS)},
+		{"per step", fmt.Sprintf("%.1f µs (first 10%%: %.1f µs, last 10%%: %.1f µs)", r.USPerStep, r.USFirst10, r.USLast10)},
+		{"on disk", fmt.Sprintf("%s (db + WAL), %d checkpoints, %d snapshots", humanBytes(r.DBPlusWALBytes), r.CheckpointRows, r.Snapshots)},
+		{"head load", fmt.Sprintf("%.2f ms", r.GetStateMS)},
+		{"history walk", fmt.Sprintf("%.1f ms for %d states", r.HistoryMS, r.HistoryItems)},
+		{"peak RSS", humanBytes(r.PeakRSSBytes)},
+	}
+	for _, row := range rows {
+		fmt.Fprintf(tw, "  %s\t%s\n", row[0], row[1])
+	}
+	tw.Flush()
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return strconv.FormatFloat(float64(n)/(1<<20), 'f', 2, 64) + " MiB"
+	case n >= 1<<10:
+		return strconv.FormatFloat(float64(n)/(1<<10), 'f', 1, 64) + " KiB"
+	}
+	return strconv.FormatInt(n, 10) + " B"
+}

@@ -1,0 +1,39 @@
+// Command cairn inspects and drives Cairn stores: threads, state, history,
+// forks, pruning and the built-in benchmark.
+//
+// Exit codes: 0 success, 1 runtime error (including not found, conflict or
+// corrupt data), 2 usage error (bad flags, arguments or values).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	stop()
+	os.Exit(code)
+}
+
+// run executes the CLI and returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	root := newRoot(stdout, stderr, getenv)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintf(stderr, "cairn: %v\n", err)
+	var ue *usageError
+	if errors.As(err, &ue) || isCobraUsage(err) {
+		return 2
+	}
+	return 1
+}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/storeurl"
+)
+
+// usageError marks errors in how the command was called (exit code 2).
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Errorf(format, args...)}
+}
+
+// isCobraUsage recognises cobra's own argument and flag errors.
+func isCobraUsage(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "invalid argument", "flag needs an argument", "accepts ", "requires at least", "required flag"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// app holds the global flags and the output streams.
+type app struct {
+	storeURL string
+	json     bool
+	stdout   io.Writer
+	stderr   io.Writer
+}
+
+func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
+	a := &app{stdout: stdout, stderr: stderr}
+	root := &cobra.Command{
+		Use:           "cairn",
+		Short:         "Durable state for multi-agent workflows",
+		Long:          "cairn inspects and drives Cairn stores: threads, state, history (a tree), forks, pruning and the built-in benchmark.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	def := getenv("CAIRN_STORE")
+	if def == "" {
+		def = storeurl.Default
+	}
+	root.PersistentFlags().StringVar(&a.storeURL, "store", def, "store URL: memory: or sqlite:PATH[?durability=strict] (env CAIRN_STORE)")
+	root.PersistentFlags().BoolVar(&a.json, "json", false, "print JSON")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	root.AddCommand(a.threadsCmd(), a.stateCmd(), a.historyCmd(), a.forkCmd(), a.pruneCmd(), a.benchCmd())
+	return root
+}
+
+// open opens the store named by --store.
+func (a *app) open() (*store.Engine, error) {
+	if _, err := storeurl.Parse(a.storeURL); err != nil {
+		return nil, &usageError{fmt.Errorf("--store: %w", err)}
+	}
+	return storeurl.Open(a.storeURL, store.Options{}, "")
+}
+
+// printJSON writes v as indented JSON.
+func (a *app) printJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// argError turns invalid ids and arguments into usage errors.
+func argError(err error) error {
+	if errors.Is(err, store.ErrInvalidID) || errors.Is(err, store.ErrInvalidArgument) {
+		return &usageError{err}
+	}
+	return err
+}

@@ -1,0 +1,320 @@
+// Package bench implements the benchmark workloads W1 and W2 of
+// shared/bench/W1.md, which `cairn bench` runs.
+//
+// W1: one thread, S steps of a one-node graph (START → step → step … →
+// END while count < S), a durable checkpoint after every step, then one
+// head-state load and one walk of the whole history with every state
+// materialised. W2: 50 threads of W1 with S = 100, one after another, then
+// the same 50 concurrently on a fresh store.
+package bench
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cairn-dev/cairn/state"
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/sqlite"
+	"github.com/cairn-dev/cairn/store/storeurl"
+)
+
+// Config selects a workload.
+type Config struct {
+	Workload   string // "w1" or "w2"
+	Store      string // store URL; empty: a fresh SQLite file in a temporary directory
+	Durability sqlite.Durability
+	Steps      int // S
+	Threads    int // W2 thread count
+	// SnapshotRatio tunes the store (0: default).
+	SnapshotRatio float64
+	// NoCompression stores blobs uncompressed.
+	NoCompression bool
+}
+
+// Result holds the figures W1.md asks for.
+type Result struct {
+	Workload       string  `json:"workload"`
+	Mode           string  `json:"mode,omitempty"`
+	Store          string  `json:"store"`
+	Durability     string  `json:"durability"`
+	StepsPerThread int     `json:"steps_per_thread"`
+	Threads        int     `json:"threads"`
+	TotalMS        float64 `json:"total_ms"`
+	USPerStep      float64 `json:"us_per_step"`
+	USFirst10      float64 `json:"us_per_step_first10pct"`
+	USLast10       float64 `json:"us_per_step_last10pct"`
+	DBPlusWALBytes int64   `json:"db_plus_wal_bytes"`
+	CheckpointRows int64   `json:"checkpoint_rows"`
+	Snapshots      int64   `json:"snapshot_rows"`
+	GetStateMS     float64 `json:"get_state_ms"`
+	HistoryMS      float64 `json:"history_ms"`
+	HistoryItems   int     `json:"history_items"`
+	PeakRSSBytes   int64   `json:"peak_rss_bytes"`
+	// Concurrent holds W2's concurrent run.
+	Concurrent *Result `json:"concurrent,omitempty"`
+}
+
+// Schema is W1's state: messages (messages reducer), count and last
+// (replace).
+var schemaOpts = []state.SchemaOption{
+	state.WithField("messages", state.ReducerMessages),
+	state.WithField("count", state.ReducerReplace),
+	state.WithField("last", state.ReducerReplace),
+}
+
+// Content is C(t, i): "t<t>-step-<i>-" right-padded with x to 200 bytes.
+func Content(thread string, i int) string {
+	s := "t" + thread + "-step-" + strconv.Itoa(i) + "-"
+	if len(s) >= 200 {
+		return s[:200]
+	}
+	return s + strings.Repeat("x", 200-len(s))
+}
+
+// Run runs the configured workload.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	switch cfg.Workload {
+	case "w1":
+		if cfg.Steps <= 0 {
+			cfg.Steps = 1000
+		}
+		return runOnce(ctx, cfg, []string{"0"}, false)
+	case "w2":
+		if cfg.Steps <= 0 {
+			cfg.Steps = 100
+		}
+		if cfg.Threads <= 0 {
+			cfg.Threads = 50
+		}
+		ids := make([]string, cfg.Threads)
+		for i := range ids {
+			ids[i] = strconv.Itoa(i)
+		}
+		seq, err := runOnce(ctx, cfg, ids, false)
+		if err != nil {
+			return Result{}, err
+		}
+		seq.Mode = "sequential"
+		if cfg.Store != "" {
+			// The concurrent run needs the same thread ids on an empty store.
+			cfg.Store = concurrentURL(cfg.Store)
+		}
+		conc, err := runOnce(ctx, cfg, ids, true)
+		if err != nil {
+			return Result{}, err
+		}
+		conc.Mode = "concurrent"
+		seq.Concurrent = &conc
+		return seq, nil
+	}
+	return Result{}, fmt.Errorf("%w: unknown workload %q (w1, w2)", store.ErrInvalidArgument, cfg.Workload)
+}
+
+func concurrentURL(u string) string {
+	spec, err := storeurl.Parse(u)
+	if err != nil || spec.Scheme != "sqlite" {
+		return u
+	}
+	ext := filepath.Ext(spec.Path)
+	return "sqlite:" + strings.TrimSuffix(spec.Path, ext) + "-concurrent" + ext
+}
+
+func runOnce(ctx context.Context, cfg Config, threads []string, concurrent bool) (Result, error) {
+	url := cfg.Store
+	if url == "" {
+		dir, err := os.MkdirTemp("", "cairn-bench-")
+		if err != nil {
+			return Result{}, err
+		}
+		defer os.RemoveAll(dir)
+		url = "sqlite:" + filepath.Join(dir, "bench.db")
+	}
+	s, err := storeurl.Open(url, store.Options{SnapshotRatio: cfg.SnapshotRatio, NoCompression: cfg.NoCompression}, cfg.Durability)
+	if err != nil {
+		return Result{}, err
+	}
+	defer s.Close()
+	for _, id := range threads {
+		if _, err := s.Thread(ctx, id); err == nil {
+			return Result{}, fmt.Errorf("%w: thread %q already exists in %s; benchmarks need an empty store", store.ErrConflict, id, url)
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return Result{}, err
+		}
+	}
+	schema := state.MustSchema(schemaOpts...)
+	dur := cfg.Durability
+	if dur == "" {
+		dur = sqlite.DurabilitySync
+		if spec, err := storeurl.Parse(url); err == nil && spec.Durability != "" {
+			dur = spec.Durability
+		}
+	}
+	res := Result{Workload: cfg.Workload, Store: url, Durability: string(dur), StepsPerThread: cfg.Steps, Threads: len(threads)}
+	if spec, _ := storeurl.Parse(url); spec.Scheme == "memory" {
+		res.Durability = "none"
+	}
+	stepTimes := make([]time.Duration, cfg.Steps)
+	start := time.Now()
+	if concurrent {
+		var wg sync.WaitGroup
+		errs := make([]error, len(threads))
+		for i, id := range threads {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var times []time.Duration
+				if i == 0 {
+					times = stepTimes
+				}
+				errs[i] = runThread(ctx, s, schema, id, cfg.Steps, times)
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return Result{}, err
+		}
+	} else {
+		for i, id := range threads {
+			var times []time.Duration
+			if i == 0 {
+				times = stepTimes
+			}
+			if err := runThread(ctx, s, schema, id, cfg.Steps, times); err != nil {
+				return Result{}, err
+			}
+		}
+	}
+	total := time.Since(start)
+	res.TotalMS = ms(total)
+	res.USPerStep = float64(total.Microseconds()) / float64(cfg.Steps*len(threads))
+	tenth := max(1, cfg.Steps/10)
+	res.USFirst10 = meanUS(stepTimes[:tenth])
+	res.USLast10 = meanUS(stepTimes[len(stepTimes)-tenth:])
+	if sb, ok := s.Backend().(*sqlite.Backend); ok {
+		db, wal := sb.Sizes()
+		res.DBPlusWALBytes = db + wal
+	}
+
+	t0 := time.Now()
+	head, err := s.Load(ctx, store.LoadRequest{Thread: threads[0]})
+	if err != nil {
+		return Result{}, fmt.Errorf("load head: %w", err)
+	}
+	res.GetStateMS = ms(time.Since(t0))
+	if n, _ := head.State.ListLen("messages"); n != cfg.Steps {
+		return Result{}, fmt.Errorf("head state of thread %s has %d messages, want %d", threads[0], n, cfg.Steps)
+	}
+
+	t0 = time.Now()
+	for cp, err := range s.History(ctx, store.HistoryRequest{Thread: threads[0], WithState: true, PageSize: 256}) {
+		if err != nil {
+			return Result{}, fmt.Errorf("history: %w", err)
+		}
+		if !cp.HasState {
+			return Result{}, fmt.Errorf("history: checkpoint %d has no state", cp.Seq)
+		}
+		res.HistoryItems++
+	}
+	res.HistoryMS = ms(time.Since(t0))
+
+	for _, id := range threads {
+		for cp, err := range s.History(ctx, store.HistoryRequest{Thread: id, PageSize: 1000}) {
+			if err != nil {
+				return Result{}, err
+			}
+			res.CheckpointRows++
+			if cp.Snapshot {
+				res.Snapshots++
+			}
+		}
+	}
+	res.PeakRSSBytes = peakRSS()
+	return res, nil
+}
+
+// runThread runs one W1 thread: the input checkpoint, then S steps of the
+// node "step", each committed before the next starts.
+func runThread(ctx context.Context, s store.Store, schema *state.Schema, thread string, steps int, times []time.Duration) error {
+	doc, patch, err := schema.Apply(state.EmptyDoc(), state.Update{"messages": []state.Message{}, "count": 0, "last": ""})
+	if err != nil {
+		return err
+	}
+	cp, err := s.Append(ctx, store.Checkpoint{Thread: thread, Patch: patch, State: doc, Meta: store.Meta{Source: "input", Next: []string{"step"}}})
+	if err != nil {
+		return err
+	}
+	head := cp.Seq
+	nodes := []string{"step"}
+	next := []string{"step"}
+	for count := 0; count < steps; {
+		t0 := time.Now()
+		// The node: i = count + 1.
+		i := count + 1
+		c := Content(thread, i)
+		upd := state.Update{
+			"messages": state.Message{ID: thread + "-m" + strconv.Itoa(i), Role: "assistant", Content: c},
+			"count":    i,
+			"last":     c,
+		}
+		nd, patch, err := schema.Apply(doc, upd)
+		if err != nil {
+			return err
+		}
+		// The router: back to step while count < S, else END.
+		meta := store.Meta{Source: "step", Next: next}
+		if i >= steps {
+			meta.Next = nil
+		}
+		cp, err := s.Append(ctx, store.Checkpoint{Thread: thread, Parent: head, Nodes: nodes, Patch: patch, State: nd, Meta: meta})
+		if err != nil {
+			return fmt.Errorf("thread %s step %d: %w", thread, i, err)
+		}
+		head, doc, count = cp.Seq, nd, i
+		if times != nil {
+			times[i-1] = time.Since(t0)
+		}
+	}
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func meanUS(ds []time.Duration) float64 {
+	if len(ds) == 0 {
+		return 0
+	}
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	return float64(sum.Microseconds()) / float64(len(ds))
+}
+
+// peakRSS reads the process's peak resident set size (VmHWM) on Linux; 0
+// elsewhere.
+func peakRSS() int64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err == nil {
+				return kb * 1024
+			}
+		}
+	}
+	return 0
+}

@@ -1,0 +1,88 @@
+// Package storeurl opens a store from a URL, the form the CLI, servers and
+// configuration files use:
+//
+//	memory:               in-memory, gone when the process ends
+//	sqlite:PATH           a SQLite file (the default is sqlite:.cairn/state.db)
+//	sqlite:PATH?durability=strict
+//
+// PATH may be relative. Unknown schemes and options are errors.
+package storeurl
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/sqlite"
+)
+
+// Default is the store URL used when none is given.
+const Default = "sqlite:.cairn/state.db"
+
+// Spec is a parsed store URL.
+type Spec struct {
+	Scheme     string // "memory" or "sqlite"
+	Path       string // sqlite file
+	Durability sqlite.Durability
+}
+
+// Parse checks a store URL.
+func Parse(raw string) (Spec, error) {
+	scheme, rest, ok := strings.Cut(raw, ":")
+	if !ok {
+		return Spec{}, fmt.Errorf("%w: store URL %q needs a scheme (memory: or sqlite:PATH)", store.ErrInvalidArgument, raw)
+	}
+	path, query, _ := strings.Cut(rest, "?")
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return Spec{}, fmt.Errorf("%w: store URL %q: %v", store.ErrInvalidArgument, raw, err)
+	}
+	spec := Spec{Scheme: scheme}
+	for k, v := range q {
+		switch {
+		case k == "durability" && scheme == "sqlite":
+			d, err := sqlite.ParseDurability(v[len(v)-1])
+			if err != nil {
+				return Spec{}, fmt.Errorf("store URL %q: %w", raw, err)
+			}
+			spec.Durability = d
+		default:
+			return Spec{}, fmt.Errorf("%w: store URL %q: unknown option %q", store.ErrInvalidArgument, raw, k)
+		}
+	}
+	switch scheme {
+	case "memory":
+		if path != "" {
+			return Spec{}, fmt.Errorf("%w: store URL %q: memory takes no path", store.ErrInvalidArgument, raw)
+		}
+	case "sqlite":
+		path = strings.TrimPrefix(path, "//")
+		if path == "" {
+			return Spec{}, fmt.Errorf("%w: store URL %q needs a file path, e.g. sqlite:.cairn/state.db", store.ErrInvalidArgument, raw)
+		}
+		spec.Path = path
+	default:
+		return Spec{}, fmt.Errorf("%w: store URL %q: unknown scheme %q (memory, sqlite)", store.ErrInvalidArgument, raw, scheme)
+	}
+	return spec, nil
+}
+
+// Open opens the store a URL names. A durability given in opts overrides the
+// URL's.
+func Open(raw string, opts store.Options, durability sqlite.Durability) (*store.Engine, error) {
+	spec, err := Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	if durability != "" {
+		spec.Durability = durability
+	}
+	switch spec.Scheme {
+	case "memory":
+		return memory.Open(opts), nil
+	default:
+		return sqlite.OpenStore(spec.Path, sqlite.Options{Durability: spec.Durability}, opts)
+	}
+}
