@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -128,4 +129,30 @@ func hasEmptyToken(p Patch) bool {
 		}
 	}
 	return false
+}
+
+// FuzzScanMembers checks the fast member scanner against encoding/json.
+func FuzzScanMembers(f *testing.F) {
+	f.Add(`{"id":"a","type":"remove"}`)
+	f.Add(`{"content":"x\"}","id":"b","n":[1,{"id":"no"}]}`)
+	f.Add(`{"id":null}`)
+	f.Add(`{"i\u0064":"esc"}`)
+	f.Fuzz(func(t *testing.T, s string) {
+		var buf bytes.Buffer
+		if json.Compact(&buf, []byte(s)) != nil || buf.Len() == 0 || buf.Bytes()[0] != '{' {
+			return
+		}
+		raw := buf.Bytes()
+		want, wantErr := readHeadExact(raw)
+		got, err := readHead(raw)
+		if (err == nil) != (wantErr == nil) {
+			t.Fatalf("%s: err %v, encoding/json %v", raw, err, wantErr)
+		}
+		if err != nil {
+			return
+		}
+		if got.Type != want.Type || (got.ID == nil) != (want.ID == nil) || (got.ID != nil && *got.ID != *want.ID) {
+			t.Fatalf("%s: got %+v, encoding/json %+v", raw, got, want)
+		}
+	})
 }

@@ -45,6 +45,23 @@ func (l *list) appended(elems ...json.RawMessage) *list {
 	return nl
 }
 
+// appendedWithID is appended for one message whose id is known: when the id
+// index covers the list, the new position is recorded without parsing.
+func (l *list) appendedWithID(elem json.RawMessage, id string) *list {
+	nl := l.appended(elem)
+	n := len(l.items)
+	t := nl.tail
+	t.mu.Lock()
+	if t.ids != nil && t.idsN == n {
+		if _, dup := t.ids[id]; !dup {
+			t.ids[id] = n
+		}
+		t.idsN = n + 1
+	}
+	t.mu.Unlock()
+	return nl
+}
+
 // replaced returns a new version with element i set to elem.
 func (l *list) replaced(i int, elem json.RawMessage) *list {
 	items := cloneItems(l.items, 0)

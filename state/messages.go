@@ -41,8 +41,8 @@ func messageID(raw json.RawMessage) (string, bool) {
 	if firstByte(raw) != '{' {
 		return "", false
 	}
-	var h messageHead
-	if json.Unmarshal(raw, &h) != nil || h.ID == nil {
+	h, err := readHead(raw)
+	if err != nil || h.ID == nil {
 		return "", false
 	}
 	return *h.ID, true
@@ -67,8 +67,8 @@ func reduceMessages(a *applier, field string, cur *value, upd json.RawMessage) (
 		if firstByte(e) != '{' {
 			return nil, fmt.Errorf("%w: message %d is %s, not an object", ErrInvalidUpdate, i, kindOfRaw(e))
 		}
-		var h messageHead
-		if err := json.Unmarshal(e, &h); err != nil {
+		h, err := readHead(e)
+		if err != nil {
 			return nil, fmt.Errorf("%w: message %d: %v", ErrInvalidUpdate, i, err)
 		}
 		if h.Type == "remove" {
@@ -88,14 +88,18 @@ func reduceMessages(a *applier, field string, cur *value, upd json.RawMessage) (
 			a.emit(OpRemove, base+"/"+strconv.Itoa(p), nil)
 			continue
 		}
+		var id string
 		if h.ID == nil {
-			e = withID(e, a.id())
+			id = a.id()
+			e = withID(e, id)
 		} else if p, ok := l.indexOf(*h.ID); ok {
 			l = l.replaced(p, e)
 			a.emit(OpReplace, base+"/"+strconv.Itoa(p), e)
 			continue
+		} else {
+			id = *h.ID
 		}
-		l = l.appended(e)
+		l = l.appendedWithID(e, id)
 		a.emit(OpAdd, base+"/-", e)
 	}
 	if l == start {

@@ -151,18 +151,28 @@ type ApplyOptions struct {
 // in sorted order, so the result is deterministic. doc is unchanged.
 func (s *Schema) Apply(doc Doc, upd Update, opts ...ApplyOptions) (Doc, Patch, error) {
 	raw := make(map[string]json.RawMessage, len(upd))
+	compacted := true
 	for k, v := range upd {
 		b, err := encodeValue(k, v)
 		if err != nil {
 			return Doc{}, nil, err
 		}
+		if _, given := v.(json.RawMessage); given {
+			compacted = false
+		}
 		raw[k] = b
 	}
-	return s.ApplyJSON(doc, raw, opts...)
+	return s.apply(doc, raw, compacted, opts)
 }
 
 // ApplyJSON is Apply with values already encoded as JSON.
 func (s *Schema) ApplyJSON(doc Doc, upd map[string]json.RawMessage, opts ...ApplyOptions) (Doc, Patch, error) {
+	return s.apply(doc, upd, false, opts)
+}
+
+// apply does the work; compacted says the values are compact JSON already
+// (encoding/json's output always is).
+func (s *Schema) apply(doc Doc, upd map[string]json.RawMessage, compacted bool, opts []ApplyOptions) (Doc, Patch, error) {
 	a := &applier{}
 	if len(opts) > 0 {
 		a.newID = opts[0].NewID
@@ -181,9 +191,12 @@ func (s *Schema) ApplyJSON(doc Doc, upd map[string]json.RawMessage, opts ...Appl
 			}
 			rname = ReducerReplace
 		}
-		val, err := compact(upd[k])
-		if err != nil {
-			return Doc{}, nil, &FieldError{Path: "/" + escapeToken(k), Err: err}
+		val := upd[k]
+		if !compacted {
+			var err error
+			if val, err = compact(val); err != nil {
+				return Doc{}, nil, &FieldError{Path: "/" + escapeToken(k), Err: err}
+			}
 		}
 		old := cur.fields[k]
 		nv, err := s.reducers[rname](a, k, old, val)

@@ -29,11 +29,19 @@
 //
 // Each checkpoint row stores the patch of its step. A full snapshot of the
 // state is stored only when the stored patch bytes since the last snapshot
-// on the row's ancestry would exceed SnapshotRatio times that snapshot's
-// stored size (default 1). So the bytes stored stay within about twice the
-// bytes of all patches plus one state, and rebuilding any checkpoint reads
-// one snapshot and at most SnapshotRatio snapshots' worth of patches. Blobs
-// of 64 bytes or more are compressed with S2 when that makes them smaller.
+// on the row's ancestry would exceed both SnapshotRatio times that
+// snapshot's stored size (default 1) and MinSnapshotBytes (default 4 KiB).
+// The first checkpoint of a namespace always has one. The bound: snapshot
+// bytes never exceed SnapshotRatio⁻¹ × the patch bytes plus the last
+// snapshot, so the total stays within about twice the bytes of all patches
+// plus one state; and rebuilding any checkpoint reads one snapshot plus at
+// most max(SnapshotRatio × that snapshot, MinSnapshotBytes) of patches. Blobs
+// of 64 bytes or more are compressed with S2 when that makes them smaller;
+// every blob carries a CRC-32C of its content.
+//
+// Decoded snapshots are kept in a bounded in-memory cache (Options.
+// SnapshotCache, default 64 MiB), filled when a snapshot is written or read.
+// Snapshots never change, so the cache never serves stale data.
 //
 // Namespaces keep the checkpoints of subgraphs apart in the same thread:
 // each namespace of a thread has its own chain of seqs; "" is the root.

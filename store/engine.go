@@ -20,6 +20,10 @@ type Options struct {
 	// since the last snapshot would exceed SnapshotRatio × that snapshot's
 	// stored size. Default 1. Smaller means faster loads and more bytes.
 	SnapshotRatio float64
+	// MinSnapshotBytes: no snapshot is written before this many stored patch
+	// bytes have accumulated since the last one (default 4096), so small
+	// states are not snapshotted at every step.
+	MinSnapshotBytes int64
 	// NoCompression stores blobs uncompressed.
 	NoCompression bool
 	// Now is the clock (default time.Now).
@@ -32,11 +36,12 @@ type Options struct {
 // Engine implements Store over a Backend: it owns the storage format (patch
 // rows, snapshot policy, blob encoding) and the rebuilding of states.
 type Engine struct {
-	b      Backend
-	ratio  float64
-	comp   bool
-	now    func() time.Time
-	closed atomic.Bool
+	b       Backend
+	ratio   float64
+	minSnap int64
+	comp    bool
+	now     func() time.Time
+	closed  atomic.Bool
 
 	mu    sync.Mutex
 	heads map[headKey]rowInfo // the last row this engine wrote per namespace
@@ -64,6 +69,9 @@ func New(b Backend, opts Options) *Engine {
 	e := &Engine{b: b, ratio: opts.SnapshotRatio, comp: !opts.NoCompression, now: opts.Now, heads: map[headKey]rowInfo{}}
 	if e.ratio <= 0 {
 		e.ratio = 1
+	}
+	if e.minSnap = opts.MinSnapshotBytes; e.minSnap == 0 {
+		e.minSnap = 4096
 	}
 	if e.now == nil {
 		e.now = time.Now
@@ -240,7 +248,7 @@ func (e *Engine) insert(ctx context.Context, cp Checkpoint, seq int64, parent ro
 	}
 	since := parent.since + int64(len(row.Patch))
 	var snapBytes int
-	if cp.Parent == 0 || float64(since) > e.ratio*float64(parent.baseSize) {
+	if cp.Parent == 0 || (since > e.minSnap && float64(since) > e.ratio*float64(parent.baseSize)) {
 		row.Snapshot, snapBytes = e.encodeSnapshot(cp.State)
 		row.HasSnapshot = true
 		row.Base, row.Since, row.BaseSize = seq, 0, int64(len(row.Snapshot))

@@ -754,39 +754,36 @@ func testCorruption(t *testing.T, h Harness) {
 		bad.step(i)
 		good.step(i)
 	}
-	var snapSeq int64
+	var snapSeq int64 // a snapshot after the first, before seq 40
 	for cp, err := range s.History(ctx, store.HistoryRequest{Thread: "bad"}) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cp.Snapshot && cp.Seq > 1 && snapSeq == 0 {
+		if cp.Snapshot && cp.Seq > 2 && cp.Seq < 40 {
 			snapSeq = cp.Seq
 		}
 	}
+	if snapSeq == 0 {
+		t.Fatal("no snapshot between 2 and 40 to damage")
+	}
 	h.Corrupt(t, s, store.Ref{Thread: "bad", Seq: 40}, "patch")
-	h.Corrupt(t, s, store.Ref{Thread: "bad", Seq: 1}, "snapshot")
+	h.Corrupt(t, s, store.Ref{Thread: "bad", Seq: snapSeq}, "snapshot")
 	h.Corrupt(t, s, store.Ref{Thread: "bad", Seq: 2}, "meta")
 	for _, tc := range []struct {
-		seq  int64
-		what string
-	}{{40, "patch"}, {0, "patch"}, {1, "snapshot"}, {2, "metadata"}} {
-		_, err := s.Load(ctx, store.LoadRequest{Thread: "bad", Seq: tc.seq})
+		load, at int64
+		what     string
+	}{{40, 40, "patch"}, {0, 40, "patch"}, {snapSeq, snapSeq, "snapshot"}, {2, 2, "metadata"}} {
+		_, err := s.Load(ctx, store.LoadRequest{Thread: "bad", Seq: tc.load})
 		var ce *store.CorruptError
 		if !errors.As(err, &ce) || !errors.Is(err, store.ErrCorrupt) {
-			t.Fatalf("load seq %d: err = %v, want CorruptError", tc.seq, err)
+			t.Fatalf("load seq %d: err = %v, want CorruptError", tc.load, err)
 		}
-		want := tc.seq
-		if want == 0 {
-			want = 40
-		}
-		if ce.Thread != "bad" || ce.Seq != want || !strings.Contains(ce.What, tc.what) || !strings.Contains(err.Error(), `"bad"`) {
-			t.Fatalf("load seq %d: %v names the wrong place", tc.seq, err)
+		if ce.Thread != "bad" || ce.Seq != tc.at || !strings.Contains(ce.What, tc.what) || !strings.Contains(err.Error(), `"bad"`) {
+			t.Fatalf("load seq %d: %v names the wrong place (want seq %d, %s)", tc.load, err, tc.at, tc.what)
 		}
 	}
 	// Checkpoints that do not depend on the damage still load.
-	if snapSeq > 0 && snapSeq < 39 {
-		bad.checkLoad(snapSeq)
-	}
+	bad.checkLoad(1)
 	// The history walk reports the damage as an error and stops.
 	sawErr := false
 	for _, err := range s.History(ctx, store.HistoryRequest{Thread: "bad", WithState: true}) {
