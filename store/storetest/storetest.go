@@ -750,29 +750,32 @@ func testCorruption(t *testing.T, h Harness) {
 	t.Cleanup(func() { _ = s.Close() })
 	bad := newModel(t, s, "bad")
 	good := newModel(t, s, "good")
-	for i := 1; i <= 40; i++ {
+	for i := 1; i <= 60; i++ {
 		bad.step(i)
 		good.step(i)
 	}
-	var snapSeq int64 // a snapshot after the first, before seq 40
+	// Damage the first snapshot after seq 2, and the patch of the head,
+	// which must replay from a later snapshot.
+	var snaps []int64
 	for cp, err := range s.History(ctx, store.HistoryRequest{Thread: "bad"}) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cp.Snapshot && cp.Seq > 2 && cp.Seq < 40 {
-			snapSeq = cp.Seq
+		if cp.Snapshot && cp.Seq > 2 {
+			snaps = append([]int64{cp.Seq}, snaps...)
 		}
 	}
-	if snapSeq == 0 {
-		t.Fatal("no snapshot between 2 and 40 to damage")
+	if len(snaps) < 2 {
+		t.Fatalf("snapshots after seq 2: %v; want two", snaps)
 	}
-	h.Corrupt(t, s, store.Ref{Thread: "bad", Seq: 40}, "patch")
+	snapSeq := snaps[0]
+	h.Corrupt(t, s, store.Ref{Thread: "bad", Seq: 60}, "patch")
 	h.Corrupt(t, s, store.Ref{Thread: "bad", Seq: snapSeq}, "snapshot")
 	h.Corrupt(t, s, store.Ref{Thread: "bad", Seq: 2}, "meta")
 	for _, tc := range []struct {
 		load, at int64
 		what     string
-	}{{40, 40, "patch"}, {0, 40, "patch"}, {snapSeq, snapSeq, "snapshot"}, {2, 2, "metadata"}} {
+	}{{60, 60, "patch"}, {0, 60, "patch"}, {snapSeq, snapSeq, "snapshot"}, {2, 2, "metadata"}} {
 		_, err := s.Load(ctx, store.LoadRequest{Thread: "bad", Seq: tc.load})
 		var ce *store.CorruptError
 		if !errors.As(err, &ce) || !errors.Is(err, store.ErrCorrupt) {
@@ -796,7 +799,7 @@ func testCorruption(t *testing.T, h Harness) {
 		t.Fatal("history over a corrupt row gave no ErrCorrupt")
 	}
 	// Other threads are untouched.
-	for seq := int64(1); seq <= 40; seq++ {
+	for seq := int64(1); seq <= 60; seq++ {
 		good.checkLoad(seq)
 	}
 }
