@@ -750,7 +750,8 @@ func testCorruption(t *testing.T, h Harness) {
 	t.Cleanup(func() { _ = s.Close() })
 	bad := newModel(t, s, "bad")
 	good := newModel(t, s, "good")
-	for i := 1; i <= 60; i++ {
+	const n = 150
+	for i := 1; i <= n; i++ {
 		bad.step(i)
 		good.step(i)
 	}
@@ -769,13 +770,13 @@ func testCorruption(t *testing.T, h Harness) {
 		t.Fatalf("snapshots after seq 2: %v; want two", snaps)
 	}
 	snapSeq := snaps[0]
-	h.Corrupt(t, s, store.Ref{Thread: "bad", Seq: 60}, "patch")
+	h.Corrupt(t, s, store.Ref{Thread: "bad", Seq: n}, "patch")
 	h.Corrupt(t, s, store.Ref{Thread: "bad", Seq: snapSeq}, "snapshot")
 	h.Corrupt(t, s, store.Ref{Thread: "bad", Seq: 2}, "meta")
 	for _, tc := range []struct {
 		load, at int64
 		what     string
-	}{{60, 60, "patch"}, {0, 60, "patch"}, {snapSeq, snapSeq, "snapshot"}, {2, 2, "metadata"}} {
+	}{{n, n, "patch"}, {0, n, "patch"}, {snapSeq, snapSeq, "snapshot"}, {2, 2, "metadata"}} {
 		_, err := s.Load(ctx, store.LoadRequest{Thread: "bad", Seq: tc.load})
 		var ce *store.CorruptError
 		if !errors.As(err, &ce) || !errors.Is(err, store.ErrCorrupt) {
@@ -799,7 +800,7 @@ func testCorruption(t *testing.T, h Harness) {
 		t.Fatal("history over a corrupt row gave no ErrCorrupt")
 	}
 	// Other threads are untouched.
-	for seq := int64(1); seq <= 60; seq++ {
+	for seq := int64(1); seq <= n; seq++ {
 		good.checkLoad(seq)
 	}
 }
