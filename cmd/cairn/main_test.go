@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// cli runs the command line in-process.
+func cli(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, &out, &errb, func(k string) string { return env[k] })
+	return code, out.String(), errb.String()
+}
+
+// seeded returns a store URL holding W1 thread "0" with 30 steps.
+func seeded(t *testing.T) string {
+	t.Helper()
+	url := "sqlite:" + filepath.Join(t.TempDir(), "cli.db")
+	code, out, errOut := cli(t, nil, "bench", "w1", "--steps", "30", "--store", url, "--json")
+	if code != 0 {
+		t.Fatalf("bench: %d %s", code, errOut)
+	}
+	var res map[string]any
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("bench output %q: %v", out, err)
+	}
+	for _, k := range []string{"workload", "store", "durability", "steps_per_thread", "threads", "total_ms", "us_per_step",
+		"us_per_step_first10pct", "us_per_step_last10pct", "db_plus_wal_bytes", "checkpoint_rows", "get_state_ms",
+		"history_ms", "history_items", "peak_rss_bytes"} {
+		if _, ok := res[k]; !ok {
+			t.Errorf("bench JSON lacks %q", k)
+		}
+	}
+	if res["checkpoint_rows"].(float64) != 31 || res["history_items"].(float64) != 31 {
+		t.Fatalf("bench rows: %v", res)
+	}
+	return url
+}
+
+func TestCommands(t *testing.T) {
+	url := seeded(t)
+	env := map[string]string{"CAIRN_STORE": url}
+	tests := []struct {
+		name string
+		args []string
+		want []string // substrings of stdout
+	}{
+		{"threads", []string{"threads"}, []string{"THREAD", "0 ", "31"}},
+		{"threads json", []string{"threads", "--json"}, []string{`"id": "0"`, `"head": 31`}},
+		{"state head", []string{"state", "0"}, []string{`"count": 30`, `"id": "0-m30"`}},
+		{"state at", []string{"state", "0", "--at", "4"}, []string{`"count": 3`}},
+		{"state json", []string{"state", "0", "--at", "2", "--json"}, []string{`"seq": 2`, `"parent": 1`, `"nodes": [`, `"state": {`}},
+		{"history", []string{"history", "0", "--limit", "3"}, []string{"SEQ", "31", "step", "add /messages/-"}},
+		{"history json", []string{"history", "0", "--limit", "2", "--json", "--states"}, []string{`"seq": 31`, `"seq": 30`, `"state": {`}},
+		{"fork branch", []string{"fork", "0", "--at", "10", "--set", `last="edited"`}, []string{"forked 0@10 into 0@32"}},
+		{"fork into", []string{"fork", "0", "--at", "5", "--into", "alt"}, []string{"forked 0@5 into alt@1"}},
+		{"history shows fork", []string{"history", "0", "--limit", "1"}, []string{"fork of 10", "add /last"}},
+		{"forked state", []string{"state", "0"}, []string{`"last": "edited"`, `"count": 9`}},
+		{"new thread state", []string{"state", "alt"}, []string{`"count": 4`}},
+		{"prune", []string{"prune", "--keep", "5", "--thread", "0"}, []string{"pruned"}},
+		{"state after prune", []string{"state", "0"}, []string{`"last": "edited"`}},
+	}
+	for _, tc := range tests {
+		code, out, errOut := cli(t, env, tc.args...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", tc.name, code, errOut)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Fatalf("%s: output lacks %q:\n%s", tc.name, w, out)
+			}
+		}
+	}
+}
+
+func TestErrors(t *testing.T) {
+	url := seeded(t)
+	env := map[string]string{"CAIRN_STORE": url}
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string // substring of stderr
+	}{
+		{"unknown command", []string{"frobnicate"}, 2, "unknown command"},
+		{"unknown flag", []string{"threads", "--nope"}, 2, "unknown flag"},
+		{"missing arg", []string{"state"}, 2, "accepts 1 arg"},
+		{"bad thread id", []string{"state", "no spaces"}, 2, `thread id "no spaces"`},
+		{"missing thread", []string{"state", "ghost"}, 1, `"ghost"`},
+		{"missing seq", []string{"state", "0", "--at", "999"}, 1, "no checkpoint 999"},
+		{"negative seq", []string{"state", "0", "--at", "-1"}, 2, "--at -1"},
+		{"bad store", []string{"threads", "--store", "mysql://x"}, 2, "unknown scheme"},
+		{"fork without at", []string{"fork", "0"}, 2, "--at is required"},
+		{"fork bad set", []string{"fork", "0", "--at", "2", "--set", "last=not json"}, 2, "is not JSON"},
+		{"fork into existing", []string{"fork", "0", "--at", "2", "--into", "0"}, 1, "exists"},
+		{"prune without keep", []string{"prune"}, 2, "--keep"},
+		{"bench unknown", []string{"bench", "w3"}, 2, "w1 or w2"},
+		{"bench durability", []string{"bench", "w1", "--durability", "fast"}, 2, "durability"},
+		{"bench into used store", []string{"bench", "w1", "--steps", "5", "--store", url}, 1, "already exists"},
+		{"meta filter", []string{"threads", "--meta", "novalue"}, 2, "key=value"},
+	}
+	for _, tc := range tests {
+		code, _, errOut := cli(t, env, tc.args...)
+		if code != tc.code || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%s: exit %d, stderr %q; want exit %d with %q", tc.name, code, errOut, tc.code, tc.want)
+		}
+	}
+	// Failed commands left the thread as it was.
+	code, out, _ := cli(t, env, "threads", "--json")
+	if code != 0 || !strings.Contains(out, `"head": 31`) {
+		t.Fatalf("store changed by failed commands: %s", out)
+	}
+}
+
+func TestBenchW2(t *testing.T) {
+	code, out, errOut := cli(t, nil, "bench", "w2", "--threads", "3", "--steps", "10", "--json")
+	if code != 0 {
+		t.Fatalf("w2: %d %s", code, errOut)
+	}
+	var res struct {
+		Mode           string `json:"mode"`
+		CheckpointRows int    `json:"checkpoint_rows"`
+		Concurrent     *struct {
+			Mode           string `json:"mode"`
+			CheckpointRows int    `json:"checkpoint_rows"`
+		} `json:"concurrent"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Mode != "sequential" || res.CheckpointRows != 33 || res.Concurrent == nil || res.Concurrent.Mode != "concurrent" || res.Concurrent.CheckpointRows != 33 {
+		t.Fatalf("w2 result %s", out)
+	}
+}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/storeurl"
+)
+
+func TestCrashAndResume(t *testing.T) {
+	url := "sqlite:" + filepath.Join(t.TempDir(), "q.db")
+	ctx := context.Background()
+
+	// An uninterrupted run, for reference.
+	var ref bytes.Buffer
+	if code, err := run(ctx, &ref, url, "ref", 0); code != 0 || err != nil {
+		t.Fatalf("reference run: %d %v", code, err)
+	}
+
+	var out bytes.Buffer
+	code, err := run(ctx, &out, url, "q", 3)
+	if code != 3 || !errors.Is(err, errCrash) {
+		t.Fatalf("crash run: %d %v", code, err)
+	}
+	out.Reset()
+	if code, err := run(ctx, &out, url, "q", 0); code != 0 || err != nil {
+		t.Fatalf("resume: %d %v", code, err)
+	}
+	if !strings.Contains(out.String(), "resuming thread \"q\" at checkpoint 4") || strings.Contains(out.String(), "read_method ") {
+		t.Fatalf("resume output:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "done: Keep patches per step") {
+		t.Fatalf("resume did not finish:\n%s", out.String())
+	}
+
+	s, err := storeurl.Open(url, store.Options{}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a, err := s.Load(ctx, store.LoadRequest{Thread: "ref"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.Load(ctx, store.LoadRequest{Thread: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Seq != b.Seq || a.State.String() != b.State.String() {
+		t.Fatalf("resumed run differs from uninterrupted run:\n%s\n%s", a.State, b.State)
+	}
+	// Running again is a no-op: the thread is finished.
+	out.Reset()
+	if code, err := run(ctx, &out, url, "q", 0); code != 0 || err != nil || strings.Contains(out.String(), "committed") {
+		t.Fatalf("rerun: %d %v\n%s", code, err, out.String())
+	}
+}

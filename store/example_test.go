@@ -1,0 +1,58 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cairn-dev/cairn/state"
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/memory"
+)
+
+// Append checkpoints, load any of them, walk history, fork, and see a
+// stale writer refused.
+func Example() {
+	ctx := context.Background()
+	s := memory.Open(store.Options{})
+	defer s.Close()
+	schema := state.MustSchema(state.WithField("messages", state.ReducerMessages))
+
+	doc := state.EmptyDoc()
+	var head int64
+	for i, text := range []string{"hello", "how are you?", "fine"} {
+		next, patch, err := schema.Apply(doc, state.Update{"messages": state.Message{ID: fmt.Sprint("m", i), Content: text}})
+		if err != nil {
+			panic(err)
+		}
+		cp, err := s.Append(ctx, store.Checkpoint{Thread: "chat-1", Parent: head, Nodes: []string{"reply"}, Patch: patch, State: next})
+		if err != nil {
+			panic(err)
+		}
+		doc, head = next, cp.Seq
+	}
+
+	// A writer that still thinks seq 2 is the head is refused.
+	_, err := s.Append(ctx, store.Checkpoint{Thread: "chat-1", Parent: 2, State: doc})
+	fmt.Println(errors.Is(err, store.ErrConflict))
+
+	old, _ := s.Load(ctx, store.LoadRequest{Thread: "chat-1", Seq: 1})
+	fmt.Println(old.State)
+
+	for cp, err := range s.History(ctx, store.HistoryRequest{Thread: "chat-1"}) {
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(cp.Seq, cp.Parent, cp.Nodes, cp.Patch[0].Op, cp.Patch[0].Path)
+	}
+
+	fork, _ := s.Fork(ctx, store.ForkRequest{Thread: "chat-1", At: 1, Into: "chat-1-retry"})
+	fmt.Println(fork.Thread, fork.Seq, fork.Meta.ForkedFrom.Seq)
+	// Output:
+	// true
+	// {"messages":[{"id":"m0","content":"hello"}]}
+	// 3 2 [reply] add /messages/-
+	// 2 1 [reply] add /messages/-
+	// 1 0 [reply] add /messages
+	// chat-1-retry 1 1
+}
