@@ -62,7 +62,7 @@ func reduceMessages(a *applier, field string, cur *value, upd json.RawMessage) (
 		return nil, err
 	}
 	start := l
-	base := fieldPath(field)
+	base := FieldPointer(field)
 	for i, e := range elems {
 		if firstByte(e) != '{' {
 			return nil, fmt.Errorf("%w: message %d is %s, not an object", ErrInvalidUpdate, i, kindOfRaw(e))

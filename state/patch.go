@@ -377,3 +377,17 @@ func decodeAny(b []byte) (any, error) {
 	err := dec.Decode(&v)
 	return v, err
 }
+
+// FieldPointer returns the JSON pointer of a top-level field ("/" + the
+// escaped name).
+func FieldPointer(field string) string { return "/" + escapeToken(field) }
+
+// AsPatch returns the patch that builds d from the empty document: one add
+// per field, in sorted order.
+func (d Doc) AsPatch() Patch {
+	p := make(Patch, 0, len(d.fields))
+	for _, f := range d.Fields() {
+		p = append(p, Op{Op: OpAdd, Path: FieldPointer(f), Value: d.fields[f].json()})
+	}
+	return p
+}

@@ -229,13 +229,11 @@ func (a *applier) id() string {
 	return "msg-" + hex.EncodeToString(b[:])
 }
 
-func fieldPath(field string) string { return "/" + escapeToken(field) }
-
 func reduceReplace(a *applier, field string, cur *value, upd json.RawMessage) (*value, error) {
 	if cur == nil {
-		a.emit(OpAdd, fieldPath(field), upd)
+		a.emit(OpAdd, FieldPointer(field), upd)
 	} else {
-		a.emit(OpReplace, fieldPath(field), upd)
+		a.emit(OpReplace, FieldPointer(field), upd)
 	}
 	return &value{raw: upd}, nil
 }
@@ -254,7 +252,7 @@ func reduceAppend(a *applier, field string, cur *value, upd json.RawMessage) (*v
 	if len(elems) == 0 {
 		return listValue(cur, l), nil
 	}
-	path := fieldPath(field) + "/-"
+	path := FieldPointer(field) + "/-"
 	for _, e := range elems {
 		a.emit(OpAdd, path, e)
 	}
@@ -265,7 +263,7 @@ func reduceAppend(a *applier, field string, cur *value, upd json.RawMessage) (*v
 // empty list when the field is absent or null.
 func (a *applier) startList(field string, cur *value) (*list, error) {
 	if cur == nil || string(cur.raw) == "null" {
-		a.emit(OpAdd, fieldPath(field), json.RawMessage("[]"))
+		a.emit(OpAdd, FieldPointer(field), json.RawMessage("[]"))
 		return newList(nil), nil
 	}
 	l, err := cur.asList()
@@ -307,7 +305,7 @@ func reduceMerge(a *applier, field string, cur *value, upd json.RawMessage) (*va
 	}
 	var base map[string]json.RawMessage
 	if cur == nil || string(cur.raw) == "null" {
-		a.emit(OpAdd, fieldPath(field), json.RawMessage("{}"))
+		a.emit(OpAdd, FieldPointer(field), json.RawMessage("{}"))
 		base = map[string]json.RawMessage{}
 	} else if base, err = cur.asObject(); err != nil {
 		return nil, fmt.Errorf("%w: field holds %s, not an object", ErrInvalidUpdate, kindOf(cur))
@@ -321,7 +319,7 @@ func reduceMerge(a *applier, field string, cur *value, upd json.RawMessage) (*va
 	for k, v := range base {
 		out[k] = v
 	}
-	prefix := fieldPath(field) + "/"
+	prefix := FieldPointer(field) + "/"
 	for _, k := range keys {
 		v := members[k]
 		if string(v) == "null" {
@@ -343,7 +341,7 @@ func reduceAdd(a *applier, field string, cur *value, upd json.RawMessage) (*valu
 		return nil, fmt.Errorf("%w: add needs a number, got %s", ErrInvalidUpdate, kindOfRaw(upd))
 	}
 	if cur == nil || string(cur.raw) == "null" {
-		a.emit(OpAdd, fieldPath(field), upd)
+		a.emit(OpAdd, FieldPointer(field), upd)
 		return &value{raw: upd}, nil
 	}
 	var base json.Number
@@ -354,7 +352,7 @@ func reduceAdd(a *applier, field string, cur *value, upd json.RawMessage) (*valu
 	if err != nil {
 		return nil, err
 	}
-	a.emit(OpReplace, fieldPath(field), sum)
+	a.emit(OpReplace, FieldPointer(field), sum)
 	return &value{raw: sum}, nil
 }
 
@@ -397,9 +395,9 @@ func customReducer(fn ReducerFunc) reducer {
 			return nil, fmt.Errorf("custom reducer result: %w", err)
 		}
 		if cur == nil {
-			a.emit(OpAdd, fieldPath(field), out)
+			a.emit(OpAdd, FieldPointer(field), out)
 		} else {
-			a.emit(OpReplace, fieldPath(field), out)
+			a.emit(OpReplace, FieldPointer(field), out)
 		}
 		return &value{raw: out}, nil
 	}

@@ -543,3 +543,14 @@ func TestEncodedDocSizeIsExact(t *testing.T) {
 		t.Fatalf("encoded %d bytes, size said %d", got, want)
 	}
 }
+
+func TestAsPatchRebuilds(t *testing.T) {
+	d := mustDoc(t, `{"a/b":[1,{"x":"y"}],"n":null,"s":"t","~":{"k":1}}`)
+	got, err := EmptyDoc().Apply(d.AsPatch())
+	if err != nil || !got.Equal(d) {
+		t.Fatalf("rebuilt %s, %v; want %s", got, err, d)
+	}
+	if FieldPointer("a/b~") != "/a~1b~0" {
+		t.Fatal(FieldPointer("a/b~"))
+	}
+}

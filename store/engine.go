@@ -647,33 +647,8 @@ func (e *Engine) Fork(ctx context.Context, r ForkRequest) (Checkpoint, error) {
 	// The whole state is the new thread's first patch, so replaying the
 	// thread from nothing gives the same state as its snapshot.
 	cp.Thread, cp.Parent = r.Into, 0
-	cp.Patch = wholeDocPatch(st)
+	cp.Patch = st.AsPatch()
 	return e.insert(ctx, cp, 1, rowInfo{})
-}
-
-// wholeDocPatch is the patch that builds d from the empty document.
-func wholeDocPatch(d state.Doc) state.Patch {
-	p := make(state.Patch, 0, d.Len())
-	for _, f := range d.Fields() {
-		raw, _ := d.Raw(f)
-		p = append(p, state.Op{Op: state.OpAdd, Path: "/" + escapePointerToken(f), Value: raw})
-	}
-	return p
-}
-
-func escapePointerToken(s string) string {
-	out := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '~':
-			out = append(out, '~', '0')
-		case '/':
-			out = append(out, '~', '1')
-		default:
-			out = append(out, s[i])
-		}
-	}
-	return string(out)
 }
 
 // Prune implements Store.

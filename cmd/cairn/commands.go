@@ -250,7 +250,7 @@ func (a *app) forkCmd() *cobra.Command {
 				if !json.Valid([]byte(raw)) {
 					return usagef("--set %s: %q is not JSON (quote strings: --set %s='\"text\"')", field, raw, field)
 				}
-				patch = append(patch, state.Op{Op: state.OpAdd, Path: "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(field), Value: json.RawMessage(raw)})
+				patch = append(patch, state.Op{Op: state.OpAdd, Path: state.FieldPointer(field), Value: json.RawMessage(raw)})
 			}
 			s, err := a.open()
 			if err != nil {

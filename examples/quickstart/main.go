@@ -112,7 +112,7 @@ func run(ctx context.Context, out io.Writer, storeURL, thread string, crashAfter
 		if err != nil {
 			return 1, err
 		}
-		cp, err := s.Append(ctx, store.Checkpoint{Thread: thread, Patch: wholePatch(input), State: input, Meta: store.Meta{Source: "input", Next: []string{workflow[0].name}}})
+		cp, err := s.Append(ctx, store.Checkpoint{Thread: thread, Patch: input.AsPatch(), State: input, Meta: store.Meta{Source: "input", Next: []string{workflow[0].name}}})
 		if err != nil {
 			return 1, err
 		}
@@ -152,16 +152,6 @@ func run(ctx context.Context, out io.Writer, storeURL, thread string, crashAfter
 			return 3, errCrash
 		}
 	}
-}
-
-// wholePatch is the patch that builds d from nothing.
-func wholePatch(d state.Doc) state.Patch {
-	p := state.Patch{}
-	for _, f := range d.Fields() {
-		raw, _ := d.Raw(f)
-		p = append(p, state.Op{Op: state.OpAdd, Path: "/" + f, Value: raw})
-	}
-	return p
 }
 
 func deref(s *string) string {
