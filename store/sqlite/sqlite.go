@@ -119,6 +119,22 @@ type Backend struct {
 	insertRow, insertSnap, ensureThread *sql.Stmt
 
 	stmts sync.Map // query text → *sql.Stmt on the read pool
+
+	stats Stats // guarded by the lead
+}
+
+// Stats counts the writer's work.
+type Stats struct {
+	// Jobs is the number of writes (appends, thread changes) committed or
+	// refused; Transactions the number of transactions they ran in.
+	Jobs, Transactions int64
+}
+
+// Stats returns the writer's counters.
+func (b *Backend) Stats() Stats {
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
+	return b.stats
 }
 
 // query runs a read through a statement prepared once per query text (the
@@ -338,6 +354,10 @@ func (b *Backend) run(batch []*job) {
 		fail(fmt.Errorf("store: commit: %w", err))
 		return
 	}
+	b.wmu.Lock()
+	b.stats.Jobs += int64(len(batch))
+	b.stats.Transactions++
+	b.wmu.Unlock()
 	for i, j := range batch {
 		j.done <- errs[i]
 	}

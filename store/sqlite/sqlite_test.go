@@ -179,3 +179,52 @@ func TestNewerFormatRefused(t *testing.T) {
 		t.Fatalf("newer format: %v", err)
 	}
 }
+
+// TestGroupCommit checks that commits of different threads arriving
+// together share transactions, and that every one of them is durable.
+func TestGroupCommit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "g.db")
+	s := openAt(t, path)
+	ctx := context.Background()
+	const threads, steps = 32, 20
+	errs := make(chan error, threads)
+	for i := 0; i < threads; i++ {
+		go func() {
+			doc := state.EmptyDoc()
+			for seq := int64(0); seq < steps; seq++ {
+				nd, p, err := state.MustSchema().Apply(doc, state.Update{"n": seq})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if _, err := s.Append(ctx, store.Checkpoint{Thread: "g" + itoa(i), Parent: seq, Patch: p, State: nd}); err != nil {
+					errs <- err
+					return
+				}
+				doc = nd
+			}
+			errs <- nil
+		}()
+	}
+	for i := 0; i < threads; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := s.(*store.Engine).Backend().(*sqlite.Backend).Stats()
+	if st.Jobs < threads*steps || st.Transactions >= st.Jobs {
+		t.Fatalf("stats %+v: %d commits were not grouped", st, threads*steps)
+	}
+	t.Logf("%d jobs in %d transactions", st.Jobs, st.Transactions)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openAt(t, path)
+	defer s.Close()
+	for i := 0; i < threads; i++ {
+		th, err := s.Thread(ctx, "g"+itoa(i))
+		if err != nil || th.Head != steps {
+			t.Fatalf("thread g%d after reopen: head %d, %v", i, th.Head, err)
+		}
+	}
+}
