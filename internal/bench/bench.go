@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -195,6 +196,9 @@ func runOnce(ctx context.Context, cfg Config, threads []string, concurrent bool)
 		res.DBPlusWALBytes = db + wal
 	}
 
+	// Each measured phase starts from a collected heap, as Go's benchmarks
+	// do, so one phase's garbage is not charged to the next.
+	runtime.GC()
 	t0 := time.Now()
 	head, err := s.Load(ctx, store.LoadRequest{Thread: threads[0]})
 	if err != nil {
@@ -205,6 +209,7 @@ func runOnce(ctx context.Context, cfg Config, threads []string, concurrent bool)
 		return Result{}, fmt.Errorf("head state of thread %s has %d messages, want %d", threads[0], n, cfg.Steps)
 	}
 
+	runtime.GC()
 	t0 = time.Now()
 	for cp, err := range s.History(ctx, store.HistoryRequest{Thread: threads[0], WithState: true, PageSize: 256}) {
 		if err != nil {

@@ -142,16 +142,26 @@ func (b *Backend) Stats() Stats {
 func (b *Backend) query(ctx context.Context, text string, args ...any) (*sql.Rows, error) {
 	st, ok := b.stmts.Load(text)
 	if !ok {
-		prepared, err := b.read.PrepareContext(ctx, text)
-		if err != nil {
+		if err := b.prepare(ctx, text); err != nil {
 			return nil, err
 		}
-		var loaded bool
-		if st, loaded = b.stmts.LoadOrStore(text, prepared); loaded {
-			prepared.Close()
-		}
+		st, _ = b.stmts.Load(text)
 	}
 	return st.(*sql.Stmt).QueryContext(ctx, args...)
+}
+
+func (b *Backend) prepare(ctx context.Context, text string) error {
+	if _, ok := b.stmts.Load(text); ok {
+		return nil
+	}
+	prepared, err := b.read.PrepareContext(ctx, text)
+	if err != nil {
+		return err
+	}
+	if _, loaded := b.stmts.LoadOrStore(text, prepared); loaded {
+		prepared.Close()
+	}
+	return nil
 }
 
 // job is one unit of work for the writer. Its fn runs inside the batch
@@ -223,9 +233,9 @@ func Open(path string, opts Options) (*Backend, error) {
 	}
 	b.read.SetMaxOpenConns(opts.ReadConns)
 	b.read.SetMaxIdleConns(opts.ReadConns)
-	// Open one reader now, so the first read does not pay for it.
-	var one int
-	if err := b.read.QueryRowContext(ctx, `SELECT count(*) FROM threads WHERE id = ''`).Scan(&one); err != nil {
+	// Open one reader and prepare the common reads now, so the first load
+	// does not pay for them.
+	if err := b.prepareReads(ctx); err != nil {
 		b.read.Close()
 		b.conn.Close()
 		w.Close()
@@ -557,8 +567,10 @@ func (b *Backend) Insert(ctx context.Context, r store.Row) error {
 	})
 }
 
-// Rows implements store.Backend.
-func (b *Backend) Rows(ctx context.Context, q store.RowQuery) ([]store.Row, error) {
+// rowsQuery builds the query text and arguments of a RowQuery. The text
+// depends only on the query's flags, so there are few distinct texts and
+// each is prepared once.
+func rowsQuery(q store.RowQuery) (string, []any) {
 	var sb strings.Builder
 	if q.Lean {
 		sb.WriteString(`SELECT c.seq, c.parent, c.base, c.has_snapshot`)
@@ -584,11 +596,36 @@ func (b *Backend) Rows(ctx context.Context, q store.RowQuery) ([]store.Row, erro
 		sb.WriteString(` LIMIT ?`)
 		args = append(args, q.Limit)
 	}
+	return sb.String(), args
+}
+
+const snapshotsQuery = `SELECT seq, data FROM snapshots WHERE thread = ? AND ns = ? AND seq >= ? AND seq <= ?`
+
+// prepareReads prepares the statements that loading a checkpoint uses, so
+// the first load does not pay for them.
+func (b *Backend) prepareReads(ctx context.Context) error {
+	for _, q := range []store.RowQuery{
+		{Desc: true, Limit: 1},
+		{From: 1, To: 1},
+		{From: 1, To: 2, Payload: true, Lean: true},
+		{To: 1, Desc: true, Limit: 1, Payload: true},
+	} {
+		text, _ := rowsQuery(q)
+		if err := b.prepare(ctx, text); err != nil {
+			return err
+		}
+	}
+	return b.prepare(ctx, snapshotsQuery)
+}
+
+// Rows implements store.Backend.
+func (b *Backend) Rows(ctx context.Context, q store.RowQuery) ([]store.Row, error) {
+	text, args := rowsQuery(q)
 	at := q.From
 	if q.To > 0 {
 		at = q.To
 	}
-	rows, err := b.query(ctx, sb.String(), args...)
+	rows, err := b.query(ctx, text, args...)
 	if err != nil {
 		return nil, readErr(err, q.Thread, q.Namespace, at, "checkpoints")
 	}
@@ -648,7 +685,7 @@ func (b *Backend) fillSnapshots(ctx context.Context, q store.RowQuery, out []sto
 	if len(idx) == 0 {
 		return nil
 	}
-	rows, err := b.query(ctx, `SELECT seq, data FROM snapshots WHERE thread = ? AND ns = ? AND seq >= ? AND seq <= ?`, q.Thread, q.Namespace, lo, hi)
+	rows, err := b.query(ctx, snapshotsQuery, q.Thread, q.Namespace, lo, hi)
 	if err != nil {
 		return readErr(err, q.Thread, q.Namespace, lo, "snapshots")
 	}
