@@ -95,12 +95,28 @@ type Meta struct {
 	DurationMS map[string]float64 `json:"duration_ms,omitempty"`
 	// Next lists the nodes scheduled after this step.
 	Next []string `json:"next,omitempty"`
+	// Tasks lists the scheduled tasks when some carry their own input
+	// (fan-out with Send); Next then holds their node names.
+	Tasks []Task `json:"tasks,omitempty"`
+	// StepOf, on FAILED and INTERRUPTED checkpoints, is the seq whose state
+	// the unfinished step read; resuming runs that step again from it.
+	StepOf int64 `json:"step_of,omitempty"`
+	// StopReason is set on the checkpoint where a run stopped.
+	StopReason string `json:"stop_reason,omitempty"`
+	// RunID names the run that wrote the checkpoint.
+	RunID string `json:"run_id,omitempty"`
 	// Interrupt is the payload of an interrupt.
 	Interrupt json.RawMessage `json:"interrupt,omitempty"`
 	// ForkedFrom names the checkpoint a fork copied.
 	ForkedFrom *Ref `json:"forked_from,omitempty"`
 	// Extra holds anything else.
 	Extra map[string]any `json:"extra,omitempty"`
+}
+
+// Task is one scheduled node with its own input (nil: the shared state).
+type Task struct {
+	Node  string          `json:"node"`
+	Input json.RawMessage `json:"input,omitempty"`
 }
 
 // Ref names a checkpoint.

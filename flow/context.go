@@ -1,0 +1,101 @@
+package flow
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+)
+
+// RunInfo describes the task a node is running as.
+type RunInfo struct {
+	RunID     string
+	Thread    string
+	Namespace string
+	// ReadSeq is the checkpoint whose state the step reads.
+	ReadSeq int64
+	Node    string
+	// Index is the task's position in its step.
+	Index int
+	// Key is the task's idempotency key, "thread/seq/node" (with "#index"
+	// when the node runs more than once in the step). It is the same every
+	// time the step is run again after a crash, a failure or an interrupt;
+	// tools use it to make side effects happen once.
+	Key     string
+	Attempt int
+}
+
+type taskCtxKey struct{}
+
+// task is what a running node can reach through its context.
+type task struct {
+	info   RunInfo
+	input  json.RawMessage
+	resume json.RawMessage // value to return from Interrupt, if resuming this task
+
+	mu     sync.Mutex
+	tokens tokenCount
+}
+
+type tokenCount struct{ in, out int64 }
+
+func withTask(ctx context.Context, t *task) context.Context {
+	return context.WithValue(ctx, taskCtxKey{}, t)
+}
+
+func taskOf(ctx context.Context) *task {
+	t, _ := ctx.Value(taskCtxKey{}).(*task)
+	return t
+}
+
+// Info returns the running task's description; ok is false outside a node.
+func Info(ctx context.Context) (RunInfo, bool) {
+	if t := taskOf(ctx); t != nil {
+		return t.info, true
+	}
+	return RunInfo{}, false
+}
+
+// Input returns the task's own input (from Send), or nil.
+func Input(ctx context.Context) json.RawMessage {
+	if t := taskOf(ctx); t != nil {
+		return t.input
+	}
+	return nil
+}
+
+// AddTokens reports model tokens used by the running node; they count
+// against the token budget and are recorded in the step's checkpoint.
+func AddTokens(ctx context.Context, input, output int64) {
+	if t := taskOf(ctx); t != nil {
+		t.mu.Lock()
+		t.tokens.in += input
+		t.tokens.out += output
+		t.mu.Unlock()
+	}
+}
+
+// Interrupt asks for input. When the run is being resumed with a value for
+// this task, Interrupt decodes it into out (when out is not nil) and returns
+// nil. Otherwise it returns an *InterruptError carrying payload, which the
+// node must return: the run stops with stop reason "interrupt" and resumes
+// at this node, which then runs again from its start.
+func Interrupt(ctx context.Context, payload any, out any) error {
+	t := taskOf(ctx)
+	if t == nil {
+		return fmt.Errorf("%w: Interrupt called outside a node", ErrInvalidGraph)
+	}
+	if t.resume != nil {
+		if out != nil {
+			if err := json.Unmarshal(t.resume, out); err != nil {
+				return fmt.Errorf("flow: resume value for %q: %w", t.info.Node, err)
+			}
+		}
+		return nil
+	}
+	b, err := json.Marshal(payload)
+	if err != nil {
+		return fmt.Errorf("flow: interrupt payload of %q: %w", t.info.Node, err)
+	}
+	return &InterruptError{Node: t.info.Node, Payload: b}
+}

@@ -1,0 +1,52 @@
+package flow
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors; test with errors.Is.
+var (
+	// ErrInvalidGraph: the graph is malformed (unknown node, unreachable node,
+	// bad router target).
+	ErrInvalidGraph = errors.New("flow: invalid graph")
+	// ErrNodeFailed: a node returned an error after its retries.
+	ErrNodeFailed = errors.New("flow: node failed")
+	// ErrInterrupted: the run stopped to ask for input; resume with a value.
+	ErrInterrupted = errors.New("flow: interrupted")
+	// ErrNothingToResume: the thread has no checkpoint or has finished.
+	ErrNothingToResume = errors.New("flow: nothing to resume")
+)
+
+// InterruptError is what Interrupt returns when no resume value is waiting:
+// the node returns it, and the run stops with stop reason "interrupt" and
+// the payload stored in the checkpoint.
+type InterruptError struct {
+	Node    string
+	Payload json.RawMessage
+}
+
+func (e *InterruptError) Error() string {
+	return fmt.Sprintf("flow: node %q interrupted: %s", e.Node, e.Payload)
+}
+
+// Unwrap makes errors.Is(err, ErrInterrupted) true.
+func (e *InterruptError) Unwrap() error { return ErrInterrupted }
+
+// NodeError says which node failed and on which attempt.
+type NodeError struct {
+	Node     string
+	Key      string // idempotency key of the task
+	Attempts int
+	Err      error
+}
+
+func (e *NodeError) Error() string {
+	return fmt.Sprintf("flow: node %q (%s) failed after %d attempt(s): %v", e.Node, e.Key, e.Attempts, e.Err)
+}
+
+// Unwrap returns ErrNodeFailed and the cause.
+func (e *NodeError) Unwrap() []error { return []error{ErrNodeFailed, e.Err} }
+
+func joinErrors(errs []error) error { return errors.Join(errs...) }

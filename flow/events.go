@@ -1,0 +1,53 @@
+package flow
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/cairn-dev/cairn/state"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// EventKind names what happened.
+type EventKind string
+
+// Event kinds.
+const (
+	EventRunStart  EventKind = "run_start"
+	EventRunEnd    EventKind = "run_end"
+	EventStepStart EventKind = "step_start"
+	EventStepEnd   EventKind = "step_end"
+	EventNodeStart EventKind = "node_start"
+	EventNodeEnd   EventKind = "node_end"
+	EventInterrupt EventKind = "interrupt"
+	EventError     EventKind = "error"
+)
+
+// Event is one thing a run did, for progress displays and traces.
+type Event struct {
+	Kind       EventKind        `json:"kind"`
+	Time       time.Time        `json:"ts"`
+	RunID      string           `json:"run_id"`
+	Thread     string           `json:"thread"`
+	Seq        int64            `json:"seq,omitempty"`
+	Node       string           `json:"node,omitempty"`
+	Nodes      []string         `json:"nodes,omitempty"`
+	Key        string           `json:"key,omitempty"`
+	Attempt    int              `json:"attempt,omitempty"`
+	Duration   time.Duration    `json:"duration_ns,omitempty"`
+	Tokens     store.Tokens     `json:"tokens,omitzero"`
+	Payload    json.RawMessage  `json:"payload,omitempty"`
+	StopReason state.StopReason `json:"stop_reason,omitempty"`
+	Err        string           `json:"error,omitempty"`
+}
+
+// emit delivers an event to the observer, one at a time.
+func (r *Runner) emit(ev Event) {
+	if r.opts.Observer == nil {
+		return
+	}
+	ev.Time = r.opts.Now()
+	r.obs.Lock()
+	defer r.obs.Unlock()
+	r.opts.Observer(ev)
+}
