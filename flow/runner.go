@@ -275,6 +275,7 @@ type run struct {
 	skipBefore bool
 	steps      int
 	tokens     store.Tokens
+	idWritten  bool
 
 	// Durability.
 	async *committer
@@ -297,8 +298,14 @@ func (r *Runner) newRun(ctx context.Context, thread string, ro []RunOptions) (*r
 	return run, nil
 }
 
+// meta completes a checkpoint's metadata. The run id goes on the first
+// checkpoint of a run and on those where it stopped short, which is enough
+// to tell runs apart in history without repeating it on every step.
 func (r *Runner) meta(run *run, m store.Meta) store.Meta {
-	m.RunID = run.id
+	if !run.idWritten || m.StopReason != "" {
+		m.RunID = run.id
+		run.idWritten = true
+	}
 	if m.Tasks == nil && m.Next == nil {
 		setTasks(&m, run.tasks)
 	}
@@ -701,7 +708,7 @@ func (r *Runner) step(ctx context.Context, run *run) (stepOutcome, error) {
 		next = append(next, ts...)
 	}
 	run.tasks = dedupe(next)
-	meta := store.Meta{Source: "step"}
+	var meta store.Meta // Source "" is an ordinary step
 	if stepTokens != (store.Tokens{}) {
 		meta.Tokens = &stepTokens
 	}

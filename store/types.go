@@ -82,8 +82,8 @@ type Tokens struct {
 
 // Meta is what a checkpoint records about its step besides the state change.
 type Meta struct {
-	// Source says how the checkpoint came to be: "input", "step", "update",
-	// "fork".
+	// Source says how the checkpoint came to be: "input", "update", "fork",
+	// "interrupt"; empty for an ordinary step.
 	Source string `json:"source,omitempty"`
 	// Error is the failure of a FAILED step.
 	Error string `json:"error,omitempty"`

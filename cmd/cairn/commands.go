@@ -364,6 +364,7 @@ func (a *app) benchCmd() *cobra.Command {
 	cmd.Flags().StringVar(&durability, "durability", "sync", "sync (WAL, synchronous=NORMAL) or strict (fsync every commit)")
 	cmd.Flags().Float64Var(&cfg.SnapshotRatio, "snapshot-ratio", 0, "store tuning: snapshot when patch bytes exceed ratio × snapshot size (default 1)")
 	cmd.Flags().BoolVar(&cfg.NoCompression, "no-compression", false, "store blobs uncompressed")
+	cmd.Flags().StringVar(&cfg.Engine, "engine", "runner", "runner (the flow runner) or store (a plain loop over the store, to measure the runner's overhead)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	return cmd
 }
@@ -374,7 +375,7 @@ func printBench(a *app, r bench.Result) {
 	if r.Mode != "" {
 		title += " " + r.Mode
 	}
-	fmt.Fprintf(tw, "%s\t%s, durability %s, %d thread(s) × %d steps\n", title, r.Store, r.Durability, r.Threads, r.StepsPerThread)
+	fmt.Fprintf(tw, "%s\t%s, %s, durability %s, %d thread(s) × %d steps\n", title, r.Engine, r.Store, r.Durability, r.Threads, r.StepsPerThread)
 	rows := [][2]string{
 		{"total", fmt.Sprintf("%.1f ms", r.TotalMS)},
 		{"per step", fmt.Sprintf("%.1f µs (first 10%%: %.1f µs, last 10%%: %.1f µs)", r.USPerStep, r.USFirst10, r.USLast10)},

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/sqlite"
@@ -30,12 +31,17 @@ type Config struct {
 	SnapshotRatio float64
 	// NoCompression stores blobs uncompressed.
 	NoCompression bool
+	// Engine is "runner" (the flow runner, default) or "store" (the same
+	// steps applied and committed by a plain loop: the store alone, to
+	// measure the runner's overhead).
+	Engine string
 }
 
 // Result holds the figures W1.md asks for.
 type Result struct {
 	Workload       string  `json:"workload"`
 	Mode           string  `json:"mode,omitempty"`
+	Engine         string  `json:"engine"`
 	Store          string  `json:"store"`
 	Durability     string  `json:"durability"`
 	StepsPerThread int     `json:"steps_per_thread"`
@@ -121,6 +127,13 @@ func concurrentURL(u string) string {
 }
 
 func runOnce(ctx context.Context, cfg Config, threads []string, concurrent bool) (Result, error) {
+	switch cfg.Engine {
+	case "":
+		cfg.Engine = "runner"
+	case "runner", "store":
+	default:
+		return Result{}, fmt.Errorf("%w: engine %q (runner, store)", store.ErrInvalidArgument, cfg.Engine)
+	}
 	url := cfg.Store
 	if url == "" {
 		dir, err := os.MkdirTemp("", "cairn-bench-")
@@ -143,6 +156,16 @@ func runOnce(ctx context.Context, cfg Config, threads []string, concurrent bool)
 		}
 	}
 	schema := state.MustSchema(schemaOpts...)
+	runThread := runThreadStore
+	if cfg.Engine == "runner" {
+		g, err := w1Graph(schema, cfg.Steps)
+		if err != nil {
+			return Result{}, err
+		}
+		runThread = func(ctx context.Context, s store.Store, _ *state.Schema, thread string, steps int, times []time.Duration) error {
+			return runThreadFlow(ctx, s, g, thread, steps, times)
+		}
+	}
 	dur := cfg.Durability
 	if dur == "" {
 		dur = sqlite.DurabilitySync
@@ -150,7 +173,7 @@ func runOnce(ctx context.Context, cfg Config, threads []string, concurrent bool)
 			dur = spec.Durability
 		}
 	}
-	res := Result{Workload: cfg.Workload, Store: url, Durability: string(dur), StepsPerThread: cfg.Steps, Threads: len(threads)}
+	res := Result{Workload: cfg.Workload, Engine: cfg.Engine, Store: url, Durability: string(dur), StepsPerThread: cfg.Steps, Threads: len(threads)}
 	if spec, _ := storeurl.Parse(url); spec.Scheme == "memory" {
 		res.Durability = "none"
 	}
@@ -237,9 +260,77 @@ func runOnce(ctx context.Context, cfg Config, threads []string, concurrent bool)
 	return res, nil
 }
 
-// runThread runs one W1 thread: the input checkpoint, then S steps of the
-// node "step", each committed before the next starts.
-func runThread(ctx context.Context, s store.Store, schema *state.Schema, thread string, steps int, times []time.Duration) error {
+// w1Graph is W1's graph: START → step; after step, back to step while
+// count < S, else END.
+func w1Graph(schema *state.Schema, steps int) (*flow.Compiled, error) {
+	g := flow.NewGraph(schema).
+		AddNode("step", func(ctx context.Context, d state.Doc) (state.Update, error) {
+			var count int
+			if err := d.Get("count", &count); err != nil {
+				return nil, err
+			}
+			info, _ := flow.Info(ctx)
+			i := count + 1
+			c := Content(info.Thread, i)
+			return state.Update{
+				"messages": state.Message{ID: info.Thread + "-m" + strconv.Itoa(i), Role: "assistant", Content: c},
+				"count":    i,
+				"last":     c,
+			}, nil
+		}).
+		AddEdge(flow.START, "step").
+		AddRouter("step", func(ctx context.Context, d state.Doc) ([]flow.Target, error) {
+			var count int
+			if err := d.Get("count", &count); err != nil {
+				return nil, err
+			}
+			if count < steps {
+				return flow.To("step"), nil
+			}
+			return flow.To(flow.END), nil
+		})
+	return g.Compile()
+}
+
+// runThreadFlow runs one W1 thread through the flow runner, timing each
+// step of thread 0 by the runner's step events.
+func runThreadFlow(ctx context.Context, s store.Store, g *flow.Compiled, thread string, steps int, times []time.Duration) error {
+	opts := flow.Options{}
+	if times != nil {
+		last := time.Now()
+		i := 0
+		opts.Observer = func(e flow.Event) {
+			switch e.Kind {
+			case flow.EventRunStart:
+				last = time.Now()
+			case flow.EventStepEnd:
+				now := time.Now()
+				if i < len(times) {
+					times[i] = now.Sub(last)
+				}
+				i++
+				last = now
+			}
+		}
+	}
+	r, err := flow.NewRunner(g, s, opts)
+	if err != nil {
+		return err
+	}
+	res, err := r.Invoke(ctx, thread, state.Update{"messages": []state.Message{}, "count": 0, "last": ""})
+	if err != nil {
+		return fmt.Errorf("thread %s: %w", thread, err)
+	}
+	if res.StopReason != state.StopSuccess || res.Progress.Steps != steps {
+		return fmt.Errorf("thread %s stopped with %s after %d steps", thread, res.StopReason, res.Progress.Steps)
+	}
+	return nil
+}
+
+// runThreadStore runs one W1 thread as a plain loop over the store: the
+// input checkpoint, then S steps of the node "step", each committed before
+// the next starts.
+func runThreadStore(ctx context.Context, s store.Store, schema *state.Schema, thread string, steps int, times []time.Duration) error {
 	doc, patch, err := schema.Apply(state.EmptyDoc(), state.Update{"messages": []state.Message{}, "count": 0, "last": ""})
 	if err != nil {
 		return err

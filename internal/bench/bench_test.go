@@ -1,0 +1,82 @@
+package bench
+
+import (
+	"context"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn/state"
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/sqlite"
+)
+
+// BenchmarkW1Engine runs W1 threads of 1000 steps through the flow runner
+// and through the plain store loop, on memory and on SQLite, reporting
+// µs/step. runner/store on SQLite is the runner's overhead.
+func BenchmarkW1Engine(b *testing.B) {
+	const steps = 1000
+	schema := state.MustSchema(schemaOpts...)
+	g, err := w1Graph(schema, steps)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, backend := range []string{"memory", "sqlite"} {
+		for _, engine := range []string{"store", "runner"} {
+			b.Run(backend+"/"+engine, func(b *testing.B) {
+				var s store.Store
+				if backend == "memory" {
+					s = memory.Open(store.Options{})
+				} else {
+					var err error
+					if s, err = sqlite.OpenStore(filepath.Join(b.TempDir(), "b.db"), sqlite.Options{}, store.Options{}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				defer s.Close()
+				ctx := context.Background()
+				start := time.Now()
+				for i := 0; b.Loop(); i++ {
+					thread := strconv.Itoa(i)
+					if engine == "runner" {
+						err = runThreadFlow(ctx, s, g, thread, steps, nil)
+					} else {
+						err = runThreadStore(ctx, s, schema, thread, steps, nil)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(time.Since(start).Microseconds())/float64(b.N*steps), "µs/step")
+			})
+		}
+	}
+}
+
+func TestRunW1Small(t *testing.T) {
+	for _, engine := range []string{"runner", "store"} {
+		res, err := Run(context.Background(), Config{Workload: "w1", Steps: 40, Engine: engine, Store: "memory:"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.CheckpointRows != 41 || res.HistoryItems != 41 || res.Engine != engine {
+			t.Fatalf("%s: %+v", engine, res)
+		}
+	}
+	if _, err := Run(context.Background(), Config{Workload: "w1", Engine: "nope", Store: "memory:"}); err == nil {
+		t.Fatal("unknown engine accepted")
+	}
+	if Content("7", 12) != "t7-step-12-"+string(make([]byte, 0))+repeatX(200-len("t7-step-12-")) || len(Content("0", 1)) != 200 {
+		t.Fatal("content")
+	}
+}
+
+func repeatX(n int) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = 'x'
+	}
+	return string(b)
+}
