@@ -32,6 +32,7 @@ type task struct {
 	info   RunInfo
 	input  json.RawMessage
 	resume json.RawMessage // value to return from Interrupt, if resuming this task
+	runner *Runner         // the runner running the task (subgraphs use its store)
 
 	mu     sync.Mutex
 	tokens tokenCount

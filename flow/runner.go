@@ -577,7 +577,7 @@ func (r *Runner) step(ctx context.Context, run *run) (stepOutcome, error) {
 			results[i] = taskResult{raw: raw}
 			continue
 		}
-		tk := &task{info: RunInfo{RunID: run.id, Thread: run.thread, Namespace: r.opts.Namespace, ReadSeq: readSeq, Node: t.Node, Index: i, Key: keys[i]}, input: t.Input}
+		tk := &task{info: RunInfo{RunID: run.id, Thread: run.thread, Namespace: r.opts.Namespace, ReadSeq: readSeq, Node: t.Node, Index: i, Key: keys[i]}, input: t.Input, runner: r}
 		if run.resume != nil && t.Node == run.resumeNode {
 			tk.resume = run.resume
 		}

@@ -1,0 +1,87 @@
+package flow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/cairn-dev/cairn/state"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// SubgraphOptions map state between a parent graph and a child graph.
+type SubgraphOptions struct {
+	// Input builds the child's input from the parent's state.
+	Input func(ctx context.Context, parent state.Doc) (state.Update, error)
+	// Output turns the child's final state into the parent's update.
+	Output func(ctx context.Context, child state.Doc) (state.Update, error)
+	// Budget limits each child run (zero: unlimited).
+	Budget Budget
+}
+
+// Subgraph returns a node that runs child, a graph with its own state
+// schema, in the same thread under its own namespace: the parent's
+// namespace, then "node:seq" (seq being the checkpoint the parent step
+// reads). Each parent step that runs the node starts a fresh child state;
+// when the parent step runs again after a crash or an interrupt, the child
+// continues from its own last checkpoint, so its completed steps do not run
+// again. An interrupt inside the child interrupts the parent; resuming the
+// parent with a value resumes the child with it.
+func Subgraph(child *Compiled, opts SubgraphOptions) NodeFunc {
+	return func(ctx context.Context, parent state.Doc) (state.Update, error) {
+		t := taskOf(ctx)
+		if t == nil || t.runner == nil {
+			return nil, fmt.Errorf("%w: a subgraph node must run inside a runner", ErrInvalidGraph)
+		}
+		pr := t.runner
+		ns := t.info.Node + ":" + strconv.FormatInt(t.info.ReadSeq, 10)
+		if t.info.Index > 0 {
+			ns += "." + strconv.Itoa(t.info.Index)
+		}
+		if pr.opts.Namespace != "" {
+			ns = pr.opts.Namespace + "/" + ns
+		}
+		cr, err := NewRunner(child, pr.s, Options{Durability: pr.opts.Durability, Namespace: ns, Budget: opts.Budget, Observer: pr.opts.Observer, Now: pr.opts.Now})
+		if err != nil {
+			return nil, err
+		}
+		var res Result
+		head, err := pr.s.Load(ctx, store.LoadRequest{Thread: t.info.Thread, Namespace: ns})
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			var in state.Update
+			if opts.Input != nil {
+				if in, err = opts.Input(ctx, parent); err != nil {
+					return nil, fmt.Errorf("subgraph %q input: %w", t.info.Node, err)
+				}
+			}
+			res, err = cr.Invoke(ctx, t.info.Thread, in)
+		case err != nil:
+			return nil, err
+		case head.Status == store.StatusSuccess && len(head.Meta.Next) == 0:
+			res = Result{State: head.State, StopReason: state.StopSuccess}
+		default:
+			var value any
+			if t.resume != nil {
+				value = t.resume
+			}
+			res, err = cr.Resume(ctx, t.info.Thread, value)
+		}
+		AddTokens(ctx, res.Progress.Tokens.Input, res.Progress.Tokens.Output)
+		if err != nil {
+			return nil, fmt.Errorf("subgraph %q: %w", t.info.Node, err)
+		}
+		if res.StopReason == state.StopInterrupt {
+			return nil, &InterruptError{Node: t.info.Node, Payload: res.Interrupt}
+		}
+		if opts.Output == nil {
+			return nil, nil
+		}
+		out, err := opts.Output(ctx, res.State)
+		if err != nil {
+			return nil, fmt.Errorf("subgraph %q output: %w", t.info.Node, err)
+		}
+		return out, nil
+	}
+}
