@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/sqlite"
+	"github.com/cairn-dev/cairn/trace"
 )
 
 // checkpointJSON is how the CLI prints a checkpoint.
@@ -272,6 +273,43 @@ func (a *app) forkCmd() *cobra.Command {
 	cmd.Flags().StringVar(&into, "into", "", "new thread id (default: a branch in the same thread)")
 	cmd.Flags().StringVar(&ns, "ns", "", "namespace (subgraph); default the root")
 	cmd.Flags().StringArrayVar(&sets, "set", nil, "set a top-level field of the forked state (FIELD=JSON, repeatable)")
+	return cmd
+}
+
+func (a *app) exportCmd() *cobra.Command {
+	var format, dir string
+	cmd := &cobra.Command{
+		Use:   "export THREAD --format trace --dir DIR",
+		Short: "Write a thread's history as files: trace (manifest.json, events.jsonl, steps.jsonl)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "trace" {
+				return usagef("--format %q: supported formats: trace", format)
+			}
+			if dir == "" {
+				return usagef("--dir is required")
+			}
+			s, err := a.open()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			if _, err := s.Thread(cmd.Context(), args[0]); err != nil {
+				return argError(err)
+			}
+			m, err := trace.Export(cmd.Context(), s, args[0], dir)
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return a.printJSON(m)
+			}
+			fmt.Fprintf(a.stdout, "wrote %s/manifest.json, events.jsonl, steps.jsonl: %d checkpoints, status %s, stop reason %s\n", dir, m.Summary.Steps, m.Status, m.Summary.StopReason)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "trace", "trace")
+	cmd.Flags().StringVar(&dir, "dir", "", "directory to write into (required)")
 	return cmd
 }
 

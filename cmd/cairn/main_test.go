@@ -62,6 +62,7 @@ func TestCommands(t *testing.T) {
 		{"history shows fork", []string{"history", "0", "--limit", "1"}, []string{"fork of 10", "add /last"}},
 		{"forked state", []string{"state", "0"}, []string{`"last": "edited"`, `"count": 9`}},
 		{"new thread state", []string{"state", "alt"}, []string{`"count": 4`}},
+		{"export", []string{"export", "0", "--format", "trace", "--dir", filepath.Join(t.TempDir(), "tr")}, []string{"manifest.json", "status completed", "stop reason success"}},
 		{"prune", []string{"prune", "--keep", "5", "--thread", "0"}, []string{"pruned"}},
 		{"state after prune", []string{"state", "0"}, []string{`"last": "edited"`}},
 	}
@@ -103,6 +104,9 @@ func TestErrors(t *testing.T) {
 		{"bench durability", []string{"bench", "w1", "--durability", "fast"}, 2, "durability"},
 		{"bench into used store", []string{"bench", "w1", "--steps", "5", "--store", url}, 1, "already exists"},
 		{"meta filter", []string{"threads", "--meta", "novalue"}, 2, "key=value"},
+		{"export format", []string{"export", "0", "--format", "pdf", "--dir", "x"}, 2, "supported formats"},
+		{"export no dir", []string{"export", "0"}, 2, "--dir is required"},
+		{"export missing thread", []string{"export", "ghost", "--dir", t.TempDir()}, 1, `"ghost"`},
 	}
 	for _, tc := range tests {
 		code, _, errOut := cli(t, env, tc.args...)

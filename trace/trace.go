@@ -1,0 +1,234 @@
+package trace
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cairn-dev/cairn/state"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// Manifest is manifest.json.
+type Manifest struct {
+	RunID     string    `json:"run_id"`
+	Thread    string    `json:"thread"`
+	Status    string    `json:"status"` // running, completed, failed, stopped
+	StartedAt time.Time `json:"started_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Summary   Summary   `json:"summary"`
+}
+
+// Summary is the manifest's summary.
+type Summary struct {
+	StopReason    string          `json:"stop_reason"`
+	FinalResult   json.RawMessage `json:"final_result"`
+	Steps         int             `json:"steps"`
+	FailureReport *Failure        `json:"failure_report"`
+}
+
+// Failure describes why a run failed.
+type Failure struct {
+	StepID int64    `json:"step_id"`
+	Nodes  []string `json:"nodes"`
+	Error  string   `json:"error"`
+}
+
+// Event is one line of events.jsonl.
+type Event struct {
+	RunID   string         `json:"run_id"`
+	StepID  int64          `json:"step_id"`
+	Phase   string         `json:"phase"`
+	OK      bool           `json:"ok"`
+	Payload map[string]any `json:"payload"`
+	Error   string         `json:"error,omitempty"`
+	TS      time.Time      `json:"ts"`
+}
+
+// Step is one line of steps.jsonl.
+type Step struct {
+	StepID    int64                `json:"step_id"`
+	Parent    int64                `json:"parent"`
+	Nodes     []string             `json:"nodes"`
+	Status    string               `json:"status"`
+	Update    state.Patch          `json:"update"`
+	StateDiff map[string]FieldDiff `json:"state_diff"`
+	Timings   map[string]float64   `json:"timings_ms,omitempty"`
+	Tokens    *store.Tokens        `json:"tokens,omitempty"`
+	TS        time.Time            `json:"ts"`
+	Extra     map[string]any       `json:"-"`
+}
+
+// FieldDiff is a field's value before and after a step (null when absent).
+type FieldDiff struct {
+	Before json.RawMessage `json:"before"`
+	After  json.RawMessage `json:"after"`
+}
+
+// Export writes the trace layout of a thread's root namespace into dir
+// (created if needed) and returns the manifest.
+func Export(ctx context.Context, s store.Store, thread, dir string) (Manifest, error) {
+	var cps []store.Checkpoint
+	for cp, err := range s.History(ctx, store.HistoryRequest{Thread: thread, WithState: true}) {
+		if err != nil {
+			return Manifest{}, err
+		}
+		cps = append(cps, cp)
+	}
+	if len(cps) == 0 {
+		return Manifest{}, fmt.Errorf("%w: thread %q has no checkpoints", store.ErrNotFound, thread)
+	}
+	sort.Slice(cps, func(i, j int) bool { return cps[i].Seq < cps[j].Seq })
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return Manifest{}, err
+	}
+	states := make(map[int64]state.Doc, len(cps))
+	var events []Event
+	var steps []Step
+	runID := ""
+	for _, cp := range cps {
+		states[cp.Seq] = cp.State
+		if cp.Meta.RunID != "" {
+			runID = cp.Meta.RunID
+		}
+		phase := cp.Meta.Source
+		switch {
+		case cp.Status == store.StatusFailed:
+			phase = "error"
+		case cp.Status == store.StatusInterrupted:
+			phase = "interrupt"
+		case phase == "":
+			phase = "step"
+		}
+		payload := map[string]any{"nodes": cp.Nodes, "next": cp.Meta.Next}
+		if cp.Meta.Tokens != nil {
+			payload["tokens"] = cp.Meta.Tokens
+		}
+		if len(cp.Meta.Interrupt) > 0 {
+			payload["interrupt"] = cp.Meta.Interrupt
+		}
+		if cp.Meta.StopReason != "" {
+			payload["stop_reason"] = cp.Meta.StopReason
+		}
+		events = append(events, Event{RunID: runID, StepID: cp.Seq, Phase: phase, OK: cp.Status == store.StatusSuccess,
+			Payload: payload, Error: cp.Meta.Error, TS: cp.CreatedAt.UTC()})
+		before := states[cp.Parent]
+		diff := map[string]FieldDiff{}
+		for _, op := range cp.Patch {
+			f := topField(op.Path)
+			if f == "" {
+				continue
+			}
+			if _, done := diff[f]; done {
+				continue
+			}
+			b, _ := before.Raw(f)
+			a, _ := cp.State.Raw(f)
+			diff[f] = FieldDiff{Before: orNull(b), After: orNull(a)}
+		}
+		upd := cp.Patch
+		if upd == nil {
+			upd = state.Patch{}
+		}
+		steps = append(steps, Step{StepID: cp.Seq, Parent: cp.Parent, Nodes: cp.Nodes, Status: cp.Status.String(), Update: upd,
+			StateDiff: diff, Timings: cp.Meta.DurationMS, Tokens: cp.Meta.Tokens, TS: cp.CreatedAt.UTC()})
+	}
+	head := cps[len(cps)-1]
+	m := Manifest{RunID: runID, Thread: thread, StartedAt: cps[0].CreatedAt.UTC(), UpdatedAt: head.CreatedAt.UTC()}
+	m.Summary.Steps = len(cps)
+	m.Summary.FinalResult = json.RawMessage("null")
+	if fr, ok := head.State.Raw("final_result"); ok {
+		m.Summary.FinalResult = fr
+	}
+	// The stop reason: recorded on the checkpoint where the run stopped short,
+	// or set in the state, or implied by a final result.
+	reason := head.Meta.StopReason
+	if sr, ok := head.State.Raw("stop_reason"); ok && reason == "" {
+		_ = json.Unmarshal(sr, &reason)
+	}
+	if reason == "" && string(m.Summary.FinalResult) != "null" {
+		reason = string(state.StopFinal)
+	}
+	switch {
+	case head.Status == store.StatusFailed:
+		m.Status = "failed"
+		m.Summary.FailureReport = &Failure{StepID: head.Seq, Nodes: head.Nodes, Error: head.Meta.Error}
+		if reason == "" {
+			reason = string(state.StopUnrecoverableError)
+		}
+	case head.Status == store.StatusInterrupted:
+		m.Status = "stopped"
+		reason = string(state.StopInterrupt)
+	case len(head.Meta.Next) > 0 && reason == "":
+		m.Status = "running"
+	default:
+		m.Status = "completed"
+		if reason == "" {
+			reason = string(state.StopSuccess)
+		}
+		if reason != string(state.StopSuccess) && reason != string(state.StopFinal) {
+			m.Status = "stopped"
+		}
+	}
+	m.Summary.StopReason = reason
+	if err := writeJSON(filepath.Join(dir, "manifest.json"), m); err != nil {
+		return Manifest{}, err
+	}
+	if err := writeLines(filepath.Join(dir, "events.jsonl"), events); err != nil {
+		return Manifest{}, err
+	}
+	if err := writeLines(filepath.Join(dir, "steps.jsonl"), steps); err != nil {
+		return Manifest{}, err
+	}
+	return m, nil
+}
+
+func topField(path string) string {
+	if len(path) < 2 {
+		return ""
+	}
+	f, _, _ := strings.Cut(path[1:], "/")
+	return strings.NewReplacer("~1", "/", "~0", "~").Replace(f)
+}
+
+func orNull(b json.RawMessage) json.RawMessage {
+	if b == nil {
+		return json.RawMessage("null")
+	}
+	return b
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func writeLines[T any](path string, items []T) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for _, it := range items {
+		if err := enc.Encode(it); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
