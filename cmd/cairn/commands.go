@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/internal/bench"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
@@ -347,7 +348,7 @@ func (a *app) pruneCmd() *cobra.Command {
 
 func (a *app) benchCmd() *cobra.Command {
 	var cfg bench.Config
-	var durability, cpuProfile string
+	var durability, flowDurability, cpuProfile string
 	cmd := &cobra.Command{
 		Use:   "bench w1|w2",
 		Short: "Run the benchmark workloads of shared/bench/W1.md",
@@ -367,6 +368,11 @@ func (a *app) benchCmd() *cobra.Command {
 				return &usageError{fmt.Errorf("--durability: %w", err)}
 			}
 			cfg.Durability = d
+			fd, err := flow.ParseDurability(flowDurability)
+			if err != nil {
+				return &usageError{fmt.Errorf("--flow-durability: %w", err)}
+			}
+			cfg.FlowDurability = fd
 			if cmd.Flags().Changed("store") {
 				cfg.Store = a.storeURL
 			}
@@ -404,6 +410,7 @@ func (a *app) benchCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&cfg.NoCompression, "no-compression", false, "store blobs uncompressed")
 	cmd.Flags().StringVar(&cfg.Engine, "engine", "runner", "runner (the flow runner) or store (a plain loop over the store, to measure the runner's overhead)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	cmd.Flags().StringVar(&flowDurability, "flow-durability", "sync", "the runner's durability: sync (commit each step before the next), async (commit in the background, in order), exit (commit when the run stops)")
 	return cmd
 }
 
@@ -416,7 +423,7 @@ func printBench(a *app, r bench.Result) {
 	fmt.Fprintf(tw, "%s\t%s, %s, durability %s, %d thread(s) × %d steps\n", title, r.Engine, r.Store, r.Durability, r.Threads, r.StepsPerThread)
 	rows := [][2]string{
 		{"total", fmt.Sprintf("%.1f ms", r.TotalMS)},
-		{"per step", fmt.Sprintf("%.1f µs (first 10%%: %.1f µs, last 10%%: %.1f µs)", r.USPerStep, r.USFirst10, r.USLast10)},
+		{"per step", fmt.Sprintf("%.1f µs (first 10%%: %.1f µs, last 10%%: %.1f µs), %.0f steps/s", r.USPerStep, r.USFirst10, r.USLast10, r.StepsPerSec)},
 		{"on disk", fmt.Sprintf("%s (db + WAL), %d checkpoints, %d snapshots", humanBytes(r.DBPlusWALBytes), r.CheckpointRows, r.Snapshots)},
 		{"head load", fmt.Sprintf("%.2f ms", r.GetStateMS)},
 		{"history walk", fmt.Sprintf("%.1f ms for %d states", r.HistoryMS, r.HistoryItems)},

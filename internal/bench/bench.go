@@ -31,6 +31,9 @@ type Config struct {
 	SnapshotRatio float64
 	// NoCompression stores blobs uncompressed.
 	NoCompression bool
+	// FlowDurability is the runner's durability: sync (default), async or
+	// exit.
+	FlowDurability flow.Durability
 	// Engine is "runner" (the flow runner, default) or "store" (the same
 	// steps applied and committed by a plain loop: the store alone, to
 	// measure the runner's overhead).
@@ -48,6 +51,8 @@ type Result struct {
 	Threads        int     `json:"threads"`
 	TotalMS        float64 `json:"total_ms"`
 	USPerStep      float64 `json:"us_per_step"`
+	StepsPerSec    float64 `json:"steps_per_sec"`
+	FlowDurability string  `json:"flow_durability,omitempty"`
 	USFirst10      float64 `json:"us_per_step_first10pct"`
 	USLast10       float64 `json:"us_per_step_last10pct"`
 	DBPlusWALBytes int64   `json:"db_plus_wal_bytes"`
@@ -162,8 +167,12 @@ func runOnce(ctx context.Context, cfg Config, threads []string, concurrent bool)
 		if err != nil {
 			return Result{}, err
 		}
+		fd, err := flow.ParseDurability(string(cfg.FlowDurability))
+		if err != nil {
+			return Result{}, err
+		}
 		runThread = func(ctx context.Context, s store.Store, _ *state.Schema, thread string, steps int, times []time.Duration) error {
-			return runThreadFlow(ctx, s, g, thread, steps, times)
+			return runThreadFlow(ctx, s, g, fd, thread, steps, times)
 		}
 	}
 	dur := cfg.Durability
@@ -211,6 +220,13 @@ func runOnce(ctx context.Context, cfg Config, threads []string, concurrent bool)
 	total := time.Since(start)
 	res.TotalMS = ms(total)
 	res.USPerStep = float64(total.Microseconds()) / float64(cfg.Steps*len(threads))
+	res.StepsPerSec = float64(cfg.Steps*len(threads)) / total.Seconds()
+	if cfg.Engine == "runner" {
+		res.FlowDurability = string(cfg.FlowDurability)
+		if res.FlowDurability == "" {
+			res.FlowDurability = string(flow.DurabilitySync)
+		}
+	}
 	tenth := max(1, cfg.Steps/10)
 	res.USFirst10 = meanUS(stepTimes[:tenth])
 	res.USLast10 = meanUS(stepTimes[len(stepTimes)-tenth:])
@@ -294,8 +310,8 @@ func w1Graph(schema *state.Schema, steps int) (*flow.Compiled, error) {
 
 // runThreadFlow runs one W1 thread through the flow runner, timing each
 // step of thread 0 by the runner's step events.
-func runThreadFlow(ctx context.Context, s store.Store, g *flow.Compiled, thread string, steps int, times []time.Duration) error {
-	opts := flow.Options{}
+func runThreadFlow(ctx context.Context, s store.Store, g *flow.Compiled, d flow.Durability, thread string, steps int, times []time.Duration) error {
+	opts := flow.Options{Durability: d}
 	if times != nil {
 		last := time.Now()
 		i := 0

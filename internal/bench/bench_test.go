@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/memory"
@@ -41,7 +42,7 @@ func BenchmarkW1Engine(b *testing.B) {
 				for i := 0; b.Loop(); i++ {
 					thread := strconv.Itoa(i)
 					if engine == "runner" {
-						err = runThreadFlow(ctx, s, g, thread, steps, nil)
+						err = runThreadFlow(ctx, s, g, flow.DurabilitySync, thread, steps, nil)
 					} else {
 						err = runThreadStore(ctx, s, schema, thread, steps, nil)
 					}
