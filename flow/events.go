@@ -21,9 +21,11 @@ const (
 	EventNodeEnd   EventKind = "node_end"
 	EventInterrupt EventKind = "interrupt"
 	EventError     EventKind = "error"
+	EventTokens    EventKind = "tokens"
 )
 
-// Event is one thing a run did, for progress displays and traces.
+// Event is one thing a run did, for progress displays and traces. A
+// step_end event's Payload is the step's patch.
 type Event struct {
 	Kind       EventKind        `json:"kind"`
 	Time       time.Time        `json:"ts"`

@@ -10,6 +10,7 @@ import (
 	mrand "math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -531,6 +532,12 @@ func (r *Runner) shouldStop(run *run) (state.StopReason, bool) {
 	if len(run.tasks) == 0 {
 		return state.StopSuccess, true
 	}
+	var cur, maxSteps int
+	if raw, ok := run.doc.Raw("max_steps"); ok && json.Unmarshal(raw, &maxSteps) == nil && maxSteps > 0 {
+		if raw, ok := run.doc.Raw("current_step"); ok && json.Unmarshal(raw, &cur) == nil && cur >= maxSteps {
+			return state.StopMaxSteps, true
+		}
+	}
 	b := run.budget
 	if b.MaxSteps > 0 && run.steps >= b.MaxSteps {
 		return state.StopBudgetSteps, true
@@ -698,6 +705,17 @@ func (r *Runner) step(ctx context.Context, run *run) (stepOutcome, error) {
 		durations[tasks[i].Node] += float64(res.duration.Microseconds()) / 1000
 		nodes = append(nodes, tasks[i].Node)
 	}
+	// The QitOS step counter: a state with current_step counts steps, unless
+	// a node set it itself.
+	if raw, ok := doc.Raw("current_step"); ok && !touches(patch, "/current_step") {
+		var cur int64
+		if err := json.Unmarshal(raw, &cur); err == nil {
+			op := state.Op{Op: state.OpReplace, Path: "/current_step", Value: json.RawMessage(strconv.FormatInt(cur+1, 10))}
+			if nd, err := doc.Apply(state.Patch{op}); err == nil {
+				doc, patch = nd, append(patch, op)
+			}
+		}
+	}
 	// What runs next.
 	var next []Target
 	for _, t := range tasks {
@@ -723,7 +741,13 @@ func (r *Runner) step(ctx context.Context, run *run) (stepOutcome, error) {
 	run.steps++
 	run.tokens.Input += stepTokens.Input
 	run.tokens.Output += stepTokens.Output
-	r.emit(Event{Kind: EventStepEnd, RunID: run.id, Thread: run.thread, Seq: run.head, Nodes: nodes, Tokens: stepTokens})
+	if r.opts.Observer != nil {
+		pj, _ := json.Marshal(patch) // patches of compact JSON always marshal
+		r.emit(Event{Kind: EventStepEnd, RunID: run.id, Thread: run.thread, Seq: run.head, Nodes: nodes, Tokens: stepTokens, Payload: pj})
+		if stepTokens != (store.Tokens{}) {
+			r.emit(Event{Kind: EventTokens, RunID: run.id, Thread: run.thread, Seq: run.head, Tokens: stepTokens})
+		}
+	}
 	for _, n := range nodes {
 		if slices.Contains(r.opts.InterruptAfter, n) && len(run.tasks) > 0 {
 			payload, _ := json.Marshal(map[string]string{"after": n, "node": n})
@@ -737,6 +761,16 @@ func (r *Runner) step(ctx context.Context, run *run) (stepOutcome, error) {
 func mustJSON(v any) json.RawMessage {
 	b, _ := json.Marshal(v) // strings always marshal
 	return b
+}
+
+// touches reports whether the patch writes path or below it.
+func touches(p state.Patch, path string) bool {
+	for _, op := range p {
+		if op.Path == path || strings.HasPrefix(op.Path, path+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // taskKeys returns the idempotency keys of a step's tasks.

@@ -576,3 +576,37 @@ func TestDeterministicMessageIDs(t *testing.T) {
 		t.Fatalf("ids differ or unexpected:\n%s\n%s", a, b)
 	}
 }
+
+func TestQitOSStepCounter(t *testing.T) {
+	typed, err := state.NewTyped[struct {
+		state.Base
+		Notes []string `json:"notes" cairn:"append"`
+	}]()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := flow.NewGraph(typed.Schema()).AddNode("think", func(ctx context.Context, d state.Doc) (state.Update, error) {
+		return state.Update{"notes": "n"}, nil
+	}).AddEdge(flow.START, "think").AddEdge("think", "think")
+	var tokens int
+	r := newRunner(t, g, memory.Open(store.Options{}), flow.Options{Observer: func(e flow.Event) {
+		if e.Kind == flow.EventStepEnd && !strings.Contains(string(e.Payload), "/current_step") {
+			t.Errorf("step_end payload %s lacks the counter", e.Payload)
+		}
+		if e.Kind == flow.EventTokens {
+			tokens++
+		}
+	}})
+	in := state.Update{"task": "think", "max_steps": 3, "current_step": 0}
+	res, err := r.Invoke(context.Background(), "t", in)
+	if err != nil || res.StopReason != state.StopMaxSteps || res.Progress.Steps != 3 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	s, err := typed.Decode(res.State)
+	if err != nil || s.CurrentStep != 3 || len(s.Notes) != 3 {
+		t.Fatalf("state %+v %v", s, err)
+	}
+	if tokens != 0 {
+		t.Fatalf("%d token events without tokens", tokens)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -144,7 +145,7 @@ func (a *app) historyCmd() *cobra.Command {
 	var limit int
 	var before int64
 	var ns string
-	var states bool
+	var states, tree bool
 	cmd := &cobra.Command{
 		Use:   "history THREAD",
 		Short: "List a thread's checkpoints, newest first, with branches marked",
@@ -162,6 +163,19 @@ func (a *app) historyCmd() *cobra.Command {
 				return argError(err)
 			}
 			req := store.HistoryRequest{Thread: args[0], Namespace: ns, Limit: limit, Before: before, WithState: states && a.json}
+			if tree && !a.json {
+				var cps []store.Checkpoint
+				for cp, err := range s.History(cmd.Context(), req) {
+					if err != nil {
+						return err
+					}
+					cps = append(cps, cp)
+				}
+				for _, line := range renderTree(cps) {
+					fmt.Fprintln(a.stdout, line)
+				}
+				return nil
+			}
 			var out []checkpointJSON
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			if !a.json {
@@ -191,7 +205,73 @@ func (a *app) historyCmd() *cobra.Command {
 	cmd.Flags().Int64Var(&before, "before", 0, "start below this seq")
 	cmd.Flags().StringVar(&ns, "ns", "", "namespace (subgraph); default the root")
 	cmd.Flags().BoolVar(&states, "states", false, "with --json, include every checkpoint's full state")
+	cmd.Flags().BoolVar(&tree, "tree", false, "draw the history as a tree, oldest first, branches indented")
 	return cmd
+}
+
+// renderTree draws checkpoints as a tree, oldest first: a line of history
+// stays at one depth; where a checkpoint has several children, each branch
+// is drawn one level deeper.
+func renderTree(cps []store.Checkpoint) []string {
+	bySeq := map[int64]store.Checkpoint{}
+	children := map[int64][]int64{}
+	var roots []int64
+	for _, cp := range cps {
+		bySeq[cp.Seq] = cp
+	}
+	for _, cp := range cps {
+		if _, ok := bySeq[cp.Parent]; ok {
+			children[cp.Parent] = append(children[cp.Parent], cp.Seq)
+		} else {
+			roots = append(roots, cp.Seq)
+		}
+	}
+	for k := range children {
+		slices.Sort(children[k])
+	}
+	slices.Sort(roots)
+	var lines []string
+	label := func(cp store.Checkpoint) string {
+		return fmt.Sprintf("%d %s %s  %s", cp.Seq, cp.Status, orDash(strings.Join(cp.Nodes, ",")), describe(cp))
+	}
+	var walk func(seq int64, prefix string)
+	walk = func(seq int64, prefix string) {
+		for {
+			cp := bySeq[seq]
+			lines = append(lines, prefix+label(cp))
+			kids := children[seq]
+			if len(kids) == 0 {
+				return
+			}
+			if len(kids) == 1 {
+				seq = kids[0]
+				continue
+			}
+			for i, k := range kids {
+				branch, rest := "├─ ", "│  "
+				if i == len(kids)-1 {
+					branch, rest = "└─ ", "   "
+				}
+				sub := []string{}
+				saved := lines
+				lines = nil
+				walk(k, "")
+				sub, lines = lines, saved
+				for j, l := range sub {
+					if j == 0 {
+						lines = append(lines, prefix+branch+l)
+					} else {
+						lines = append(lines, prefix+rest+l)
+					}
+				}
+			}
+			return
+		}
+	}
+	for _, r := range roots {
+		walk(r, "")
+	}
+	return lines
 }
 
 func orDash(s string) string {

@@ -61,6 +61,7 @@ func TestCommands(t *testing.T) {
 		{"fork into", []string{"fork", "0", "--at", "5", "--into", "alt"}, []string{"forked 0@5 into alt@1"}},
 		{"history shows fork", []string{"history", "0", "--limit", "1"}, []string{"fork of 10", "add /last"}},
 		{"forked state", []string{"state", "0"}, []string{`"last": "edited"`, `"count": 9`}},
+		{"tree", []string{"history", "0", "--tree"}, []string{"10 SUCCESS step", "├─ 11 SUCCESS step", "└─ 32 SUCCESS -  fork of 10", "│  31 SUCCESS step"}},
 		{"new thread state", []string{"state", "alt"}, []string{`"count": 4`}},
 		{"export", []string{"export", "0", "--format", "trace", "--dir", filepath.Join(t.TempDir(), "tr")}, []string{"manifest.json", "status completed", "stop reason success"}},
 		{"prune", []string{"prune", "--keep", "5", "--thread", "0"}, []string{"pruned"}},
