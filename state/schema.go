@@ -282,9 +282,12 @@ func listValue(cur *value, l *list) *value {
 	return &value{list: l}
 }
 
-// updateElements splits an array update into its elements; any other value
-// is one element.
+// updateElements splits an array update into its elements; null is none;
+// any other value is one element.
 func updateElements(upd json.RawMessage) ([]json.RawMessage, error) {
+	if string(upd) == "null" {
+		return nil, nil
+	}
 	if firstByte(upd) != '[' {
 		return []json.RawMessage{upd}, nil
 	}

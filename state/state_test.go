@@ -45,6 +45,8 @@ func TestReducers(t *testing.T) {
 		{"append to absent", `{}`, Update{"items": []int{1, 2}}, `{"items":[1,2]}`, nil},
 		{"append single", `{"items":[1]}`, Update{"items": "z"}, `{"items":[1,"z"]}`, nil},
 		{"append empty keeps", `{"items":[1]}`, Update{"items": []int{}}, `{"items":[1]}`, nil},
+		{"append null keeps", `{"items":[1]}`, Update{"items": nil}, `{"items":[1]}`, nil},
+		{"messages null keeps", `{"messages":[{"id":"a"}]}`, Update{"messages": nil}, `{"messages":[{"id":"a"}]}`, nil},
 		{"append to scalar fails", `{"items":3}`, Update{"items": []int{1}}, ``, ErrInvalidUpdate},
 		{"merge adds and deletes", `{"kv":{"a":1,"b":2}}`, Update{"kv": map[string]any{"b": nil, "c": 3}}, `{"kv":{"a":1,"c":3}}`, nil},
 		{"merge into absent", `{}`, Update{"kv": map[string]any{"a": true}}, `{"kv":{"a":true}}`, nil},

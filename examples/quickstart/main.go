@@ -7,9 +7,10 @@
 //	go run ./examples/quickstart --crash-after 3 # stop hard after step 3...
 //	go run ./examples/quickstart                 # ...and finish from step 4
 //
-// The steps are plain functions that return partial updates; the schema's
-// reducers merge them (messages: add_messages, notes: key-value merge,
-// tokens: add). Each step's patch is committed before the next starts.
+// The workflow is a flow graph: six nodes in a chain, each a plain function
+// that reads the typed state and returns a partial update; the schema's
+// reducers merge them (messages: add_messages, kv: key-value merge, tokens:
+// add), and the runner commits each step before the next starts.
 package main
 
 import (
@@ -19,17 +20,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
+	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/storeurl"
 )
-
-// step is one node of the workflow: it reads the state and returns an update.
-type step struct {
-	name string
-	run  func(s Research) state.Update
-}
 
 // Research is the workflow's typed state.
 type Research struct {
@@ -43,35 +40,59 @@ func say(id, text string) state.Message {
 	return state.Message{ID: id, Role: "assistant", Content: text}
 }
 
-var workflow = []step{
-	{"plan", func(s Research) state.Update {
-		return state.Update{"messages": []state.Message{{ID: "q", Role: "user", Content: s.Task}, say("plan", "Plan: read the abstract, the method, the results; then summarise.")}, "tokens": 40}
-	}},
-	{"read_abstract", func(Research) state.Update {
-		return state.Update{"kv": map[string]any{"abstract": "Checkpoint stores grow quadratically when they copy state."}, "tokens": 120}
-	}},
-	{"read_method", func(Research) state.Update {
-		return state.Update{"kv": map[string]any{"method": "Store patches; snapshot only when patches outweigh the last snapshot."}, "tokens": 150}
-	}},
-	{"read_results", func(Research) state.Update {
-		return state.Update{"kv": map[string]any{"results": "Bytes grow with what changed, not with the size of the state."}, "tokens": 130}
-	}},
-	{"draft", func(s Research) state.Update {
-		n := len(s.KV)
-		return state.Update{"messages": say("draft", fmt.Sprintf("Draft from %d notes: store deltas, not copies.", n)), "tokens": 90}
-	}},
-	{"finish", func(s Research) state.Update {
-		return state.Update{"messages": say("draft", "Summary: keep patches per step and rare snapshots; history stays cheap."), // replaces the draft by id
-			"final_result": "Keep patches per step and rare snapshots.", "stop_reason": state.StopFinal, "tokens": 60}
-	}},
+// node adapts a function of the typed state to a flow node.
+func node(typed *state.Typed[Research], fn func(s Research) state.Update) flow.NodeFunc {
+	return func(ctx context.Context, d state.Doc) (state.Update, error) {
+		s, err := typed.Decode(d)
+		if err != nil {
+			return nil, err
+		}
+		return fn(s), nil
+	}
+}
+
+// workflow builds the graph: plan → read ×3 → draft → finish.
+func workflow(typed *state.Typed[Research]) (*flow.Compiled, error) {
+	steps := []struct {
+		name string
+		fn   func(s Research) state.Update
+	}{
+		{"plan", func(s Research) state.Update {
+			return state.Update{"messages": []state.Message{{ID: "q", Role: "user", Content: s.Task}, say("plan", "Plan: read the abstract, the method, the results; then summarise.")}, "tokens": 40}
+		}},
+		{"read_abstract", func(Research) state.Update {
+			return state.Update{"kv": map[string]any{"abstract": "Checkpoint stores grow quadratically when they copy state."}, "tokens": 120}
+		}},
+		{"read_method", func(Research) state.Update {
+			return state.Update{"kv": map[string]any{"method": "Store patches; snapshot only when patches outweigh the last snapshot."}, "tokens": 150}
+		}},
+		{"read_results", func(Research) state.Update {
+			return state.Update{"kv": map[string]any{"results": "Bytes grow with what changed, not with the size of the state."}, "tokens": 130}
+		}},
+		{"draft", func(s Research) state.Update {
+			return state.Update{"messages": say("draft", fmt.Sprintf("Draft from %d notes: store deltas, not copies.", len(s.KV))), "tokens": 90}
+		}},
+		{"finish", func(Research) state.Update {
+			return state.Update{"messages": say("draft", "Summary: keep patches per step and rare snapshots; history stays cheap."), // replaces the draft by id
+				"final_result": "Keep patches per step and rare snapshots.", "tokens": 60}
+		}},
+	}
+	g := flow.NewGraph(typed.Schema())
+	var names []string
+	for _, st := range steps {
+		g.AddNode(st.name, node(typed, st.fn))
+		names = append(names, st.name)
+	}
+	return g.Chain(names...).Compile()
 }
 
 func main() {
 	storeURL := flag.String("store", envOr("CAIRN_STORE", storeurl.Default), "store URL")
 	thread := flag.String("thread", "quickstart", "thread id")
-	crashAfter := flag.Int("crash-after", 0, "exit with status 3 right after committing this step (to show resume)")
+	crashAfter := flag.Int("crash-after", 0, "exit with status 3 right after step N is committed, as a crash would")
 	flag.Parse()
-	code, err := run(context.Background(), os.Stdout, *storeURL, *thread, *crashAfter)
+	crash := func() { os.Exit(3) }
+	code, err := run(context.Background(), os.Stdout, *storeURL, *thread, *crashAfter, crash)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 	}
@@ -85,11 +106,14 @@ func envOr(k, def string) string {
 	return def
 }
 
-// errCrash stands for a process that dies right after a commit.
-var errCrash = errors.New("stopping hard after the commit, as asked")
-
-func run(ctx context.Context, out io.Writer, storeURL, thread string, crashAfter int) (int, error) {
+// run starts or resumes the thread. crash is called right after step
+// crashAfter commits (main exits the process there).
+func run(ctx context.Context, out io.Writer, storeURL, thread string, crashAfter int, crash func()) (int, error) {
 	typed, err := state.NewTyped[Research]()
+	if err != nil {
+		return 1, err
+	}
+	g, err := workflow(typed)
 	if err != nil {
 		return 1, err
 	}
@@ -98,65 +122,55 @@ func run(ctx context.Context, out io.Writer, storeURL, thread string, crashAfter
 		return 1, err
 	}
 	defer s.Close()
-
-	// Resume from the head if the thread exists; else commit the input.
-	var doc state.Doc
-	var head int64
-	cp, err := s.Load(ctx, store.LoadRequest{Thread: thread})
-	switch {
-	case err == nil:
-		doc, head = cp.State, cp.Seq
-		fmt.Fprintf(out, "resuming thread %q at checkpoint %d\n", thread, head)
-	case errors.Is(err, store.ErrNotFound):
-		input, err := typed.Encode(Research{Base: state.NewBase("Why do checkpoint stores grow so fast?", len(workflow))})
-		if err != nil {
-			return 1, err
+	steps := 0
+	r, err := flow.NewRunner(g, s, flow.Options{Observer: func(e flow.Event) {
+		if e.Kind != flow.EventStepEnd {
+			return
 		}
-		cp, err := s.Append(ctx, store.Checkpoint{Thread: thread, Patch: input.AsPatch(), State: input, Meta: store.Meta{Source: "input", Next: []string{workflow[0].name}}})
-		if err != nil {
-			return 1, err
+		steps++
+		fmt.Fprintf(out, "  step %-13s committed as checkpoint %d\n", strings.Join(e.Nodes, ","), e.Seq)
+		if crashAfter > 0 && steps == crashAfter {
+			fmt.Fprintln(out, "  stopping hard, as asked")
+			crash()
 		}
-		doc, head = input, cp.Seq
-		fmt.Fprintf(out, "started thread %q in %s\n", thread, storeURL)
-	default:
+	}})
+	if err != nil {
 		return 1, err
 	}
-
-	for {
-		st, err := typed.Decode(doc)
+	var res flow.Result
+	head, err := s.Load(ctx, store.LoadRequest{Thread: thread})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		fmt.Fprintf(out, "started thread %q in %s\n", thread, storeURL)
+		input := state.Update{"task": "Why do checkpoint stores grow so fast?", "max_steps": 10, "current_step": 0, "schema_version": 1}
+		res, err = r.Invoke(ctx, thread, input)
 		if err != nil {
-			return 1, err
+			return exitCode(ctx), err
 		}
-		if st.Stopped() || st.CurrentStep >= len(workflow) {
-			fmt.Fprintf(out, "done: %s (stop reason %s, %d tokens, %d checkpoints)\n", deref(st.FinalResult), deref((*string)(st.StopReason)), st.Tokens, head)
-			return 0, nil
-		}
-		node := workflow[st.CurrentStep]
-		upd := node.run(st)
-		upd["current_step"] = st.CurrentStep + 1
-		next, patch, err := typed.Apply(doc, upd)
-		if err != nil {
-			return 1, fmt.Errorf("step %s: %w", node.name, err)
-		}
-		meta := store.Meta{Source: "step"}
-		if st.CurrentStep+1 < len(workflow) {
-			meta.Next = []string{workflow[st.CurrentStep+1].name}
-		}
-		cp, err := s.Append(ctx, store.Checkpoint{Thread: thread, Parent: head, Nodes: []string{node.name}, Patch: patch, State: next, Meta: meta})
-		if err != nil {
-			return 1, fmt.Errorf("commit %s: %w", node.name, err)
-		}
-		doc, head = next, cp.Seq
-		fmt.Fprintf(out, "  step %d %-13s committed as checkpoint %d (%d ops)\n", st.CurrentStep+1, node.name, cp.Seq, len(patch))
-		if crashAfter > 0 && st.CurrentStep+1 == crashAfter {
-			return 3, errCrash
+	case err != nil:
+		return 1, err
+	default:
+		fmt.Fprintf(out, "resuming thread %q at checkpoint %d\n", thread, head.Seq)
+		if res, err = r.Resume(ctx, thread, nil); err != nil {
+			return exitCode(ctx), err
 		}
 	}
+	st, err := typed.Decode(res.State)
+	if err != nil {
+		return 1, err
+	}
+	final := "-"
+	if st.FinalResult != nil {
+		final = *st.FinalResult
+	}
+	fmt.Fprintf(out, "done: %s (stop reason %s, %d steps, %d tokens, head checkpoint %d)\n", final, res.StopReason, st.CurrentStep, st.Tokens, res.Head)
+	return 0, nil
 }
 
-func deref(s *string) string {
-	if s == nil {
-		return "-"
+// exitCode is 3 when the run was stopped on purpose, else 1.
+func exitCode(ctx context.Context) int {
+	if ctx.Err() != nil {
+		return 3
 	}
-	return *s
+	return 1
 }
