@@ -22,10 +22,12 @@ const (
 	EventInterrupt EventKind = "interrupt"
 	EventError     EventKind = "error"
 	EventTokens    EventKind = "tokens"
+	EventUpdate    EventKind = "update"
 )
 
-// Event is one thing a run did, for progress displays and traces. A
-// step_end event's Payload is the step's patch.
+// Event is one thing a run did, for progress displays and traces. An
+// update event's Payload is a node's update; a step_end event's the step's
+// patch.
 type Event struct {
 	Kind       EventKind        `json:"kind"`
 	Time       time.Time        `json:"ts"`

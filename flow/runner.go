@@ -831,6 +831,11 @@ func (r *Runner) runTask(ctx context.Context, run *run, tk *task, doc state.Doc)
 		}
 		r.emit(ev)
 		if err == nil {
+			if r.opts.Observer != nil {
+				if b, merr := json.Marshal(upd); merr == nil {
+					r.emit(Event{Kind: EventUpdate, RunID: run.id, Thread: run.thread, Seq: tk.info.ReadSeq, Node: tk.info.Node, Key: tk.info.Key, Payload: b})
+				}
+			}
 			return taskResult{update: upd, tokens: tk.tokens, duration: time.Since(start)}
 		}
 		if errors.Is(err, ErrInterrupted) || ctx.Err() != nil || a == attempts || (p.Retryable != nil && !p.Retryable(err)) {

@@ -610,3 +610,42 @@ func TestQitOSStepCounter(t *testing.T) {
 		t.Fatalf("%d token events without tokens", tokens)
 	}
 }
+
+func TestTypedNodes(t *testing.T) {
+	type counter struct {
+		Count int      `json:"count" cairn:"add"`
+		Log   []string `json:"log" cairn:"append"`
+	}
+	typed, err := state.NewTyped[counter]()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var updates []string
+	g := flow.NewGraph(typed.Schema()).
+		AddNode("inc", flow.TypedNode(typed, func(ctx context.Context, s counter) (state.Update, error) {
+			return state.Update{"count": 1, "log": fmt.Sprint("saw ", s.Count)}, nil
+		})).
+		AddEdge(flow.START, "inc").
+		AddRouter("inc", flow.TypedRoute(typed, func(ctx context.Context, s counter) ([]flow.Target, error) {
+			if s.Count < 3 {
+				return flow.To("inc"), nil
+			}
+			return nil, nil
+		}))
+	r := newRunner(t, g, memory.Open(store.Options{}), flow.Options{Observer: func(e flow.Event) {
+		if e.Kind == flow.EventUpdate {
+			updates = append(updates, string(e.Payload))
+		}
+	}})
+	res, err := r.Invoke(context.Background(), "t", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := typed.Decode(res.State)
+	if err != nil || s.Count != 3 || strings.Join(s.Log, ",") != "saw 0,saw 1,saw 2" {
+		t.Fatalf("%+v %v", s, err)
+	}
+	if len(updates) != 3 || updates[0] != `{"count":1,"log":"saw 0"}` {
+		t.Fatalf("update events %v", updates)
+	}
+}
