@@ -292,3 +292,123 @@ func fileSize(path string) int64 {
 	}
 	return fi.Size()
 }
+
+// resumeChild resumes thread in the database, for the two-process test:
+// exit 0 when it ran (or found nothing to do), 4 on a conflict.
+func resumeChild(dbPath, thread string) int {
+	s, err := sqlite.OpenStore(dbPath, sqlite.Options{}, store.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		return 2
+	}
+	defer s.Close()
+	r, err := flow.NewRunner(slowChain(nil), s, flow.Options{})
+	if err != nil {
+		return 2
+	}
+	_, err = r.Resume(context.Background(), thread, nil)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, store.ErrConflict):
+		return 4
+	}
+	fmt.Fprintln(os.Stderr, "child:", err)
+	return 2
+}
+
+// slowChain is a → b → c with steps long enough for two processes to
+// overlap.
+func slowChain(t testing.TB) *flow.Compiled {
+	slow := func(name string) flow.NodeFunc {
+		return func(ctx context.Context, d state.Doc) (state.Update, error) {
+			time.Sleep(2 * time.Millisecond)
+			return state.Update{"log": name}, nil
+		}
+	}
+	c, err := flow.NewGraph(schema).AddNode("a", slow("a")).AddNode("b", slow("b")).AddNode("c", slow("c")).Chain("a", "b", "c").Compile()
+	if err != nil && t != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestTwoProcessesResumeOneThread starts two real processes resuming the
+// same thread at once: each step is committed by exactly one of them; the
+// other stops with a conflict, having written nothing; history never forks.
+func TestTwoProcessesResumeOneThread(t *testing.T) {
+	if db := os.Getenv("CAIRN_RESUME_CHILD_DB"); db != "" {
+		os.Exit(resumeChild(db, os.Getenv("CAIRN_RESUME_CHILD_THREAD")))
+	}
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	db := filepath.Join(t.TempDir(), "procs.db")
+	s, err := sqlite.OpenStore(db, sqlite.Options{}, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	setup, err := flow.NewRunner(slowChain(t), s, flow.Options{InterruptBefore: []string{"a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	conflicts := 0
+	const trials = 20
+	for i := 0; i < trials; i++ {
+		thread := "procs-" + strconv.Itoa(i)
+		if _, err := setup.Invoke(ctx, thread, nil); err != nil {
+			t.Fatal(err)
+		}
+		var cmds []*exec.Cmd
+		for j := 0; j < 2; j++ {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestTwoProcessesResumeOneThread$")
+			cmd.Env = append(os.Environ(), "CAIRN_RESUME_CHILD_DB="+db, "CAIRN_RESUME_CHILD_THREAD="+thread)
+			cmd.Stderr = os.Stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			cmds = append(cmds, cmd)
+		}
+		codes := []int{}
+		for _, cmd := range cmds {
+			err := cmd.Wait()
+			code := 0
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != 0 && code != 4 {
+				t.Fatalf("trial %d: child exit %d", i, code)
+			}
+			if code == 4 {
+				conflicts++
+			}
+			codes = append(codes, code)
+		}
+		if codes[0] == 4 && codes[1] == 4 {
+			t.Fatalf("trial %d: both children conflicted", i)
+		}
+		n := 0
+		var log []string
+		for cp, err := range s.History(ctx, store.HistoryRequest{Thread: thread, WithState: true}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cp.Parent != cp.Seq-1 {
+				t.Fatalf("trial %d: history forked at %d", i, cp.Seq)
+			}
+			if n == 0 {
+				log = logOf(t, cp.State)
+			}
+			n++
+		}
+		if n != 5 || strings.Join(log, ",") != "a,b,c" {
+			t.Fatalf("trial %d: %d checkpoints, log %v", i, n, log)
+		}
+	}
+	t.Logf("%d trials, %d conflicts", trials, conflicts)
+}
