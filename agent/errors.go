@@ -1,0 +1,132 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+)
+
+// Sentinel errors of model calls; test with errors.Is.
+var (
+	ErrAuth          = errors.New("agent: authentication failed")
+	ErrModelNotFound = errors.New("agent: model not found")
+	ErrRateLimited   = errors.New("agent: rate limited")
+	ErrServer        = errors.New("agent: provider server error")
+	ErrTimeout       = errors.New("agent: request timed out")
+	ErrMalformed     = errors.New("agent: malformed provider response")
+	ErrBadRequest    = errors.New("agent: request rejected")
+	ErrScriptDone    = errors.New("agent: scripted model has no reply left")
+	// Structured output.
+	ErrNoJSON         = errors.New("No JSON object found in model output.")
+	ErrUnbalancedJSON = errors.New("Unbalanced JSON object in model output.")
+	ErrSchema         = errors.New("agent: output does not match the schema")
+	ErrInvalidSchema  = errors.New("agent: invalid JSON Schema")
+	// Tools.
+	ErrUnknownTool = errors.New("agent: unknown tool")
+	ErrToolArgs    = errors.New("agent: invalid tool arguments")
+	ErrToolLimit   = errors.New("agent: tool loop limit reached")
+)
+
+// ProviderError is a failed model call.
+type ProviderError struct {
+	Provider   string
+	Status     int           // HTTP status, 0 when none
+	RetryAfter time.Duration // from Retry-After, when given
+	Message    string        // what the provider said (never the API key)
+	Err        error         // one of the sentinels
+}
+
+func (e *ProviderError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %v", e.Provider, e.Err)
+	if e.Status != 0 {
+		fmt.Fprintf(&b, " (HTTP %d)", e.Status)
+	}
+	if e.Message != "" {
+		fmt.Fprintf(&b, ": %s", e.Message)
+	}
+	return b.String()
+}
+
+func (e *ProviderError) Unwrap() error { return e.Err }
+
+// Retryable reports whether trying again may succeed: rate limits, server
+// errors and timeouts.
+func Retryable(err error) bool {
+	return errors.Is(err, ErrRateLimited) || errors.Is(err, ErrServer) || errors.Is(err, ErrTimeout)
+}
+
+// ErrorForStatus maps an HTTP status to a sentinel.
+func ErrorForStatus(status int) error {
+	switch {
+	case status == 401 || status == 403:
+		return ErrAuth
+	case status == 404:
+		return ErrModelNotFound
+	case status == 408:
+		return ErrTimeout
+	case status == 429:
+		return ErrRateLimited
+	case status >= 500:
+		return ErrServer
+	default:
+		return ErrBadRequest
+	}
+}
+
+// RetryPolicy retries retryable model errors with exponential backoff and
+// full jitter, waiting at least a provider's Retry-After.
+type RetryPolicy struct {
+	Attempts int           // total attempts (default 3)
+	Initial  time.Duration // first backoff (default 500ms)
+	Max      time.Duration // cap (default 30s)
+}
+
+// WithRetry wraps a model with a retry policy.
+func WithRetry(m Model, p RetryPolicy) Model {
+	if p.Attempts <= 0 {
+		p.Attempts = 3
+	}
+	if p.Initial <= 0 {
+		p.Initial = 500 * time.Millisecond
+	}
+	if p.Max <= 0 {
+		p.Max = 30 * time.Second
+	}
+	return &retrying{m: m, p: p}
+}
+
+type retrying struct {
+	m Model
+	p RetryPolicy
+}
+
+func (r *retrying) Generate(ctx context.Context, req Request) (Response, error) {
+	backoff := r.p.Initial
+	var usage Usage
+	for a := 1; ; a++ {
+		resp, err := r.m.Generate(ctx, req)
+		usage = usage.Add(resp.Usage)
+		if err == nil {
+			resp.Usage = usage
+			return resp, nil
+		}
+		if a >= r.p.Attempts || !Retryable(err) {
+			return Response{Usage: usage}, err
+		}
+		wait := time.Duration(rand.Int64N(int64(backoff)) + 1)
+		var pe *ProviderError
+		if errors.As(err, &pe) && pe.RetryAfter > wait {
+			wait = pe.RetryAfter
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return Response{Usage: usage}, ctx.Err()
+		}
+		backoff = min(backoff*2, r.p.Max)
+	}
+}

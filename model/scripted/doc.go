@@ -1,0 +1,17 @@
+// Package scripted is a deterministic agent.Model that answers from a YAML
+// script, for examples, tests and demos: no network, no API key.
+//
+//	replies:
+//	  - text: "Acme GmbH"            # a plain reply
+//	    step: company_name           # optional: only for calls of this step
+//	  - json: {name: Acme, city: Berlin}   # any YAML value, sent as its JSON text
+//	  - tool_calls:                  # the model asks for tools
+//	      - name: write_files
+//	        args: {files: [{filename: main.go, content: "package main"}]}
+//	  - error: {status: 429, message: slow down}   # a provider error
+//	    delay_ms: 200                # optional: wait before answering
+//
+// A reply with step: is used only by a call whose Request.Step matches;
+// the others are used in order. Running out of replies is an error naming
+// the file. Token usage is estimated as bytes/4, the same every run.
+package scripted

@@ -1,0 +1,285 @@
+package scripted
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/cairn-dev/cairn/agent"
+)
+
+// ErrScript: the script file is malformed.
+var ErrScript = errors.New("scripted: invalid script")
+
+type reply struct {
+	Text      *string        `yaml:"text"`
+	JSON      *yaml.Node     `yaml:"json"`
+	ToolCalls []toolCall     `yaml:"tool_calls"`
+	Step      string         `yaml:"step"`
+	DelayMS   int            `yaml:"delay_ms"`
+	Error     *scriptedError `yaml:"error"`
+	line      int
+	jsonText  json.RawMessage
+}
+
+type toolCall struct {
+	Name string
+	Args *yaml.Node
+}
+
+type scriptedError struct {
+	Status       int    `yaml:"status"`
+	Message      string `yaml:"message"`
+	RetryAfterMS int    `yaml:"retry_after_ms"`
+}
+
+// Model answers from a script. Safe for concurrent use.
+type Model struct {
+	name    string
+	replies []reply
+	mu      sync.Mutex
+	used    []bool
+	calls   int
+}
+
+// Load reads a script file.
+func Load(path string) (*Model, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrScript, err)
+	}
+	return Parse(path, b)
+}
+
+// Parse reads a script; name is used in errors.
+func Parse(name string, data []byte) (*Model, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrScript, name, err)
+	}
+	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("%w: %s: want a mapping with a replies: list", ErrScript, name)
+	}
+	top := root.Content[0]
+	var list *yaml.Node
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		k := top.Content[i]
+		if k.Value != "replies" {
+			return nil, fmt.Errorf("%w: %s:%d: unknown key %q (want replies)", ErrScript, name, k.Line, k.Value)
+		}
+		list = top.Content[i+1]
+	}
+	if list == nil || list.Kind != yaml.SequenceNode {
+		return nil, fmt.Errorf("%w: %s: replies: must be a list", ErrScript, name)
+	}
+	m := &Model{name: name}
+	for _, n := range list.Content {
+		if n.Kind != yaml.MappingNode {
+			return nil, fmt.Errorf("%w: %s:%d: a reply must be a mapping", ErrScript, name, n.Line)
+		}
+		for i := 0; i < len(n.Content); i += 2 {
+			if k := n.Content[i]; !allowedKeys[k.Value] {
+				return nil, fmt.Errorf("%w: %s:%d: unknown key %q (text, json, tool_calls, step, delay_ms, error)", ErrScript, name, k.Line, k.Value)
+			}
+		}
+		var r reply
+		// json: and tool_calls: hold free-form YAML: take their nodes;
+		// decode the rest into the struct.
+		rest := &yaml.Node{Kind: yaml.MappingNode, Tag: n.Tag, Line: n.Line, Column: n.Column}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			switch k.Value {
+			case "json":
+				r.JSON = v
+			case "tool_calls":
+				calls, err := parseToolCalls(name, v)
+				if err != nil {
+					return nil, err
+				}
+				r.ToolCalls = calls
+			default:
+				rest.Content = append(rest.Content, k, v)
+			}
+		}
+		if err := rest.Decode(&r); err != nil {
+			return nil, fmt.Errorf("%w: %s:%d: %v", ErrScript, name, n.Line, strings.TrimPrefix(err.Error(), "yaml: "))
+		}
+		r.line = n.Line
+		kinds := 0
+		for _, set := range []bool{r.Text != nil, r.JSON != nil, r.ToolCalls != nil, r.Error != nil} {
+			if set {
+				kinds++
+			}
+		}
+		if kinds != 1 {
+			return nil, fmt.Errorf("%w: %s:%d: a reply needs exactly one of text:, json:, tool_calls: or error:", ErrScript, name, n.Line)
+		}
+		if r.JSON != nil {
+			var v any
+			if err := r.JSON.Decode(&v); err != nil {
+				return nil, fmt.Errorf("%w: %s:%d: json: %v", ErrScript, name, n.Line, err)
+			}
+			b, err := json.Marshal(jsonable(v))
+			if err != nil {
+				return nil, fmt.Errorf("%w: %s:%d: json: %v", ErrScript, name, n.Line, err)
+			}
+			r.jsonText = b
+		}
+		for i, tc := range r.ToolCalls {
+			if tc.Name == "" {
+				return nil, fmt.Errorf("%w: %s:%d: tool call %d needs a name", ErrScript, name, n.Line, i)
+			}
+		}
+		if r.Error != nil && r.Error.Status == 0 {
+			return nil, fmt.Errorf("%w: %s:%d: error: needs a status", ErrScript, name, n.Line)
+		}
+		if r.DelayMS < 0 {
+			return nil, fmt.Errorf("%w: %s:%d: delay_ms must not be negative", ErrScript, name, n.Line)
+		}
+		m.replies = append(m.replies, r)
+	}
+	m.used = make([]bool, len(m.replies))
+	return m, nil
+}
+
+func parseToolCalls(name string, v *yaml.Node) ([]toolCall, error) {
+	if v.Kind != yaml.SequenceNode {
+		return nil, fmt.Errorf("%w: %s:%d: tool_calls: must be a list", ErrScript, name, v.Line)
+	}
+	calls := []toolCall{}
+	for _, c := range v.Content {
+		if c.Kind != yaml.MappingNode {
+			return nil, fmt.Errorf("%w: %s:%d: a tool call must be a mapping with name: and args:", ErrScript, name, c.Line)
+		}
+		var tc toolCall
+		for i := 0; i+1 < len(c.Content); i += 2 {
+			k, val := c.Content[i], c.Content[i+1]
+			switch k.Value {
+			case "name":
+				if val.Kind != yaml.ScalarNode {
+					return nil, fmt.Errorf("%w: %s:%d: tool call name must be a string", ErrScript, name, val.Line)
+				}
+				tc.Name = val.Value
+			case "args":
+				tc.Args = val
+			default:
+				return nil, fmt.Errorf("%w: %s:%d: unknown tool call key %q (name, args)", ErrScript, name, k.Line, k.Value)
+			}
+		}
+		calls = append(calls, tc)
+	}
+	return calls, nil
+}
+
+var allowedKeys = map[string]bool{"text": true, "json": true, "tool_calls": true, "step": true, "delay_ms": true, "error": true}
+
+// jsonable converts YAML maps with non-string keys.
+func jsonable(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, x := range t {
+			t[k] = jsonable(x)
+		}
+		return t
+	case map[any]any:
+		m := make(map[string]any, len(t))
+		for k, x := range t {
+			m[fmt.Sprint(k)] = jsonable(x)
+		}
+		return m
+	case []any:
+		for i, x := range t {
+			t[i] = jsonable(x)
+		}
+	}
+	return v
+}
+
+// Generate implements agent.Model.
+func (m *Model) Generate(ctx context.Context, req agent.Request) (agent.Response, error) {
+	start := time.Now()
+	m.mu.Lock()
+	m.calls++
+	call := m.calls
+	idx := -1
+	if req.Step != "" {
+		for i, r := range m.replies {
+			if !m.used[i] && r.Step == req.Step {
+				idx = i
+				break
+			}
+		}
+	}
+	if idx < 0 {
+		for i, r := range m.replies {
+			if !m.used[i] && r.Step == "" {
+				idx = i
+				break
+			}
+		}
+	}
+	if idx >= 0 {
+		m.used[idx] = true
+	}
+	m.mu.Unlock()
+	if idx < 0 {
+		return agent.Response{}, &agent.ProviderError{Provider: "scripted", Err: agent.ErrScriptDone,
+			Message: fmt.Sprintf("no reply left in %s for call %d (step %q)", m.name, call, req.Step)}
+	}
+	r := m.replies[idx]
+	if r.DelayMS > 0 {
+		select {
+		case <-time.After(time.Duration(r.DelayMS) * time.Millisecond):
+		case <-ctx.Done():
+			return agent.Response{}, ctx.Err()
+		}
+	}
+	in := 0
+	for _, msg := range req.Messages {
+		in += len(msg.Content)
+	}
+	if r.Error != nil {
+		return agent.Response{}, &agent.ProviderError{Provider: "scripted", Status: r.Error.Status, Message: r.Error.Message,
+			RetryAfter: time.Duration(r.Error.RetryAfterMS) * time.Millisecond, Err: agent.ErrorForStatus(r.Error.Status)}
+	}
+	msg := agent.Message{Role: agent.RoleAssistant}
+	switch {
+	case r.Text != nil:
+		msg.Content = *r.Text
+	case r.jsonText != nil:
+		msg.Content = string(r.jsonText)
+	default:
+		for i, tc := range r.ToolCalls {
+			var v any
+			if tc.Args == nil {
+				v = map[string]any{}
+			} else if err := tc.Args.Decode(&v); err != nil {
+				return agent.Response{}, &agent.ProviderError{Provider: "scripted", Err: agent.ErrMalformed, Message: fmt.Sprintf("%s:%d: args: %v", m.name, r.line, err)}
+			}
+			if v == nil {
+				v = map[string]any{}
+			}
+			args, err := json.Marshal(jsonable(v))
+			if err != nil {
+				return agent.Response{}, &agent.ProviderError{Provider: "scripted", Err: agent.ErrMalformed, Message: err.Error()}
+			}
+			msg.ToolCalls = append(msg.ToolCalls, agent.ToolCall{ID: fmt.Sprintf("call_%d_%d", r.line, i), Name: tc.Name, Args: args})
+		}
+	}
+	out := len(msg.Content)
+	for _, tc := range msg.ToolCalls {
+		out += len(tc.Name) + len(tc.Args)
+	}
+	raw, _ := json.Marshal(map[string]any{"script": m.name, "line": r.line}) // plain values always marshal
+	return agent.Response{Message: msg, Usage: agent.Usage{Input: int64(in/4 + 1), Output: int64(out/4 + 1)},
+		Model: "scripted", Latency: time.Since(start), Raw: raw}, nil
+}
+
+var _ agent.Model = (*Model)(nil)

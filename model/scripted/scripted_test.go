@@ -1,0 +1,109 @@
+package scripted_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn/agent"
+	"github.com/cairn-dev/cairn/model/scripted"
+)
+
+const script = `replies:
+  - text: "Acme GmbH"
+    step: company_name
+  - json: {company_name: Acme, location: Berlin, tags: [a, b]}
+  - tool_calls:
+      - name: write_files
+        args: {files: [{filename: main.go, content: "package main"}]}
+  - error: {status: 429, message: slow down, retry_after_ms: 5}
+  - text: late
+    delay_ms: 30
+`
+
+func TestScriptedReplies(t *testing.T) {
+	m, err := scripted.Parse("test.yaml", []byte(script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// Unstepped replies come in order; a stepped one only for its step.
+	r, err := m.Generate(ctx, agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Content: "hello there"}}})
+	if err != nil || r.Message.Content != `{"company_name":"Acme","location":"Berlin","tags":["a","b"]}` || r.Usage.Input == 0 {
+		t.Fatalf("json reply: %+v %v", r, err)
+	}
+	r, err = m.Generate(ctx, agent.Request{Step: "company_name"})
+	if err != nil || r.Message.Content != "Acme GmbH" {
+		t.Fatalf("stepped reply: %+v %v", r, err)
+	}
+	r, err = m.Generate(ctx, agent.Request{})
+	if err != nil || len(r.Message.ToolCalls) != 1 || r.Message.ToolCalls[0].Name != "write_files" || !strings.Contains(string(r.Message.ToolCalls[0].Args), `"filename":"main.go"`) {
+		t.Fatalf("tool calls: %+v %v", r, err)
+	}
+	_, err = m.Generate(ctx, agent.Request{})
+	var pe *agent.ProviderError
+	if !errors.As(err, &pe) || !errors.Is(err, agent.ErrRateLimited) || pe.Status != 429 || pe.RetryAfter != 5*time.Millisecond || !agent.Retryable(err) {
+		t.Fatalf("error reply: %v", err)
+	}
+	start := time.Now()
+	r, err = m.Generate(ctx, agent.Request{})
+	if err != nil || r.Message.Content != "late" || time.Since(start) < 30*time.Millisecond {
+		t.Fatalf("delayed reply: %+v %v", r, err)
+	}
+	_, err = m.Generate(ctx, agent.Request{Step: "nothing"})
+	if !errors.Is(err, agent.ErrScriptDone) || !strings.Contains(err.Error(), "test.yaml") {
+		t.Fatalf("exhausted: %v", err)
+	}
+}
+
+func TestScriptErrors(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"not yaml", "replies: [", "test.yaml"},
+		{"no replies", "other: 1", `test.yaml:1: unknown key "other"`},
+		{"replies not list", "replies: 3", "must be a list"},
+		{"two kinds", "replies:\n  - text: a\n    json: 1\n", "test.yaml:2: a reply needs exactly one"},
+		{"no kind", "replies:\n  - step: x\n", "test.yaml:2: a reply needs exactly one"},
+		{"unknown field", "replies:\n  - text: a\n    colour: red\n", `test.yaml:3: unknown key "colour"`},
+		{"tool without name", "replies:\n  - tool_calls: [{args: {}}]\n", "needs a name"},
+		{"error without status", "replies:\n  - error: {message: x}\n", "needs a status"},
+	}
+	for _, tc := range tests {
+		_, err := scripted.Parse("test.yaml", []byte(tc.in))
+		if !errors.Is(err, scripted.ErrScript) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v (want %q)", tc.name, err, tc.want)
+		}
+	}
+	if _, err := scripted.Load(filepath.Join(t.TempDir(), "missing.yaml")); !errors.Is(err, scripted.ErrScript) {
+		t.Fatalf("missing file: %v", err)
+	}
+	p := filepath.Join(t.TempDir(), "s.yaml")
+	if err := os.WriteFile(p, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := scripted.Load(p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// FuzzParse: any script either parses or fails with ErrScript, never panics.
+func FuzzParse(f *testing.F) {
+	f.Add(script)
+	f.Add("replies:\n  - text: [1, 2]\n")
+	f.Add("replies:\n  - json: !!binary aGVsbG8=\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		m, err := scripted.Parse("fuzz.yaml", []byte(s))
+		if err != nil {
+			if !errors.Is(err, scripted.ErrScript) {
+				t.Fatalf("untyped error %v", err)
+			}
+			return
+		}
+		for i := 0; i < 3; i++ {
+			_, _ = m.Generate(context.Background(), agent.Request{})
+		}
+	})
+}
