@@ -1,0 +1,175 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/cairn-dev/cairn/state"
+)
+
+// ToolContext is what a tool handler can reach.
+type ToolContext struct {
+	// KV is the run's key-value section; writes are committed with the step
+	// that runs the tool.
+	KV *state.KV
+	// State is the state the step read.
+	State state.Doc
+	// Key is the call's idempotency key (the task's key and the call id):
+	// the same when the step runs again after a crash. Use it to make side
+	// effects happen once.
+	Key string
+}
+
+// Tool is a function the model can call.
+type Tool struct {
+	Name        string
+	Description string
+	Params      *Schema // JSON Schema of the arguments
+	Handler     func(ctx context.Context, tc ToolContext, args json.RawMessage) (any, error)
+}
+
+// Spec describes the tool to a model.
+func (t Tool) Spec() ToolSpec {
+	p := json.RawMessage(`{"type":"object"}`)
+	if t.Params != nil {
+		p = t.Params.JSON
+	}
+	return ToolSpec{Name: t.Name, Description: t.Description, Parameters: p}
+}
+
+// NewTool builds a typed tool: its parameter schema comes from A, and the
+// arguments are validated and decoded into A before fn runs.
+func NewTool[A any](name, description string, fn func(ctx context.Context, tc ToolContext, args A) (any, error)) (Tool, error) {
+	if name == "" || fn == nil {
+		return Tool{}, fmt.Errorf("%w: a tool needs a name and a function", ErrUnknownTool)
+	}
+	schema, err := SchemaFor[A]()
+	if err != nil {
+		return Tool{}, err
+	}
+	schema.Name = name
+	return Tool{Name: name, Description: description, Params: schema, Handler: func(ctx context.Context, tc ToolContext, raw json.RawMessage) (any, error) {
+		var a A
+		if err := json.Unmarshal(raw, &a); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrToolArgs, err)
+		}
+		return fn(ctx, tc, a)
+	}}, nil
+}
+
+// LoopOptions tune RunTools.
+type LoopOptions struct {
+	// MaxIterations caps the model calls (default 10).
+	MaxIterations int
+	// Context is handed to every tool; Key is extended with each call id.
+	Context ToolContext
+}
+
+// LoopResult is what a tool loop produced.
+type LoopResult struct {
+	// Messages are the new messages in order: the assistant's, and a tool
+	// message after each tool call.
+	Messages    []Message
+	Final       Message // the last assistant message
+	ToolResults []ToolResult
+	Responses   []Response
+	Usage       Usage
+}
+
+// RunTools calls the model, runs the tools it asks for, sends back their
+// results and repeats until the model answers without calling a tool or
+// the iteration cap is hit (ErrToolLimit, with everything so far). A tool
+// that fails, or is called with bad or unknown arguments, does not stop the
+// loop: the error goes back to the model as the tool's result.
+func RunTools(ctx context.Context, m Model, req Request, tools []Tool, opts LoopOptions) (LoopResult, error) {
+	maxIter := opts.MaxIterations
+	if maxIter <= 0 {
+		maxIter = 10
+	}
+	byName := make(map[string]Tool, len(tools))
+	for _, t := range tools {
+		byName[t.Name] = t
+		req.Tools = append(req.Tools, t.Spec())
+	}
+	msgs := append([]Message(nil), req.Messages...)
+	var res LoopResult
+	for i := 0; i < maxIter; i++ {
+		req.Messages = msgs
+		resp, err := m.Generate(ctx, req)
+		res.Usage = res.Usage.Add(resp.Usage)
+		if err != nil {
+			return res, err
+		}
+		res.Responses = append(res.Responses, resp)
+		msg := resp.Message
+		msg.Role = RoleAssistant
+		res.Messages = append(res.Messages, msg)
+		res.Final = msg
+		msgs = append(msgs, msg)
+		if len(msg.ToolCalls) == 0 {
+			return res, nil
+		}
+		for _, call := range msg.ToolCalls {
+			tr := runTool(ctx, byName, call, opts.Context)
+			res.ToolResults = append(res.ToolResults, tr)
+			content := string(tr.Output)
+			if tr.Error != "" {
+				content = "error: " + tr.Error
+			}
+			tm := Message{Role: RoleTool, ToolCallID: call.ID, Name: call.Name, Content: content}
+			res.Messages = append(res.Messages, tm)
+			msgs = append(msgs, tm)
+		}
+	}
+	return res, fmt.Errorf("%w: %d model calls", ErrToolLimit, maxIter)
+}
+
+// runTool runs one call; failures become the result's error text.
+func runTool(ctx context.Context, byName map[string]Tool, call ToolCall, base ToolContext) (tr ToolResult) {
+	tr = ToolResult{ID: call.ID, Name: call.Name}
+	t, ok := byName[call.Name]
+	if !ok {
+		tr.Error = fmt.Sprintf("%v %q", ErrUnknownTool, call.Name)
+		return tr
+	}
+	args := call.Args
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	if t.Params != nil {
+		if err := t.Params.Validate(args); err != nil {
+			var se *SchemaError
+			if errors.As(err, &se) {
+				tr.Error = fmt.Sprintf("%v: %s", ErrToolArgs, se.Error())
+			} else {
+				tr.Error = fmt.Sprintf("%v: %v", ErrToolArgs, err)
+			}
+			return tr
+		}
+	}
+	tc := base
+	if tc.Key != "" {
+		tc.Key += "/" + call.ID
+	} else {
+		tc.Key = call.ID
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			tr.Output, tr.Error = nil, fmt.Sprintf("tool %q panicked: %v", call.Name, p)
+		}
+	}()
+	out, err := t.Handler(ctx, tc, args)
+	if err != nil {
+		tr.Error = err.Error()
+		return tr
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		tr.Error = fmt.Sprintf("tool %q result cannot be encoded: %v", call.Name, err)
+		return tr
+	}
+	tr.Output = b
+	return tr
+}
