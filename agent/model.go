@@ -82,9 +82,11 @@ type Model interface {
 	Generate(ctx context.Context, req Request) (Response, error)
 }
 
-// InferenceResult is one agent call, as AgentKit records it: which agent,
+// InferenceResult is one agent turn, as AgentKit records it: which agent,
 // its input, the prompt and history sent, the output messages, the tool
-// results, and the raw response; plus usage and latency.
+// results, and the raw response; plus token usage. (Latency is on each
+// Response and in the checkpoint's timings, not here, so that a resumed
+// run's state is byte-identical to an uninterrupted one.)
 type InferenceResult struct {
 	Agent     string          `json:"agent"`
 	Input     string          `json:"input"`
@@ -94,7 +96,6 @@ type InferenceResult struct {
 	ToolCalls []ToolResult    `json:"tool_calls"`
 	Raw       json.RawMessage `json:"raw,omitempty"`
 	Usage     Usage           `json:"usage"`
-	LatencyMS float64         `json:"latency_ms"`
 }
 
 // ToolResult is the outcome of one tool call, sent back to the model.
