@@ -125,7 +125,10 @@ func TestLoopAgentPreflight(t *testing.T) {
 	}
 	a := researcher(t)
 	called := false
-	a.Decide = func(context.Context, ResearchState, string) (agent.Decision, error) { called = true; return agent.Final("x") }
+	a.Decide = func(context.Context, ResearchState, string) (agent.Decision, error) {
+		called = true
+		return agent.Final("x")
+	}
 	res, err := a.Run(context.Background(), memory.Open(store.Options{}), "p", task, flow.Options{})
 	if err != nil || res.StopReason != state.StopTaskValidationFailed || res.Steps != 0 || called || len(res.Issues) != 4 || res.Success {
 		t.Fatalf("preflight run %+v %v", res, err)
