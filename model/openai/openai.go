@@ -1,0 +1,229 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/cairn-dev/cairn/agent"
+)
+
+// Config configures the model.
+type Config struct {
+	BaseURL     string // e.g. http://localhost:11434/v1 for Ollama; empty: OpenAI
+	APIKeyEnv   string // environment variable holding the key (default OPENAI_API_KEY)
+	Model       string
+	Temperature *float64
+	MaxTokens   int
+	Timeout     time.Duration // per call (default 120s)
+	HTTPClient  *http.Client
+	// Getenv reads the environment (default os.Getenv).
+	Getenv func(string) string
+}
+
+// Model is an OpenAI-compatible chat model.
+type Model struct {
+	cfg    Config
+	key    string
+	client sdk.Client
+}
+
+// ErrConfig: the configuration is incomplete.
+var ErrConfig = errors.New("openai: invalid configuration")
+
+// New returns a model. A key is required for OpenAI itself; a server at a
+// custom BaseURL may do without one.
+func New(cfg Config) (*Model, error) {
+	if cfg.Model == "" {
+		return nil, fmt.Errorf("%w: model name is required", ErrConfig)
+	}
+	if cfg.APIKeyEnv == "" {
+		cfg.APIKeyEnv = "OPENAI_API_KEY"
+	}
+	if cfg.Getenv == nil {
+		cfg.Getenv = os.Getenv
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 120 * time.Second
+	}
+	key := cfg.Getenv(cfg.APIKeyEnv)
+	if key == "" && cfg.BaseURL == "" {
+		return nil, fmt.Errorf("%w: environment variable %s is empty", ErrConfig, cfg.APIKeyEnv)
+	}
+	if key == "" {
+		key = "none"
+	}
+	opts := []option.RequestOption{option.WithAPIKey(key), option.WithMaxRetries(0)}
+	if cfg.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	}
+	return &Model{cfg: cfg, key: key, client: sdk.NewClient(opts...)}, nil
+}
+
+// Generate implements agent.Model.
+func (m *Model) Generate(ctx context.Context, req agent.Request) (agent.Response, error) {
+	params := sdk.ChatCompletionNewParams{Model: shared.ChatModel(m.cfg.Model)}
+	for _, msg := range req.Messages {
+		p, err := toParam(msg)
+		if err != nil {
+			return agent.Response{}, err
+		}
+		params.Messages = append(params.Messages, p)
+	}
+	for _, t := range req.Tools {
+		var schema map[string]any
+		if err := json.Unmarshal(t.Parameters, &schema); err != nil {
+			return agent.Response{}, fmt.Errorf("%w: tool %q parameters: %v", agent.ErrBadRequest, t.Name, err)
+		}
+		fd := shared.FunctionDefinitionParam{Name: t.Name, Parameters: shared.FunctionParameters(schema)}
+		if t.Description != "" {
+			fd.Description = sdk.String(t.Description)
+		}
+		params.Tools = append(params.Tools, sdk.ChatCompletionFunctionTool(fd))
+	}
+	if req.Schema != nil {
+		var schema map[string]any
+		if err := json.Unmarshal(req.Schema.JSON, &schema); err != nil {
+			return agent.Response{}, fmt.Errorf("%w: schema: %v", agent.ErrBadRequest, err)
+		}
+		params.ResponseFormat = sdk.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
+			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: schemaName(req.Schema.Name), Schema: schema}}}
+	}
+	if t := req.Temperature; t != nil {
+		params.Temperature = sdk.Float(*t)
+	} else if m.cfg.Temperature != nil {
+		params.Temperature = sdk.Float(*m.cfg.Temperature)
+	}
+	if n := max(req.MaxTokens, m.cfg.MaxTokens); n > 0 {
+		params.MaxCompletionTokens = sdk.Int(int64(n))
+	}
+	cctx, cancel := context.WithTimeout(ctx, m.cfg.Timeout)
+	defer cancel()
+	start := time.Now()
+	out, err := m.client.Chat.Completions.New(cctx, params)
+	if err != nil {
+		return agent.Response{}, m.wrap(ctx, err)
+	}
+	if len(out.Choices) == 0 {
+		return agent.Response{}, &agent.ProviderError{Provider: "openai", Err: agent.ErrMalformed, Message: "response has no choices"}
+	}
+	c := out.Choices[0].Message
+	msg := agent.Message{Role: agent.RoleAssistant, Content: c.Content}
+	for _, tc := range c.ToolCalls {
+		args := json.RawMessage(tc.Function.Arguments)
+		if !json.Valid(args) {
+			// The model's arguments are not JSON: hand them on as a string so
+			// the tool's schema check reports it back to the model.
+			b, _ := json.Marshal(tc.Function.Arguments) // a string always marshals
+			args = b
+		}
+		msg.ToolCalls = append(msg.ToolCalls, agent.ToolCall{ID: tc.ID, Name: tc.Function.Name, Args: args})
+	}
+	return agent.Response{Message: msg, Model: out.Model, Latency: time.Since(start), Raw: json.RawMessage(out.RawJSON()),
+		Usage: agent.Usage{Input: out.Usage.PromptTokens, Output: out.Usage.CompletionTokens}}, nil
+}
+
+func schemaName(n string) string {
+	var b strings.Builder
+	for _, r := range n {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' {
+			b.WriteRune(r)
+		}
+	}
+	if b.Len() == 0 {
+		return "output"
+	}
+	return b.String()
+}
+
+func toParam(msg agent.Message) (sdk.ChatCompletionMessageParamUnion, error) {
+	switch msg.Role {
+	case agent.RoleSystem:
+		return sdk.SystemMessage(msg.Content), nil
+	case agent.RoleUser:
+		return sdk.UserMessage(msg.Content), nil
+	case agent.RoleTool:
+		return sdk.ToolMessage(msg.Content, msg.ToolCallID), nil
+	case agent.RoleAssistant:
+		a := sdk.ChatCompletionAssistantMessageParam{}
+		if msg.Content != "" {
+			a.Content.OfString = sdk.String(msg.Content)
+		}
+		for _, tc := range msg.ToolCalls {
+			a.ToolCalls = append(a.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
+				ID: tc.ID, Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: string(tc.Args)}}})
+		}
+		return sdk.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
+	}
+	return sdk.ChatCompletionMessageParamUnion{}, fmt.Errorf("%w: unknown message role %q", agent.ErrBadRequest, msg.Role)
+}
+
+// wrap turns SDK and transport errors into typed provider errors.
+func (m *Model) wrap(ctx context.Context, err error) error {
+	pe := &agent.ProviderError{Provider: "openai"}
+	var apiErr *sdk.Error
+	switch {
+	case errors.As(err, &apiErr):
+		pe.Status = apiErr.StatusCode
+		pe.Err = agent.ErrorForStatus(apiErr.StatusCode)
+		pe.Message = apiErr.Message
+		if pe.Message == "" {
+			pe.Message = http.StatusText(apiErr.StatusCode)
+		}
+		if apiErr.Response != nil {
+			pe.RetryAfter = retryAfter(apiErr.Response.Header.Get("Retry-After"))
+		}
+	case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+		pe.Err, pe.Message = agent.ErrTimeout, fmt.Sprintf("no answer within %s", m.cfg.Timeout)
+	case ctx.Err() != nil:
+		return ctx.Err()
+	default:
+		var se *json.SyntaxError
+		var ue *json.UnmarshalTypeError
+		if errors.As(err, &se) || errors.As(err, &ue) || strings.Contains(err.Error(), "unmarshal") || strings.Contains(err.Error(), "invalid character") {
+			pe.Err = agent.ErrMalformed
+		} else {
+			pe.Err = agent.ErrServer
+		}
+		pe.Message = err.Error()
+	}
+	pe.Message = m.redact(pe.Message)
+	return pe
+}
+
+// redact removes the API key from provider text.
+func (m *Model) redact(s string) string {
+	if len(m.key) >= 6 && m.key != "none" {
+		s = strings.ReplaceAll(s, m.key, "[redacted]")
+	}
+	return s
+}
+
+// retryAfter reads a Retry-After header: seconds or an HTTP date.
+func retryAfter(v string) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
+		return time.Duration(s * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t), 0)
+	}
+	return 0
+}
+
+var _ agent.Model = (*Model)(nil)
