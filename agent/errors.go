@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -129,4 +131,18 @@ func (r *retrying) Generate(ctx context.Context, req Request) (Response, error) 
 		}
 		backoff = min(backoff*2, r.p.Max)
 	}
+}
+
+// RetryAfter reads an HTTP Retry-After header: seconds, or an HTTP date.
+func RetryAfter(v string) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
+		return time.Duration(s * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t), 0)
+	}
+	return 0
 }

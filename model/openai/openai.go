@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -184,7 +183,7 @@ func (m *Model) wrap(ctx context.Context, err error) error {
 			pe.Message = http.StatusText(apiErr.StatusCode)
 		}
 		if apiErr.Response != nil {
-			pe.RetryAfter = retryAfter(apiErr.Response.Header.Get("Retry-After"))
+			pe.RetryAfter = agent.RetryAfter(apiErr.Response.Header.Get("Retry-After"))
 		}
 	case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
 		pe.Err, pe.Message = agent.ErrTimeout, fmt.Sprintf("no answer within %s", m.cfg.Timeout)
@@ -210,20 +209,6 @@ func (m *Model) redact(s string) string {
 		s = strings.ReplaceAll(s, m.key, "[redacted]")
 	}
 	return s
-}
-
-// retryAfter reads a Retry-After header: seconds or an HTTP date.
-func retryAfter(v string) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
-		return time.Duration(s * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(time.Until(t), 0)
-	}
-	return 0
 }
 
 var _ agent.Model = (*Model)(nil)

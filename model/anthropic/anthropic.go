@@ -1,0 +1,231 @@
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	sdk "github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
+
+	"github.com/cairn-dev/cairn/agent"
+)
+
+// Config configures the model.
+type Config struct {
+	BaseURL     string // empty: Anthropic's API
+	APIKeyEnv   string // default ANTHROPIC_API_KEY
+	Model       string
+	Temperature *float64
+	MaxTokens   int           // default 1024 (the API requires one)
+	Timeout     time.Duration // per call (default 120s)
+	HTTPClient  *http.Client
+	Getenv      func(string) string
+}
+
+// ErrConfig: the configuration is incomplete.
+var ErrConfig = errors.New("anthropic: invalid configuration")
+
+// Model is an Anthropic chat model.
+type Model struct {
+	cfg    Config
+	key    string
+	client sdk.Client
+}
+
+// New returns a model.
+func New(cfg Config) (*Model, error) {
+	if cfg.Model == "" {
+		return nil, fmt.Errorf("%w: model name is required", ErrConfig)
+	}
+	if cfg.APIKeyEnv == "" {
+		cfg.APIKeyEnv = "ANTHROPIC_API_KEY"
+	}
+	if cfg.Getenv == nil {
+		cfg.Getenv = os.Getenv
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 120 * time.Second
+	}
+	if cfg.MaxTokens <= 0 {
+		cfg.MaxTokens = 1024
+	}
+	key := cfg.Getenv(cfg.APIKeyEnv)
+	if key == "" {
+		return nil, fmt.Errorf("%w: environment variable %s is empty", ErrConfig, cfg.APIKeyEnv)
+	}
+	opts := []option.RequestOption{option.WithAPIKey(key), option.WithMaxRetries(0)}
+	if cfg.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	}
+	return &Model{cfg: cfg, key: key, client: sdk.NewClient(opts...)}, nil
+}
+
+// Generate implements agent.Model.
+func (m *Model) Generate(ctx context.Context, req agent.Request) (agent.Response, error) {
+	params := sdk.MessageNewParams{Model: sdk.Model(m.cfg.Model), MaxTokens: int64(max(req.MaxTokens, m.cfg.MaxTokens))}
+	if req.MaxTokens > 0 {
+		params.MaxTokens = int64(req.MaxTokens)
+	}
+	for _, msg := range req.Messages {
+		switch msg.Role {
+		case agent.RoleSystem:
+			params.System = append(params.System, sdk.TextBlockParam{Text: msg.Content})
+		case agent.RoleUser:
+			params.Messages = append(params.Messages, sdk.NewUserMessage(sdk.NewTextBlock(msg.Content)))
+		case agent.RoleAssistant:
+			var blocks []sdk.ContentBlockParamUnion
+			if msg.Content != "" {
+				blocks = append(blocks, sdk.NewTextBlock(msg.Content))
+			}
+			for _, tc := range msg.ToolCalls {
+				var input any = map[string]any{}
+				if len(tc.Args) > 0 {
+					if err := json.Unmarshal(tc.Args, &input); err != nil {
+						return agent.Response{}, fmt.Errorf("%w: tool call %s args: %v", agent.ErrBadRequest, tc.ID, err)
+					}
+				}
+				blocks = append(blocks, sdk.NewToolUseBlock(tc.ID, input, tc.Name))
+			}
+			params.Messages = append(params.Messages, sdk.NewAssistantMessage(blocks...))
+		case agent.RoleTool:
+			isErr := strings.HasPrefix(msg.Content, "error: ")
+			block := sdk.NewToolResultBlock(msg.ToolCallID, msg.Content, isErr)
+			// Consecutive tool results go back in one user turn.
+			if n := len(params.Messages); n > 0 && params.Messages[n-1].Role == sdk.MessageParamRoleUser && hasToolResult(params.Messages[n-1]) {
+				params.Messages[n-1].Content = append(params.Messages[n-1].Content, block)
+			} else {
+				params.Messages = append(params.Messages, sdk.NewUserMessage(block))
+			}
+		default:
+			return agent.Response{}, fmt.Errorf("%w: unknown message role %q", agent.ErrBadRequest, msg.Role)
+		}
+	}
+	for _, t := range req.Tools {
+		var schema map[string]any
+		if err := json.Unmarshal(t.Parameters, &schema); err != nil {
+			return agent.Response{}, fmt.Errorf("%w: tool %q parameters: %v", agent.ErrBadRequest, t.Name, err)
+		}
+		in := sdk.ToolInputSchemaParam{Properties: schema["properties"], ExtraFields: map[string]any{}}
+		if req, ok := schema["required"].([]any); ok {
+			for _, r := range req {
+				if s, ok := r.(string); ok {
+					in.Required = append(in.Required, s)
+				}
+			}
+		}
+		for k, v := range schema {
+			if k != "properties" && k != "required" && k != "type" {
+				in.ExtraFields[k] = v
+			}
+		}
+		tp := sdk.ToolParam{Name: t.Name, InputSchema: in}
+		if t.Description != "" {
+			tp.Description = sdk.String(t.Description)
+		}
+		params.Tools = append(params.Tools, sdk.ToolUnionParam{OfTool: &tp})
+	}
+	if req.Schema != nil {
+		var schema map[string]any
+		if err := json.Unmarshal(req.Schema.JSON, &schema); err != nil {
+			return agent.Response{}, fmt.Errorf("%w: schema: %v", agent.ErrBadRequest, err)
+		}
+		params.OutputConfig = sdk.OutputConfigParam{Format: sdk.JSONOutputFormatParam{Schema: schema}}
+	}
+	if t := req.Temperature; t != nil {
+		params.Temperature = sdk.Float(*t)
+	} else if m.cfg.Temperature != nil {
+		params.Temperature = sdk.Float(*m.cfg.Temperature)
+	}
+	cctx, cancel := context.WithTimeout(ctx, m.cfg.Timeout)
+	defer cancel()
+	start := time.Now()
+	out, err := m.client.Messages.New(cctx, params)
+	if err != nil {
+		return agent.Response{}, m.wrap(ctx, err)
+	}
+	msg := agent.Message{Role: agent.RoleAssistant}
+	var text []string
+	for _, b := range out.Content {
+		switch b.Type {
+		case "text":
+			text = append(text, b.Text)
+		case "tool_use":
+			args := b.Input
+			if len(args) == 0 {
+				args = json.RawMessage("{}")
+			}
+			msg.ToolCalls = append(msg.ToolCalls, agent.ToolCall{ID: b.ID, Name: b.Name, Args: args})
+		}
+	}
+	msg.Content = strings.Join(text, "")
+	return agent.Response{Message: msg, Model: string(out.Model), Latency: time.Since(start), Raw: json.RawMessage(out.RawJSON()),
+		Usage: agent.Usage{Input: out.Usage.InputTokens, Output: out.Usage.OutputTokens}}, nil
+}
+
+func hasToolResult(p sdk.MessageParam) bool {
+	for _, c := range p.Content {
+		if c.OfToolResult != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *Model) wrap(ctx context.Context, err error) error {
+	pe := &agent.ProviderError{Provider: "anthropic"}
+	var apiErr *sdk.Error
+	switch {
+	case errors.As(err, &apiErr):
+		pe.Status = apiErr.StatusCode
+		pe.Err = agent.ErrorForStatus(apiErr.StatusCode)
+		if apiErr.StatusCode == 529 {
+			pe.Err = agent.ErrServer // overloaded
+		}
+		pe.Message = providerMessage(apiErr.RawJSON())
+		if pe.Message == "" {
+			pe.Message = http.StatusText(apiErr.StatusCode)
+		}
+		if apiErr.Response != nil {
+			pe.RetryAfter = agent.RetryAfter(apiErr.Response.Header.Get("Retry-After"))
+		}
+	case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+		pe.Err, pe.Message = agent.ErrTimeout, fmt.Sprintf("no answer within %s", m.cfg.Timeout)
+	case ctx.Err() != nil:
+		return ctx.Err()
+	default:
+		if strings.Contains(err.Error(), "unmarshal") || strings.Contains(err.Error(), "invalid character") {
+			pe.Err = agent.ErrMalformed
+		} else {
+			pe.Err = agent.ErrServer
+		}
+		pe.Message = err.Error()
+	}
+	if len(m.key) >= 6 {
+		pe.Message = strings.ReplaceAll(pe.Message, m.key, "[redacted]")
+	}
+	return pe
+}
+
+// providerMessage reads {"error":{"message":...}} from an error body.
+func providerMessage(raw string) string {
+	var body struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal([]byte(raw), &body) == nil {
+		return body.Error.Message
+	}
+	return ""
+}
+
+var _ agent.Model = (*Model)(nil)
