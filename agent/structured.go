@@ -13,6 +13,8 @@ import (
 	gschema "github.com/google/jsonschema-go/jsonschema"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/cairn-dev/cairn/flow"
 )
 
 // Schema is a compiled JSON Schema for structured output or tool arguments.
@@ -265,7 +267,8 @@ type StructuredResult struct {
 
 // GenerateStructured asks the model for output valid against schema. When
 // a reply does not validate it asks again, telling the model what was wrong,
-// up to attempts times (at least 1). Every attempt's tokens are counted.
+// up to attempts times (at least 1). Every attempt's tokens are counted, and
+// inside a flow node they count against the run's token budget.
 func GenerateStructured(ctx context.Context, m Model, req Request, schema *Schema, attempts int) (StructuredResult, error) {
 	if attempts < 1 {
 		attempts = 1
@@ -278,6 +281,7 @@ func GenerateStructured(ctx context.Context, m Model, req Request, schema *Schem
 		req.Messages = msgs
 		resp, err := m.Generate(ctx, req)
 		res.Usage = res.Usage.Add(resp.Usage)
+		flow.AddTokens(ctx, resp.Usage.Input, resp.Usage.Output)
 		if err != nil {
 			return res, err
 		}

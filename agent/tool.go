@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/state"
 )
 
@@ -99,6 +100,7 @@ func RunTools(ctx context.Context, m Model, req Request, tools []Tool, opts Loop
 		req.Messages = msgs
 		resp, err := m.Generate(ctx, req)
 		res.Usage = res.Usage.Add(resp.Usage)
+		flow.AddTokens(ctx, resp.Usage.Input, resp.Usage.Output) // counts against a running flow's budget
 		if err != nil {
 			return res, err
 		}
