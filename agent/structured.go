@@ -53,31 +53,31 @@ func SchemaFromYAML(name string, doc []byte) (*Schema, error) {
 	if err := yaml.Unmarshal(doc, &v); err != nil {
 		return nil, fmt.Errorf("%w %q: %v", ErrInvalidSchema, name, err)
 	}
-	b, err := json.Marshal(yamlToJSON(v))
+	b, err := json.Marshal(YAMLValue(v))
 	if err != nil {
 		return nil, fmt.Errorf("%w %q: %v", ErrInvalidSchema, name, err)
 	}
 	return SchemaFromJSON(name, b)
 }
 
-// yamlToJSON turns YAML's map[string]any / map[any]any trees into
-// JSON-encodable values.
-func yamlToJSON(v any) any {
+// YAMLValue turns a value decoded from YAML (maps may have non-string
+// keys) into one encoding/json can encode. It changes v in place.
+func YAMLValue(v any) any {
 	switch t := v.(type) {
 	case map[string]any:
 		for k, x := range t {
-			t[k] = yamlToJSON(x)
+			t[k] = YAMLValue(x)
 		}
 		return t
 	case map[any]any:
 		m := make(map[string]any, len(t))
 		for k, x := range t {
-			m[fmt.Sprint(k)] = yamlToJSON(x)
+			m[fmt.Sprint(k)] = YAMLValue(x)
 		}
 		return m
 	case []any:
 		for i, x := range t {
-			t[i] = yamlToJSON(x)
+			t[i] = YAMLValue(x)
 		}
 		return t
 	}

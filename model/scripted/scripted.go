@@ -126,7 +126,7 @@ func Parse(name string, data []byte) (*Model, error) {
 			if err := r.JSON.Decode(&v); err != nil {
 				return nil, fmt.Errorf("%w: %s:%d: json: %v", ErrScript, name, n.Line, err)
 			}
-			b, err := json.Marshal(jsonable(v))
+			b, err := json.Marshal(agent.YAMLValue(v))
 			if err != nil {
 				return nil, fmt.Errorf("%w: %s:%d: json: %v", ErrScript, name, n.Line, err)
 			}
@@ -179,28 +179,6 @@ func parseToolCalls(name string, v *yaml.Node) ([]toolCall, error) {
 }
 
 var allowedKeys = map[string]bool{"text": true, "json": true, "tool_calls": true, "step": true, "delay_ms": true, "error": true}
-
-// jsonable converts YAML maps with non-string keys.
-func jsonable(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, x := range t {
-			t[k] = jsonable(x)
-		}
-		return t
-	case map[any]any:
-		m := make(map[string]any, len(t))
-		for k, x := range t {
-			m[fmt.Sprint(k)] = jsonable(x)
-		}
-		return m
-	case []any:
-		for i, x := range t {
-			t[i] = jsonable(x)
-		}
-	}
-	return v
-}
 
 // Generate implements agent.Model.
 func (m *Model) Generate(ctx context.Context, req agent.Request) (agent.Response, error) {
@@ -266,7 +244,7 @@ func (m *Model) Generate(ctx context.Context, req agent.Request) (agent.Response
 			if v == nil {
 				v = map[string]any{}
 			}
-			args, err := json.Marshal(jsonable(v))
+			args, err := json.Marshal(agent.YAMLValue(v))
 			if err != nil {
 				return agent.Response{}, &agent.ProviderError{Provider: "scripted", Err: agent.ErrMalformed, Message: err.Error()}
 			}
