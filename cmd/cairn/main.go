@@ -26,6 +26,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return 0
 	}
 	fmt.Fprintf(stderr, "cairn: %v\n", err)
+	var ie *interruptedError
+	if errors.As(err, &ie) {
+		return exitInterrupted
+	}
 	var ue *usageError
 	if errors.As(err, &ue) || isCobraUsage(err) {
 		return 2

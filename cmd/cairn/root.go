@@ -60,7 +60,7 @@ func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comman
 	root.PersistentFlags().StringVar(&a.storeURL, "store", def, "store URL: memory: or sqlite:PATH[?durability=strict] (env CAIRN_STORE)")
 	root.PersistentFlags().BoolVar(&a.json, "json", false, "print JSON")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
-	root.AddCommand(a.threadsCmd(), a.stateCmd(), a.historyCmd(), a.forkCmd(), a.pruneCmd(), a.exportCmd(), a.benchCmd())
+	root.AddCommand(a.threadsCmd(), a.stateCmd(), a.historyCmd(), a.runCmd(), a.resumeCmd(), a.forkCmd(), a.pruneCmd(), a.exportCmd(), a.benchCmd())
 	return root
 }
 

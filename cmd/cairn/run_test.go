@@ -1,0 +1,83 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// copyExample copies examples/business-extract into a temporary directory.
+func copyExample(t *testing.T) string {
+	t.Helper()
+	dst := t.TempDir()
+	if err := os.CopyFS(dst, os.DirFS(filepath.Join("..", "..", "examples", "business-extract"))); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func TestRunAgentFile(t *testing.T) {
+	dir := copyExample(t)
+	env := map[string]string{"CAIRN_STORE": "sqlite:" + filepath.Join(dir, "state.db")}
+	code, out, errOut := cli(t, env, "run", filepath.Join(dir, "agents", "business-extract-structured.md"), "--input", filepath.Join(dir, "input", "company.txt"))
+	if code != 0 {
+		t.Fatalf("run: %d %s", code, errOut)
+	}
+	if !strings.Contains(out, "business-report: success after 1 steps") || !strings.Contains(errOut, "✓ summary") {
+		t.Fatalf("output:\n%s\n%s", out, errOut)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "out", "business-summary.json"))
+	if err != nil || !strings.Contains(string(b), `"location": "Berlin, Germany"`) {
+		t.Fatalf("output file: %s %v", b, err)
+	}
+	// --json streams events as JSON lines, then the result.
+	code, out, errOut = cli(t, env, "run", filepath.Join(dir, "agents", "business-extract.md"), "--input-text", "Acme Anvils GmbH, Berlin", "--thread", "inline", "--json")
+	if code != 0 || !strings.Contains(out, `"kind":"step_end"`) || !strings.Contains(out, `"stop_reason": "success"`) {
+		t.Fatalf("json run: %d %s %s", code, out, errOut)
+	}
+}
+
+func TestRunFailsThenResumes(t *testing.T) {
+	dir := copyExample(t)
+	replies := filepath.Join(dir, "replies", "business-extract.yaml")
+	good, _ := os.ReadFile(replies)
+	bad := strings.Replace(string(good), "  - step: location\n", "  - step: location\n    error: {status: 500, message: upstream down}\n  - step: location_unused\n", 1)
+	if err := os.WriteFile(replies, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"CAIRN_STORE": "sqlite:" + filepath.Join(dir, "state.db")}
+	code, _, errOut := cli(t, env, "run", filepath.Join(dir, "agents", "business-extract.md"), "--input", filepath.Join(dir, "input", "company.txt"), "--thread", "acme")
+	if code != 1 || !strings.Contains(errOut, "upstream down") || !strings.Contains(errOut, "cairn resume acme") {
+		t.Fatalf("failing run: %d %s", code, errOut)
+	}
+	// Fix the cause, resume: the completed step does not run again.
+	if err := os.WriteFile(replies, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := cli(t, env, "resume", "acme")
+	if code != 0 || !strings.Contains(out, "business-extract: success") || strings.Contains(errOut, "company_name") {
+		t.Fatalf("resume: %d %s %s", code, out, errOut)
+	}
+	code, out, _ = cli(t, env, "history", "acme", "--tree")
+	if code != 0 || strings.Count(out, "SUCCESS company_name") != 1 || !strings.Contains(out, "FAILED location") {
+		t.Fatalf("history:\n%s", out)
+	}
+	// Usage errors.
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"run", filepath.Join(dir, "nope.md")}, 2, "nope.md"},
+		{[]string{"run", filepath.Join(dir, "agents", "business-extract.md"), "--input", "a", "--input-text", "b"}, 2, "not both"},
+		{[]string{"run", filepath.Join(dir, "agents", "business-extract.md"), "--model", "gpt"}, 2, "--model"},
+		{[]string{"run", filepath.Join(dir, "agents", "business-extract.md"), "--thread", "bad id"}, 2, "--thread"},
+		{[]string{"resume", "ghost"}, 1, `"ghost"`},
+	} {
+		code, _, errOut := cli(t, env, tc.args...)
+		if code != tc.code || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: %d %s", tc.args, code, errOut)
+		}
+	}
+}

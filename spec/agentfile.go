@@ -1,0 +1,345 @@
+package spec
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// ErrSpec: an agent file or pipeline file is malformed. Errors say which
+// file and line.
+var ErrSpec = errors.New("spec: invalid file")
+
+// SpecError names the file and line of a problem.
+type SpecError struct {
+	File string
+	Line int // 0 when the whole file is concerned
+	Msg  string
+}
+
+func (e *SpecError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.File, e.Msg)
+}
+
+// Unwrap returns ErrSpec.
+func (e *SpecError) Unwrap() error { return ErrSpec }
+
+// ModelSpec configures the model of an agent file.
+type ModelSpec struct {
+	Provider    string   `yaml:"provider"` // openai-compatible, anthropic, scripted
+	BaseURL     string   `yaml:"base_url"`
+	APIKeyEnv   string   `yaml:"api_key_env"`
+	ModelName   string   `yaml:"model_name"`
+	Temperature *float64 `yaml:"temperature"`
+	MaxTokens   int      `yaml:"max_tokens"`
+	Script      string   `yaml:"script"` // scripted: the replies file
+}
+
+// ChainStep is one step of an agent's chain.
+type ChainStep struct {
+	ID            string `yaml:"id"`
+	Kind          string `yaml:"kind"` // text or structured
+	PromptSection string `yaml:"prompt_section"`
+	OutputSchema  string `yaml:"output_schema"`
+	line          int
+}
+
+// OutputSpec says where the final output goes.
+type OutputSpec struct {
+	Format string `yaml:"format"` // json or markdown
+	File   string `yaml:"file"`
+}
+
+// HandoffSpec passes the final output to the next agent.
+type HandoffSpec struct {
+	Enabled   bool   `yaml:"enabled"`
+	AgentID   string `yaml:"agent_id"`   // the next agent file, relative to this one
+	InputMode string `yaml:"input_mode"` // final_output (default)
+}
+
+// AgentFile is a parsed agent file (Quick Agent's format).
+type AgentFile struct {
+	Path        string                `yaml:"-"`
+	Name        string                `yaml:"name"`
+	Description string                `yaml:"description"`
+	Model       ModelSpec             `yaml:"model"`
+	Tools       []string              `yaml:"tools"`
+	Schemas     map[string]*yaml.Node `yaml:"-"` // name → file path or inline schema
+	Chain       []ChainStep           `yaml:"chain"`
+	Output      OutputSpec            `yaml:"output"`
+	Handoff     HandoffSpec           `yaml:"handoff"`
+	SafeDir     string                `yaml:"safe_dir"`
+
+	// From the body.
+	Instructions string
+	System       string
+	Sections     map[string]string // "step:<id>" → text
+}
+
+// LoadAgentFile reads and checks an agent file.
+func LoadAgentFile(path string) (*AgentFile, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &SpecError{File: path, Msg: err.Error()}
+	}
+	return ParseAgentFile(path, b)
+}
+
+var sectionRE = regexp.MustCompile(`^##\s+(Instructions|System prompt|step:\s*([A-Za-z0-9_.-]+))\s*$`)
+
+// ParseAgentFile parses Markdown with YAML front matter. The body splits
+// only at "## Instructions", "## System prompt" and "## step:<id>"; other
+// headings stay in the section they are in.
+func ParseAgentFile(path string, data []byte) (*AgentFile, error) {
+	text := strings.ReplaceAll(string(data), "\r\n", "\n")
+	if !strings.HasPrefix(text, "---\n") {
+		return nil, &SpecError{File: path, Line: 1, Msg: "an agent file starts with YAML front matter between --- lines"}
+	}
+	end := strings.Index(text[4:], "\n---")
+	if end < 0 {
+		return nil, &SpecError{File: path, Line: 1, Msg: "front matter is not closed by a --- line"}
+	}
+	front := text[4 : 4+end+1]
+	rest := text[4+end+4:]
+	if i := strings.IndexByte(rest, '\n'); i >= 0 {
+		rest = rest[i+1:]
+	} else {
+		rest = ""
+	}
+	bodyLine := strings.Count(text[:len(text)-len(rest)], "\n") + 1
+
+	var a AgentFile
+	var root yaml.Node
+	if err := yaml.Unmarshal([]byte(front), &root); err != nil {
+		return nil, yamlError(path, err, 1)
+	}
+	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
+		return nil, &SpecError{File: path, Line: 2, Msg: "front matter must be a YAML mapping"}
+	}
+	// schemas: holds free-form YAML (paths or inline schemas): take it from
+	// the node tree; decode the rest strictly.
+	m := root.Content[0]
+	rest2 := &yaml.Node{Kind: yaml.MappingNode}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		if k.Value == "schemas" {
+			if v.Kind != yaml.MappingNode {
+				return nil, &SpecError{File: path, Line: v.Line + 1, Msg: "schemas: must map names to schema files or inline schemas"}
+			}
+			a.Schemas = map[string]*yaml.Node{}
+			for j := 0; j+1 < len(v.Content); j += 2 {
+				a.Schemas[v.Content[j].Value] = v.Content[j+1]
+			}
+			continue
+		}
+		rest2.Content = append(rest2.Content, k, v)
+	}
+	strict, err := yaml.Marshal(rest2)
+	if err != nil {
+		return nil, &SpecError{File: path, Msg: err.Error()}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(strict))
+	dec.KnownFields(true)
+	if err := dec.Decode(&a); err != nil && err.Error() != "EOF" {
+		return nil, yamlErrorAt(path, err, rest2)
+	}
+	a.Path = path
+	// Line numbers of chain steps, for later errors.
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == "chain" && m.Content[i+1].Kind == yaml.SequenceNode {
+			for j, item := range m.Content[i+1].Content {
+				if j < len(a.Chain) {
+					a.Chain[j].line = item.Line + 1
+				}
+			}
+		}
+	}
+
+	// Sections.
+	a.Sections = map[string]string{}
+	var cur string
+	var buf []string
+	flush := func() {
+		body := strings.TrimSpace(strings.Join(buf, "\n"))
+		switch {
+		case cur == "Instructions":
+			a.Instructions = body
+		case cur == "System prompt":
+			a.System = body
+		case cur != "":
+			a.Sections[cur] = body
+		}
+		buf = buf[:0]
+	}
+	for _, line := range strings.Split(rest, "\n") {
+		if m := sectionRE.FindStringSubmatch(strings.TrimRight(line, " \t")); m != nil {
+			flush()
+			if m[2] != "" {
+				cur = "step:" + m[2]
+			} else {
+				cur = m[1]
+			}
+			continue
+		}
+		buf = append(buf, line)
+	}
+	flush()
+	if err := a.check(bodyLine); err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
+var (
+	lineRE    = regexp.MustCompile(`line (\d+): (.*)`)
+	unknownRE = regexp.MustCompile(`field (\S+) not found in type \S+`)
+)
+
+// yamlError turns a YAML error into a SpecError at the file's line (the
+// front matter starts offset lines into the file).
+func yamlError(path string, err error, offset int) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	msg = strings.TrimPrefix(msg, "unmarshal errors:\n")
+	line := 0
+	if m := lineRE.FindStringSubmatch(msg); m != nil {
+		fmt.Sscan(m[1], &line)
+		line += offset
+		msg = m[2]
+	}
+	return &SpecError{File: path, Line: line, Msg: strings.TrimSpace(msg)}
+}
+
+// yamlErrorAt reports a strict-decoding error of the re-marshalled front
+// matter at the line of the original key.
+func yamlErrorAt(path string, err error, n *yaml.Node) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n")
+	if m := unknownRE.FindStringSubmatch(msg); m != nil {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == m[1] {
+				return &SpecError{File: path, Line: n.Content[i].Line + 1, Msg: fmt.Sprintf("unknown front-matter key %q", m[1])}
+			}
+		}
+		return &SpecError{File: path, Msg: fmt.Sprintf("unknown front-matter key %q", m[1])}
+	}
+	if m := lineRE.FindStringSubmatch(msg); m != nil {
+		msg = m[2]
+	}
+	return &SpecError{File: path, Msg: strings.TrimSpace(msg)}
+}
+
+func (a *AgentFile) check(bodyLine int) error {
+	if a.Name == "" {
+		return &SpecError{File: a.Path, Line: 2, Msg: "name: is required"}
+	}
+	switch a.Model.Provider {
+	case "", "scripted", "openai-compatible", "anthropic":
+	default:
+		return &SpecError{File: a.Path, Msg: fmt.Sprintf("model.provider %q: want openai-compatible, anthropic or scripted", a.Model.Provider)}
+	}
+	switch a.Output.Format {
+	case "", "json", "markdown":
+	default:
+		return &SpecError{File: a.Path, Msg: fmt.Sprintf("output.format %q: want json or markdown", a.Output.Format)}
+	}
+	seen := map[string]bool{}
+	for _, st := range a.Chain {
+		switch {
+		case st.ID == "":
+			return &SpecError{File: a.Path, Line: st.line, Msg: "a chain step needs an id"}
+		case seen[st.ID]:
+			return &SpecError{File: a.Path, Line: st.line, Msg: fmt.Sprintf("chain step %q appears twice", st.ID)}
+		case st.Kind != "text" && st.Kind != "structured":
+			return &SpecError{File: a.Path, Line: st.line, Msg: fmt.Sprintf("step %q: unknown kind %q (text or structured)", st.ID, st.Kind)}
+		case st.Kind == "structured" && st.OutputSchema == "":
+			return &SpecError{File: a.Path, Line: st.line, Msg: fmt.Sprintf("structured step %q needs output_schema", st.ID)}
+		}
+		if st.OutputSchema != "" {
+			if _, ok := a.Schemas[st.OutputSchema]; !ok {
+				return &SpecError{File: a.Path, Line: st.line, Msg: fmt.Sprintf("step %q: unknown schema %q (declare it under schemas:)", st.ID, st.OutputSchema)}
+			}
+		}
+		if _, ok := a.Sections[st.section()]; !ok {
+			return &SpecError{File: a.Path, Line: st.line, Msg: fmt.Sprintf("step %q: no \"## %s\" section in the body", st.ID, st.section())}
+		}
+		seen[st.ID] = true
+	}
+	if len(a.Chain) == 0 && a.Instructions == "" {
+		return &SpecError{File: a.Path, Line: bodyLine, Msg: "an agent without a chain needs a \"## Instructions\" section"}
+	}
+	if a.Handoff.Enabled && a.Handoff.AgentID == "" {
+		return &SpecError{File: a.Path, Msg: "handoff.enabled needs handoff.agent_id"}
+	}
+	return nil
+}
+
+// section is the body section holding the step's prompt.
+func (s ChainStep) section() string {
+	if s.PromptSection != "" {
+		return strings.Replace(s.PromptSection, "step: ", "step:", 1)
+	}
+	return "step:" + s.ID
+}
+
+// Dir is the directory paths in the file are relative to.
+func (a *AgentFile) Dir() string { return filepath.Dir(a.Path) }
+
+// safeRoot is the directory every path must stay in.
+func (a *AgentFile) safeRoot() (string, error) {
+	root := a.Dir()
+	if a.SafeDir != "" {
+		root = a.SafeDir
+		if !filepath.IsAbs(root) {
+			root = filepath.Join(a.Dir(), root)
+		}
+	}
+	return filepath.Abs(root)
+}
+
+// ErrUnsafePath: a path leaves the agent's safe directory.
+var ErrUnsafePath = errors.New("spec: path outside the safe directory")
+
+// resolve makes p (relative to the agent file) absolute and checks that it
+// stays inside the safe directory, following symbolic links.
+func (a *AgentFile) resolve(p string) (string, error) {
+	root, err := a.safeRoot()
+	if err != nil {
+		return "", err
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(a.Dir(), p)
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		realRoot = root
+	}
+	check := abs
+	// Resolve links of the longest existing prefix.
+	for dir := abs; ; dir = filepath.Dir(dir) {
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			rel, _ := filepath.Rel(dir, abs)
+			check = filepath.Join(r, rel)
+			break
+		}
+		if filepath.Dir(dir) == dir {
+			break
+		}
+	}
+	rel, err := filepath.Rel(realRoot, check)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("%w: %s is outside %s", ErrUnsafePath, p, root)
+	}
+	return abs, nil
+}

@@ -1,0 +1,206 @@
+package spec_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cairn-dev/cairn/spec"
+	"github.com/cairn-dev/cairn/state"
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/memory"
+)
+
+const good = `---
+name: demo
+model: {provider: scripted, script: replies.yaml}
+chain:
+  - id: one
+    kind: text
+  - id: two
+    kind: structured
+    output_schema: Out
+schemas:
+  Out: {type: object, required: [x], properties: {x: {type: integer}}}
+---
+
+## System prompt
+Be brief.
+
+## step:one
+First.
+### a sub-heading stays in step one
+
+## step:two
+Second.
+`
+
+func TestParseAgentFile(t *testing.T) {
+	a, err := spec.ParseAgentFile("demo.md", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Name != "demo" || a.System != "Be brief." || !strings.Contains(a.Sections["step:one"], "sub-heading stays") || a.Sections["step:two"] != "Second." {
+		t.Fatalf("parsed %+v", a)
+	}
+}
+
+func TestAgentFileErrors(t *testing.T) {
+	tests := []struct {
+		name, src, want string
+	}{
+		{"no front matter", "# hi\n", "demo.md:1: an agent file starts with YAML front matter"},
+		{"unclosed", "---\nname: x\n", "not closed"},
+		{"bad yaml", "---\nname: [x\n---\n## Instructions\nx\n", "demo.md:"},
+		{"unknown key", "---\nname: x\ncolour: red\n---\n## Instructions\nx\n", `demo.md:3: unknown front-matter key "colour"`},
+		{"no name", "---\ndescription: x\n---\n## Instructions\nx\n", "name: is required"},
+		{"unknown kind", "---\nname: x\nchain:\n  - id: a\n    kind: poem\n---\n## step:a\nx\n", `demo.md:4: step "a": unknown kind "poem"`},
+		{"structured without schema", "---\nname: x\nchain:\n  - id: a\n    kind: structured\n---\n## step:a\nx\n", `demo.md:4: structured step "a" needs output_schema`},
+		{"unknown schema", "---\nname: x\nchain:\n  - id: a\n    kind: structured\n    output_schema: Nope\n---\n## step:a\nx\n", `unknown schema "Nope"`},
+		{"missing section", "---\nname: x\nchain:\n  - id: a\n    kind: text\n---\n## step:b\nx\n", `demo.md:4: step "a": no "## step:a" section`},
+		{"empty chain without instructions", "---\nname: x\n---\n## System prompt\nx\n", `needs a "## Instructions" section`},
+		{"bad provider", "---\nname: x\nmodel: {provider: magic}\n---\n## Instructions\nx\n", "model.provider"},
+	}
+	for _, tc := range tests {
+		_, err := spec.ParseAgentFile("demo.md", []byte(tc.src))
+		var se *spec.SpecError
+		if !errors.Is(err, spec.ErrSpec) || !errors.As(err, &se) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v (want %q)", tc.name, err, tc.want)
+		}
+	}
+}
+
+func example(t *testing.T) string {
+	t.Helper()
+	src := filepath.Join("..", "examples", "business-extract")
+	dst := t.TempDir()
+	for _, d := range []string{"agents", "schemas", "input", "replies"} {
+		if err := os.CopyFS(filepath.Join(dst, d), os.DirFS(filepath.Join(src, d))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+func TestBusinessExtractText(t *testing.T) {
+	dir := example(t)
+	a, err := spec.LoadAgentFile(filepath.Join(dir, "agents", "business-extract.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := spec.ReadInput(filepath.Join(dir, "input", "company.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := memory.Open(store.Options{})
+	res, err := spec.RunAgent(context.Background(), a, spec.RunConfig{Store: s, Thread: "biz", Input: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps map[string]string
+	if err := res.Result.State.Get("steps", &steps); err != nil {
+		t.Fatal(err)
+	}
+	if steps["company_name"] != "Acme Anvils GmbH" || steps["location"] != "Berlin, Germany" || res.Structured {
+		t.Fatalf("steps %v", steps)
+	}
+	out, err := os.ReadFile(filepath.Join(dir, "out", "business-summary.md"))
+	if err != nil || !strings.HasPrefix(string(out), "Acme Anvils GmbH is a Berlin family firm") {
+		t.Fatalf("output file %q %v", out, err)
+	}
+	// Every step committed; the prompt carried input, state and task.
+	n := 0
+	for cp, err := range s.History(context.Background(), store.HistoryRequest{Thread: "biz"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		_ = cp
+	}
+	if n != 4 {
+		t.Fatalf("%d checkpoints", n)
+	}
+	prompt := spec.UserPrompt(in, struct {
+		AgentID     string                     `json:"agent_id"`
+		Steps       map[string]json.RawMessage `json:"steps"`
+		FinalOutput json.RawMessage            `json:"final_output"`
+	}{}, "Do it.")
+	_ = prompt
+}
+
+func TestBusinessExtractStructuredWithHandoff(t *testing.T) {
+	dir := example(t)
+	a, err := spec.LoadAgentFile(filepath.Join(dir, "agents", "business-extract-structured.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, _ := spec.ReadInput(filepath.Join(dir, "input", "company.txt"))
+	s := memory.Open(store.Options{})
+	res, err := spec.RunAgent(context.Background(), a, spec.RunConfig{Store: s, Thread: "biz2", Input: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Structured || !strings.Contains(string(res.FinalOutput), `"company_name":"Acme Anvils GmbH"`) {
+		t.Fatalf("final output %s", res.FinalOutput)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "out", "business-summary.json"))
+	if err != nil || !strings.Contains(string(b), "\n  \"company_name\": \"Acme Anvils GmbH\"") {
+		t.Fatalf("json output %s %v", b, err)
+	}
+	if res.Next == nil || res.Next.Agent != "business-report" || res.Next.Namespace != "handoff:business-report" {
+		t.Fatalf("handoff %+v", res.Next)
+	}
+	report, err := os.ReadFile(filepath.Join(dir, "out", "business-report.md"))
+	if err != nil || !strings.HasPrefix(string(report), "# Acme Anvils GmbH") {
+		t.Fatalf("report %q %v", report, err)
+	}
+	// The handoff agent got the structured output as JSON input, in the
+	// same thread.
+	cp, err := s.Load(context.Background(), store.LoadRequest{Thread: "biz2", Namespace: "handoff:business-report"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hin spec.Input
+	if err := cp.State.Get("input", &hin); err != nil || hin.Kind != "json" || hin.Source != "handoff:business-extract-structured" || !strings.Contains(string(hin.Content), "BusinessSummary") && !strings.Contains(string(hin.Content), "company_name") {
+		t.Fatalf("handoff input %+v %v", hin, err)
+	}
+	if got, _ := cp.State.Raw("agent_id"); string(got) != `"business-report"` {
+		t.Fatalf("agent_id %s", got)
+	}
+	_ = state.StopSuccess
+}
+
+func TestSafeDir(t *testing.T) {
+	dir := t.TempDir()
+	agentsDir := filepath.Join(dir, "agents")
+	if err := os.MkdirAll(agentsDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(agentsDir, "r.yaml"), []byte("replies:\n  - text: hi\n"), 0o644)
+	src := "---\nname: escape\nmodel: {provider: scripted, script: r.yaml}\noutput: {file: ../../outside.txt}\n---\n## Instructions\nsay hi\n"
+	p := filepath.Join(agentsDir, "escape.md")
+	os.WriteFile(p, []byte(src), 0o644)
+	a, err := spec.LoadAgentFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = spec.RunAgent(context.Background(), a, spec.RunConfig{Store: memory.Open(store.Options{}), Thread: "e", Input: spec.TextInput("inline", "x")})
+	if !errors.Is(err, spec.ErrSpec) || !strings.Contains(err.Error(), "outside") {
+		t.Fatalf("escape: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "..", "outside.txt")); err == nil {
+		t.Fatal("file written outside the safe dir")
+	}
+	// An empty chain runs one shot with the instructions.
+	src = "---\nname: oneshot\nmodel: {provider: scripted, script: r.yaml}\n---\n## Instructions\nsay hi\n"
+	os.WriteFile(p, []byte(src), 0o644)
+	a, _ = spec.LoadAgentFile(p)
+	res, err := spec.RunAgent(context.Background(), a, spec.RunConfig{Store: memory.Open(store.Options{}), Thread: "o", Input: spec.TextInput("inline", "x")})
+	if err != nil || string(res.FinalOutput) != `"hi"` {
+		t.Fatalf("one shot: %s %v", res.FinalOutput, err)
+	}
+}
