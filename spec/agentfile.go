@@ -150,7 +150,7 @@ func ParseAgentFile(path string, data []byte) (*AgentFile, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(strict))
 	dec.KnownFields(true)
 	if err := dec.Decode(&a); err != nil && err.Error() != "EOF" {
-		return nil, yamlErrorAt(path, err, rest2)
+		return nil, yamlErrorAt(path, err, rest2, 1)
 	}
 	a.Path = path
 	// Line numbers of chain steps, for later errors.
@@ -218,14 +218,14 @@ func yamlError(path string, err error, offset int) error {
 	return &SpecError{File: path, Line: line, Msg: strings.TrimSpace(msg)}
 }
 
-// yamlErrorAt reports a strict-decoding error of the re-marshalled front
-// matter at the line of the original key.
-func yamlErrorAt(path string, err error, n *yaml.Node) error {
+// yamlErrorAt reports a strict-decoding error at the line of the original
+// key in n (whose lines are offset lines into the file).
+func yamlErrorAt(path string, err error, n *yaml.Node, offset int) error {
 	msg := strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n")
 	if m := unknownRE.FindStringSubmatch(msg); m != nil {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			if n.Content[i].Value == m[1] {
-				return &SpecError{File: path, Line: n.Content[i].Line + 1, Msg: fmt.Sprintf("unknown front-matter key %q", m[1])}
+				return &SpecError{File: path, Line: n.Content[i].Line + offset, Msg: fmt.Sprintf("unknown front-matter key %q", m[1])}
 			}
 		}
 		return &SpecError{File: path, Msg: fmt.Sprintf("unknown front-matter key %q", m[1])}

@@ -94,7 +94,7 @@ func (a *app) runCmd() *cobra.Command {
 	var inputPath, inputText, thread, modelSpec, durability string
 	cmd := &cobra.Command{
 		Use:   "run FILE",
-		Short: "Run an agent file (Markdown with YAML front matter), committing every step",
+		Short: "Run an agent file (.md: Markdown with YAML front matter) or a gate pipeline (.yaml), committing every step",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if inputPath != "" && inputText != "" {
@@ -103,6 +103,9 @@ func (a *app) runCmd() *cobra.Command {
 			d, err := flow.ParseDurability(durability)
 			if err != nil {
 				return &usageError{fmt.Errorf("--durability: %w", err)}
+			}
+			if ext := strings.ToLower(filepath.Ext(args[0])); ext == ".yaml" || ext == ".yml" {
+				return a.runPipeline(cmd, args[0], thread, modelSpec)
 			}
 			af, err := spec.LoadAgentFile(args[0])
 			if err != nil {
@@ -174,6 +177,9 @@ func (a *app) resumeCmd() *cobra.Command {
 			if file == "" {
 				return fmt.Errorf("thread %q was not started by cairn run; resume it from the program that runs it", args[0])
 			}
+			if th.Metadata["kind"] == "pipeline" {
+				return a.runPipeline(cmd, file, args[0], "")
+			}
 			af, err := spec.LoadAgentFile(file)
 			if err != nil {
 				return err
@@ -228,5 +234,51 @@ func (a *app) report(res *spec.AgentResult, err error) error {
 			return &interruptedError{thread: r.Thread}
 		}
 	}
+	return nil
+}
+
+// runPipeline runs or resumes a gate pipeline on a thread.
+func (a *app) runPipeline(cmd *cobra.Command, path, thread, modelSpec string) error {
+	p, err := spec.LoadPipeline(path)
+	if err != nil {
+		return &usageError{err}
+	}
+	var model agent.Model
+	if modelSpec != "" {
+		if model, err = parseModel(modelSpec); err != nil {
+			return err
+		}
+	}
+	if thread == "" {
+		thread = spec.ThreadID(p.Name)
+	}
+	if err := store.ValidateThreadID(thread); err != nil {
+		return &usageError{fmt.Errorf("--thread: %w", err)}
+	}
+	s, err := a.open()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	abs, _ := filepath.Abs(path)
+	if _, err := s.Thread(cmd.Context(), thread); errors.Is(err, store.ErrNotFound) {
+		if _, err := s.CreateThread(cmd.Context(), store.Thread{ID: thread, Metadata: map[string]any{"kind": "pipeline", "file": abs}}); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return err
+	}
+	if !a.json {
+		fmt.Fprintf(a.stderr, "running pipeline %s on thread %q; state files in %s\n", p.Name, thread, filepath.Dir(p.PipelineFilePath()))
+	}
+	res, err := spec.RunPipeline(cmd.Context(), p, spec.PipelineConfig{Store: s, Thread: thread, Model: model, Observer: a.progress(),
+		Warn: func(w string) { fmt.Fprintln(a.stderr, "  ! "+w) }})
+	if err != nil {
+		return fmt.Errorf("%w (thread %q: fix the cause and run cairn resume %s)", err, thread, thread)
+	}
+	if a.json {
+		return a.printJSON(map[string]any{"thread": thread, "pipeline": res.Pipeline, "pipeline_file": p.PipelineFilePath()})
+	}
+	fmt.Fprintf(a.stdout, "pipeline %s: %s, gates %v completed; %s\n", p.Name, res.Pipeline.Status, res.Pipeline.CompletedGates, p.PipelineFilePath())
 	return nil
 }

@@ -81,3 +81,28 @@ func TestRunFailsThenResumes(t *testing.T) {
 		}
 	}
 }
+
+func TestRunPipeline(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "..", "examples", "test-pipeline"))); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(filepath.Join(dir, ".state"))
+	replies := filepath.Join(dir, "replies", "pom-agent.yaml")
+	good, _ := os.ReadFile(replies)
+	os.WriteFile(replies, []byte("replies:\n  - step: output\n    error: {status: 500, message: compiler crashed}\n"), 0o644)
+	env := map[string]string{"CAIRN_STORE": "sqlite:" + filepath.Join(dir, "state.db")}
+	code, _, errOut := cli(t, env, "run", filepath.Join(dir, "pipeline.yaml"), "--thread", "reg")
+	if code != 1 || !strings.Contains(errOut, "compiler crashed") || !strings.Contains(errOut, "cairn resume reg") {
+		t.Fatalf("crashing gate 3: %d %s", code, errOut)
+	}
+	os.WriteFile(replies, good, 0o644)
+	code, out, errOut := cli(t, env, "resume", "reg")
+	if code != 0 || !strings.Contains(out, "SUCCESS, gates [1 2 3 4] completed") || strings.Contains(errOut, "gate1") {
+		t.Fatalf("resume: %d %s %s", code, out, errOut)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, ".state", "demoqa_com-student_registration-gate4-output.json"))
+	if err != nil || !strings.Contains(string(b), `"passRate": 100`) {
+		t.Fatalf("gate 4 file: %s %v", b, err)
+	}
+}
