@@ -579,3 +579,39 @@ func (r *redactor) walk(v any) any {
 	}
 	return v
 }
+
+// ExportGateFiles writes a pipeline thread's gate and pipeline files into
+// dir from the store alone (the .state layout), and returns their paths.
+func ExportGateFiles(ctx context.Context, s store.Store, thread, dir string) ([]string, error) {
+	cp, err := s.Load(ctx, store.LoadRequest{Thread: thread})
+	if err != nil {
+		return nil, err
+	}
+	if !cp.State.Has("pipeline") {
+		return nil, fmt.Errorf("%w: thread %q is not a gate pipeline", ErrSpec, thread)
+	}
+	var pf PipelineFile
+	if err := cp.State.Get("pipeline", &pf); err != nil {
+		return nil, err
+	}
+	gates := map[string]GateFile{}
+	if cp.State.Has("gates") {
+		if err := cp.State.Get("gates", &gates); err != nil {
+			return nil, err
+		}
+	}
+	p := &Pipeline{Metadata: pf.Metadata, StateDir: dir, Path: filepath.Join(dir, "pipeline.yaml")}
+	p.redactor, _ = newRedactor(SecretsSpec{})
+	var paths []string
+	for _, g := range gates {
+		if err := p.writeGateFile(g); err != nil {
+			return paths, err
+		}
+		paths = append(paths, p.GateFilePath(g.Gate))
+	}
+	if err := p.writePipelineFile(pf); err != nil {
+		return paths, err
+	}
+	slices.Sort(paths)
+	return append(paths, p.PipelineFilePath()), nil
+}

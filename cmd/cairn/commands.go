@@ -15,6 +15,7 @@ import (
 
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/internal/bench"
+	"github.com/cairn-dev/cairn/spec"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/sqlite"
@@ -360,12 +361,12 @@ func (a *app) forkCmd() *cobra.Command {
 func (a *app) exportCmd() *cobra.Command {
 	var format, dir string
 	cmd := &cobra.Command{
-		Use:   "export THREAD --format trace --dir DIR",
-		Short: "Write a thread's history as files: trace (manifest.json, events.jsonl, steps.jsonl)",
+		Use:   "export THREAD --format trace|session-log|gate-files --dir DIR",
+		Short: "Write a thread as files: trace (manifest.json, events.jsonl, steps.jsonl), session-log, or gate-files (.state layout)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "trace" {
-				return usagef("--format %q: supported formats: trace", format)
+			if format != "trace" && format != "session-log" && format != "gate-files" {
+				return usagef("--format %q: supported formats: trace, session-log, gate-files", format)
 			}
 			if dir == "" {
 				return usagef("--dir is required")
@@ -378,6 +379,24 @@ func (a *app) exportCmd() *cobra.Command {
 			if _, err := s.Thread(cmd.Context(), args[0]); err != nil {
 				return argError(err)
 			}
+			switch format {
+			case "session-log":
+				path, err := trace.ExportSessionLog(cmd.Context(), s, args[0], dir, time.Now())
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stdout, "wrote %s\n", path)
+				return nil
+			case "gate-files":
+				paths, err := spec.ExportGateFiles(cmd.Context(), s, args[0], dir)
+				if err != nil {
+					return err
+				}
+				for _, p := range paths {
+					fmt.Fprintf(a.stdout, "wrote %s\n", p)
+				}
+				return nil
+			}
 			m, err := trace.Export(cmd.Context(), s, args[0], dir)
 			if err != nil {
 				return err
@@ -389,7 +408,7 @@ func (a *app) exportCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "trace", "trace")
+	cmd.Flags().StringVar(&format, "format", "trace", "trace, session-log or gate-files")
 	cmd.Flags().StringVar(&dir, "dir", "", "directory to write into (required)")
 	return cmd
 }

@@ -106,6 +106,7 @@ func TestErrors(t *testing.T) {
 		{"bench into used store", []string{"bench", "w1", "--steps", "5", "--store", url}, 1, "already exists"},
 		{"meta filter", []string{"threads", "--meta", "novalue"}, 2, "key=value"},
 		{"export format", []string{"export", "0", "--format", "pdf", "--dir", "x"}, 2, "supported formats"},
+		{"export gate files of a non-pipeline", []string{"export", "0", "--format", "gate-files", "--dir", t.TempDir()}, 1, "not a gate pipeline"},
 		{"export no dir", []string{"export", "0"}, 2, "--dir is required"},
 		{"export missing thread", []string{"export", "ghost", "--dir", t.TempDir()}, 1, `"ghost"`},
 	}

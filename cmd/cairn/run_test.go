@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
+	"reflect"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -104,5 +106,22 @@ func TestRunPipeline(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dir, ".state", "demoqa_com-student_registration-gate4-output.json"))
 	if err != nil || !strings.Contains(string(b), `"passRate": 100`) {
 		t.Fatalf("gate 4 file: %s %v", b, err)
+	}
+	// The same files, rebuilt from the store alone.
+	exp := filepath.Join(dir, "exported")
+	code, out, errOut = cli(t, env, "export", "reg", "--format", "gate-files", "--dir", exp)
+	if code != 0 || strings.Count(out, "wrote") != 5 {
+		t.Fatalf("gate-files export: %d %s %s", code, out, errOut)
+	}
+	again, err := os.ReadFile(filepath.Join(exp, "demoqa_com-student_registration-gate4-output.json"))
+	var x, y any
+	_ = json.Unmarshal(again, &x)
+	_ = json.Unmarshal(b, &y)
+	if err != nil || !reflect.DeepEqual(x, y) {
+		t.Fatalf("exported gate 4 differs:\n%s\n%s", again, b)
+	}
+	code, out, _ = cli(t, env, "export", "reg", "--format", "session-log", "--dir", filepath.Join(dir, "logs"))
+	if code != 0 || !strings.Contains(out, "session_reg_") {
+		t.Fatalf("session-log export: %d %s", code, out)
 	}
 }
