@@ -278,6 +278,14 @@ func (a *AgentFile) check(bodyLine int) error {
 	if a.Handoff.Enabled && a.Handoff.AgentID == "" {
 		return &SpecError{File: a.Path, Msg: "handoff.enabled needs handoff.agent_id"}
 	}
+	if m := a.Handoff.InputMode; m != "" && m != "final_output" {
+		return &SpecError{File: a.Path, Msg: fmt.Sprintf("handoff.input_mode %q: only final_output is supported", m)}
+	}
+	for _, t := range a.Tools {
+		if builtinTools[t] == nil {
+			return &SpecError{File: a.Path, Msg: fmt.Sprintf("unknown tool %q (built-in tools: %v)", t, BuiltinTools())}
+		}
+	}
 	return nil
 }
 

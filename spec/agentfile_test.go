@@ -64,6 +64,8 @@ func TestAgentFileErrors(t *testing.T) {
 		{"missing section", "---\nname: x\nchain:\n  - id: a\n    kind: text\n---\n## step:b\nx\n", `demo.md:4: step "a": no "## step:a" section`},
 		{"empty chain without instructions", "---\nname: x\n---\n## System prompt\nx\n", `needs a "## Instructions" section`},
 		{"bad provider", "---\nname: x\nmodel: {provider: magic}\n---\n## Instructions\nx\n", "model.provider"},
+		{"unknown tool", "---\nname: x\ntools: [shell]\n---\n## Instructions\nx\n", `unknown tool "shell"`},
+		{"bad handoff mode", "---\nname: x\nhandoff: {enabled: true, agent_id: y.md, input_mode: all}\n---\n## Instructions\nx\n", "input_mode"},
 	}
 	for _, tc := range tests {
 		_, err := spec.ParseAgentFile("demo.md", []byte(tc.src))
@@ -202,5 +204,30 @@ func TestSafeDir(t *testing.T) {
 	res, err := spec.RunAgent(context.Background(), a, spec.RunConfig{Store: memory.Open(store.Options{}), Thread: "o", Input: spec.TextInput("inline", "x")})
 	if err != nil || string(res.FinalOutput) != `"hi"` {
 		t.Fatalf("one shot: %s %v", res.FinalOutput, err)
+	}
+}
+
+func TestAgentFileTools(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("remember the milk"), 0o644)
+	os.WriteFile(filepath.Join(dir, "r.yaml"), []byte(`replies:
+  - tool_calls: [{name: read_file, args: {path: notes.txt}}]
+  - tool_calls: [{name: write_file, args: {path: out/todo.txt, content: "buy milk"}}, {name: read_file, args: {path: ../../etc/passwd}}]
+  - text: "Done: todo written."
+`), 0o644)
+	src := "---\nname: tooled\nmodel: {provider: scripted, script: r.yaml}\ntools: [read_file, write_file, list_files]\n---\n## Instructions\nTurn notes into a todo file.\n"
+	p := filepath.Join(dir, "tooled.md")
+	os.WriteFile(p, []byte(src), 0o644)
+	a, err := spec.LoadAgentFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := spec.RunAgent(context.Background(), a, spec.RunConfig{Store: memory.Open(store.Options{}), Thread: "tools", Input: spec.TextInput("inline", "go")})
+	if err != nil || string(res.FinalOutput) != `"Done: todo written."` {
+		t.Fatalf("run: %s %v", res.FinalOutput, err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "out", "todo.txt"))
+	if err != nil || string(b) != "buy milk" {
+		t.Fatalf("tool output %q %v", b, err)
 	}
 }

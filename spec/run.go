@@ -158,6 +158,10 @@ func (a *AgentFile) Compile(model agent.Model) (*flow.Compiled, error) {
 	if err != nil {
 		return nil, err
 	}
+	tools, err := a.tools()
+	if err != nil {
+		return nil, err
+	}
 	g := flow.NewGraph(schema)
 	steps := a.Chain
 	if len(steps) == 0 {
@@ -170,7 +174,7 @@ func (a *AgentFile) Compile(model agent.Model) (*flow.Compiled, error) {
 		if len(a.Chain) == 0 {
 			text = a.Instructions
 		}
-		g.AddNode(st.ID, a.stepNode(model, st, text, schemas[st.OutputSchema], last))
+		g.AddNode(st.ID, a.stepNode(model, tools, st, text, schemas[st.OutputSchema], last))
 		names = append(names, st.ID)
 	}
 	return g.Chain(names...).Compile()
@@ -196,7 +200,7 @@ func UserPrompt(in Input, st chainState, instructions string) string {
 	return fmt.Sprintf("## Input\nSource: %s (%s)\n\n%s\n\n## State\n%s\n\n## Task\n%s\n", in.Source, in.Kind, content, sj, instructions)
 }
 
-func (a *AgentFile) stepNode(model agent.Model, st ChainStep, instructions string, sch *agent.Schema, last bool) flow.NodeFunc {
+func (a *AgentFile) stepNode(model agent.Model, tools []agent.Tool, st ChainStep, instructions string, sch *agent.Schema, last bool) flow.NodeFunc {
 	return func(ctx context.Context, d state.Doc) (state.Update, error) {
 		var in Input
 		if err := d.Get("input", &in); err != nil {
@@ -221,6 +225,14 @@ func (a *AgentFile) stepNode(model agent.Model, st ChainStep, instructions strin
 				return nil, fmt.Errorf("step %q: %w", st.ID, err)
 			}
 			out = res.Value
+		} else if len(tools) > 0 {
+			info, _ := flow.Info(ctx)
+			kv := state.NewKV(d)
+			res, err := agent.RunTools(ctx, model, req, tools, agent.LoopOptions{Context: agent.ToolContext{KV: kv, State: d, Key: info.Key}})
+			if err != nil {
+				return nil, fmt.Errorf("step %q: %w", st.ID, err)
+			}
+			out, _ = json.Marshal(res.Final.Content) // a string always marshals
 		} else {
 			resp, err := model.Generate(ctx, req)
 			flow.AddTokens(ctx, resp.Usage.Input, resp.Usage.Output)

@@ -34,6 +34,6 @@ func ExportSessionLog(ctx context.Context, s store.Store, thread, dir string, no
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	path := filepath.Join(dir, fmt.Sprintf("session_%s_%s.json", thread, now.UTC().Format("20060102T150405Z")))
+	path := filepath.Join(dir, fmt.Sprintf("session_%s_%s.json", thread, now.UTC().Format("20060102T150405.000Z")))
 	return path, writeJSON(path, log)
 }
