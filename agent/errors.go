@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -145,4 +146,45 @@ func RetryAfter(v string) time.Duration {
 		return max(time.Until(t), 0)
 	}
 	return 0
+}
+
+// StatusError is the typed error of an HTTP answer with a failing status:
+// the message is the provider's, retryAfter the Retry-After header.
+func StatusError(provider string, status int, message, retryAfter string) *ProviderError {
+	err := ErrorForStatus(status)
+	if status == 529 { // Anthropic's "overloaded"
+		err = ErrServer
+	}
+	if message == "" {
+		message = http.StatusText(status)
+	}
+	return &ProviderError{Provider: provider, Status: status, Message: message, RetryAfter: RetryAfter(retryAfter), Err: err}
+}
+
+// CallError is the typed error of a call that got no HTTP answer: a
+// timeout of the call itself (ErrTimeout), a body that does not decode
+// (ErrMalformed), or a transport failure (ErrServer). When ctx itself ended,
+// its error is returned as it is.
+func CallError(ctx context.Context, provider string, err error, timeout time.Duration) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	pe := &ProviderError{Provider: provider, Err: ErrServer, Message: err.Error()}
+	var se *json.SyntaxError
+	var ue *json.UnmarshalTypeError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		pe.Err, pe.Message = ErrTimeout, fmt.Sprintf("no answer within %s", timeout)
+	case errors.As(err, &se), errors.As(err, &ue), strings.Contains(err.Error(), "unmarshal"), strings.Contains(err.Error(), "invalid character"):
+		pe.Err = ErrMalformed
+	}
+	return pe
+}
+
+// Redact removes secret (an API key) from the error's message.
+func (e *ProviderError) Redact(secret string) *ProviderError {
+	if len(secret) >= 6 {
+		e.Message = strings.ReplaceAll(e.Message, secret, "[redacted]")
+	}
+	return e
 }

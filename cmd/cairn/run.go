@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -134,12 +135,7 @@ func (a *app) runCmd() *cobra.Command {
 				return err
 			}
 			defer s.Close()
-			abs, _ := filepath.Abs(args[0])
-			if _, err := s.Thread(cmd.Context(), thread); errors.Is(err, store.ErrNotFound) {
-				if _, err := s.CreateThread(cmd.Context(), store.Thread{ID: thread, Metadata: map[string]any{"kind": "agent", "file": abs}}); err != nil {
-					return err
-				}
-			} else if err != nil {
+			if err := ensureThread(cmd.Context(), s, thread, "agent", args[0]); err != nil {
 				return err
 			}
 			if !a.json {
@@ -260,12 +256,7 @@ func (a *app) runPipeline(cmd *cobra.Command, path, thread, modelSpec string) er
 		return err
 	}
 	defer s.Close()
-	abs, _ := filepath.Abs(path)
-	if _, err := s.Thread(cmd.Context(), thread); errors.Is(err, store.ErrNotFound) {
-		if _, err := s.CreateThread(cmd.Context(), store.Thread{ID: thread, Metadata: map[string]any{"kind": "pipeline", "file": abs}}); err != nil {
-			return err
-		}
-	} else if err != nil {
+	if err := ensureThread(cmd.Context(), s, thread, "pipeline", path); err != nil {
 		return err
 	}
 	if !a.json {
@@ -281,4 +272,19 @@ func (a *app) runPipeline(cmd *cobra.Command, path, thread, modelSpec string) er
 	}
 	fmt.Fprintf(a.stdout, "pipeline %s: %s, gates %v completed; %s\n", p.Name, res.Pipeline.Status, res.Pipeline.CompletedGates, p.PipelineFilePath())
 	return nil
+}
+
+// ensureThread creates the thread on its first run, remembering which file
+// runs it so that cairn resume can find it.
+func ensureThread(ctx context.Context, s store.Store, thread, kind, file string) error {
+	_, err := s.Thread(ctx, thread)
+	if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return err
+	}
+	_, err = s.CreateThread(ctx, store.Thread{ID: thread, Metadata: map[string]any{"kind": kind, "file": abs}})
+	return err
 }

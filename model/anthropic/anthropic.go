@@ -180,39 +180,20 @@ func hasToolResult(p sdk.MessageParam) bool {
 	return false
 }
 
+// wrap turns SDK and transport errors into typed provider errors.
 func (m *Model) wrap(ctx context.Context, err error) error {
-	pe := &agent.ProviderError{Provider: "anthropic"}
 	var apiErr *sdk.Error
-	switch {
-	case errors.As(err, &apiErr):
-		pe.Status = apiErr.StatusCode
-		pe.Err = agent.ErrorForStatus(apiErr.StatusCode)
-		if apiErr.StatusCode == 529 {
-			pe.Err = agent.ErrServer // overloaded
-		}
-		pe.Message = providerMessage(apiErr.RawJSON())
-		if pe.Message == "" {
-			pe.Message = http.StatusText(apiErr.StatusCode)
-		}
+	if errors.As(err, &apiErr) {
+		retry := ""
 		if apiErr.Response != nil {
-			pe.RetryAfter = agent.RetryAfter(apiErr.Response.Header.Get("Retry-After"))
+			retry = apiErr.Response.Header.Get("Retry-After")
 		}
-	case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
-		pe.Err, pe.Message = agent.ErrTimeout, fmt.Sprintf("no answer within %s", m.cfg.Timeout)
-	case ctx.Err() != nil:
-		return ctx.Err()
-	default:
-		if strings.Contains(err.Error(), "unmarshal") || strings.Contains(err.Error(), "invalid character") {
-			pe.Err = agent.ErrMalformed
-		} else {
-			pe.Err = agent.ErrServer
-		}
-		pe.Message = err.Error()
+		return agent.StatusError("anthropic", apiErr.StatusCode, providerMessage(apiErr.RawJSON()), retry).Redact(m.key)
 	}
-	if len(m.key) >= 6 {
-		pe.Message = strings.ReplaceAll(pe.Message, m.key, "[redacted]")
+	if ce, ok := agent.CallError(ctx, "anthropic", err, m.cfg.Timeout).(*agent.ProviderError); ok {
+		return ce.Redact(m.key)
 	}
-	return pe
+	return ctx.Err()
 }
 
 // providerMessage reads {"error":{"message":...}} from an error body.

@@ -172,43 +172,18 @@ func toParam(msg agent.Message) (sdk.ChatCompletionMessageParamUnion, error) {
 
 // wrap turns SDK and transport errors into typed provider errors.
 func (m *Model) wrap(ctx context.Context, err error) error {
-	pe := &agent.ProviderError{Provider: "openai"}
 	var apiErr *sdk.Error
-	switch {
-	case errors.As(err, &apiErr):
-		pe.Status = apiErr.StatusCode
-		pe.Err = agent.ErrorForStatus(apiErr.StatusCode)
-		pe.Message = apiErr.Message
-		if pe.Message == "" {
-			pe.Message = http.StatusText(apiErr.StatusCode)
-		}
+	if errors.As(err, &apiErr) {
+		retry := ""
 		if apiErr.Response != nil {
-			pe.RetryAfter = agent.RetryAfter(apiErr.Response.Header.Get("Retry-After"))
+			retry = apiErr.Response.Header.Get("Retry-After")
 		}
-	case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
-		pe.Err, pe.Message = agent.ErrTimeout, fmt.Sprintf("no answer within %s", m.cfg.Timeout)
-	case ctx.Err() != nil:
-		return ctx.Err()
-	default:
-		var se *json.SyntaxError
-		var ue *json.UnmarshalTypeError
-		if errors.As(err, &se) || errors.As(err, &ue) || strings.Contains(err.Error(), "unmarshal") || strings.Contains(err.Error(), "invalid character") {
-			pe.Err = agent.ErrMalformed
-		} else {
-			pe.Err = agent.ErrServer
-		}
-		pe.Message = err.Error()
+		return agent.StatusError("openai", apiErr.StatusCode, apiErr.Message, retry).Redact(m.key)
 	}
-	pe.Message = m.redact(pe.Message)
-	return pe
-}
-
-// redact removes the API key from provider text.
-func (m *Model) redact(s string) string {
-	if len(m.key) >= 6 && m.key != "none" {
-		s = strings.ReplaceAll(s, m.key, "[redacted]")
+	if ce, ok := agent.CallError(ctx, "openai", err, m.cfg.Timeout).(*agent.ProviderError); ok {
+		return ce.Redact(m.key)
 	}
-	return s
+	return ctx.Err()
 }
 
 var _ agent.Model = (*Model)(nil)
