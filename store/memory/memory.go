@@ -171,6 +171,11 @@ func (b *Backend) Insert(_ context.Context, r store.Row) error {
 	if r.Seq != next {
 		return fmt.Errorf("%w: seq %d leaves a gap after %d", store.ErrInvalidArgument, r.Seq, next-1)
 	}
+	// Seqs are contiguous (pruning removes a prefix): the parent exists when
+	// it lies within the stored range.
+	if r.Parent > 0 && (len(rows) == 0 || r.Parent < rows[0].Seq || r.Parent > rows[len(rows)-1].Seq) {
+		return fmt.Errorf("%w: thread %q namespace %q has no checkpoint %d to extend", store.ErrConflict, r.Thread, r.Namespace, r.Parent)
+	}
 	r.Meta, r.Patch, r.Snapshot = bytes.Clone(r.Meta), bytes.Clone(r.Patch), bytes.Clone(r.Snapshot)
 	t.ns[r.Namespace] = append(rows, r)
 	return nil

@@ -248,7 +248,11 @@ func Open(path string, opts Options) (*Backend, error) {
 		{&b.begin, `BEGIN IMMEDIATE`},
 		{&b.commit, `COMMIT`},
 		{&b.rollback, `ROLLBACK`},
-		{&b.insertRow, `INSERT INTO checkpoints (thread, ns, seq, parent, base, since, base_size, status, created_at, has_snapshot, meta, patch) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`},
+		// The parent must exist: a writer whose idea of the thread is stale
+		// (the thread was deleted and started again elsewhere) must not leave
+		// a row that points at nothing.
+		{&b.insertRow, `INSERT INTO checkpoints (thread, ns, seq, parent, base, since, base_size, status, created_at, has_snapshot, meta, patch)
+			SELECT ?,?,?,?,?,?,?,?,?,?,?,? WHERE ?4 = 0 OR EXISTS (SELECT 1 FROM checkpoints WHERE thread = ?1 AND ns = ?2 AND seq = ?4)`},
 		{&b.insertSnap, `INSERT OR REPLACE INTO snapshots (thread, ns, seq, data) VALUES (?,?,?,?)`},
 		{&b.ensureThread, `INSERT OR IGNORE INTO threads (id, created_at) VALUES (?, ?)`},
 	} {
@@ -550,13 +554,16 @@ func (b *Backend) Insert(ctx context.Context, r store.Row) error {
 		if r.HasSnapshot {
 			has = 1
 		}
-		_, err := b.insertRow.ExecContext(ctx, r.Thread, r.Namespace, r.Seq, r.Parent, r.Base, r.Since, r.BaseSize,
+		res, err := b.insertRow.ExecContext(ctx, r.Thread, r.Namespace, r.Seq, r.Parent, r.Base, r.Since, r.BaseSize,
 			int(r.Status), r.CreatedAt, has, nullBytes(r.Meta), r.Patch)
 		if err != nil {
 			if isConstraint(err) {
 				return fmt.Errorf("%w: thread %q namespace %q seq %d exists", store.ErrConflict, r.Thread, r.Namespace, r.Seq)
 			}
 			return err
+		}
+		if n, err := res.RowsAffected(); err == nil && n == 0 {
+			return fmt.Errorf("%w: thread %q namespace %q has no checkpoint %d to extend", store.ErrConflict, r.Thread, r.Namespace, r.Parent)
 		}
 		if r.HasSnapshot {
 			if _, err := b.insertSnap.ExecContext(ctx, r.Thread, r.Namespace, r.Seq, r.Snapshot); err != nil {

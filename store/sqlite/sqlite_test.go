@@ -228,3 +228,46 @@ func TestGroupCommit(t *testing.T) {
 		}
 	}
 }
+
+// TestStaleWriterAfterRecreate: a store whose cached head is stale (another
+// process deleted the thread and started it again) gets ErrConflict and
+// leaves no row pointing at nothing.
+func TestStaleWriterAfterRecreate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.db")
+	a, b := openAt(t, path), openAt(t, path)
+	defer a.Close()
+	defer b.Close()
+	ctx := context.Background()
+	schema := state.MustSchema()
+	doc := state.EmptyDoc()
+	for i := int64(0); i < 3; i++ {
+		nd, p, _ := schema.Apply(doc, state.Update{"n": i})
+		if _, err := a.Append(ctx, store.Checkpoint{Thread: "t", Parent: i, Patch: p, State: nd}); err != nil {
+			t.Fatal(err)
+		}
+		doc = nd
+	}
+	if err := b.DeleteThread(ctx, "t"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Append(ctx, store.Checkpoint{Thread: "t", State: state.EmptyDoc()}); err != nil {
+		t.Fatal(err)
+	}
+	nd, p, _ := schema.Apply(doc, state.Update{"n": 3})
+	if _, err := a.Append(ctx, store.Checkpoint{Thread: "t", Parent: 3, Patch: p, State: nd}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("stale writer: %v", err)
+	}
+	n := 0
+	for cp, err := range b.History(ctx, store.HistoryRequest{Thread: "t"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if cp.Seq != 1 {
+			t.Fatalf("unexpected checkpoint %d", cp.Seq)
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d checkpoints after the stale append", n)
+	}
+}
