@@ -183,8 +183,11 @@ func runOnce(ctx context.Context, cfg Config, threads []string, concurrent bool)
 		}
 	}
 	res := Result{Workload: cfg.Workload, Engine: cfg.Engine, Store: url, Durability: string(dur), StepsPerThread: cfg.Steps, Threads: len(threads)}
-	if spec, _ := storeurl.Parse(url); spec.Scheme == "memory" {
+	switch spec, _ := storeurl.Parse(url); spec.Scheme {
+	case "memory":
 		res.Durability = "none"
+	case "postgres":
+		res.Durability = "server (synchronous_commit)"
 	}
 	stepTimes := make([]time.Duration, cfg.Steps)
 	start := time.Now()

@@ -4,6 +4,7 @@
 //	memory:               in-memory, gone when the process ends
 //	sqlite:PATH           a SQLite file (the default is sqlite:.cairn/state.db)
 //	sqlite:PATH?durability=strict
+//	postgres://user@host:5432/db[?search_path=schema]
 //
 // PATH may be relative. Unknown schemes and options are errors.
 package storeurl

@@ -14,7 +14,7 @@ func ExampleParse() {
 	fmt.Println(err)
 	// Output:
 	// sqlite .cairn/state.db strict <nil>
-	// store: invalid argument: store URL "mysql://x": unknown scheme "mysql" (memory, sqlite)
+	// store: invalid argument: store URL "mysql://x": unknown scheme "mysql" (memory, sqlite, postgres)
 }
 
 func ExampleOpen() {

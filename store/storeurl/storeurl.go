@@ -1,12 +1,14 @@
 package storeurl
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"strings"
 
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/postgres"
 	"github.com/cairn-dev/cairn/store/sqlite"
 )
 
@@ -15,8 +17,9 @@ const Default = "sqlite:.cairn/state.db"
 
 // Spec is a parsed store URL.
 type Spec struct {
-	Scheme     string // "memory" or "sqlite"
+	Scheme     string // "memory", "sqlite" or "postgres"
 	Path       string // sqlite file
+	DSN        string // postgres connection URL
 	Durability sqlite.Durability
 }
 
@@ -24,7 +27,13 @@ type Spec struct {
 func Parse(raw string) (Spec, error) {
 	scheme, rest, ok := strings.Cut(raw, ":")
 	if !ok {
-		return Spec{}, fmt.Errorf("%w: store URL %q needs a scheme (memory: or sqlite:PATH)", store.ErrInvalidArgument, raw)
+		return Spec{}, fmt.Errorf("%w: store URL %q needs a scheme (memory:, sqlite:PATH or postgres://…)", store.ErrInvalidArgument, raw)
+	}
+	if scheme == "postgres" || scheme == "postgresql" {
+		if !strings.HasPrefix(rest, "//") {
+			return Spec{}, fmt.Errorf("%w: store URL %q: want postgres://user@host:port/database", store.ErrInvalidArgument, raw)
+		}
+		return Spec{Scheme: "postgres", DSN: raw}, nil
 	}
 	path, query, _ := strings.Cut(rest, "?")
 	q, err := url.ParseQuery(query)
@@ -56,7 +65,7 @@ func Parse(raw string) (Spec, error) {
 		}
 		spec.Path = path
 	default:
-		return Spec{}, fmt.Errorf("%w: store URL %q: unknown scheme %q (memory, sqlite)", store.ErrInvalidArgument, raw, scheme)
+		return Spec{}, fmt.Errorf("%w: store URL %q: unknown scheme %q (memory, sqlite, postgres)", store.ErrInvalidArgument, raw, scheme)
 	}
 	return spec, nil
 }
@@ -74,6 +83,8 @@ func Open(raw string, opts store.Options, durability sqlite.Durability) (*store.
 	switch spec.Scheme {
 	case "memory":
 		return memory.Open(opts), nil
+	case "postgres":
+		return postgres.OpenStore(context.Background(), spec.DSN, postgres.Options{}, opts)
 	default:
 		return sqlite.OpenStore(spec.Path, sqlite.Options{Durability: spec.Durability}, opts)
 	}

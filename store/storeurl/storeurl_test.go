@@ -2,6 +2,7 @@ package storeurl
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -23,7 +24,8 @@ func TestParse(t *testing.T) {
 		{"sqlite:a.db?cache=1", Spec{}, false},
 		{"sqlite:", Spec{}, false},
 		{"memory:x", Spec{}, false},
-		{"postgres://x", Spec{}, false},
+		{"postgres://u@h:5432/db", Spec{Scheme: "postgres", DSN: "postgres://u@h:5432/db"}, true},
+		{"postgres:db", Spec{}, false},
 		{"state.db", Spec{}, false},
 	}
 	for _, tc := range tests {
@@ -38,7 +40,11 @@ func TestParse(t *testing.T) {
 }
 
 func TestOpen(t *testing.T) {
-	for _, u := range []string{"memory:", "sqlite:" + filepath.Join(t.TempDir(), "d", "s.db")} {
+	urls := []string{"memory:", "sqlite:" + filepath.Join(t.TempDir(), "d", "s.db")}
+	if pg := os.Getenv("CAIRN_TEST_POSTGRES"); pg != "" {
+		urls = append(urls, pg)
+	}
+	for _, u := range urls {
 		s, err := Open(u, store.Options{}, "")
 		if err != nil {
 			t.Fatalf("%s: %v", u, err)

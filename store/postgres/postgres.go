@@ -1,0 +1,467 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cairn-dev/cairn/store"
+)
+
+// formatVersion is the table layout this code writes.
+const formatVersion = 1
+
+const ddl = `
+CREATE TABLE IF NOT EXISTS cairn_format (id int PRIMARY KEY, version int NOT NULL);
+CREATE TABLE IF NOT EXISTS threads (
+	id         text PRIMARY KEY,
+	tenant     text NOT NULL DEFAULT '',
+	metadata   jsonb,
+	created_at bigint NOT NULL
+);
+CREATE TABLE IF NOT EXISTS checkpoints (
+	thread       text NOT NULL,
+	ns           text NOT NULL,
+	seq          bigint NOT NULL,
+	parent       bigint NOT NULL,
+	base         bigint NOT NULL,
+	since        bigint NOT NULL,
+	base_size    bigint NOT NULL,
+	status       smallint NOT NULL,
+	created_at   bigint NOT NULL,
+	has_snapshot boolean NOT NULL,
+	meta         bytea,
+	patch        bytea NOT NULL,
+	PRIMARY KEY (thread, ns, seq)
+);
+CREATE TABLE IF NOT EXISTS snapshots (
+	thread text NOT NULL,
+	ns     text NOT NULL,
+	seq    bigint NOT NULL,
+	data   bytea NOT NULL,
+	PRIMARY KEY (thread, ns, seq)
+);
+CREATE TABLE IF NOT EXISTS writes (
+	thread text NOT NULL,
+	ns     text NOT NULL,
+	seq    bigint NOT NULL,
+	task   text NOT NULL,
+	node   text NOT NULL,
+	data   bytea NOT NULL,
+	PRIMARY KEY (thread, ns, seq, task)
+);
+`
+
+// Options configure the backend.
+type Options struct {
+	// MaxConns caps the pool (default: pgxpool's).
+	MaxConns int32
+}
+
+// Backend is a store.Backend on PostgreSQL.
+type Backend struct {
+	pool *pgxpool.Pool
+}
+
+// Open connects to dsn (a postgres:// URL or key=value string; pgx passes
+// unknown parameters such as search_path to the server) and creates the
+// tables if needed.
+func Open(ctx context.Context, dsn string, opts Options) (*Backend, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("%w: postgres DSN: %v", store.ErrInvalidArgument, err)
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store: postgres: %w", err)
+	}
+	b := &Backend{pool: pool}
+	if err := b.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// OpenStore opens a store on PostgreSQL.
+func OpenStore(ctx context.Context, dsn string, opts Options, sopts store.Options) (*store.Engine, error) {
+	b, err := Open(ctx, dsn, opts)
+	if err != nil {
+		return nil, err
+	}
+	return store.New(b, sopts), nil
+}
+
+func (b *Backend) migrate(ctx context.Context) error {
+	// Several processes may start at once: serialise the DDL.
+	tx, err := b.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("store: postgres: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(7262465)`); err != nil {
+		return fmt.Errorf("store: postgres: %w", err)
+	}
+	if _, err := tx.Exec(ctx, ddl); err != nil {
+		return fmt.Errorf("store: postgres: create tables: %w", err)
+	}
+	var v int
+	err = tx.QueryRow(ctx, `SELECT version FROM cairn_format WHERE id = 1`).Scan(&v)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		if _, err := tx.Exec(ctx, `INSERT INTO cairn_format (id, version) VALUES (1, $1)`, formatVersion); err != nil {
+			return fmt.Errorf("store: postgres: %w", err)
+		}
+	case err != nil:
+		return fmt.Errorf("store: postgres: %w", err)
+	case v > formatVersion:
+		return fmt.Errorf("%w: the database has format %d, this Cairn reads up to %d", store.ErrUnsupportedFormat, v, formatVersion)
+	}
+	return tx.Commit(ctx)
+}
+
+func isUnique(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
+}
+
+func wrap(err error, what, thread string) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == "XX001" || pe.Code == "XX002") { // data_corrupted, index_corrupted
+		return &store.CorruptError{Thread: thread, What: "database (" + what + ")", Err: err}
+	}
+	return fmt.Errorf("store: postgres: %s of thread %q: %w", what, thread, err)
+}
+
+// CreateThread implements store.Backend.
+func (b *Backend) CreateThread(ctx context.Context, t store.ThreadRecord) error {
+	tag, err := b.pool.Exec(ctx, `INSERT INTO threads (id, tenant, metadata, created_at) VALUES ($1, $2, $3::jsonb, $4) ON CONFLICT DO NOTHING`,
+		t.ID, t.Tenant, nullJSON(t.Metadata), t.CreatedAt)
+	if err != nil {
+		return wrap(err, "create", t.ID)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("%w: thread %q exists", store.ErrConflict, t.ID)
+	}
+	return nil
+}
+
+func nullJSON(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return string(b)
+}
+
+const threadColumns = `t.id, t.tenant, t.metadata::text, t.created_at,
+	COALESCE((SELECT max(c.seq) FROM checkpoints c WHERE c.thread = t.id AND c.ns = ''), 0),
+	COALESCE((SELECT c.created_at FROM checkpoints c WHERE c.thread = t.id AND c.ns = '' ORDER BY c.seq DESC LIMIT 1), 0)`
+
+func scanThread(row pgx.Row) (store.ThreadRecord, error) {
+	var r store.ThreadRecord
+	var meta *string
+	if err := row.Scan(&r.ID, &r.Tenant, &meta, &r.CreatedAt, &r.Head, &r.HeadAt); err != nil {
+		return r, err
+	}
+	if meta != nil {
+		r.Metadata = []byte(*meta)
+	}
+	return r, nil
+}
+
+// Thread implements store.Backend.
+func (b *Backend) Thread(ctx context.Context, id string) (store.ThreadRecord, error) {
+	r, err := scanThread(b.pool.QueryRow(ctx, `SELECT `+threadColumns+` FROM threads t WHERE t.id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, fmt.Errorf("%w: thread %q", store.ErrNotFound, id)
+	}
+	return r, wrap(err, "thread", id)
+}
+
+// Threads implements store.Backend. Metadata filters are jsonb containment
+// with the key and value as parameters.
+func (b *Backend) Threads(ctx context.Context, q store.ThreadQuery) ([]store.ThreadRecord, error) {
+	var sb strings.Builder
+	sb.WriteString(`SELECT ` + threadColumns + ` FROM threads t WHERE t.id > $1`)
+	args := []any{q.After}
+	if q.Tenant != "" {
+		args = append(args, q.Tenant)
+		sb.WriteString(` AND t.tenant = $` + strconv.Itoa(len(args)))
+	}
+	for k, v := range q.Metadata {
+		args = append(args, k, string(v))
+		sb.WriteString(fmt.Sprintf(` AND t.metadata @> jsonb_build_object($%d::text, $%d::jsonb)`, len(args)-1, len(args)))
+	}
+	sb.WriteString(` ORDER BY t.id`)
+	if q.Limit > 0 {
+		args = append(args, q.Limit)
+		sb.WriteString(` LIMIT $` + strconv.Itoa(len(args)))
+	}
+	rows, err := b.pool.Query(ctx, sb.String(), args...)
+	if err != nil {
+		return nil, wrap(err, "thread list", q.After)
+	}
+	defer rows.Close()
+	var out []store.ThreadRecord
+	for rows.Next() {
+		r, err := scanThread(rows)
+		if err != nil {
+			return nil, wrap(err, "thread list", q.After)
+		}
+		out = append(out, r)
+	}
+	return out, wrap(rows.Err(), "thread list", q.After)
+}
+
+// DeleteThread implements store.Backend.
+func (b *Backend) DeleteThread(ctx context.Context, id string) error {
+	return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		var n int64
+		for _, table := range []string{"threads", "checkpoints", "snapshots", "writes"} {
+			col := "thread"
+			if table == "threads" {
+				col = "id"
+			}
+			tag, err := tx.Exec(ctx, `DELETE FROM `+table+` WHERE `+col+` = $1`, id)
+			if err != nil {
+				return wrap(err, "delete", id)
+			}
+			n += tag.RowsAffected()
+		}
+		if n == 0 {
+			return fmt.Errorf("%w: thread %q", store.ErrNotFound, id)
+		}
+		return nil
+	})
+}
+
+// Insert implements store.Backend: the row, its snapshot and (for a first
+// row) the thread record go in one transaction, sent as one batch. A seq
+// that exists, or a parent that does not, is ErrConflict.
+func (b *Backend) Insert(ctx context.Context, r store.Row) error {
+	return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		batch := &pgx.Batch{}
+		if r.Seq == 1 {
+			batch.Queue(`INSERT INTO threads (id, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING`, r.Thread, r.CreatedAt)
+		}
+		batch.Queue(`INSERT INTO checkpoints (thread, ns, seq, parent, base, since, base_size, status, created_at, has_snapshot, meta, patch)
+			SELECT $1::text, $2::text, $3::bigint, $4::bigint, $5::bigint, $6::bigint, $7::bigint, $8::smallint, $9::bigint, $10::boolean, $11::bytea, $12::bytea
+			WHERE $4::bigint = 0 OR EXISTS (SELECT 1 FROM checkpoints WHERE thread = $1::text AND ns = $2::text AND seq = $4::bigint)`,
+			r.Thread, r.Namespace, r.Seq, r.Parent, r.Base, r.Since, r.BaseSize, int16(r.Status), r.CreatedAt, r.HasSnapshot, r.Meta, r.Patch)
+		if r.HasSnapshot {
+			batch.Queue(`INSERT INTO snapshots (thread, ns, seq, data) VALUES ($1, $2, $3, $4)
+				ON CONFLICT (thread, ns, seq) DO UPDATE SET data = EXCLUDED.data`, r.Thread, r.Namespace, r.Seq, r.Snapshot)
+		}
+		res := tx.SendBatch(ctx, batch)
+		if r.Seq == 1 {
+			if _, err := res.Exec(); err != nil {
+				res.Close()
+				return wrap(err, "insert", r.Thread)
+			}
+		}
+		tag, err := res.Exec()
+		if err != nil {
+			res.Close()
+			if isUnique(err) {
+				return fmt.Errorf("%w: thread %q namespace %q seq %d exists", store.ErrConflict, r.Thread, r.Namespace, r.Seq)
+			}
+			return wrap(err, "insert", r.Thread)
+		}
+		if tag.RowsAffected() == 0 {
+			res.Close()
+			return fmt.Errorf("%w: thread %q namespace %q has no checkpoint %d to extend", store.ErrConflict, r.Thread, r.Namespace, r.Parent)
+		}
+		if r.HasSnapshot {
+			if _, err := res.Exec(); err != nil {
+				res.Close()
+				return wrap(err, "insert snapshot", r.Thread)
+			}
+		}
+		return res.Close()
+	})
+}
+
+// Rows implements store.Backend.
+func (b *Backend) Rows(ctx context.Context, q store.RowQuery) ([]store.Row, error) {
+	var sb strings.Builder
+	sb.WriteString(`SELECT seq, parent, base, has_snapshot`)
+	if !q.Lean {
+		sb.WriteString(`, since, base_size, status, created_at, meta`)
+	}
+	if q.Payload {
+		sb.WriteString(`, patch`)
+	}
+	sb.WriteString(` FROM checkpoints WHERE thread = $1 AND ns = $2 AND seq >= $3`)
+	args := []any{q.Thread, q.Namespace, q.From}
+	if q.To > 0 {
+		args = append(args, q.To)
+		sb.WriteString(` AND seq <= $4`)
+	}
+	if q.Desc {
+		sb.WriteString(` ORDER BY seq DESC`)
+	} else {
+		sb.WriteString(` ORDER BY seq`)
+	}
+	if q.Limit > 0 {
+		args = append(args, q.Limit)
+		sb.WriteString(` LIMIT $` + strconv.Itoa(len(args)))
+	}
+	rows, err := b.pool.Query(ctx, sb.String(), args...)
+	if err != nil {
+		return nil, wrap(err, "checkpoints", q.Thread)
+	}
+	defer rows.Close()
+	var out []store.Row
+	for rows.Next() {
+		r := store.Row{Thread: q.Thread, Namespace: q.Namespace}
+		var status int16
+		dest := []any{&r.Seq, &r.Parent, &r.Base, &r.HasSnapshot}
+		if !q.Lean {
+			dest = append(dest, &r.Since, &r.BaseSize, &status, &r.CreatedAt, &r.Meta)
+		}
+		if q.Payload {
+			dest = append(dest, &r.Patch)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, wrap(err, "checkpoint", q.Thread)
+		}
+		if status < 0 || status > 255 {
+			status = 0
+		}
+		r.Status = store.Status(status)
+		if q.Payload && r.Patch == nil {
+			r.Patch = []byte{}
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap(err, "checkpoints", q.Thread)
+	}
+	if q.Snapshots {
+		if err := b.fillSnapshots(ctx, q, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (b *Backend) fillSnapshots(ctx context.Context, q store.RowQuery, out []store.Row) error {
+	idx := map[int64]int{}
+	var seqs []int64
+	for i := range out {
+		if out[i].HasSnapshot {
+			idx[out[i].Seq] = i
+			seqs = append(seqs, out[i].Seq)
+		}
+	}
+	if len(seqs) == 0 {
+		return nil
+	}
+	rows, err := b.pool.Query(ctx, `SELECT seq, data FROM snapshots WHERE thread = $1 AND ns = $2 AND seq = ANY($3)`, q.Thread, q.Namespace, seqs)
+	if err != nil {
+		return wrap(err, "snapshots", q.Thread)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var seq int64
+		var data []byte
+		if err := rows.Scan(&seq, &data); err != nil {
+			return wrap(err, "snapshot", q.Thread)
+		}
+		out[idx[seq]].Snapshot = data
+	}
+	return wrap(rows.Err(), "snapshots", q.Thread)
+}
+
+// Namespaces implements store.Backend.
+func (b *Backend) Namespaces(ctx context.Context, thread string) ([]string, error) {
+	rows, err := b.pool.Query(ctx, `SELECT DISTINCT ns FROM checkpoints WHERE thread = $1 ORDER BY ns`, thread)
+	if err != nil {
+		return nil, wrap(err, "namespaces", thread)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return out, wrap(err, "namespaces", thread)
+}
+
+// DeleteBelow implements store.Backend.
+func (b *Backend) DeleteBelow(ctx context.Context, thread, ns string, below int64) (int64, error) {
+	var n int64
+	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM checkpoints WHERE thread = $1 AND ns = $2 AND seq < $3`, thread, ns, below)
+		if err != nil {
+			return err
+		}
+		n = tag.RowsAffected()
+		for _, table := range []string{"snapshots", "writes"} {
+			if _, err := tx.Exec(ctx, `DELETE FROM `+table+` WHERE thread = $1 AND ns = $2 AND seq < $3`, thread, ns, below); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return n, wrap(err, "prune", thread)
+}
+
+// PutWrites implements store.Backend.
+func (b *Backend) PutWrites(ctx context.Context, thread, ns string, seq int64, ws []store.Write) error {
+	return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM threads WHERE id = $1)`, thread).Scan(&exists); err != nil {
+			return wrap(err, "pending writes", thread)
+		}
+		if !exists {
+			return fmt.Errorf("%w: thread %q", store.ErrNotFound, thread)
+		}
+		for _, w := range ws {
+			if _, err := tx.Exec(ctx, `INSERT INTO writes (thread, ns, seq, task, node, data) VALUES ($1, $2, $3, $4, $5, $6)
+				ON CONFLICT (thread, ns, seq, task) DO UPDATE SET node = EXCLUDED.node, data = EXCLUDED.data`,
+				thread, ns, seq, w.Task, w.Node, []byte(w.Update)); err != nil {
+				return wrap(err, "pending writes", thread)
+			}
+		}
+		return nil
+	})
+}
+
+// Writes implements store.Backend.
+func (b *Backend) Writes(ctx context.Context, thread, ns string, seq int64) ([]store.Write, error) {
+	rows, err := b.pool.Query(ctx, `SELECT task, node, data FROM writes WHERE thread = $1 AND ns = $2 AND seq = $3 ORDER BY task`, thread, ns, seq)
+	if err != nil {
+		return nil, wrap(err, "pending writes", thread)
+	}
+	defer rows.Close()
+	var out []store.Write
+	for rows.Next() {
+		var w store.Write
+		var data []byte
+		if err := rows.Scan(&w.Task, &w.Node, &data); err != nil {
+			return nil, wrap(err, "pending writes", thread)
+		}
+		w.Update = data
+		out = append(out, w)
+	}
+	return out, wrap(rows.Err(), "pending writes", thread)
+}
+
+// Close implements store.Backend.
+func (b *Backend) Close() error {
+	b.pool.Close()
+	return nil
+}
+
+var _ store.Backend = (*Backend)(nil)

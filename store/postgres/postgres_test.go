@@ -1,0 +1,102 @@
+package postgres_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/postgres"
+	"github.com/cairn-dev/cairn/store/storetest"
+)
+
+// schemaDSN creates a fresh schema for one test and returns a DSN whose
+// search_path points at it. Without CAIRN_TEST_POSTGRES the test is
+// skipped; with it, an unreachable server fails the test.
+func schemaDSN(t *testing.T) string {
+	t.Helper()
+	base := os.Getenv("CAIRN_TEST_POSTGRES")
+	if base == "" {
+		t.Skip("CAIRN_TEST_POSTGRES is not set")
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatalf("CAIRN_TEST_POSTGRES=%s: %v", base, err)
+	}
+	defer conn.Close(ctx)
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "cairn_t_" + hex.EncodeToString(b[:])
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), base)
+		if err == nil {
+			_, _ = c.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+			c.Close(context.Background())
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func open(t *testing.T, dsn string, o store.Options) store.Store {
+	t.Helper()
+	s, err := postgres.OpenStore(context.Background(), dsn, postgres.Options{MaxConns: 8}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	dsns := map[store.Store]string{}
+	storetest.Run(t, storetest.Harness{
+		Open: func(t *testing.T, o store.Options) store.Store {
+			dsn := schemaDSN(t)
+			s := open(t, dsn, o)
+			dsns[s] = dsn
+			return s
+		},
+		Reopen: func(t *testing.T, s store.Store) store.Store {
+			dsn := dsns[s]
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			return open(t, dsn, store.Options{})
+		},
+		Corrupt: func(t *testing.T, s store.Store, ref store.Ref, column string) {
+			conn, err := pgx.Connect(context.Background(), dsns[s])
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(context.Background())
+			var q string
+			switch column {
+			case "patch":
+				q = `UPDATE checkpoints SET patch = overlay(patch placing '\x00'::bytea from length(patch) for 1) WHERE thread = $1 AND ns = $2 AND seq = $3`
+			case "snapshot":
+				q = `UPDATE snapshots SET data = overlay(data placing '\x5a'::bytea from 9 for 1) WHERE thread = $1 AND ns = $2 AND seq = $3`
+			case "meta":
+				q = `UPDATE checkpoints SET meta = convert_to('{"nodes":', 'UTF8') WHERE thread = $1 AND ns = $2 AND seq = $3`
+			}
+			tag, err := conn.Exec(context.Background(), q, ref.Thread, ref.Namespace, ref.Seq)
+			if err != nil || tag.RowsAffected() != 1 {
+				t.Fatalf("corrupt %s of %+v: %v (%d rows)", column, ref, err, tag.RowsAffected())
+			}
+		},
+	})
+}
