@@ -108,8 +108,15 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 		seq.Mode = "sequential"
 		if cfg.Store != "" {
-			// The concurrent run needs the same thread ids on an empty store.
-			cfg.Store = concurrentURL(cfg.Store)
+			// The concurrent run needs the same thread ids on an empty store:
+			// a second SQLite file, or, on a server, the threads removed.
+			if spec, err := storeurl.Parse(cfg.Store); err == nil && spec.Scheme == "postgres" {
+				if err := deleteThreads(ctx, cfg.Store, ids); err != nil {
+					return Result{}, err
+				}
+			} else {
+				cfg.Store = concurrentURL(cfg.Store)
+			}
 		}
 		conc, err := runOnce(ctx, cfg, ids, true)
 		if err != nil {
@@ -120,6 +127,21 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return seq, nil
 	}
 	return Result{}, fmt.Errorf("%w: unknown workload %q (w1, w2)", store.ErrInvalidArgument, cfg.Workload)
+}
+
+// deleteThreads removes the benchmark's threads from a shared store.
+func deleteThreads(ctx context.Context, url string, ids []string) error {
+	s, err := storeurl.Open(url, store.Options{}, "")
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	for _, id := range ids {
+		if err := s.DeleteThread(ctx, id); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
 }
 
 func concurrentURL(u string) string {

@@ -2,10 +2,14 @@ package bench
 
 import (
 	"context"
+	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/state"
@@ -80,4 +84,34 @@ func repeatX(n int) string {
 		b[i] = 'x'
 	}
 	return string(b)
+}
+
+// W2 against a shared server store: the concurrent half must find the
+// threads gone.
+func TestRunW2Postgres(t *testing.T) {
+	pg := os.Getenv("CAIRN_TEST_POSTGRES")
+	if pg == "" {
+		t.Skip("CAIRN_TEST_POSTGRES is not set")
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pg)
+	if err != nil {
+		t.Fatalf("CAIRN_TEST_POSTGRES=%s: %v", pg, err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS cairn_bench_w2"); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Exec(ctx, "DROP SCHEMA cairn_bench_w2 CASCADE")
+	u, _ := url.Parse(pg)
+	q := u.Query()
+	q.Set("search_path", "cairn_bench_w2")
+	u.RawQuery = q.Encode()
+	res, err := Run(ctx, Config{Workload: "w2", Threads: 3, Steps: 5, Store: u.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.CheckpointRows != 18 || res.Concurrent == nil || res.Concurrent.CheckpointRows != 18 {
+		t.Fatalf("w2 on postgres: %+v", res)
+	}
 }
