@@ -91,7 +91,7 @@ var schema = state.MustSchema(
 	state.WithField("input", state.ReducerReplace),
 )
 
-// Model builds the agent's model from its front matter.
+// BuildModel builds the agent's model from its front matter.
 func (a *AgentFile) BuildModel(getenv func(string) string) (agent.Model, error) {
 	m := a.Model
 	switch m.Provider {
