@@ -418,12 +418,8 @@ func (p *Pipeline) runGate(ctx context.Context, cfg PipelineConfig, gs GateSpec,
 	ns := "gate" + strconv.Itoa(gs.Gate)
 	acfg := RunConfig{Store: cfg.Store, Thread: cfg.Thread, Model: cfg.Model, Observer: cfg.Observer, Getenv: cfg.Getenv,
 		Input: Input{Source: "gate" + strconv.Itoa(gs.Gate) + "-input", Kind: "json", Content: input}}
-	var res *AgentResult
-	if handoffStarted(ctx, cfg.Store, cfg.Thread, ns) {
-		res, err = runAgent(ctx, af, acfg, ns, true)
-	} else {
-		res, err = runAgent(ctx, af, acfg, ns, false)
-	}
+	// A gate that ran before (a crash or failure mid-gate) continues.
+	res, err := runAgent(ctx, af, acfg, ns, namespaceStarted(ctx, cfg.Store, cfg.Thread, ns))
 	if err != nil {
 		return nil, err
 	}

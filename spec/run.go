@@ -349,7 +349,7 @@ func runAgent(ctx context.Context, a *AgentFile, cfg RunConfig, ns string, resum
 		if ns != "" {
 			nextNS = ns + "/" + nextNS
 		}
-		nres, err := runAgent(ctx, next, ncfg, nextNS, resume && handoffStarted(ctx, cfg.Store, cfg.Thread, nextNS))
+		nres, err := runAgent(ctx, next, ncfg, nextNS, resume && namespaceStarted(ctx, cfg.Store, cfg.Thread, nextNS))
 		out.Next = nres
 		if err != nil {
 			return out, err
@@ -358,8 +358,9 @@ func runAgent(ctx context.Context, a *AgentFile, cfg RunConfig, ns string, resum
 	return out, nil
 }
 
-// handoffStarted reports whether the handoff agent already has checkpoints.
-func handoffStarted(ctx context.Context, s store.Store, thread, ns string) bool {
+// namespaceStarted reports whether a thread namespace (a handoff agent's, a
+// gate's) already has checkpoints.
+func namespaceStarted(ctx context.Context, s store.Store, thread, ns string) bool {
 	_, err := s.Load(ctx, store.LoadRequest{Thread: thread, Namespace: ns})
 	return err == nil
 }
