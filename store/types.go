@@ -109,8 +109,22 @@ type Meta struct {
 	Interrupt json.RawMessage `json:"interrupt,omitempty"`
 	// ForkedFrom names the checkpoint a fork copied.
 	ForkedFrom *Ref `json:"forked_from,omitempty"`
+	// Usage is what the thread's runs have consumed up to and including
+	// this checkpoint, counted across resumes, so budgets hold after a
+	// crash. Nil on checkpoints written before it was recorded.
+	Usage *Usage `json:"usage,omitempty"`
 	// Extra holds anything else.
 	Extra map[string]any `json:"extra,omitempty"`
+}
+
+// Usage is cumulative consumption of a thread namespace's runs.
+type Usage struct {
+	// Steps counts the steps run.
+	Steps int64 `json:"steps,omitempty"`
+	// Tokens counts the model tokens used.
+	Tokens Tokens `json:"tokens,omitzero"`
+	// RuntimeMS is the wall time spent running steps, in milliseconds.
+	RuntimeMS int64 `json:"runtime_ms,omitempty"`
 }
 
 // Task is one scheduled node with its own input (nil: the shared state).
