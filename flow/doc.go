@@ -25,6 +25,12 @@
 //   - Cancelling the context stops the run with stop reason
 //     "cancelled_immediate"; nothing of the unfinished step is committed.
 //
+// Secrets: with Options.Redact set, node updates, inputs, UpdateState
+// updates, errors, interrupt payloads, pending writes, Send inputs, events
+// and returned errors are redacted before anything is committed or emitted
+// (package redact). Updates are redacted before they are applied, so the
+// state a run holds in memory is byte for byte the state it stored.
+//
 // Durability: "sync" commits each step before the next starts; "async"
 // commits in order in the background while the next step runs and flushes
 // before returning; "exit" writes the run as one checkpoint when it stops

@@ -51,6 +51,9 @@ func (r *Runner) emit(ev Event) {
 		return
 	}
 	ev.Time = r.opts.Now()
+	if r.opts.Redact != nil {
+		r.redactEvent(&ev)
+	}
 	r.obs.Lock()
 	defer r.obs.Unlock()
 	r.opts.Observer(ev)

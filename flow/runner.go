@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cairn-dev/cairn/redact"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 )
@@ -89,6 +90,12 @@ type Options struct {
 	// Namespace writes the checkpoints under a namespace (subgraphs).
 	Namespace string
 	Now       func() time.Time
+	// Redact, when set, hides secrets before anything is committed or
+	// emitted: node updates (before they are applied, so the state in
+	// memory is the state stored), inputs, UpdateState updates, errors,
+	// interrupt payloads, pending writes, Send inputs, metadata extras,
+	// events and the errors runs return. Subgraphs inherit it.
+	Redact *redact.Redactor
 }
 
 // Runner executes a compiled graph against a store. It is safe for
@@ -143,7 +150,8 @@ type RunOptions struct {
 // Invoke applies input to the thread's state as a new input checkpoint and
 // runs the graph from START. On an existing thread the state carries over
 // (a conversation's next turn).
-func (r *Runner) Invoke(ctx context.Context, thread string, input state.Update, ro ...RunOptions) (Result, error) {
+func (r *Runner) Invoke(ctx context.Context, thread string, input state.Update, ro ...RunOptions) (_ Result, err error) {
+	defer func() { err = r.opts.Redact.Error(err) }()
 	run, err := r.newRun(ctx, thread, ro)
 	if err != nil {
 		return Result{}, err
@@ -156,7 +164,7 @@ func (r *Runner) Invoke(ctx context.Context, thread string, input state.Update, 
 	default:
 		return Result{}, err
 	}
-	doc, patch, err := r.g.schema.Apply(run.doc, input, state.ApplyOptions{NewID: idGen(run.thread + "/" + strconv.FormatInt(run.head+1, 10) + "/input")})
+	doc, patch, err := r.apply(run.doc, input, state.ApplyOptions{NewID: idGen(run.thread + "/" + strconv.FormatInt(run.head+1, 10) + "/input")})
 	if err != nil {
 		return Result{}, fmt.Errorf("flow: input: %w", err)
 	}
@@ -164,7 +172,7 @@ func (r *Runner) Invoke(ctx context.Context, thread string, input state.Update, 
 	if err != nil {
 		return Result{}, err
 	}
-	run.tasks = dedupe(next)
+	run.tasks = r.schedule(next)
 	cp := store.Checkpoint{Thread: thread, Namespace: r.opts.Namespace, Parent: run.head, Nodes: []string{START}, Patch: patch, State: doc,
 		Meta: r.meta(run, store.Meta{Source: "input"})}
 	if err := run.commit(ctx, cp); err != nil {
@@ -177,7 +185,8 @@ func (r *Runner) Invoke(ctx context.Context, thread string, input state.Update, 
 
 // Resume continues a thread from its head: after a crash, a failed step or
 // an interrupt. value answers an interrupt (nil for none).
-func (r *Runner) Resume(ctx context.Context, thread string, value any, ro ...RunOptions) (Result, error) {
+func (r *Runner) Resume(ctx context.Context, thread string, value any, ro ...RunOptions) (_ Result, err error) {
+	defer func() { err = r.opts.Redact.Error(err) }()
 	run, err := r.newRun(ctx, thread, ro)
 	if err != nil {
 		return Result{}, err
@@ -221,7 +230,8 @@ func (r *Runner) Resume(ctx context.Context, thread string, value any, ro ...Run
 
 // UpdateState applies an update to the thread's head as if node asNode had
 // written it, and schedules what follows asNode. asNode may be START.
-func (r *Runner) UpdateState(ctx context.Context, thread string, upd state.Update, asNode string) (store.Checkpoint, error) {
+func (r *Runner) UpdateState(ctx context.Context, thread string, upd state.Update, asNode string) (_ store.Checkpoint, err error) {
+	defer func() { err = r.opts.Redact.Error(err) }()
 	if asNode != START && r.g.nodes[asNode] == nil {
 		return store.Checkpoint{}, fmt.Errorf("%w: update as unknown node %q", ErrInvalidGraph, asNode)
 	}
@@ -229,7 +239,7 @@ func (r *Runner) UpdateState(ctx context.Context, thread string, upd state.Updat
 	if err != nil {
 		return store.Checkpoint{}, err
 	}
-	doc, patch, err := r.g.schema.Apply(head.State, upd, state.ApplyOptions{NewID: idGen(thread + "/" + strconv.FormatInt(head.Seq+1, 10) + "/" + asNode)})
+	doc, patch, err := r.apply(head.State, upd, state.ApplyOptions{NewID: idGen(thread + "/" + strconv.FormatInt(head.Seq+1, 10) + "/" + asNode)})
 	if err != nil {
 		return store.Checkpoint{}, fmt.Errorf("flow: update: %w", err)
 	}
@@ -238,13 +248,15 @@ func (r *Runner) UpdateState(ctx context.Context, thread string, upd state.Updat
 		return store.Checkpoint{}, err
 	}
 	meta := store.Meta{Source: "update"}
-	setTasks(&meta, dedupe(next))
+	setTasks(&meta, r.schedule(next))
 	return r.s.Append(ctx, store.Checkpoint{Thread: thread, Namespace: r.opts.Namespace, Parent: head.Seq, Nodes: []string{asNode}, Patch: patch, State: doc, Meta: meta})
 }
 
 // RunFrom replays a thread from an old checkpoint: it forks the thread there
 // (a new branch; with patch, a changed state) and runs what was scheduled.
-func (r *Runner) RunFrom(ctx context.Context, thread string, seq int64, patch state.Patch, ro ...RunOptions) (Result, error) {
+func (r *Runner) RunFrom(ctx context.Context, thread string, seq int64, patch state.Patch, ro ...RunOptions) (_ Result, err error) {
+	defer func() { err = r.opts.Redact.Error(err) }()
+	patch = r.redactPatch(patch)
 	src, err := r.s.Load(ctx, store.LoadRequest{Thread: thread, Namespace: r.opts.Namespace, Seq: seq})
 	if err != nil {
 		return Result{}, err
@@ -363,6 +375,7 @@ func dedupe(ts []Target) []store.Task {
 // logically) until the run settles.
 func (run *run) commit(ctx context.Context, cp store.Checkpoint) error {
 	cp.Parent = run.head
+	run.r.redactMeta(&cp.Meta)
 	if run.r.opts.Durability == DurabilityExit {
 		if cp.Status == 0 || cp.Status == store.StatusSuccess {
 			run.accumulate(cp)
@@ -462,6 +475,7 @@ func (run *run) finish(ctx context.Context, reason state.StopReason, interrupt j
 			runErr = err
 		}
 	}
+	runErr = r.opts.Redact.Error(runErr)
 	res := Result{Thread: run.thread, Head: run.head, State: run.doc, StopReason: reason, Interrupt: interrupt, Next: run.tasks,
 		Progress: Progress{Steps: run.steps, Tokens: run.tokens, Start: run.start}}
 	ev := Event{Kind: EventRunEnd, RunID: run.id, Thread: run.thread, Seq: run.head, StopReason: reason}
@@ -560,7 +574,8 @@ func (r *Runner) shouldStop(run *run) (state.StopReason, bool) {
 // taskResult is one task's outcome.
 type taskResult struct {
 	update   state.Update
-	raw      json.RawMessage // from a pending write
+	raw      json.RawMessage // the update as JSON: a pending write, or redacted
+	pending  bool            // raw comes from a pending write
 	err      error
 	tokens   tokenCount
 	duration time.Duration
@@ -581,7 +596,7 @@ func (r *Runner) step(ctx context.Context, run *run) (stepOutcome, error) {
 	var wg sync.WaitGroup
 	for i, t := range tasks {
 		if raw, ok := run.pending[keys[i]]; ok {
-			results[i] = taskResult{raw: raw}
+			results[i] = taskResult{raw: raw, pending: true}
 			continue
 		}
 		tk := &task{info: RunInfo{RunID: run.id, Thread: run.thread, Namespace: r.opts.Namespace, ReadSeq: readSeq, Node: t.Node, Index: i, Key: keys[i]}, input: t.Input, runner: r}
@@ -634,10 +649,13 @@ func (r *Runner) step(ctx context.Context, run *run) (stepOutcome, error) {
 		}
 		var ws []store.Write
 		for i, res := range results {
-			if res.err != nil || res.raw != nil {
+			if res.err != nil || res.pending {
 				continue
 			}
 			b, err := json.Marshal(res.update)
+			if res.raw != nil {
+				b, err = res.raw, nil
+			}
 			if err != nil {
 				return stepOutcome{stop: state.StopUnrecoverableError}, fmt.Errorf("flow: node %q update: %w", tasks[i].Node, err)
 			}
@@ -650,6 +668,9 @@ func (r *Runner) step(ctx context.Context, run *run) (stepOutcome, error) {
 		}
 		cp := store.Checkpoint{Thread: run.thread, Namespace: r.opts.Namespace, State: run.doc}
 		if interrupt != nil && len(failed) == 0 {
+			if r.opts.Redact != nil {
+				interrupt.Payload = r.opts.Redact.JSON(interrupt.Payload)
+			}
 			payload, _ := json.Marshal(map[string]json.RawMessage{"node": mustJSON(interrupt.Node), "value": interrupt.Payload})
 			cp.Status, cp.Nodes = store.StatusInterrupted, []string{interrupt.Node}
 			cp.Meta = r.meta(run, store.Meta{Source: "interrupt", Interrupt: payload, StepOf: readSeq, StopReason: string(state.StopInterrupt)})
@@ -725,7 +746,7 @@ func (r *Runner) step(ctx context.Context, run *run) (stepOutcome, error) {
 		}
 		next = append(next, ts...)
 	}
-	run.tasks = dedupe(next)
+	run.tasks = r.schedule(next)
 	var meta store.Meta // Source "" is an ordinary step
 	if stepTokens != (store.Tokens{}) {
 		meta.Tokens = &stepTokens
@@ -831,12 +852,24 @@ func (r *Runner) runTask(ctx context.Context, run *run, tk *task, doc state.Doc)
 		}
 		r.emit(ev)
 		if err == nil {
+			res := taskResult{update: upd, tokens: tk.tokens, duration: time.Since(start)}
+			if r.opts.Redact != nil {
+				// Redacted before anything sees it; an update that does not
+				// encode stays as it is and fails when applied.
+				if raw, ok := r.redactUpdate(upd); ok {
+					res.raw, res.update = raw, nil
+				}
+			}
 			if r.opts.Observer != nil {
-				if b, merr := json.Marshal(upd); merr == nil {
+				b := res.raw
+				if b == nil {
+					b, _ = json.Marshal(upd)
+				}
+				if b != nil {
 					r.emit(Event{Kind: EventUpdate, RunID: run.id, Thread: run.thread, Seq: tk.info.ReadSeq, Node: tk.info.Node, Key: tk.info.Key, Payload: b})
 				}
 			}
-			return taskResult{update: upd, tokens: tk.tokens, duration: time.Since(start)}
+			return res
 		}
 		if errors.Is(err, ErrInterrupted) || ctx.Err() != nil || a == attempts || (p.Retryable != nil && !p.Retryable(err)) {
 			break

@@ -59,6 +59,7 @@ type Redactor struct {
 	patterns []string // sources, for WithSecrets to rebuild re
 	literals []string
 	re       *regexp.Regexp // every pattern and literal, one alternation
+	kv       *regexp.Regexp // "key": value, key=value forms of secret keys in text
 }
 
 // New builds a redactor from cfg; a pattern that does not compile is an
@@ -90,6 +91,7 @@ func New(cfg Config) (*Redactor, error) {
 		r.keys[normKey(k)] = true
 	}
 	r.patterns = append(pats, cfg.Patterns...)
+	r.kv = kvRegexp(r.keys)
 	if err := r.compile(); err != nil {
 		return nil, err
 	}
@@ -117,6 +119,7 @@ func (r *Redactor) WithSecrets(values ...string) *Redactor {
 		}
 		out.patterns = slices.Clone(r.patterns)
 		out.literals = slices.Clone(r.literals)
+		out.kv = r.kv
 	}
 	for _, v := range values {
 		if len(v) >= MinSecretLen && !slices.Contains(out.literals, v) {
@@ -172,12 +175,60 @@ func (r *Redactor) IsSecretKey(key string) bool {
 	return r.keys[normKey(key)]
 }
 
-// String hides secret shapes and literal secrets in s.
+// String hides secret shapes and literal secrets in s, and the values of
+// secret keys written as text: `"token": "abc"`, `token=abc`,
+// `password: abc` (as in error messages and logged JSON) keep the key and
+// lose the value.
 func (r *Redactor) String(s string) string {
-	if r == nil || r.re == nil {
+	if r == nil {
 		return s
 	}
-	return r.re.ReplaceAllLiteralString(s, Replacement)
+	if r.re != nil {
+		s = r.re.ReplaceAllLiteralString(s, Replacement)
+	}
+	if r.kv != nil && strings.ContainsAny(s, ":=") {
+		s = r.kv.ReplaceAllStringFunc(s, r.kvValue)
+	}
+	return s
+}
+
+// kvValue replaces the value of one key-value match, keeping its quotes.
+func (r *Redactor) kvValue(m string) string {
+	sub := r.kv.FindStringSubmatch(m)
+	head, val := sub[1], sub[2]
+	switch {
+	case val == "null" || val == `""` || val == `\"\"`:
+		return m
+	case strings.HasPrefix(val, `\"`):
+		return head + `\"` + Replacement + `\"`
+	case strings.HasPrefix(val, `"`):
+		return head + `"` + Replacement + `"`
+	}
+	return head + Replacement
+}
+
+// kvRegexp matches a secret key followed by ':' or '=' and a value: a
+// quoted string (possibly escaped inside JSON text) or a run of characters
+// up to a separator. Group 1 is everything before the value, group 2 the
+// value.
+func kvRegexp(keys map[string]bool) *regexp.Regexp {
+	if len(keys) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(keys))
+	for k := range keys {
+		var b strings.Builder
+		for i, c := range k {
+			if i > 0 {
+				b.WriteString("[-_]?")
+			}
+			b.WriteString(regexp.QuoteMeta(string(c)))
+		}
+		names = append(names, b.String())
+	}
+	slices.Sort(names)
+	slices.SortStableFunc(names, func(a, b string) int { return len(b) - len(a) })
+	return regexp.MustCompile(`(?i)(\b(?:` + strings.Join(names, "|") + `)\\?"?\s*[:=]\s*)(\\?"(?:[^"\\]|\\[^"])*\\?"|[^\s,;&}\]\["]+)`)
 }
 
 // JSON redacts a JSON document: values under secret keys at any depth, and

@@ -27,6 +27,11 @@ func TestString(t *testing.T) {
 		{"github", "ghp_" + strings.Repeat("a", 36), "[REDACTED]"},
 		{"pem", "x -----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY----- y", "x [REDACTED] y"},
 		{"clean", "nothing to see", "nothing to see"},
+		{"key=value", "dial: password=hunter2 host=db", "dial: password=[REDACTED] host=db"},
+		{"json text", `payload: {"question":"q","token":"abc","API-Key": 12}`, `payload: {"question":"q","token":"[REDACTED]","API-Key": [REDACTED]}`},
+		{"escaped json text", `{\"secret\":\"s3\"}`, `{\"secret\":\"[REDACTED]\"}`},
+		{"null kept", `"token":null`, `"token":null`},
+		{"longer names untouched", "tokens: 5, my_password=x", "tokens: 5, my_password=x"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -159,6 +164,19 @@ func TestValue(t *testing.T) {
 	if v := r.Value(creds{"ann", ""}); v != (creds{"ann", ""}) {
 		t.Fatalf("a clean struct changed: %#v", v)
 	}
+}
+
+func FuzzString(f *testing.F) {
+	for _, s := range []string{"password=x", `"token": "a\"b"`, `{\"apiKey\":\"v\"}`, "Bearer abcdefghij sk-aaaaaaaaaaaaaaaaaaaa"} {
+		f.Add(s)
+	}
+	r := redact.Default()
+	f.Fuzz(func(t *testing.T, in string) {
+		out := r.String(in)
+		if again := r.String(out); again != out {
+			t.Fatalf("not idempotent:\n%q\n%q\n%q", in, out, again)
+		}
+	})
 }
 
 func FuzzJSON(f *testing.F) {
