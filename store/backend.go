@@ -27,6 +27,17 @@ type Row struct {
 	Snapshot  []byte // nil when absent or not requested
 	// HasSnapshot is set on rows that store a snapshot, requested or not.
 	HasSnapshot bool
+	// Sum is the row's checksum (RowChecksum): it covers every field above
+	// except Snapshot, which carries its own CRC-32C and whose size is
+	// BaseSize. The engine sets it; backends store it and return it.
+	Sum uint32
+	// Create, on a first row (Seq 1), is the thread record Insert creates
+	// in the same transaction when the thread does not exist yet.
+	Create *ThreadRecord
+	// NewThread makes Insert fail with ErrConflict, writing nothing, when
+	// the thread already exists: Create must be a new thread (a fork into a
+	// new thread creates the thread and its first row atomically).
+	NewThread bool
 }
 
 // ThreadRecord is a thread as a backend stores it.
@@ -37,6 +48,16 @@ type ThreadRecord struct {
 	CreatedAt int64  // Unix nanoseconds
 	Head      int64  // newest root-namespace seq; 0 when empty
 	HeadAt    int64  // CreatedAt of the head row
+	// Sum is the record's checksum (ThreadChecksum) over ID, Tenant,
+	// Metadata and CreatedAt.
+	Sum uint32
+}
+
+// NamespaceRecord describes the rows of one namespace of a thread.
+type NamespaceRecord struct {
+	Name  string
+	Head  int64 // newest seq
+	Count int64 // rows stored (fewer than Head after pruning)
 }
 
 // ThreadQuery selects a page of threads ordered by id.
@@ -56,11 +77,7 @@ type RowQuery struct {
 	From, To  int64 // inclusive; To 0 means no upper bound
 	Desc      bool
 	Limit     int  // 0: no limit
-	Payload   bool // fill Patch
 	Snapshots bool // fill Snapshot
-	// Lean: the caller needs only Seq, Parent, Base and the blobs it asked
-	// for; backends may leave the other fields zero.
-	Lean bool
 }
 
 // Backend is the row-level storage a backend implements. It knows nothing
@@ -75,15 +92,16 @@ type Backend interface {
 	Threads(ctx context.Context, q ThreadQuery) ([]ThreadRecord, error)
 	// DeleteThread deletes a thread, its rows and its writes; ErrNotFound.
 	DeleteThread(ctx context.Context, id string) error
-	// Insert adds a row atomically (row and snapshot together), creating a
-	// bare thread record when the thread does not exist. It fails with
-	// ErrConflict, writing nothing, when the thread namespace already has a
-	// row with that seq.
+	// Insert adds a row atomically (row, snapshot and r.Create together).
+	// It fails with ErrConflict, writing nothing, when the thread namespace
+	// already has a row with that seq, when r.Parent is not 0 and no row has
+	// that seq, or when r.NewThread is set and the thread exists.
 	Insert(ctx context.Context, r Row) error
-	// Rows returns rows in seq order (descending with Desc).
+	// Rows returns whole rows (every field but Snapshot, which only with
+	// q.Snapshots) in seq order (descending with Desc).
 	Rows(ctx context.Context, q RowQuery) ([]Row, error)
-	// Namespaces lists the namespaces of a thread that have rows.
-	Namespaces(ctx context.Context, thread string) ([]string, error)
+	// Namespaces lists the namespaces of a thread that have rows, by name.
+	Namespaces(ctx context.Context, thread string) ([]NamespaceRecord, error)
 	// DeleteBelow deletes the rows (and their writes) of a thread namespace
 	// with seq < below, returning how many rows went.
 	DeleteBelow(ctx context.Context, thread, ns string, below int64) (int64, error)

@@ -111,6 +111,7 @@ func (e *Engine) CreateThread(ctx context.Context, t Thread) (Thread, error) {
 		}
 		rec.Metadata = b
 	}
+	rec.Sum = ThreadChecksum(&rec)
 	if err := e.b.CreateThread(ctx, rec); err != nil {
 		return Thread{}, err
 	}
@@ -118,6 +119,9 @@ func (e *Engine) CreateThread(ctx context.Context, t Thread) (Thread, error) {
 }
 
 func threadFromRecord(r ThreadRecord) (Thread, error) {
+	if err := verifyThread(&r); err != nil {
+		return Thread{}, err
+	}
 	t := Thread{ID: r.ID, Tenant: r.Tenant, CreatedAt: time.Unix(0, r.CreatedAt), Head: r.Head}
 	t.UpdatedAt = t.CreatedAt
 	if r.Head > 0 {
@@ -224,11 +228,13 @@ func (e *Engine) Append(ctx context.Context, cp Checkpoint) (Checkpoint, error) 
 			return Checkpoint{}, err
 		}
 	}
-	return e.insert(ctx, cp, cp.Parent+1, parent)
+	return e.insert(ctx, cp, cp.Parent+1, parent, nil, false)
 }
 
 // insert writes cp as row seq extending parent (zero rowInfo: no parent).
-func (e *Engine) insert(ctx context.Context, cp Checkpoint, seq int64, parent rowInfo) (Checkpoint, error) {
+// create, when not nil, is the thread record to create with a first row;
+// with newThread the thread must not exist.
+func (e *Engine) insert(ctx context.Context, cp Checkpoint, seq int64, parent rowInfo, create *ThreadRecord, newThread bool) (Checkpoint, error) {
 	if cp.Status == 0 {
 		cp.Status = StatusSuccess
 	}
@@ -244,7 +250,12 @@ func (e *Engine) insert(ctx context.Context, cp Checkpoint, seq int64, parent ro
 	row := Row{
 		Thread: cp.Thread, Namespace: cp.Namespace, Seq: seq, Parent: cp.Parent,
 		Status: cp.Status, CreatedAt: cp.CreatedAt.UnixNano(), Meta: meta,
-		Patch: encodeBlob(state.EncodePatch(nil, cp.Patch), e.comp, nil),
+		Patch:  encodeBlob(state.EncodePatch(nil, cp.Patch), e.comp, nil),
+		Create: create, NewThread: newThread,
+	}
+	if seq == 1 && create == nil {
+		row.Create = &ThreadRecord{ID: cp.Thread, CreatedAt: row.CreatedAt}
+		row.Create.Sum = ThreadChecksum(row.Create)
 	}
 	since := parent.since + int64(len(row.Patch))
 	var snapBytes int
@@ -255,8 +266,12 @@ func (e *Engine) insert(ctx context.Context, cp Checkpoint, seq int64, parent ro
 	} else {
 		row.Base, row.Since, row.BaseSize = parent.base, since, parent.baseSize
 	}
+	row.Sum = RowChecksum(&row)
 	key := headKey{cp.Thread, cp.Namespace}
 	if err := e.b.Insert(ctx, row); err != nil {
+		if errors.Is(err, ErrConflict) && newThread {
+			return Checkpoint{}, fmt.Errorf("%w: thread %q exists", ErrConflict, cp.Thread)
+		}
 		if errors.Is(err, ErrConflict) {
 			e.mu.Lock()
 			delete(e.heads, key)
@@ -308,7 +323,7 @@ func (e *Engine) info(ctx context.Context, thread, ns string, seq int64) (rowInf
 	if ok && ri.seq == seq {
 		return ri, nil
 	}
-	rows, err := e.b.Rows(ctx, RowQuery{Thread: thread, Namespace: ns, From: seq, To: seq})
+	rows, err := e.rows(ctx, RowQuery{Thread: thread, Namespace: ns, From: seq, To: seq})
 	if err != nil {
 		return rowInfo{}, err
 	}
@@ -328,7 +343,7 @@ func (e *Engine) info(ctx context.Context, thread, ns string, seq int64) (rowInf
 
 // head returns the newest seq of a thread namespace (0 when empty).
 func (e *Engine) head(ctx context.Context, thread, ns string) (int64, error) {
-	rows, err := e.b.Rows(ctx, RowQuery{Thread: thread, Namespace: ns, Desc: true, Limit: 1})
+	rows, err := e.rows(ctx, RowQuery{Thread: thread, Namespace: ns, Desc: true, Limit: 1})
 	if err != nil {
 		return 0, err
 	}
@@ -336,6 +351,20 @@ func (e *Engine) head(ctx context.Context, thread, ns string) (int64, error) {
 		return 0, nil
 	}
 	return rows[0].Seq, nil
+}
+
+// rows reads rows from the backend and checks each against its checksum.
+func (e *Engine) rows(ctx context.Context, q RowQuery) ([]Row, error) {
+	rows, err := e.b.Rows(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	for i := range rows {
+		if err := verifyRow(&rows[i]); err != nil {
+			return nil, err
+		}
+	}
+	return rows, nil
 }
 
 // metaRecord is the stored form of a checkpoint's metadata.
@@ -372,13 +401,11 @@ func checkpoint(r *Row) (Checkpoint, error) {
 		}
 		cp.Nodes, cp.Meta = rec.Nodes, rec.Meta
 	}
-	if r.Patch != nil {
-		p, err := decodePatch(r)
-		if err != nil {
-			return Checkpoint{}, err
-		}
-		cp.Patch = p
+	p, err := decodePatch(r)
+	if err != nil {
+		return Checkpoint{}, err
 	}
+	cp.Patch = p
 	return cp, nil
 }
 
@@ -386,7 +413,7 @@ func decodePatch(r *Row) (state.Patch, error) {
 	payload, err := decodeBlob(r.Patch)
 	if err == nil {
 		var p state.Patch
-		if p, err = state.DecodePatch(payload, false); err == nil {
+		if p, err = state.DecodePatch(payload, true); err == nil {
 			return p, nil
 		}
 	}
@@ -397,10 +424,13 @@ func decodeSnapshot(r *Row) (state.Doc, error) {
 	if r.Snapshot == nil {
 		return state.Doc{}, &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: r.Seq, What: "snapshot", Err: errors.New("missing")}
 	}
+	if int64(len(r.Snapshot)) != r.BaseSize {
+		return state.Doc{}, &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: r.Seq, What: "snapshot", Err: fmt.Errorf("%d bytes, the row says %d", len(r.Snapshot), r.BaseSize)}
+	}
 	payload, err := decodeBlob(r.Snapshot)
 	if err == nil {
 		var d state.Doc
-		if d, err = state.DecodeDoc(payload, false); err == nil {
+		if d, err = state.DecodeDoc(payload, true); err == nil {
 			return d, nil
 		}
 	}
@@ -459,7 +489,7 @@ func (e *Engine) Load(ctx context.Context, r LoadRequest) (Checkpoint, error) {
 	if r.Seq == 0 {
 		q = RowQuery{Thread: r.Thread, Namespace: r.Namespace, Desc: true, Limit: 1}
 	}
-	target, err := e.b.Rows(ctx, q)
+	target, err := e.rows(ctx, q)
 	if err != nil {
 		return Checkpoint{}, err
 	}
@@ -482,7 +512,6 @@ func (e *Engine) Load(ctx context.Context, r LoadRequest) (Checkpoint, error) {
 	if err != nil {
 		return Checkpoint{}, err
 	}
-	t.Patch = chain[len(chain)-1].Patch
 	cp, err := checkpoint(&t)
 	if err != nil {
 		return Checkpoint{}, err
@@ -495,7 +524,7 @@ func (e *Engine) Load(ctx context.Context, r LoadRequest) (Checkpoint, error) {
 // base's snapshot unless the cache has it.
 func (e *Engine) chainRows(ctx context.Context, thread, ns string, base, seq int64) ([]Row, error) {
 	_, cached := e.cache.get(snapKey{thread, ns, base})
-	return e.b.Rows(ctx, RowQuery{Thread: thread, Namespace: ns, From: base, To: seq, Payload: true, Snapshots: !cached, Lean: true})
+	return e.rows(ctx, RowQuery{Thread: thread, Namespace: ns, From: base, To: seq, Snapshots: !cached})
 }
 
 // ancestry returns the rows on the path from base to seq, ascending, or nil
@@ -548,7 +577,7 @@ func (e *Engine) History(ctx context.Context, r HistoryRequest) iter.Seq2[Checkp
 		}
 		n := 0
 		for {
-			rows, err := e.b.Rows(ctx, RowQuery{Thread: r.Thread, Namespace: r.Namespace, To: to, Desc: true, Limit: page, Payload: true})
+			rows, err := e.rows(ctx, RowQuery{Thread: r.Thread, Namespace: r.Namespace, To: to, Desc: true, Limit: page})
 			if err != nil {
 				yield(Checkpoint{}, err)
 				return
@@ -607,19 +636,16 @@ func (e *Engine) Fork(ctx context.Context, r ForkRequest) (Checkpoint, error) {
 	if err != nil {
 		return Checkpoint{}, err
 	}
+	if src.Status == StatusFailed || src.Status == StatusInterrupted {
+		return Checkpoint{}, fmt.Errorf("%w: thread %q checkpoint %d is %s; fork from the checkpoint it resumes (%d)", ErrInvalidArgument, r.Thread, r.At, src.Status, src.Meta.StepOf)
+	}
 	st := src.State
 	if len(r.Patch) > 0 {
 		if st, err = st.Apply(r.Patch); err != nil {
 			return Checkpoint{}, fmt.Errorf("%w: fork patch: %v", ErrInvalidArgument, err)
 		}
 	}
-	meta := r.Meta
-	if meta.Source == "" {
-		meta.Source = "fork"
-	}
-	ref := src.Ref()
-	meta.ForkedFrom = &ref
-	cp := Checkpoint{Thread: r.Thread, Namespace: r.Namespace, Parent: r.At, Nodes: r.Nodes, Status: StatusSuccess, Patch: r.Patch, State: st, Meta: meta}
+	cp := Checkpoint{Thread: r.Thread, Namespace: r.Namespace, Parent: r.At, Nodes: r.Nodes, Status: StatusSuccess, Patch: r.Patch, State: st, Meta: forkMeta(r.Meta, &src)}
 	if r.Into == "" {
 		head, err := e.head(ctx, r.Thread, r.Namespace)
 		if err != nil {
@@ -629,26 +655,83 @@ func (e *Engine) Fork(ctx context.Context, r ForkRequest) (Checkpoint, error) {
 		if err != nil {
 			return Checkpoint{}, err
 		}
-		return e.insert(ctx, cp, head+1, at)
+		return e.insert(ctx, cp, head+1, at, nil, false)
 	}
-	if _, err := e.b.Thread(ctx, r.Into); err == nil {
-		return Checkpoint{}, fmt.Errorf("%w: thread %q exists", ErrConflict, r.Into)
-	} else if !errors.Is(err, ErrNotFound) {
-		return Checkpoint{}, err
-	}
-	srcThread, err := e.b.Thread(ctx, r.Thread)
+	rec, err := e.forkThread(ctx, r)
 	if err != nil {
 		return Checkpoint{}, err
 	}
-	rec := ThreadRecord{ID: r.Into, Tenant: srcThread.Tenant, Metadata: srcThread.Metadata, CreatedAt: e.now().UnixNano()}
-	if err := e.b.CreateThread(ctx, rec); err != nil {
-		return Checkpoint{}, err
-	}
 	// The whole state is the new thread's first patch, so replaying the
-	// thread from nothing gives the same state as its snapshot.
+	// thread from nothing gives the same state as its snapshot. The thread
+	// record goes in the same transaction as the row: a crash never leaves
+	// an empty thread behind.
 	cp.Thread, cp.Parent = r.Into, 0
 	cp.Patch = st.AsPatch()
-	return e.insert(ctx, cp, 1, rowInfo{})
+	return e.insert(ctx, cp, 1, rowInfo{}, &rec, true)
+}
+
+// forkMeta is the metadata of a fork checkpoint: the request's, marked as a
+// fork of src, with src's schedule when the request gives none.
+func forkMeta(m Meta, src *Checkpoint) Meta {
+	if m.Source == "" {
+		m.Source = "fork"
+	}
+	ref := src.Ref()
+	m.ForkedFrom = &ref
+	if len(m.Next) == 0 && len(m.Tasks) == 0 {
+		m.Next, m.Tasks = src.Meta.Next, src.Meta.Tasks
+	}
+	return m
+}
+
+// forkThread builds the record of the thread a fork creates: the source
+// thread's tenant, and its metadata unless the request gives new metadata.
+func (e *Engine) forkThread(ctx context.Context, r ForkRequest) (ThreadRecord, error) {
+	srcRec, err := e.b.Thread(ctx, r.Thread)
+	if err != nil {
+		return ThreadRecord{}, err
+	}
+	if err := verifyThread(&srcRec); err != nil {
+		return ThreadRecord{}, err
+	}
+	rec := ThreadRecord{ID: r.Into, Tenant: srcRec.Tenant, Metadata: srcRec.Metadata, CreatedAt: e.now().UnixNano()}
+	if r.Metadata != nil {
+		rec.Metadata = nil
+		if len(r.Metadata) > 0 {
+			if rec.Metadata, err = json.Marshal(r.Metadata); err != nil {
+				return ThreadRecord{}, fmt.Errorf("%w: fork thread metadata: %v", ErrInvalidArgument, err)
+			}
+		}
+	}
+	rec.Sum = ThreadChecksum(&rec)
+	return rec, nil
+}
+
+// Namespaces implements Store.
+func (e *Engine) Namespaces(ctx context.Context, thread string) ([]NamespaceInfo, error) {
+	if err := e.check(thread, ""); err != nil {
+		return nil, err
+	}
+	if _, err := e.Thread(ctx, thread); err != nil {
+		return nil, err
+	}
+	recs, err := e.b.Namespaces(ctx, thread)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]NamespaceInfo, 0, len(recs))
+	for _, rec := range recs {
+		// The head row, checked against its checksum, gives the time.
+		rows, err := e.rows(ctx, RowQuery{Thread: thread, Namespace: rec.Name, From: rec.Head, To: rec.Head})
+		if err != nil {
+			return nil, err
+		}
+		if len(rows) == 0 {
+			continue // deleted meanwhile
+		}
+		out = append(out, NamespaceInfo{Name: rec.Name, Head: rec.Head, Checkpoints: rec.Count, UpdatedAt: time.Unix(0, rows[0].CreatedAt)})
+	}
+	return out, nil
 }
 
 // Prune implements Store.
@@ -681,15 +764,12 @@ func (e *Engine) Prune(ctx context.Context, r PruneRequest) (PruneResult, error)
 			return res, err
 		}
 		pruned := false
-		for _, ns := range nss {
-			head, err := e.head(ctx, th, ns)
-			if err != nil {
-				return res, err
-			}
+		for _, nsr := range nss {
+			ns, head := nsr.Name, nsr.Head
 			if head <= keep {
 				continue
 			}
-			kept, err := e.b.Rows(ctx, RowQuery{Thread: th, Namespace: ns, From: head - keep + 1, To: head})
+			kept, err := e.rows(ctx, RowQuery{Thread: th, Namespace: ns, From: head - keep + 1, To: head})
 			if err != nil {
 				return res, err
 			}

@@ -22,6 +22,12 @@ var (
 	ErrClosed = errors.New("store: closed")
 	// ErrUnsupportedFormat: the database was written by a newer Cairn.
 	ErrUnsupportedFormat = errors.New("store: unsupported format version")
+	// ErrNotStore: the database exists but is not a Cairn store (another
+	// program's database, or one whose Cairn tables are gone). Nothing was
+	// written to it.
+	ErrNotStore = errors.New("store: not a Cairn store")
+	// ErrReadOnly: a write on a store opened read-only.
+	ErrReadOnly = errors.New("store: opened read-only")
 )
 
 // CorruptError says which checkpoint is damaged.
@@ -29,16 +35,19 @@ type CorruptError struct {
 	Thread    string
 	Namespace string
 	Seq       int64
-	What      string // "patch", "snapshot", "metadata", "row"
+	What      string // "patch", "snapshot", "metadata", "row", "thread record"
 	Err       error
 }
 
 func (e *CorruptError) Error() string {
-	ns := ""
+	at := ""
 	if e.Namespace != "" {
-		ns = " namespace " + e.Namespace
+		at = " namespace " + e.Namespace
 	}
-	return fmt.Sprintf("store: thread %q%s seq %d: corrupt %s: %v", e.Thread, ns, e.Seq, e.What, e.Err)
+	if e.Seq != 0 {
+		at += fmt.Sprintf(" seq %d", e.Seq)
+	}
+	return fmt.Sprintf("store: thread %q%s: corrupt %s: %v", e.Thread, at, e.What, e.Err)
 }
 
 // Unwrap returns both ErrCorrupt and the cause.

@@ -211,17 +211,41 @@ type HistoryRequest struct {
 
 // ForkRequest copies the state at a checkpoint into a new branch: a new head
 // of the same thread (Into empty) or the first checkpoint of a new thread.
+//
+// The checkpoint At must be a completed step: a FAILED or INTERRUPTED
+// checkpoint is refused with ErrInvalidArgument naming the seq whose state
+// that step read (Meta.StepOf), which is the one to fork from.
 type ForkRequest struct {
 	Thread    string
 	Namespace string
 	At        int64
-	// Into is the new thread's id; empty forks within the thread.
+	// Into is the new thread's id; empty forks within the thread. The new
+	// thread and its first checkpoint are created in one transaction.
 	Into string
+	// Metadata is the new thread's metadata (with Into); nil inherits the
+	// source thread's, so a fork knows what it runs. The tenant is always
+	// the source thread's.
+	Metadata map[string]any
 	// Patch optionally changes the forked state.
 	Patch state.Patch
-	// Nodes and Meta describe the fork checkpoint (Source defaults to "fork").
+	// Nodes and Meta describe the fork checkpoint (Source defaults to
+	// "fork"). When Meta has neither Next nor Tasks, the fork carries the
+	// schedule of checkpoint At, so resuming the fork runs what At would.
 	Nodes []string
 	Meta  Meta
+}
+
+// NamespaceInfo describes one namespace of a thread: "" is the root; gates,
+// handoffs and subgraphs have their own.
+type NamespaceInfo struct {
+	Name string
+	// Head is the newest seq of the namespace.
+	Head int64
+	// Checkpoints is the number of stored checkpoints (fewer than Head once
+	// old history is pruned).
+	Checkpoints int64
+	// UpdatedAt is the time of the head checkpoint.
+	UpdatedAt time.Time
 }
 
 // PruneRequest deletes old history.
@@ -265,6 +289,10 @@ type Store interface {
 	History(ctx context.Context, r HistoryRequest) iter.Seq2[Checkpoint, error]
 	// Fork branches from a checkpoint; see ForkRequest.
 	Fork(ctx context.Context, r ForkRequest) (Checkpoint, error)
+	// Namespaces lists the namespaces of a thread that have checkpoints,
+	// by name (the root "" first); ErrNotFound when the thread does not
+	// exist.
+	Namespaces(ctx context.Context, thread string) ([]NamespaceInfo, error)
 	// Prune deletes old checkpoints.
 	Prune(ctx context.Context, r PruneRequest) (PruneResult, error)
 	// Close releases resources; pending commits finish first.

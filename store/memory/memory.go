@@ -156,11 +156,10 @@ func (b *Backend) Insert(_ context.Context, r store.Row) error {
 		return err
 	}
 	t, ok := b.threads[r.Thread]
-	if !ok {
-		t = &thread{rec: store.ThreadRecord{ID: r.Thread, CreatedAt: r.CreatedAt}, ns: map[string][]store.Row{}, writes: map[writeKey][]store.Write{}}
-		b.threads[r.Thread] = t
+	if ok && r.NewThread {
+		return fmt.Errorf("%w: thread %q exists", store.ErrConflict, r.Thread)
 	}
-	rows := t.ns[r.Namespace]
+	rows := t.rows(r.Namespace)
 	next := int64(1)
 	if len(rows) > 0 {
 		next = rows[len(rows)-1].Seq + 1
@@ -176,9 +175,27 @@ func (b *Backend) Insert(_ context.Context, r store.Row) error {
 	if r.Parent > 0 && (len(rows) == 0 || r.Parent < rows[0].Seq || r.Parent > rows[len(rows)-1].Seq) {
 		return fmt.Errorf("%w: thread %q namespace %q has no checkpoint %d to extend", store.ErrConflict, r.Thread, r.Namespace, r.Parent)
 	}
+	if !ok {
+		if r.Create == nil {
+			return fmt.Errorf("%w: thread %q does not exist and the row creates none", store.ErrInvalidArgument, r.Thread)
+		}
+		rec := *r.Create
+		rec.Metadata = bytes.Clone(rec.Metadata)
+		t = &thread{rec: rec, ns: map[string][]store.Row{}, writes: map[writeKey][]store.Write{}}
+		b.threads[r.Thread] = t
+	}
 	r.Meta, r.Patch, r.Snapshot = bytes.Clone(r.Meta), bytes.Clone(r.Patch), bytes.Clone(r.Snapshot)
+	r.Create, r.NewThread = nil, false
 	t.ns[r.Namespace] = append(rows, r)
 	return nil
+}
+
+// rows returns the rows of a namespace; nil for a nil thread.
+func (t *thread) rows(ns string) []store.Row {
+	if t == nil {
+		return nil
+	}
+	return t.ns[ns]
 }
 
 // Rows implements store.Backend.
@@ -214,11 +231,7 @@ func (b *Backend) Rows(_ context.Context, q store.RowQuery) ([]store.Row, error)
 		}
 		r := sel[j]
 		r.Meta = bytes.Clone(r.Meta)
-		if q.Payload {
-			r.Patch = bytes.Clone(r.Patch)
-		} else {
-			r.Patch = nil
-		}
+		r.Patch = bytes.Clone(r.Patch)
 		if q.Snapshots {
 			r.Snapshot = bytes.Clone(r.Snapshot)
 		} else {
@@ -230,7 +243,7 @@ func (b *Backend) Rows(_ context.Context, q store.RowQuery) ([]store.Row, error)
 }
 
 // Namespaces implements store.Backend.
-func (b *Backend) Namespaces(_ context.Context, id string) ([]string, error) {
+func (b *Backend) Namespaces(_ context.Context, id string) ([]store.NamespaceRecord, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if err := b.live(); err != nil {
@@ -240,13 +253,13 @@ func (b *Backend) Namespaces(_ context.Context, id string) ([]string, error) {
 	if !ok {
 		return nil, nil
 	}
-	var out []string
+	var out []store.NamespaceRecord
 	for ns, rows := range t.ns {
 		if len(rows) > 0 {
-			out = append(out, ns)
+			out = append(out, store.NamespaceRecord{Name: ns, Head: rows[len(rows)-1].Seq, Count: int64(len(rows))})
 		}
 	}
-	sort.Strings(out)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
 

@@ -14,8 +14,13 @@ import (
 	"github.com/cairn-dev/cairn/store"
 )
 
-// formatVersion is the table layout this code writes.
-const formatVersion = 1
+// formatVersion is the table layout this code writes. Version 2 adds a
+// checksum (crc) to every thread and checkpoint row; opening a version 1
+// database read-write computes them (see store/doc.go).
+const formatVersion = 2
+
+// tables are the tables of a Cairn store besides cairn_format.
+var tables = []string{"threads", "checkpoints", "snapshots", "writes"}
 
 const ddl = `
 CREATE TABLE IF NOT EXISTS cairn_format (id int PRIMARY KEY, version int NOT NULL);
@@ -23,7 +28,8 @@ CREATE TABLE IF NOT EXISTS threads (
 	id         text PRIMARY KEY,
 	tenant     text NOT NULL DEFAULT '',
 	metadata   jsonb,
-	created_at bigint NOT NULL
+	created_at bigint NOT NULL,
+	crc        bigint NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS checkpoints (
 	thread       text NOT NULL,
@@ -38,6 +44,7 @@ CREATE TABLE IF NOT EXISTS checkpoints (
 	has_snapshot boolean NOT NULL,
 	meta         bytea,
 	patch        bytea NOT NULL,
+	crc          bigint NOT NULL DEFAULT 0,
 	PRIMARY KEY (thread, ns, seq)
 );
 CREATE TABLE IF NOT EXISTS snapshots (
@@ -62,11 +69,19 @@ CREATE TABLE IF NOT EXISTS writes (
 type Options struct {
 	// MaxConns caps the pool (default: pgxpool's).
 	MaxConns int32
+	// ReadOnly opens an existing store for reading only: no table is
+	// created or changed. A database without Cairn's tables is
+	// ErrNotStore; writes fail with ErrReadOnly.
+	ReadOnly bool
 }
 
 // Backend is a store.Backend on PostgreSQL.
 type Backend struct {
-	pool *pgxpool.Pool
+	pool     *pgxpool.Pool
+	readOnly bool
+	// legacy: a version 1 database opened read-only; its rows have no
+	// checksums, so they are computed as rows are read.
+	legacy bool
 }
 
 // Open connects to dsn (a postgres:// URL or key=value string; pgx passes
@@ -84,12 +99,54 @@ func Open(ctx context.Context, dsn string, opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: postgres: %w", err)
 	}
-	b := &Backend{pool: pool}
-	if err := b.migrate(ctx); err != nil {
+	b := &Backend{pool: pool, readOnly: opts.ReadOnly}
+	if opts.ReadOnly {
+		err = b.checkReadOnly(ctx)
+	} else {
+		err = b.migrate(ctx)
+	}
+	if err != nil {
 		pool.Close()
 		return nil, err
 	}
 	return b, nil
+}
+
+// checkReadOnly checks, without writing, that the database holds a Cairn
+// store of a version this code reads.
+func (b *Backend) checkReadOnly(ctx context.Context) error {
+	var format bool
+	if err := b.pool.QueryRow(ctx, `SELECT to_regclass('cairn_format') IS NOT NULL`).Scan(&format); err != nil {
+		return fmt.Errorf("store: postgres: %w", err)
+	}
+	if !format {
+		return fmt.Errorf("%w: the database (search path) has no cairn_format table", store.ErrNotStore)
+	}
+	var v int
+	if err := b.pool.QueryRow(ctx, `SELECT version FROM cairn_format WHERE id = 1`).Scan(&v); err != nil {
+		return fmt.Errorf("%w: cairn_format has no version: %v", store.ErrNotStore, err)
+	}
+	if v > formatVersion {
+		return fmt.Errorf("%w: the database has format %d, this Cairn reads up to %d", store.ErrUnsupportedFormat, v, formatVersion)
+	}
+	for _, t := range tables {
+		var ok bool
+		if err := b.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, t).Scan(&ok); err != nil {
+			return fmt.Errorf("store: postgres: %w", err)
+		}
+		if !ok {
+			return fmt.Errorf("%w: table %q is missing: the store is damaged or not a Cairn store", store.ErrCorrupt, t)
+		}
+	}
+	b.legacy = v < 2
+	return nil
+}
+
+func (b *Backend) writable() error {
+	if b.readOnly {
+		return store.ErrReadOnly
+	}
+	return nil
 }
 
 // OpenStore opens a store on PostgreSQL.
@@ -111,6 +168,9 @@ func (b *Backend) migrate(ctx context.Context) error {
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(7262465)`); err != nil {
 		return fmt.Errorf("store: postgres: %w", err)
 	}
+	if err := refuseForeign(ctx, tx); err != nil {
+		return err
+	}
 	if _, err := tx.Exec(ctx, ddl); err != nil {
 		return fmt.Errorf("store: postgres: create tables: %w", err)
 	}
@@ -125,8 +185,110 @@ func (b *Backend) migrate(ctx context.Context) error {
 		return fmt.Errorf("store: postgres: %w", err)
 	case v > formatVersion:
 		return fmt.Errorf("%w: the database has format %d, this Cairn reads up to %d", store.ErrUnsupportedFormat, v, formatVersion)
+	case v < formatVersion:
+		if err := addChecksums(ctx, tx); err != nil {
+			return fmt.Errorf("store: postgres: upgrade to format %d: %w", formatVersion, err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE cairn_format SET version = $1 WHERE id = 1`, formatVersion); err != nil {
+			return fmt.Errorf("store: postgres: %w", err)
+		}
 	}
 	return tx.Commit(ctx)
+}
+
+// refuseForeign refuses a database that has tables named like Cairn's but
+// no cairn_format table: another program's, which Cairn must not change.
+func refuseForeign(ctx context.Context, tx pgx.Tx) error {
+	var format bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass('cairn_format') IS NOT NULL`).Scan(&format); err != nil {
+		return fmt.Errorf("store: postgres: %w", err)
+	}
+	if format {
+		return nil
+	}
+	for _, t := range tables {
+		var ok bool
+		if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, t).Scan(&ok); err != nil {
+			return fmt.Errorf("store: postgres: %w", err)
+		}
+		if ok {
+			return fmt.Errorf("%w: the database has a table %q but no cairn_format: refusing to change another program's tables", store.ErrNotStore, t)
+		}
+	}
+	return nil
+}
+
+// addChecksums adds the crc columns to version 1 tables and computes the
+// checksum of every row, inside the migration transaction.
+func addChecksums(ctx context.Context, tx pgx.Tx) error {
+	for _, t := range []string{"threads", "checkpoints"} {
+		if _, err := tx.Exec(ctx, `ALTER TABLE `+t+` ADD COLUMN IF NOT EXISTS crc bigint NOT NULL DEFAULT 0`); err != nil {
+			return err
+		}
+	}
+	rows, err := tx.Query(ctx, `SELECT id, tenant, metadata::text, created_at FROM threads`)
+	if err != nil {
+		return err
+	}
+	var threads []store.ThreadRecord
+	for rows.Next() {
+		var t store.ThreadRecord
+		var meta *string
+		if err := rows.Scan(&t.ID, &t.Tenant, &meta, &t.CreatedAt); err != nil {
+			rows.Close()
+			return err
+		}
+		if meta != nil {
+			t.Metadata = []byte(*meta)
+		}
+		threads = append(threads, t)
+	}
+	if rows.Close(); rows.Err() != nil {
+		return rows.Err()
+	}
+	for i := range threads {
+		if _, err := tx.Exec(ctx, `UPDATE threads SET crc = $1 WHERE id = $2`, int64(store.ThreadChecksum(&threads[i])), threads[i].ID); err != nil {
+			return err
+		}
+	}
+	return sumCheckpoints(ctx, tx)
+}
+
+func sumCheckpoints(ctx context.Context, tx pgx.Tx) error {
+	var last store.Row
+	for {
+		rows, err := tx.Query(ctx, `SELECT thread, ns, seq, parent, base, since, base_size, status, created_at, has_snapshot, meta, patch
+			FROM checkpoints WHERE (thread, ns, seq) > ($1, $2, $3) ORDER BY thread, ns, seq LIMIT 512`, last.Thread, last.Namespace, last.Seq)
+		if err != nil {
+			return err
+		}
+		var page []store.Row
+		for rows.Next() {
+			var r store.Row
+			var status int16
+			if err := rows.Scan(&r.Thread, &r.Namespace, &r.Seq, &r.Parent, &r.Base, &r.Since, &r.BaseSize, &status, &r.CreatedAt, &r.HasSnapshot, &r.Meta, &r.Patch); err != nil {
+				rows.Close()
+				return err
+			}
+			r.Status = store.Status(status)
+			page = append(page, r)
+		}
+		if rows.Close(); rows.Err() != nil {
+			return rows.Err()
+		}
+		batch := &pgx.Batch{}
+		for i := range page {
+			r := &page[i]
+			batch.Queue(`UPDATE checkpoints SET crc = $1 WHERE thread = $2 AND ns = $3 AND seq = $4`, int64(store.RowChecksum(r)), r.Thread, r.Namespace, r.Seq)
+		}
+		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+			return err
+		}
+		if len(page) < 512 {
+			return nil
+		}
+		last = page[len(page)-1]
+	}
 }
 
 func isUnique(err error) bool {
@@ -150,8 +312,11 @@ func wrap(err error, what, thread string) error {
 
 // CreateThread implements store.Backend.
 func (b *Backend) CreateThread(ctx context.Context, t store.ThreadRecord) error {
-	tag, err := b.pool.Exec(ctx, `INSERT INTO threads (id, tenant, metadata, created_at) VALUES ($1, $2, $3::jsonb, $4) ON CONFLICT DO NOTHING`,
-		t.ID, t.Tenant, nullJSON(t.Metadata), t.CreatedAt)
+	if err := b.writable(); err != nil {
+		return err
+	}
+	tag, err := b.pool.Exec(ctx, `INSERT INTO threads (id, tenant, metadata, created_at, crc) VALUES ($1, $2, $3::jsonb, $4, $5) ON CONFLICT DO NOTHING`,
+		t.ID, t.Tenant, nullJSON(t.Metadata), t.CreatedAt, int64(t.Sum))
 	if err != nil {
 		return wrap(err, "create", t.ID)
 	}
@@ -172,21 +337,35 @@ const threadColumns = `t.id, t.tenant, t.metadata::text, t.created_at,
 	COALESCE((SELECT max(c.seq) FROM checkpoints c WHERE c.thread = t.id AND c.ns = ''), 0),
 	COALESCE((SELECT c.created_at FROM checkpoints c WHERE c.thread = t.id AND c.ns = '' ORDER BY c.seq DESC LIMIT 1), 0)`
 
-func scanThread(row pgx.Row) (store.ThreadRecord, error) {
+func (b *Backend) threadColumns() string {
+	if b.legacy {
+		return threadColumns + `, 0::bigint`
+	}
+	return threadColumns + `, t.crc`
+}
+
+func (b *Backend) scanThread(row pgx.Row) (store.ThreadRecord, error) {
 	var r store.ThreadRecord
 	var meta *string
-	if err := row.Scan(&r.ID, &r.Tenant, &meta, &r.CreatedAt, &r.Head, &r.HeadAt); err != nil {
+	var sum int64
+	if err := row.Scan(&r.ID, &r.Tenant, &meta, &r.CreatedAt, &r.Head, &r.HeadAt, &sum); err != nil {
 		return r, err
 	}
 	if meta != nil {
 		r.Metadata = []byte(*meta)
+	}
+	r.Sum = uint32(sum)
+	if sum != int64(r.Sum) {
+		r.Sum = ^store.ThreadChecksum(&r)
+	} else if b.legacy {
+		r.Sum = store.ThreadChecksum(&r)
 	}
 	return r, nil
 }
 
 // Thread implements store.Backend.
 func (b *Backend) Thread(ctx context.Context, id string) (store.ThreadRecord, error) {
-	r, err := scanThread(b.pool.QueryRow(ctx, `SELECT `+threadColumns+` FROM threads t WHERE t.id = $1`, id))
+	r, err := b.scanThread(b.pool.QueryRow(ctx, `SELECT `+b.threadColumns()+` FROM threads t WHERE t.id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, fmt.Errorf("%w: thread %q", store.ErrNotFound, id)
 	}
@@ -197,7 +376,7 @@ func (b *Backend) Thread(ctx context.Context, id string) (store.ThreadRecord, er
 // with the key and value as parameters.
 func (b *Backend) Threads(ctx context.Context, q store.ThreadQuery) ([]store.ThreadRecord, error) {
 	var sb strings.Builder
-	sb.WriteString(`SELECT ` + threadColumns + ` FROM threads t WHERE t.id > $1`)
+	sb.WriteString(`SELECT ` + b.threadColumns() + ` FROM threads t WHERE t.id > $1`)
 	args := []any{q.After}
 	if q.Tenant != "" {
 		args = append(args, q.Tenant)
@@ -219,7 +398,7 @@ func (b *Backend) Threads(ctx context.Context, q store.ThreadQuery) ([]store.Thr
 	defer rows.Close()
 	var out []store.ThreadRecord
 	for rows.Next() {
-		r, err := scanThread(rows)
+		r, err := b.scanThread(rows)
 		if err != nil {
 			return nil, wrap(err, "thread list", q.After)
 		}
@@ -230,6 +409,9 @@ func (b *Backend) Threads(ctx context.Context, q store.ThreadQuery) ([]store.Thr
 
 // DeleteThread implements store.Backend.
 func (b *Backend) DeleteThread(ctx context.Context, id string) error {
+	if err := b.writable(); err != nil {
+		return err
+	}
 	return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		var n int64
 		for _, table := range []string{"threads", "checkpoints", "snapshots", "writes"} {
@@ -254,24 +436,36 @@ func (b *Backend) DeleteThread(ctx context.Context, id string) error {
 // row) the thread record go in one transaction, sent as one batch. A seq
 // that exists, or a parent that does not, is ErrConflict.
 func (b *Backend) Insert(ctx context.Context, r store.Row) error {
+	if err := b.writable(); err != nil {
+		return err
+	}
 	return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		batch := &pgx.Batch{}
-		if r.Seq == 1 {
-			batch.Queue(`INSERT INTO threads (id, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING`, r.Thread, r.CreatedAt)
+		create := r.Create != nil && r.Seq == 1
+		if create {
+			t := r.Create
+			batch.Queue(`INSERT INTO threads (id, tenant, metadata, created_at, crc) VALUES ($1, $2, $3::jsonb, $4, $5) ON CONFLICT DO NOTHING`,
+				t.ID, t.Tenant, nullJSON(t.Metadata), t.CreatedAt, int64(t.Sum))
 		}
-		batch.Queue(`INSERT INTO checkpoints (thread, ns, seq, parent, base, since, base_size, status, created_at, has_snapshot, meta, patch)
-			SELECT $1::text, $2::text, $3::bigint, $4::bigint, $5::bigint, $6::bigint, $7::bigint, $8::smallint, $9::bigint, $10::boolean, $11::bytea, $12::bytea
+		batch.Queue(`INSERT INTO checkpoints (thread, ns, seq, parent, base, since, base_size, status, created_at, has_snapshot, meta, patch, crc)
+			SELECT $1::text, $2::text, $3::bigint, $4::bigint, $5::bigint, $6::bigint, $7::bigint, $8::smallint, $9::bigint, $10::boolean, $11::bytea, $12::bytea, $13::bigint
 			WHERE $4::bigint = 0 OR EXISTS (SELECT 1 FROM checkpoints WHERE thread = $1::text AND ns = $2::text AND seq = $4::bigint)`,
-			r.Thread, r.Namespace, r.Seq, r.Parent, r.Base, r.Since, r.BaseSize, int16(r.Status), r.CreatedAt, r.HasSnapshot, r.Meta, r.Patch)
+			r.Thread, r.Namespace, r.Seq, r.Parent, r.Base, r.Since, r.BaseSize, int16(r.Status), r.CreatedAt, r.HasSnapshot, r.Meta, r.Patch, int64(r.Sum))
 		if r.HasSnapshot {
 			batch.Queue(`INSERT INTO snapshots (thread, ns, seq, data) VALUES ($1, $2, $3, $4)
 				ON CONFLICT (thread, ns, seq) DO UPDATE SET data = EXCLUDED.data`, r.Thread, r.Namespace, r.Seq, r.Snapshot)
 		}
 		res := tx.SendBatch(ctx, batch)
-		if r.Seq == 1 {
-			if _, err := res.Exec(); err != nil {
+		if create {
+			tag, err := res.Exec()
+			if err != nil {
 				res.Close()
 				return wrap(err, "insert", r.Thread)
+			}
+			if r.NewThread && tag.RowsAffected() == 0 {
+				// The transaction rolls back: nothing of the fork is written.
+				res.Close()
+				return fmt.Errorf("%w: thread %q exists", store.ErrConflict, r.Thread)
 			}
 		}
 		tag, err := res.Exec()
@@ -299,12 +493,11 @@ func (b *Backend) Insert(ctx context.Context, r store.Row) error {
 // Rows implements store.Backend.
 func (b *Backend) Rows(ctx context.Context, q store.RowQuery) ([]store.Row, error) {
 	var sb strings.Builder
-	sb.WriteString(`SELECT seq, parent, base, has_snapshot`)
-	if !q.Lean {
-		sb.WriteString(`, since, base_size, status, created_at, meta`)
-	}
-	if q.Payload {
-		sb.WriteString(`, patch`)
+	sb.WriteString(`SELECT seq, parent, base, has_snapshot, since, base_size, status, created_at, meta, patch`)
+	if b.legacy {
+		sb.WriteString(`, 0::bigint`)
+	} else {
+		sb.WriteString(`, crc`)
 	}
 	sb.WriteString(` FROM checkpoints WHERE thread = $1 AND ns = $2 AND seq >= $3`)
 	args := []any{q.Thread, q.Namespace, q.From}
@@ -330,22 +523,19 @@ func (b *Backend) Rows(ctx context.Context, q store.RowQuery) ([]store.Row, erro
 	for rows.Next() {
 		r := store.Row{Thread: q.Thread, Namespace: q.Namespace}
 		var status int16
-		dest := []any{&r.Seq, &r.Parent, &r.Base, &r.HasSnapshot}
-		if !q.Lean {
-			dest = append(dest, &r.Since, &r.BaseSize, &status, &r.CreatedAt, &r.Meta)
-		}
-		if q.Payload {
-			dest = append(dest, &r.Patch)
-		}
-		if err := rows.Scan(dest...); err != nil {
+		var sum int64
+		if err := rows.Scan(&r.Seq, &r.Parent, &r.Base, &r.HasSnapshot, &r.Since, &r.BaseSize, &status, &r.CreatedAt, &r.Meta, &r.Patch, &sum); err != nil {
 			return nil, wrap(err, "checkpoint", q.Thread)
 		}
-		if status < 0 || status > 255 {
-			status = 0
-		}
 		r.Status = store.Status(status)
-		if q.Payload && r.Patch == nil {
+		r.Sum = uint32(sum)
+		if r.Patch == nil {
 			r.Patch = []byte{}
+		}
+		if int16(r.Status) != status || sum != int64(r.Sum) {
+			r.Sum = ^store.RowChecksum(&r) // what was read is not what was written
+		} else if b.legacy {
+			r.Sum = store.RowChecksum(&r)
 		}
 		out = append(out, r)
 	}
@@ -389,17 +579,24 @@ func (b *Backend) fillSnapshots(ctx context.Context, q store.RowQuery, out []sto
 }
 
 // Namespaces implements store.Backend.
-func (b *Backend) Namespaces(ctx context.Context, thread string) ([]string, error) {
-	rows, err := b.pool.Query(ctx, `SELECT DISTINCT ns FROM checkpoints WHERE thread = $1 ORDER BY ns`, thread)
+func (b *Backend) Namespaces(ctx context.Context, thread string) ([]store.NamespaceRecord, error) {
+	rows, err := b.pool.Query(ctx, `SELECT ns, max(seq), count(*) FROM checkpoints WHERE thread = $1 GROUP BY ns ORDER BY ns COLLATE "C"`, thread)
 	if err != nil {
 		return nil, wrap(err, "namespaces", thread)
 	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.NamespaceRecord, error) {
+		var r store.NamespaceRecord
+		err := row.Scan(&r.Name, &r.Head, &r.Count)
+		return r, err
+	})
 	return out, wrap(err, "namespaces", thread)
 }
 
 // DeleteBelow implements store.Backend.
 func (b *Backend) DeleteBelow(ctx context.Context, thread, ns string, below int64) (int64, error) {
+	if err := b.writable(); err != nil {
+		return 0, err
+	}
 	var n int64
 	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM checkpoints WHERE thread = $1 AND ns = $2 AND seq < $3`, thread, ns, below)
@@ -419,6 +616,9 @@ func (b *Backend) DeleteBelow(ctx context.Context, thread, ns string, below int6
 
 // PutWrites implements store.Backend.
 func (b *Backend) PutWrites(ctx context.Context, thread, ns string, seq int64, ws []store.Write) error {
+	if err := b.writable(); err != nil {
+		return err
+	}
 	return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		var exists bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM threads WHERE id = $1)`, thread).Scan(&exists); err != nil {

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -53,17 +54,28 @@ type Options struct {
 	// connection copies it into the database and restarts it; the WAL file
 	// is truncated to that size when it restarts (default 128, 512 KiB).
 	WALPages int
+	// ReadOnly opens an existing store for reading only: it never creates a
+	// directory, a file or a table, and never writes to the file. A missing
+	// file is ErrNotFound ("no store at PATH"); a database that is not a
+	// Cairn store is ErrNotStore. Writes fail with ErrReadOnly.
+	ReadOnly bool
 }
 
 // schemaVersion is the format this code writes (PRAGMA user_version).
-const schemaVersion = 1
+// Version 2 adds a checksum (crc) to every thread and checkpoint row;
+// opening a version 1 store read-write computes them (see store/doc.go).
+const schemaVersion = 2
+
+// tables are the tables of a Cairn store.
+var tables = []string{"threads", "checkpoints", "snapshots", "writes"}
 
 const ddl = `
 CREATE TABLE IF NOT EXISTS threads (
 	id         TEXT PRIMARY KEY,
 	tenant     TEXT NOT NULL DEFAULT '',
 	metadata   BLOB,
-	created_at INTEGER NOT NULL
+	created_at INTEGER NOT NULL,
+	crc        INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS checkpoints (
 	thread       TEXT NOT NULL,
@@ -78,6 +90,7 @@ CREATE TABLE IF NOT EXISTS checkpoints (
 	has_snapshot INTEGER NOT NULL,
 	meta         BLOB,
 	patch        BLOB NOT NULL,
+	crc          INTEGER NOT NULL DEFAULT 0,
 	PRIMARY KEY (thread, ns, seq)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS snapshots (
@@ -102,9 +115,14 @@ CREATE TABLE IF NOT EXISTS writes (
 // Backend is a store.Backend on one SQLite file.
 type Backend struct {
 	path  string
-	write *sql.DB
-	conn  *sql.Conn
+	write *sql.DB   // nil when read-only
+	conn  *sql.Conn // nil when read-only
 	read  *sql.DB
+	// readOnly: opened with Options.ReadOnly.
+	readOnly bool
+	// legacy: a version 1 file opened read-only; its rows have no
+	// checksums, so they are computed as rows are read.
+	legacy bool
 
 	// Group commit: callers queue jobs; one of them at a time leads,
 	// running everything queued as one transaction on conn.
@@ -175,7 +193,10 @@ type job struct {
 // errLead is sent to a queued job's owner to make it the next leader.
 var errLead = errors.New("lead")
 
-// Open opens (creating when needed) the database at path.
+// Open opens the database at path, creating the file, its directory and
+// the tables when needed (with opts.ReadOnly: see Options.ReadOnly).
+// Several processes may open a new store at once: the tables are created in
+// one transaction, and each waits for the others (BusyTimeout).
 func Open(path string, opts Options) (*Backend, error) {
 	if path == "" {
 		return nil, fmt.Errorf("%w: empty database path", store.ErrInvalidArgument)
@@ -196,6 +217,9 @@ func Open(path string, opts Options) (*Backend, error) {
 	if opts.WALPages <= 0 {
 		opts.WALPages = 128
 	}
+	if opts.ReadOnly {
+		return openReadOnly(path, opts)
+	}
 	if dir := filepath.Dir(path); dir != "." {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("store: create directory for %s: %w", path, err)
@@ -205,8 +229,9 @@ func Open(path string, opts Options) (*Backend, error) {
 	if dur == DurabilityStrict {
 		syncMode = "FULL"
 	}
-	base := "file:" + (&url.URL{Path: path}).EscapedPath()
-	common := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(%s)", opts.BusyTimeout.Milliseconds(), syncMode)
+	base := fileURI(path)
+	busy := fmt.Sprintf("_pragma=busy_timeout(%d)", opts.BusyTimeout.Milliseconds())
+	common := fmt.Sprintf("%s&_pragma=synchronous(%s)", busy, syncMode)
 	walOpts := fmt.Sprintf("&_pragma=wal_autocheckpoint(%d)&_pragma=journal_size_limit(%d)", opts.WALPages, opts.WALPages*4096)
 	w, err := sql.Open("sqlite", base+"?"+common+walOpts)
 	if err != nil {
@@ -217,30 +242,41 @@ func Open(path string, opts Options) (*Backend, error) {
 	b := &Backend{path: path, write: w, maxBatch: opts.MaxBatch}
 	b.idle = sync.NewCond(&b.wmu)
 	ctx := context.Background()
-	if b.conn, err = w.Conn(ctx); err != nil {
-		w.Close()
-		return nil, b.wrapOpen(err)
-	}
-	if err := b.migrate(ctx); err != nil {
-		b.conn.Close()
+	fail := func(err error) (*Backend, error) {
+		if b.read != nil {
+			b.read.Close()
+		}
+		if b.conn != nil {
+			b.conn.Close()
+		}
 		w.Close()
 		return nil, err
 	}
+	if b.conn, err = w.Conn(ctx); err != nil {
+		return fail(b.wrapOpen(err))
+	}
+	if err := b.migrate(ctx, opts.BusyTimeout); err != nil {
+		return fail(err)
+	}
 	if b.read, err = sql.Open("sqlite", base+"?"+common+"&_pragma=query_only(1)"); err != nil {
-		b.conn.Close()
-		w.Close()
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
+		return fail(fmt.Errorf("store: open %s: %w", path, err))
 	}
 	b.read.SetMaxOpenConns(opts.ReadConns)
 	b.read.SetMaxIdleConns(opts.ReadConns)
 	// Open one reader and prepare the common reads now, so the first load
 	// does not pay for them.
 	if err := b.prepareReads(ctx); err != nil {
-		b.read.Close()
-		b.conn.Close()
-		w.Close()
-		return nil, b.wrapOpen(err)
+		return fail(b.wrapOpen(err))
 	}
+	if err := b.prepareWrites(ctx); err != nil {
+		return fail(b.wrapOpen(err))
+	}
+	return b, nil
+}
+
+func fileURI(path string) string { return "file:" + (&url.URL{Path: path}).EscapedPath() }
+
+func (b *Backend) prepareWrites(ctx context.Context) error {
 	for _, p := range []struct {
 		st  **sql.Stmt
 		sql string
@@ -251,17 +287,57 @@ func Open(path string, opts Options) (*Backend, error) {
 		// The parent must exist: a writer whose idea of the thread is stale
 		// (the thread was deleted and started again elsewhere) must not leave
 		// a row that points at nothing.
-		{&b.insertRow, `INSERT INTO checkpoints (thread, ns, seq, parent, base, since, base_size, status, created_at, has_snapshot, meta, patch)
-			SELECT ?,?,?,?,?,?,?,?,?,?,?,? WHERE ?4 = 0 OR EXISTS (SELECT 1 FROM checkpoints WHERE thread = ?1 AND ns = ?2 AND seq = ?4)`},
+		{&b.insertRow, `INSERT INTO checkpoints (thread, ns, seq, parent, base, since, base_size, status, created_at, has_snapshot, meta, patch, crc)
+			SELECT ?,?,?,?,?,?,?,?,?,?,?,?,? WHERE ?4 = 0 OR EXISTS (SELECT 1 FROM checkpoints WHERE thread = ?1 AND ns = ?2 AND seq = ?4)`},
 		{&b.insertSnap, `INSERT OR REPLACE INTO snapshots (thread, ns, seq, data) VALUES (?,?,?,?)`},
-		{&b.ensureThread, `INSERT OR IGNORE INTO threads (id, created_at) VALUES (?, ?)`},
+		{&b.ensureThread, `INSERT OR IGNORE INTO threads (id, tenant, metadata, created_at, crc) VALUES (?,?,?,?,?)`},
 	} {
+		var err error
 		if *p.st, err = b.conn.PrepareContext(ctx, p.sql); err != nil {
-			b.read.Close()
-			b.conn.Close()
-			w.Close()
-			return nil, b.wrapOpen(err)
+			return err
 		}
+	}
+	return nil
+}
+
+// openReadOnly opens an existing Cairn store without writing anything.
+func openReadOnly(path string, opts Options) (*Backend, error) {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("%w: no store at %s", store.ErrNotFound, path)
+	case err != nil:
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	case fi.IsDir():
+		return nil, fmt.Errorf("%w: %s is a directory, not a store", store.ErrNotStore, path)
+	}
+	dsn := fmt.Sprintf("%s?mode=ro&_pragma=busy_timeout(%d)&_pragma=query_only(1)", fileURI(path), opts.BusyTimeout.Milliseconds())
+	r, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(opts.ReadConns)
+	r.SetMaxIdleConns(opts.ReadConns)
+	b := &Backend{path: path, read: r, readOnly: true, closed: false}
+	b.idle = sync.NewCond(&b.wmu)
+	ctx := context.Background()
+	conn, err := r.Conn(ctx)
+	if err != nil {
+		r.Close()
+		return nil, b.wrapOpen(err)
+	}
+	v, err := b.checkFormat(ctx, conn)
+	conn.Close()
+	if err == nil && v == 0 {
+		err = fmt.Errorf("%w: %s is an empty database, not a Cairn store", store.ErrNotStore, path)
+	}
+	if err == nil {
+		b.legacy = v == 1
+		err = b.prepareReads(ctx)
+	}
+	if err != nil {
+		r.Close()
+		return nil, b.wrapOpen(err)
 	}
 	return b, nil
 }
@@ -278,29 +354,148 @@ func OpenStore(path string, opts Options, sopts store.Options) (*store.Engine, e
 // Path returns the database file path.
 func (b *Backend) Path() string { return b.path }
 
-func (b *Backend) migrate(ctx context.Context) error {
+// checkFormat reads the format version and checks that the file is a Cairn
+// store of a version this code reads: 0 is a database without Cairn tables
+// (new), or one with only Cairn's tables that a crash left unversioned.
+func (b *Backend) checkFormat(ctx context.Context, c *sql.Conn) (int, error) {
 	var v int
-	if err := b.conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
-		return b.wrapOpen(err)
+	if err := c.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
+		return 0, err
 	}
 	if v > schemaVersion {
-		return fmt.Errorf("%w: %s has format %d, this Cairn reads up to %d", store.ErrUnsupportedFormat, b.path, v, schemaVersion)
+		return 0, fmt.Errorf("%w: %s has format %d, this Cairn reads up to %d", store.ErrUnsupportedFormat, b.path, v, schemaVersion)
+	}
+	have, err := tableNames(ctx, c)
+	if err != nil {
+		return 0, err
+	}
+	if v == 0 {
+		for name := range have {
+			if !slices.Contains(tables, name) {
+				return 0, fmt.Errorf("%w: %s holds table %q, which is not Cairn's; refusing to add Cairn's tables to another program's database", store.ErrNotStore, b.path, name)
+			}
+		}
+		return 0, nil
+	}
+	for _, name := range tables {
+		if !have[name] {
+			return 0, b.missingTable(name)
+		}
+	}
+	return v, nil
+}
+
+func (b *Backend) missingTable(name string) error {
+	return fmt.Errorf("%w: %s has no table %q: the store is damaged or not a Cairn store", store.ErrCorrupt, b.path, name)
+}
+
+// tableNames lists the tables of the database (SQLite's own excluded).
+func tableNames(ctx context.Context, c *sql.Conn) (map[string]bool, error) {
+	rows, err := c.QueryContext(ctx, `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	have := map[string]bool{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		have[name] = true
+	}
+	return have, rows.Err()
+}
+
+// migrate brings the file to schemaVersion. The common case (current
+// format) only reads. Otherwise the tables are created or upgraded in one
+// IMMEDIATE transaction, so processes opening a new store at once wait for
+// each other and the loser finds the work done.
+func (b *Backend) migrate(ctx context.Context, busy time.Duration) error {
+	if err := b.walMode(ctx, busy); err != nil {
+		return b.wrapOpen(err)
+	}
+	v, err := b.checkFormat(ctx, b.conn)
+	if err != nil {
+		return b.wrapOpen(err)
 	}
 	if v == schemaVersion {
 		return nil
 	}
-	if _, err := b.conn.ExecContext(ctx, ddl); err != nil {
+	if _, err := b.conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
 		return b.wrapOpen(err)
 	}
-	if _, err := b.conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, schemaVersion)); err != nil {
+	err = b.upgrade(ctx)
+	if err == nil {
+		_, err = b.conn.ExecContext(ctx, `COMMIT`)
+	}
+	if err != nil {
+		_, _ = b.conn.ExecContext(ctx, `ROLLBACK`)
 		return b.wrapOpen(err)
 	}
 	return nil
 }
 
+// walMode switches the file to WAL. Changing the journal mode needs an
+// exclusive lock, for which SQLite does not always call the busy handler,
+// so a process that finds the file busy retries until busy has passed.
+func (b *Backend) walMode(ctx context.Context, busy time.Duration) error {
+	deadline := time.Now().Add(busy)
+	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
+		var mode string
+		err := b.conn.QueryRowContext(ctx, `PRAGMA journal_mode = WAL`).Scan(&mode)
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(wait)
+	}
+}
+
+// upgrade runs inside the migration transaction: it re-reads the version
+// (another process may have done the work) and creates or upgrades tables.
+func (b *Backend) upgrade(ctx context.Context) error {
+	v, err := b.checkFormat(ctx, b.conn)
+	if err != nil {
+		return err
+	}
+	switch v {
+	case schemaVersion:
+		return nil
+	case 0:
+		if _, err := b.conn.ExecContext(ctx, ddl); err != nil {
+			return err
+		}
+		// A crash of an older Cairn may have left version 1 tables without
+		// their version: give them their checksums too.
+		if err := b.addChecksums(ctx); err != nil {
+			return err
+		}
+	case 1:
+		if err := b.addChecksums(ctx); err != nil {
+			return err
+		}
+	}
+	_, err = b.conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, schemaVersion))
+	return err
+}
+
+func isBusy(err error) bool {
+	switch sqliteCode(err) & 0xff {
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		return true
+	}
+	return false
+}
+
 func (b *Backend) wrapOpen(err error) error {
+	if errors.Is(err, store.ErrCorrupt) || errors.Is(err, store.ErrNotStore) || errors.Is(err, store.ErrUnsupportedFormat) || errors.Is(err, store.ErrNotFound) {
+		return err
+	}
 	if isCorrupt(err) {
 		return fmt.Errorf("%w: %s is not a readable Cairn database: %v", store.ErrCorrupt, b.path, err)
+	}
+	if t := b.damage(err); t != nil {
+		return t
 	}
 	return fmt.Errorf("store: open %s: %w", b.path, err)
 }
@@ -313,25 +508,68 @@ func sqliteCode(err error) int {
 	return 0
 }
 
+// isCorrupt reports errors that mean the file is damaged: SQLite's corrupt
+// and not-a-database codes, and a short read (the file was truncated).
 func isCorrupt(err error) bool {
-	switch sqliteCode(err) & 0xff {
+	code := sqliteCode(err)
+	switch code & 0xff {
 	case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
 		return true
 	}
-	return false
+	return code == sqlite3.SQLITE_IOERR_SHORT_READ
 }
 
 func isConstraint(err error) bool { return sqliteCode(err)&0xff == sqlite3.SQLITE_CONSTRAINT }
 
+// damage explains a generic SQLite error (SQLITE_ERROR, which is also what
+// a dropped table gives) when one of the store's tables is missing; nil
+// otherwise.
+func (b *Backend) damage(err error) error {
+	if sqliteCode(err)&0xff != sqlite3.SQLITE_ERROR {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, cerr := b.read.Conn(ctx)
+	if cerr != nil {
+		return nil
+	}
+	defer c.Close()
+	have, terr := tableNames(ctx, c)
+	if terr != nil {
+		return nil
+	}
+	for _, name := range tables {
+		if !have[name] {
+			return b.missingTable(name)
+		}
+	}
+	return nil
+}
+
 // readErr maps a read failure to the store's typed errors.
-func readErr(err error, thread, ns string, seq int64, what string) error {
+func (b *Backend) readErr(err error, thread, ns string, seq int64, what string) error {
 	if err == nil {
 		return nil
 	}
 	if isCorrupt(err) {
-		return &store.CorruptError{Thread: thread, Namespace: ns, Seq: seq, What: "database (" + what + ")", Err: err}
+		return &store.CorruptError{Thread: thread, Namespace: ns, Seq: seq, What: "database (" + what + ")", Err: fmt.Errorf("%s: %w", b.path, err)}
+	}
+	if d := b.damage(err); d != nil {
+		return d
 	}
 	return fmt.Errorf("store: %s of thread %q: %w", what, thread, err)
+}
+
+// writeErr maps a failed write transaction to the store's typed errors.
+func (b *Backend) writeErr(what string, err error) error {
+	if isCorrupt(err) {
+		return fmt.Errorf("%w: %s: %s: %v", store.ErrCorrupt, b.path, what, err)
+	}
+	if d := b.damage(err); d != nil {
+		return d
+	}
+	return fmt.Errorf("store: %s: %w", what, err)
 }
 
 // run executes a batch in one transaction and answers every job.
@@ -344,7 +582,7 @@ func (b *Backend) run(batch []*job) {
 		}
 	}
 	if _, err := b.begin.ExecContext(ctx); err != nil {
-		fail(fmt.Errorf("store: begin: %w", err))
+		fail(b.writeErr("begin", err))
 		return
 	}
 	for i, j := range batch {
@@ -355,8 +593,8 @@ func (b *Backend) run(batch []*job) {
 		err := j.fn(ctx, b.conn)
 		if err != nil && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrNotFound) {
 			_, _ = b.rollback.ExecContext(ctx)
-			if isCorrupt(err) {
-				err = fmt.Errorf("%w: %s: %v", store.ErrCorrupt, b.path, err)
+			if !errors.Is(err, store.ErrInvalidArgument) {
+				err = b.writeErr("write", err)
 			}
 			fail(err)
 			return
@@ -365,7 +603,7 @@ func (b *Backend) run(batch []*job) {
 	}
 	if _, err := b.commit.ExecContext(ctx); err != nil {
 		_, _ = b.rollback.ExecContext(ctx)
-		fail(fmt.Errorf("store: commit: %w", err))
+		fail(b.writeErr("commit", err))
 		return
 	}
 	b.wmu.Lock()
@@ -383,6 +621,9 @@ func (b *Backend) run(batch []*job) {
 // the lead to the oldest waiting caller. Commits that arrive while a batch
 // runs are grouped into the next one.
 func (b *Backend) do(ctx context.Context, fn func(ctx context.Context, c *sql.Conn) error) error {
+	if b.readOnly {
+		return fmt.Errorf("%w: %s", store.ErrReadOnly, b.path)
+	}
 	j := &job{ctx: ctx, fn: fn, done: make(chan error, 1)}
 	b.wmu.Lock()
 	if b.closed {
@@ -441,7 +682,7 @@ func savepoint(ctx context.Context, c *sql.Conn, fn func() error) error {
 // CreateThread implements store.Backend.
 func (b *Backend) CreateThread(ctx context.Context, t store.ThreadRecord) error {
 	return b.do(ctx, func(ctx context.Context, c *sql.Conn) error {
-		res, err := c.ExecContext(ctx, `INSERT OR IGNORE INTO threads (id, tenant, metadata, created_at) VALUES (?,?,?,?)`, t.ID, t.Tenant, nullBytes(t.Metadata), t.CreatedAt)
+		res, err := c.ExecContext(ctx, `INSERT OR IGNORE INTO threads (id, tenant, metadata, created_at, crc) VALUES (?,?,?,?,?)`, t.ID, t.Tenant, nullBytes(t.Metadata), t.CreatedAt, int64(t.Sum))
 		if err != nil {
 			return err
 		}
@@ -459,23 +700,42 @@ func nullBytes(b []byte) any {
 	return b
 }
 
-const threadColumns = `t.id, t.tenant, t.metadata, t.created_at,
+// threadColumns reads a thread record; legacyThreadColumns the same from
+// a version 1 file, whose rows have no checksum.
+const (
+	threadColumns = `t.id, t.tenant, t.metadata, t.created_at,
 	COALESCE((SELECT c.seq FROM checkpoints c WHERE c.thread = t.id AND c.ns = '' ORDER BY c.seq DESC LIMIT 1), 0),
-	COALESCE((SELECT c.created_at FROM checkpoints c WHERE c.thread = t.id AND c.ns = '' ORDER BY c.seq DESC LIMIT 1), 0)`
+	COALESCE((SELECT c.created_at FROM checkpoints c WHERE c.thread = t.id AND c.ns = '' ORDER BY c.seq DESC LIMIT 1), 0), t.crc`
+	legacyThreadColumns = `t.id, t.tenant, t.metadata, t.created_at,
+	COALESCE((SELECT c.seq FROM checkpoints c WHERE c.thread = t.id AND c.ns = '' ORDER BY c.seq DESC LIMIT 1), 0),
+	COALESCE((SELECT c.created_at FROM checkpoints c WHERE c.thread = t.id AND c.ns = '' ORDER BY c.seq DESC LIMIT 1), 0), 0`
+)
 
-func scanThread(sc interface{ Scan(...any) error }) (store.ThreadRecord, error) {
+func (b *Backend) threadColumns() string {
+	if b.legacy {
+		return legacyThreadColumns
+	}
+	return threadColumns
+}
+
+func (b *Backend) scanThread(sc interface{ Scan(...any) error }) (store.ThreadRecord, error) {
 	var r store.ThreadRecord
-	err := sc.Scan(&r.ID, &r.Tenant, &r.Metadata, &r.CreatedAt, &r.Head, &r.HeadAt)
+	var sum int64
+	err := sc.Scan(&r.ID, &r.Tenant, &r.Metadata, &r.CreatedAt, &r.Head, &r.HeadAt, &sum)
+	r.Sum = uint32(sum)
+	if b.legacy {
+		r.Sum = store.ThreadChecksum(&r)
+	}
 	return r, err
 }
 
 // Thread implements store.Backend.
 func (b *Backend) Thread(ctx context.Context, id string) (store.ThreadRecord, error) {
-	r, err := scanThread(b.read.QueryRowContext(ctx, `SELECT `+threadColumns+` FROM threads t WHERE t.id = ?`, id))
+	r, err := b.scanThread(b.read.QueryRowContext(ctx, `SELECT `+b.threadColumns()+` FROM threads t WHERE t.id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, fmt.Errorf("%w: thread %q", store.ErrNotFound, id)
 	}
-	return r, readErr(err, id, "", 0, "thread")
+	return r, b.readErr(err, id, "", 0, "thread")
 }
 
 // metadataMatch compares one top-level metadata member with a JSON scalar.
@@ -486,7 +746,7 @@ const metadataMatch = ` AND EXISTS (SELECT 1 FROM json_each(t.metadata) j WHERE 
 // Threads implements store.Backend.
 func (b *Backend) Threads(ctx context.Context, q store.ThreadQuery) ([]store.ThreadRecord, error) {
 	var sb strings.Builder
-	sb.WriteString(`SELECT ` + threadColumns + ` FROM threads t WHERE t.id > ?`)
+	sb.WriteString(`SELECT ` + b.threadColumns() + ` FROM threads t WHERE t.id > ?`)
 	args := []any{q.After}
 	if q.Tenant != "" {
 		sb.WriteString(` AND t.tenant = ?`)
@@ -503,18 +763,18 @@ func (b *Backend) Threads(ctx context.Context, q store.ThreadQuery) ([]store.Thr
 	}
 	rows, err := b.read.QueryContext(ctx, sb.String(), args...)
 	if err != nil {
-		return nil, readErr(err, q.After, "", 0, "thread list")
+		return nil, b.readErr(err, q.After, "", 0, "thread list")
 	}
 	defer rows.Close()
 	var out []store.ThreadRecord
 	for rows.Next() {
-		r, err := scanThread(rows)
+		r, err := b.scanThread(rows)
 		if err != nil {
-			return nil, readErr(err, q.After, "", 0, "thread list")
+			return nil, b.readErr(err, q.After, "", 0, "thread list")
 		}
 		out = append(out, r)
 	}
-	return out, readErr(rows.Err(), q.After, "", 0, "thread list")
+	return out, b.readErr(rows.Err(), q.After, "", 0, "thread list")
 }
 
 // DeleteThread implements store.Backend.
@@ -545,47 +805,159 @@ func (b *Backend) DeleteThread(ctx context.Context, id string) error {
 // Insert implements store.Backend.
 func (b *Backend) Insert(ctx context.Context, r store.Row) error {
 	return b.do(ctx, func(ctx context.Context, c *sql.Conn) error {
-		if r.Seq == 1 {
-			if _, err := b.ensureThread.ExecContext(ctx, r.Thread, r.CreatedAt); err != nil {
-				return err
-			}
+		if r.NewThread {
+			// The thread and its first row commit together or not at all.
+			return savepoint(ctx, c, func() error { return b.insert(ctx, c, r) })
 		}
-		has := 0
-		if r.HasSnapshot {
-			has = 1
+		return b.insert(ctx, c, r)
+	})
+}
+
+// insert runs the statements of Insert inside the batch transaction.
+func (b *Backend) insert(ctx context.Context, c *sql.Conn, r store.Row) error {
+	if err := b.createThread(ctx, c, r); err != nil {
+		return err
+	}
+	has := 0
+	if r.HasSnapshot {
+		has = 1
+	}
+	res, err := b.insertRow.ExecContext(ctx, r.Thread, r.Namespace, r.Seq, r.Parent, r.Base, r.Since, r.BaseSize,
+		int(r.Status), r.CreatedAt, has, nullBytes(r.Meta), r.Patch, int64(r.Sum))
+	if err != nil {
+		if isConstraint(err) {
+			return fmt.Errorf("%w: thread %q namespace %q seq %d exists", store.ErrConflict, r.Thread, r.Namespace, r.Seq)
 		}
-		res, err := b.insertRow.ExecContext(ctx, r.Thread, r.Namespace, r.Seq, r.Parent, r.Base, r.Since, r.BaseSize,
-			int(r.Status), r.CreatedAt, has, nullBytes(r.Meta), r.Patch)
-		if err != nil {
-			if isConstraint(err) {
-				return fmt.Errorf("%w: thread %q namespace %q seq %d exists", store.ErrConflict, r.Thread, r.Namespace, r.Seq)
-			}
+		return err
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return fmt.Errorf("%w: thread %q namespace %q has no checkpoint %d to extend", store.ErrConflict, r.Thread, r.Namespace, r.Parent)
+	}
+	if r.HasSnapshot {
+		if _, err := b.insertSnap.ExecContext(ctx, r.Thread, r.Namespace, r.Seq, r.Snapshot); err != nil {
 			return err
 		}
-		if n, err := res.RowsAffected(); err == nil && n == 0 {
-			return fmt.Errorf("%w: thread %q namespace %q has no checkpoint %d to extend", store.ErrConflict, r.Thread, r.Namespace, r.Parent)
+	}
+	return nil
+}
+
+// createThread creates the thread record a first row carries.
+func (b *Backend) createThread(ctx context.Context, c *sql.Conn, r store.Row) error {
+	t := r.Create
+	if t == nil || r.Seq != 1 {
+		return nil
+	}
+	if !r.NewThread {
+		_, err := b.ensureThread.ExecContext(ctx, t.ID, t.Tenant, nullBytes(t.Metadata), t.CreatedAt, int64(t.Sum))
+		return err
+	}
+	_, err := c.ExecContext(ctx, `INSERT INTO threads (id, tenant, metadata, created_at, crc) VALUES (?,?,?,?,?)`, t.ID, t.Tenant, nullBytes(t.Metadata), t.CreatedAt, int64(t.Sum))
+	if isConstraint(err) {
+		return fmt.Errorf("%w: thread %q exists", store.ErrConflict, t.ID)
+	}
+	return err
+}
+
+// addChecksums gives version 1 tables their crc columns and computes the
+// checksum of every row, inside the migration transaction.
+func (b *Backend) addChecksums(ctx context.Context) error {
+	for _, table := range []string{"threads", "checkpoints"} {
+		var n int
+		if err := b.conn.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info(?) WHERE name = 'crc'`, table).Scan(&n); err != nil {
+			return err
 		}
-		if r.HasSnapshot {
-			if _, err := b.insertSnap.ExecContext(ctx, r.Thread, r.Namespace, r.Seq, r.Snapshot); err != nil {
+		if n == 0 {
+			if _, err := b.conn.ExecContext(ctx, `ALTER TABLE `+table+` ADD COLUMN crc INTEGER NOT NULL DEFAULT 0`); err != nil {
 				return err
 			}
 		}
-		return nil
-	})
+	}
+	if err := b.sumThreads(ctx); err != nil {
+		return err
+	}
+	return b.sumCheckpoints(ctx)
+}
+
+const upgradePage = 512
+
+func (b *Backend) sumThreads(ctx context.Context) error {
+	after := ""
+	for {
+		rows, err := b.conn.QueryContext(ctx, `SELECT id, tenant, metadata, created_at FROM threads WHERE id > ? ORDER BY id LIMIT ?`, after, upgradePage)
+		if err != nil {
+			return err
+		}
+		var page []store.ThreadRecord
+		for rows.Next() {
+			var t store.ThreadRecord
+			if err := rows.Scan(&t.ID, &t.Tenant, &t.Metadata, &t.CreatedAt); err != nil {
+				rows.Close()
+				return err
+			}
+			page = append(page, t)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for i := range page {
+			if _, err := b.conn.ExecContext(ctx, `UPDATE threads SET crc = ? WHERE id = ?`, int64(store.ThreadChecksum(&page[i])), page[i].ID); err != nil {
+				return err
+			}
+		}
+		if len(page) < upgradePage {
+			return nil
+		}
+		after = page[len(page)-1].ID
+	}
+}
+
+func (b *Backend) sumCheckpoints(ctx context.Context) error {
+	var last store.Row
+	for {
+		rows, err := b.conn.QueryContext(ctx, `SELECT thread, ns, seq, parent, base, since, base_size, status, created_at, has_snapshot, meta, patch
+			FROM checkpoints WHERE (thread, ns, seq) > (?, ?, ?) ORDER BY thread, ns, seq LIMIT ?`, last.Thread, last.Namespace, last.Seq, upgradePage)
+		if err != nil {
+			return err
+		}
+		var page []store.Row
+		for rows.Next() {
+			var r store.Row
+			var status int64
+			if err := rows.Scan(&r.Thread, &r.Namespace, &r.Seq, &r.Parent, &r.Base, &r.Since, &r.BaseSize, &status, &r.CreatedAt, &r.HasSnapshot, &r.Meta, &r.Patch); err != nil {
+				rows.Close()
+				return err
+			}
+			r.Status = store.Status(status)
+			page = append(page, r)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for i := range page {
+			r := &page[i]
+			if _, err := b.conn.ExecContext(ctx, `UPDATE checkpoints SET crc = ? WHERE thread = ? AND ns = ? AND seq = ?`, int64(store.RowChecksum(r)), r.Thread, r.Namespace, r.Seq); err != nil {
+				return err
+			}
+		}
+		if len(page) < upgradePage {
+			return nil
+		}
+		last = page[len(page)-1]
+	}
 }
 
 // rowsQuery builds the query text and arguments of a RowQuery. The text
 // depends only on the query's flags, so there are few distinct texts and
 // each is prepared once.
-func rowsQuery(q store.RowQuery) (string, []any) {
+func rowsQuery(q store.RowQuery, legacy bool) (string, []any) {
 	var sb strings.Builder
-	if q.Lean {
-		sb.WriteString(`SELECT c.seq, c.parent, c.base, c.has_snapshot`)
+	sb.WriteString(`SELECT c.seq, c.parent, c.base, c.has_snapshot, c.since, c.base_size, c.status, c.created_at, c.meta, c.patch`)
+	if legacy {
+		sb.WriteString(`, 0`)
 	} else {
-		sb.WriteString(`SELECT c.seq, c.parent, c.base, c.has_snapshot, c.since, c.base_size, c.status, c.created_at, c.meta`)
-	}
-	if q.Payload {
-		sb.WriteString(`, c.patch`)
+		sb.WriteString(`, c.crc`)
 	}
 	sb.WriteString(` FROM checkpoints c`)
 	sb.WriteString(` WHERE c.thread = ? AND c.ns = ? AND c.seq >= ?`)
@@ -614,10 +986,10 @@ func (b *Backend) prepareReads(ctx context.Context) error {
 	for _, q := range []store.RowQuery{
 		{Desc: true, Limit: 1},
 		{From: 1, To: 1},
-		{From: 1, To: 2, Payload: true, Lean: true},
-		{To: 1, Desc: true, Limit: 1, Payload: true},
+		{From: 1, To: 2},
+		{To: 1, Desc: true, Limit: 1},
 	} {
-		text, _ := rowsQuery(q)
+		text, _ := rowsQuery(q, b.legacy)
 		if err := b.prepare(ctx, text); err != nil {
 			return err
 		}
@@ -627,14 +999,14 @@ func (b *Backend) prepareReads(ctx context.Context) error {
 
 // Rows implements store.Backend.
 func (b *Backend) Rows(ctx context.Context, q store.RowQuery) ([]store.Row, error) {
-	text, args := rowsQuery(q)
+	text, args := rowsQuery(q, b.legacy)
 	at := q.From
 	if q.To > 0 {
 		at = q.To
 	}
 	rows, err := b.query(ctx, text, args...)
 	if err != nil {
-		return nil, readErr(err, q.Thread, q.Namespace, at, "checkpoints")
+		return nil, b.readErr(err, q.Thread, q.Namespace, at, "checkpoints")
 	}
 	defer rows.Close()
 	var out []store.Row
@@ -643,28 +1015,24 @@ func (b *Backend) Rows(ctx context.Context, q store.RowQuery) ([]store.Row, erro
 	}
 	for rows.Next() {
 		r := store.Row{Thread: q.Thread, Namespace: q.Namespace}
-		var status, has int
-		dest := []any{&r.Seq, &r.Parent, &r.Base, &has}
-		if !q.Lean {
-			dest = append(dest, &r.Since, &r.BaseSize, &status, &r.CreatedAt, &r.Meta)
+		var status, has, sum int64
+		if err := rows.Scan(&r.Seq, &r.Parent, &r.Base, &has, &r.Since, &r.BaseSize, &status, &r.CreatedAt, &r.Meta, &r.Patch, &sum); err != nil {
+			return nil, b.readErr(err, q.Thread, q.Namespace, r.Seq, "checkpoint")
 		}
-		if q.Payload {
-			dest = append(dest, &r.Patch)
-		}
-		if err := rows.Scan(dest...); err != nil {
-			return nil, readErr(err, q.Thread, q.Namespace, r.Seq, "checkpoint")
-		}
-		if status < 0 || status > 255 || q.Lean {
-			status = 0 // reported as corrupt by the engine when it matters
-		}
-		r.Status = store.Status(status)
+		r.Status = store.Status(status) // an out-of-range value fails the checksum
 		r.HasSnapshot = has == 1
-		if q.Payload && r.Patch == nil {
+		r.Sum = uint32(sum)
+		if status != int64(r.Status) || (has != 0 && has != 1) || sum != int64(r.Sum) {
+			r.Sum = ^store.RowChecksum(&r) // what was read is not what was written
+		} else if b.legacy {
+			r.Sum = store.RowChecksum(&r)
+		}
+		if r.Patch == nil {
 			r.Patch = []byte{}
 		}
 		out = append(out, r)
 	}
-	if err := readErr(rows.Err(), q.Thread, q.Namespace, at, "checkpoints"); err != nil {
+	if err := b.readErr(rows.Err(), q.Thread, q.Namespace, at, "checkpoints"); err != nil {
 		return nil, err
 	}
 	if q.Snapshots {
@@ -694,38 +1062,38 @@ func (b *Backend) fillSnapshots(ctx context.Context, q store.RowQuery, out []sto
 	}
 	rows, err := b.query(ctx, snapshotsQuery, q.Thread, q.Namespace, lo, hi)
 	if err != nil {
-		return readErr(err, q.Thread, q.Namespace, lo, "snapshots")
+		return b.readErr(err, q.Thread, q.Namespace, lo, "snapshots")
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var seq int64
 		var data []byte
 		if err := rows.Scan(&seq, &data); err != nil {
-			return readErr(err, q.Thread, q.Namespace, seq, "snapshot")
+			return b.readErr(err, q.Thread, q.Namespace, seq, "snapshot")
 		}
 		if i, ok := idx[seq]; ok {
 			out[i].Snapshot = data
 		}
 	}
-	return readErr(rows.Err(), q.Thread, q.Namespace, lo, "snapshots")
+	return b.readErr(rows.Err(), q.Thread, q.Namespace, lo, "snapshots")
 }
 
 // Namespaces implements store.Backend.
-func (b *Backend) Namespaces(ctx context.Context, thread string) ([]string, error) {
-	rows, err := b.read.QueryContext(ctx, `SELECT DISTINCT ns FROM checkpoints WHERE thread = ? ORDER BY ns`, thread)
+func (b *Backend) Namespaces(ctx context.Context, thread string) ([]store.NamespaceRecord, error) {
+	rows, err := b.read.QueryContext(ctx, `SELECT ns, max(seq), count(*) FROM checkpoints WHERE thread = ? GROUP BY ns ORDER BY ns`, thread)
 	if err != nil {
-		return nil, readErr(err, thread, "", 0, "namespaces")
+		return nil, b.readErr(err, thread, "", 0, "namespaces")
 	}
 	defer rows.Close()
-	var out []string
+	var out []store.NamespaceRecord
 	for rows.Next() {
-		var ns string
-		if err := rows.Scan(&ns); err != nil {
-			return nil, readErr(err, thread, "", 0, "namespaces")
+		var r store.NamespaceRecord
+		if err := rows.Scan(&r.Name, &r.Head, &r.Count); err != nil {
+			return nil, b.readErr(err, thread, "", 0, "namespaces")
 		}
-		out = append(out, ns)
+		out = append(out, r)
 	}
-	return out, readErr(rows.Err(), thread, "", 0, "namespaces")
+	return out, b.readErr(rows.Err(), thread, "", 0, "namespaces")
 }
 
 // DeleteBelow implements store.Backend.
@@ -775,7 +1143,7 @@ func (b *Backend) PutWrites(ctx context.Context, thread, ns string, seq int64, w
 func (b *Backend) Writes(ctx context.Context, thread, ns string, seq int64) ([]store.Write, error) {
 	rows, err := b.read.QueryContext(ctx, `SELECT task, node, data FROM writes WHERE thread = ? AND ns = ? AND seq = ? ORDER BY task`, thread, ns, seq)
 	if err != nil {
-		return nil, readErr(err, thread, ns, seq, "pending writes")
+		return nil, b.readErr(err, thread, ns, seq, "pending writes")
 	}
 	defer rows.Close()
 	var out []store.Write
@@ -783,12 +1151,12 @@ func (b *Backend) Writes(ctx context.Context, thread, ns string, seq int64) ([]s
 		var w store.Write
 		var data []byte
 		if err := rows.Scan(&w.Task, &w.Node, &data); err != nil {
-			return nil, readErr(err, thread, ns, seq, "pending writes")
+			return nil, b.readErr(err, thread, ns, seq, "pending writes")
 		}
 		w.Update = data
 		out = append(out, w)
 	}
-	return out, readErr(rows.Err(), thread, ns, seq, "pending writes")
+	return out, b.readErr(rows.Err(), thread, ns, seq, "pending writes")
 }
 
 // Close waits for queued commits, then closes the database. The WAL is
@@ -804,10 +1172,13 @@ func (b *Backend) Close() error {
 		b.idle.Wait()
 	}
 	b.wmu.Unlock()
+	b.stmts.Range(func(_, v any) bool { v.(*sql.Stmt).Close(); return true })
+	if b.readOnly {
+		return b.read.Close()
+	}
 	for _, st := range []*sql.Stmt{b.begin, b.commit, b.rollback, b.insertRow, b.insertSnap, b.ensureThread} {
 		st.Close()
 	}
-	b.stmts.Range(func(_, v any) bool { v.(*sql.Stmt).Close(); return true })
 	_, _ = b.conn.ExecContext(context.Background(), `PRAGMA wal_checkpoint(TRUNCATE)`)
 	errs := []error{b.read.Close(), b.conn.Close(), b.write.Close()}
 	return errors.Join(errs...)
