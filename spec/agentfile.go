@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/cairn-dev/cairn/redact"
 )
 
 // ErrSpec: an agent file or pipeline file is malformed. Errors say which
@@ -21,6 +23,9 @@ type SpecError struct {
 	File string
 	Line int // 0 when the whole file is concerned
 	Msg  string
+	// Err is the underlying typed error (ErrUnsafePath, a provider's config
+	// error, …), nil when the message says it all.
+	Err error
 }
 
 func (e *SpecError) Error() string {
@@ -30,8 +35,13 @@ func (e *SpecError) Error() string {
 	return fmt.Sprintf("%s: %s", e.File, e.Msg)
 }
 
-// Unwrap returns ErrSpec.
-func (e *SpecError) Unwrap() error { return ErrSpec }
+// Unwrap returns ErrSpec and the underlying error.
+func (e *SpecError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{ErrSpec, e.Err}
+	}
+	return []error{ErrSpec}
+}
 
 // ModelSpec configures the model of an agent file.
 type ModelSpec struct {
@@ -66,6 +76,12 @@ type HandoffSpec struct {
 	InputMode string `yaml:"input_mode"` // final_output (default)
 }
 
+// config is the redact configuration the spec describes (SecretsSpec is
+// shared with pipeline files).
+func (s SecretsSpec) config() redact.Config {
+	return redact.Config{Keys: s.Keys, Patterns: s.Patterns, NoDefaults: s.Defaults != nil && !*s.Defaults}
+}
+
 // AgentFile is a parsed agent file (Quick Agent's format).
 type AgentFile struct {
 	Path        string                `yaml:"-"`
@@ -78,6 +94,7 @@ type AgentFile struct {
 	Output      OutputSpec            `yaml:"output"`
 	Handoff     HandoffSpec           `yaml:"handoff"`
 	SafeDir     string                `yaml:"safe_dir"`
+	Secrets     SecretsSpec           `yaml:"secrets"`
 
 	// From the body.
 	Instructions string
@@ -281,6 +298,9 @@ func (a *AgentFile) check(bodyLine int) error {
 	if m := a.Handoff.InputMode; m != "" && m != "final_output" {
 		return &SpecError{File: a.Path, Msg: fmt.Sprintf("handoff.input_mode %q: only final_output is supported", m)}
 	}
+	if _, err := redact.New(a.Secrets.config()); err != nil {
+		return &SpecError{File: a.Path, Msg: "secrets: " + err.Error(), Err: err}
+	}
 	for _, t := range a.Tools {
 		if builtinTools[t] == nil {
 			return &SpecError{File: a.Path, Msg: fmt.Sprintf("unknown tool %q (built-in tools: %v)", t, BuiltinTools())}
@@ -300,54 +320,6 @@ func (s ChainStep) section() string {
 // Dir is the directory paths in the file are relative to.
 func (a *AgentFile) Dir() string { return filepath.Dir(a.Path) }
 
-// safeRoot is the directory every path must stay in.
-func (a *AgentFile) safeRoot() (string, error) {
-	root := a.Dir()
-	if a.SafeDir != "" {
-		root = a.SafeDir
-		if !filepath.IsAbs(root) {
-			root = filepath.Join(a.Dir(), root)
-		}
-	}
-	return filepath.Abs(root)
-}
-
-// ErrUnsafePath: a path leaves the agent's safe directory.
+// ErrUnsafePath: a path leaves the agent's safe directory, or a safe_dir
+// leaves the directory the command line allows.
 var ErrUnsafePath = errors.New("spec: path outside the safe directory")
-
-// resolve makes p (relative to the agent file) absolute and checks that it
-// stays inside the safe directory, following symbolic links.
-func (a *AgentFile) resolve(p string) (string, error) {
-	root, err := a.safeRoot()
-	if err != nil {
-		return "", err
-	}
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(a.Dir(), p)
-	}
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		return "", err
-	}
-	realRoot, err := filepath.EvalSymlinks(root)
-	if err != nil {
-		realRoot = root
-	}
-	check := abs
-	// Resolve links of the longest existing prefix.
-	for dir := abs; ; dir = filepath.Dir(dir) {
-		if r, err := filepath.EvalSymlinks(dir); err == nil {
-			rel, _ := filepath.Rel(dir, abs)
-			check = filepath.Join(r, rel)
-			break
-		}
-		if filepath.Dir(dir) == dir {
-			break
-		}
-	}
-	rel, err := filepath.Rel(realRoot, check)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return "", fmt.Errorf("%w: %s is outside %s", ErrUnsafePath, p, root)
-	}
-	return abs, nil
-}

@@ -80,17 +80,16 @@ func example(t *testing.T) string {
 	t.Helper()
 	src := filepath.Join("..", "examples", "business-extract")
 	dst := t.TempDir()
-	for _, d := range []string{"agents", "schemas", "input", "replies"} {
-		if err := os.CopyFS(filepath.Join(dst, d), os.DirFS(filepath.Join(src, d))); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
 	}
+	os.RemoveAll(filepath.Join(dst, "out"))
 	return dst
 }
 
 func TestBusinessExtractText(t *testing.T) {
 	dir := example(t)
-	a, err := spec.LoadAgentFile(filepath.Join(dir, "agents", "business-extract.md"))
+	a, err := spec.LoadAgentFile(filepath.Join(dir, "business-extract.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +135,7 @@ func TestBusinessExtractText(t *testing.T) {
 
 func TestBusinessExtractStructuredWithHandoff(t *testing.T) {
 	dir := example(t)
-	a, err := spec.LoadAgentFile(filepath.Join(dir, "agents", "business-extract-structured.md"))
+	a, err := spec.LoadAgentFile(filepath.Join(dir, "business-extract-structured.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,13 +2,16 @@ package spec
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	yaml "go.yaml.in/yaml/v3"
 
@@ -17,6 +20,7 @@ import (
 	"github.com/cairn-dev/cairn/model/anthropic"
 	"github.com/cairn-dev/cairn/model/openai"
 	"github.com/cairn-dev/cairn/model/scripted"
+	"github.com/cairn-dev/cairn/redact"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 )
@@ -70,6 +74,20 @@ type RunConfig struct {
 	Getenv     func(string) string
 	// Answer answers an interrupt when resuming.
 	Answer any
+	// AllowedRoot is the directory the user allows the run to reach: an
+	// agent file's safe_dir (default: the agent file's folder) must be
+	// inside it. Empty means the agent file's folder. Handoffs inherit it;
+	// a pipeline passes its own.
+	AllowedRoot string
+	// Redact hides secrets before anything is stored or shown. Nil: the
+	// agent file's secrets: (the defaults plus its keys and patterns, and
+	// those of its handoff files), plus the value of its API key variable.
+	// A pipeline passes its own.
+	Redact *redact.Redactor
+	// NewThread, when set, is the metadata of the thread RunAgent creates
+	// (if it does not exist) once every check passed, so a refused run
+	// leaves nothing behind.
+	NewThread map[string]any
 }
 
 // AgentResult is how an agent file's run ended.
@@ -91,48 +109,73 @@ var schema = state.MustSchema(
 	state.WithField("input", state.ReducerReplace),
 )
 
-// BuildModel builds the agent's model from its front matter.
-func (a *AgentFile) BuildModel(getenv func(string) string) (agent.Model, error) {
+// buildModel builds the agent's model from its front matter; a scripted
+// model's script is read inside the safe directory.
+func (a *AgentFile) buildModel(c *confinement, getenv func(string) string) (agent.Model, error) {
 	m := a.Model
+	if getenv == nil {
+		getenv = os.Getenv
+	}
 	switch m.Provider {
 	case "scripted":
 		if m.Script == "" {
 			return nil, &SpecError{File: a.Path, Msg: "model.script is required for the scripted provider"}
 		}
-		p, err := a.resolve(m.Script)
+		b, err := c.readFile(m.Script)
 		if err != nil {
-			return nil, &SpecError{File: a.Path, Msg: err.Error()}
+			return nil, &SpecError{File: a.Path, Msg: "model.script: " + err.Error(), Err: err}
 		}
-		return scripted.Load(p)
+		sm, err := scripted.Parse(m.Script, b)
+		if err != nil {
+			return nil, &SpecError{File: a.Path, Msg: "model.script: " + err.Error(), Err: err}
+		}
+		return sm, nil
+	case "openai-compatible", "anthropic":
+		// A key variable the file names must be set, even for a server that
+		// needs no key, so a typo is caught before any model call.
+		if m.APIKeyEnv != "" && getenv(m.APIKeyEnv) == "" {
+			return nil, &SpecError{File: a.Path, Msg: fmt.Sprintf("model.api_key_env: environment variable %s is empty or unset", m.APIKeyEnv), Err: ErrMissingKey}
+		}
+	}
+	switch m.Provider {
 	case "openai-compatible":
 		om, err := openai.New(openai.Config{BaseURL: m.BaseURL, APIKeyEnv: m.APIKeyEnv, Model: m.ModelName, Temperature: m.Temperature, MaxTokens: m.MaxTokens, Getenv: getenv})
 		if err != nil {
-			return nil, &SpecError{File: a.Path, Msg: err.Error()}
+			return nil, &SpecError{File: a.Path, Msg: err.Error(), Err: err}
 		}
 		return agent.WithRetry(om, agent.RetryPolicy{}), nil
 	case "anthropic":
 		am, err := anthropic.New(anthropic.Config{BaseURL: m.BaseURL, APIKeyEnv: m.APIKeyEnv, Model: m.ModelName, Temperature: m.Temperature, MaxTokens: m.MaxTokens, Getenv: getenv})
 		if err != nil {
-			return nil, &SpecError{File: a.Path, Msg: err.Error()}
+			return nil, &SpecError{File: a.Path, Msg: err.Error(), Err: err}
 		}
 		return agent.WithRetry(am, agent.RetryPolicy{}), nil
 	}
 	return nil, &SpecError{File: a.Path, Msg: "model.provider is required (openai-compatible, anthropic or scripted), or pass a model"}
 }
 
-// loadSchemas compiles the schemas the chain uses.
-func (a *AgentFile) loadSchemas() (map[string]*agent.Schema, error) {
+// ErrMissingKey: the environment variable an agent file names for its API
+// key is empty or unset.
+var ErrMissingKey = errors.New("spec: API key variable is empty")
+
+// loadSchemas compiles the schemas the chain uses; schema files are read
+// inside the safe directory.
+func (a *AgentFile) loadSchemas(c *confinement) (map[string]*agent.Schema, error) {
 	out := map[string]*agent.Schema{}
 	for name, n := range a.Schemas {
 		var s *agent.Schema
 		var err error
 		switch n.Kind {
 		case yaml.ScalarNode:
-			p, rerr := a.resolve(n.Value)
+			b, rerr := c.readFile(n.Value)
 			if rerr != nil {
-				return nil, &SpecError{File: a.Path, Line: n.Line + 1, Msg: rerr.Error()}
+				return nil, &SpecError{File: a.Path, Line: n.Line + 1, Msg: fmt.Sprintf("schema %q: %v", name, rerr), Err: rerr}
 			}
-			s, err = agent.SchemaFromFile(p)
+			if ext := strings.ToLower(filepath.Ext(n.Value)); ext == ".yaml" || ext == ".yml" {
+				s, err = agent.SchemaFromYAML(n.Value, b)
+			} else {
+				s, err = agent.SchemaFromJSON(n.Value, b)
+			}
 		case yaml.MappingNode:
 			b, merr := yaml.Marshal(n)
 			if merr != nil {
@@ -143,7 +186,7 @@ func (a *AgentFile) loadSchemas() (map[string]*agent.Schema, error) {
 			err = fmt.Errorf("want a schema file path or an inline schema")
 		}
 		if err != nil {
-			return nil, &SpecError{File: a.Path, Line: n.Line + 1, Msg: fmt.Sprintf("schema %q: %v", name, err)}
+			return nil, &SpecError{File: a.Path, Line: n.Line + 1, Msg: fmt.Sprintf("schema %q: %v", name, err), Err: err}
 		}
 		s.Name = name
 		out[name] = s
@@ -151,14 +194,14 @@ func (a *AgentFile) loadSchemas() (map[string]*agent.Schema, error) {
 	return out, nil
 }
 
-// Compile turns the agent file into a flow graph: one node per chain step
+// compile turns the agent file into a flow graph: one node per chain step
 // (or one "instructions" node for an empty chain).
-func (a *AgentFile) Compile(model agent.Model) (*flow.Compiled, error) {
-	schemas, err := a.loadSchemas()
+func (a *AgentFile) compile(model agent.Model, c *confinement) (*flow.Compiled, error) {
+	schemas, err := a.loadSchemas(c)
 	if err != nil {
 		return nil, err
 	}
-	tools, err := a.tools()
+	tools, err := a.tools(c)
 	if err != nil {
 		return nil, err
 	}
@@ -263,31 +306,246 @@ func ThreadID(name string) string {
 	return id
 }
 
-// RunAgent runs an agent file on a thread, writes its output file and
-// follows its handoff.
+// NewThreadID names a new run's thread: the agent's (or pipeline's) name
+// made a valid id, the UTC time to the millisecond and four random hex
+// digits, so the threads of one file sort by start time and two runs
+// started in the same millisecond still differ.
+func NewThreadID(name string, now time.Time) string {
+	var b [2]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return fmt.Sprintf("%s-%s-%x", ThreadID(name), now.UTC().Format("20060102T150405.000"), b)
+}
+
+// RunAgent starts a new run of an agent file on a thread, writes its output
+// file and follows its handoff. Every check (paths inside the safe
+// directory, the model and its key, schemas, tools, handoff files) passes
+// before anything is stored. On a thread that already has runs, the new run
+// starts a fresh chain state ({agent_id, steps: {}, final_output: null},
+// the new input); the earlier runs stay in the thread's history.
 func RunAgent(ctx context.Context, a *AgentFile, cfg RunConfig) (*AgentResult, error) {
 	return runAgent(ctx, a, cfg, "", false)
 }
 
-// ResumeAgent continues an agent file's run on a thread (after a crash or
-// an interrupt), then writes its output and follows its handoff.
+// ResumeAgent continues an agent file's run on a thread (after a crash, a
+// failed step, an interrupt or a fork), then writes its output and follows
+// its handoff.
 func ResumeAgent(ctx context.Context, a *AgentFile, cfg RunConfig) (*AgentResult, error) {
 	return runAgent(ctx, a, cfg, "", true)
 }
 
-func runAgent(ctx context.Context, a *AgentFile, cfg RunConfig, ns string, resume bool) (*AgentResult, error) {
-	model := cfg.Model
-	if model == nil {
-		var err error
-		if model, err = a.BuildModel(cfg.Getenv); err != nil {
+// CheckAgent makes every check a run of the agent file makes before its
+// first step, touching no store: the safe directory inside cfg.AllowedRoot,
+// the output file inside the safe directory, the model (its script, its
+// key variable), the schemas, the tools and every handoff file (loaded and
+// checked the same way). Errors are *SpecError.
+func CheckAgent(a *AgentFile, cfg RunConfig) error {
+	p, err := prepare(a, cfg)
+	if err != nil {
+		return err
+	}
+	p.close()
+	return nil
+}
+
+// prepared is an agent file ready to run: confined, its model built, its
+// graph compiled, its handoff prepared.
+type prepared struct {
+	redact  *redact.Redactor // shared by the handoff chain
+	a       *AgentFile
+	allowed *os.Root // the allowed directory; closed by the first agent's close
+	conf    *confinement
+	model   agent.Model
+	graph   *flow.Compiled
+	next    *prepared
+}
+
+// prepare checks and compiles an agent file and its handoff chain.
+func prepare(a *AgentFile, cfg RunConfig) (*prepared, error) {
+	allowedDir := cfg.AllowedRoot
+	if allowedDir == "" {
+		allowedDir = a.Dir()
+	}
+	allowedPath, err := realDir(allowedDir)
+	if err != nil {
+		return nil, &SpecError{File: a.Path, Msg: fmt.Sprintf("allowed directory %s: %v", allowedDir, err), Err: err}
+	}
+	allowed, err := os.OpenRoot(allowedPath)
+	if err != nil {
+		return nil, &SpecError{File: a.Path, Msg: fmt.Sprintf("allowed directory %s: %v", allowedDir, err), Err: err}
+	}
+	p := &prepared{allowed: allowed}
+	if err := p.load(a, cfg, allowedPath, map[string]bool{}); err != nil {
+		p.close()
+		return nil, err
+	}
+	if p.redact = cfg.Redact; p.redact == nil {
+		if p.redact, err = p.redactor(cfg.Getenv); err != nil {
+			p.close()
 			return nil, err
 		}
 	}
-	g, err := a.Compile(model)
+	for q := p.next; q != nil; q = q.next {
+		q.redact = p.redact
+	}
+	return p, nil
+}
+
+// redactor builds the redactor of a handoff chain: the first file's
+// defaults setting, every file's keys and patterns, and the values of the
+// API key variables the files name.
+func (p *prepared) redactor(getenv func(string) string) (*redact.Redactor, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	cfg := p.a.Secrets.config()
+	cfg.Keys, cfg.Patterns = nil, nil
+	var keys []string
+	for q := p; q != nil; q = q.next {
+		cfg.Keys = append(cfg.Keys, q.a.Secrets.Keys...)
+		cfg.Patterns = append(cfg.Patterns, q.a.Secrets.Patterns...)
+		if env := q.a.Model.APIKeyEnv; env != "" {
+			keys = append(keys, getenv(env))
+		}
+	}
+	r, err := redact.New(cfg)
+	if err != nil {
+		return nil, &SpecError{File: p.a.Path, Msg: "secrets: " + err.Error(), Err: err}
+	}
+	if len(keys) > 0 {
+		r = r.WithSecrets(keys...)
+	}
+	return r, nil
+}
+
+// load fills p (and its handoff chain) for a.
+func (p *prepared) load(a *AgentFile, cfg RunConfig, allowedPath string, seen map[string]bool) error {
+	p.a = a
+	c, err := confine(a, p.allowed, allowedPath)
+	if err != nil {
+		return err
+	}
+	p.conf = c
+	if p.model = cfg.Model; p.model == nil {
+		if p.model, err = a.buildModel(c, cfg.Getenv); err != nil {
+			return err
+		}
+	}
+	if p.graph, err = a.compile(p.model, c); err != nil {
+		return err
+	}
+	if a.Output.File != "" {
+		if err := c.checkWritable(a.Output.File); err != nil {
+			return &SpecError{File: a.Path, Msg: "output.file: " + err.Error(), Err: err}
+		}
+	}
+	if !a.Handoff.Enabled {
+		return nil
+	}
+	seen[filepath.Join(c.base, filepath.Base(a.Path))] = true
+	next, err := p.loadHandoff()
+	if err != nil {
+		return err
+	}
+	nextDir, err := realDir(next.Dir())
+	if err != nil {
+		return &SpecError{File: a.Path, Msg: "handoff.agent_id: " + err.Error(), Err: err}
+	}
+	if seen[filepath.Join(nextDir, filepath.Base(next.Path))] {
+		return &SpecError{File: a.Path, Msg: fmt.Sprintf("handoff.agent_id %q: the handoff chain comes back to %s", a.Handoff.AgentID, next.Path)}
+	}
+	p.next = &prepared{allowed: p.allowed}
+	return p.next.load(next, cfg, allowedPath, seen)
+}
+
+// loadHandoff reads and parses the handoff's agent file inside the safe
+// directory (".md" is added to a name without an extension).
+func (p *prepared) loadHandoff() (*AgentFile, error) {
+	a, c := p.a, p.conf
+	name := a.Handoff.AgentID
+	rel, err := c.rel(name)
+	if err != nil {
+		return nil, &SpecError{File: a.Path, Msg: "handoff.agent_id: " + err.Error(), Err: err}
+	}
+	if filepath.Ext(rel) == "" {
+		if _, err := c.root.Stat(rel); errors.Is(err, fs.ErrNotExist) {
+			rel += ".md"
+		}
+	}
+	b, err := c.root.ReadFile(rel)
+	if err != nil {
+		return nil, &SpecError{File: a.Path, Msg: fmt.Sprintf("handoff.agent_id %q: %v", name, err), Err: err}
+	}
+	return ParseAgentFile(c.abs(rel), b)
+}
+
+// close releases the confinements.
+func (p *prepared) close() {
+	for q := p; q != nil; q = q.next {
+		q.conf.close()
+	}
+	if p.allowed != nil {
+		p.allowed.Close()
+	}
+}
+
+func runAgent(ctx context.Context, a *AgentFile, cfg RunConfig, ns string, resume bool) (*AgentResult, error) {
+	p, err := prepare(a, cfg)
 	if err != nil {
 		return nil, err
 	}
-	r, err := flow.NewRunner(g, cfg.Store, flow.Options{Durability: cfg.Durability, Observer: cfg.Observer, Namespace: ns})
+	defer p.close()
+	if ns == "" && cfg.NewThread != nil {
+		if err := createThread(ctx, cfg.Store, cfg.Thread, cfg.NewThread); err != nil {
+			return nil, err
+		}
+	}
+	return p.run(ctx, cfg, ns, resume)
+}
+
+// createThread creates the thread with its metadata unless it exists.
+func createThread(ctx context.Context, s store.Store, thread string, meta map[string]any) error {
+	_, err := s.Thread(ctx, thread)
+	if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	_, err = s.CreateThread(ctx, store.Thread{ID: thread, Metadata: meta})
+	return err
+}
+
+// freshInput is a new run's input: on a namespace that already has state,
+// the previous run's steps are removed and its final output cleared.
+func freshInput(ctx context.Context, s store.Store, thread, ns, agentID string, in Input) (state.Update, error) {
+	if in.Kind == "" {
+		in = TextInput("inline", "")
+	}
+	upd := state.Update{"agent_id": agentID, "input": in}
+	head, err := s.Load(ctx, store.LoadRequest{Thread: thread, Namespace: ns})
+	if errors.Is(err, store.ErrNotFound) {
+		return upd, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var old map[string]json.RawMessage
+	if head.State.Has("steps") {
+		if err := head.State.Get("steps", &old); err != nil {
+			return nil, err
+		}
+	}
+	clear := make(map[string]any, len(old))
+	for k := range old {
+		clear[k] = nil
+	}
+	upd["steps"] = clear
+	upd["final_output"] = nil
+	return upd, nil
+}
+
+// run runs (or resumes) the prepared agent in namespace ns of the thread,
+// writes its output file and follows its handoff.
+func (p *prepared) run(ctx context.Context, cfg RunConfig, ns string, resume bool) (*AgentResult, error) {
+	a := p.a
+	r, err := flow.NewRunner(p.graph, cfg.Store, flow.Options{Durability: cfg.Durability, Observer: cfg.Observer, Namespace: ns, Redact: p.redact})
 	if err != nil {
 		return nil, err
 	}
@@ -295,11 +553,11 @@ func runAgent(ctx context.Context, a *AgentFile, cfg RunConfig, ns string, resum
 	if resume {
 		res, err = r.Resume(ctx, cfg.Thread, cfg.Answer)
 	} else {
-		in := cfg.Input
-		if in.Kind == "" {
-			in = TextInput("inline", "")
+		var in state.Update
+		if in, err = freshInput(ctx, cfg.Store, cfg.Thread, ns, a.Name, cfg.Input); err != nil {
+			return nil, err
 		}
-		res, err = r.Invoke(ctx, cfg.Thread, state.Update{"agent_id": a.Name, "input": in})
+		res, err = r.Invoke(ctx, cfg.Thread, in)
 	}
 	out := &AgentResult{Agent: a.Name, Thread: cfg.Thread, Namespace: ns, Result: res}
 	if err != nil {
@@ -308,55 +566,41 @@ func runAgent(ctx context.Context, a *AgentFile, cfg RunConfig, ns string, resum
 	if res.StopReason != state.StopSuccess {
 		return out, nil
 	}
-	if fo, ok := res.State.Raw("final_output"); ok {
+	if fo, ok := res.State.Raw("final_output"); ok && string(fo) != "null" {
 		out.FinalOutput = fo
+	}
+	if len(out.FinalOutput) == 0 {
+		return out, fmt.Errorf("%w: thread %q namespace %q finished without a final_output", ErrNoOutput, cfg.Thread, ns)
 	}
 	if len(a.Chain) > 0 && a.Chain[len(a.Chain)-1].Kind == "structured" {
 		out.Structured = true
 	}
 	if a.Output.File != "" {
-		p, err := a.resolve(a.Output.File)
-		if err != nil {
-			return out, &SpecError{File: a.Path, Msg: "output.file: " + err.Error()}
-		}
-		if err := writeOutput(p, out); err != nil {
-			return out, err
-		}
-		out.OutputFile = p
-	}
-	if a.Handoff.Enabled {
-		nextPath, err := a.resolve(a.Handoff.AgentID)
-		if err != nil {
-			return out, &SpecError{File: a.Path, Msg: "handoff.agent_id: " + err.Error()}
-		}
-		if _, err := os.Stat(nextPath); errors.Is(err, os.ErrNotExist) && filepath.Ext(nextPath) == "" {
-			nextPath += ".md"
-		}
-		next, err := LoadAgentFile(nextPath)
-		if err != nil {
-			return out, err
-		}
-		in := Input{Source: "handoff:" + a.Name, Kind: "json", Content: out.FinalOutput}
-		if !out.Structured {
-			in.Kind = "text"
-		}
-		ncfg := cfg
-		ncfg.Input, ncfg.Model = in, nil
-		if cfg.Model != nil {
-			ncfg.Model = cfg.Model
-		}
-		nextNS := "handoff:" + ThreadID(next.Name)
-		if ns != "" {
-			nextNS = ns + "/" + nextNS
-		}
-		nres, err := runAgent(ctx, next, ncfg, nextNS, resume && namespaceStarted(ctx, cfg.Store, cfg.Thread, nextNS))
-		out.Next = nres
-		if err != nil {
-			return out, err
+		if err := p.writeOutput(out); err != nil {
+			return out, &SpecError{File: a.Path, Msg: "output.file: " + err.Error(), Err: err}
 		}
 	}
-	return out, nil
+	if p.next == nil {
+		return out, nil
+	}
+	in := Input{Source: "handoff:" + a.Name, Kind: "json", Content: out.FinalOutput}
+	if !out.Structured {
+		in.Kind = "text"
+	}
+	ncfg := cfg
+	ncfg.Input = in
+	nextNS := "handoff:" + ThreadID(p.next.a.Name)
+	if ns != "" {
+		nextNS = ns + "/" + nextNS
+	}
+	nres, err := p.next.run(ctx, ncfg, nextNS, resume && namespaceStarted(ctx, cfg.Store, cfg.Thread, nextNS))
+	out.Next = nres
+	return out, err
 }
+
+// ErrNoOutput: a run stopped with success but its state has no final
+// output (a fork of a checkpoint with nothing left to run).
+var ErrNoOutput = errors.New("spec: no final output")
 
 // namespaceStarted reports whether a thread namespace (a handoff agent's, a
 // gate's) already has checkpoints.
@@ -365,9 +609,9 @@ func namespaceStarted(ctx context.Context, s store.Store, thread, ns string) boo
 	return err == nil
 }
 
-// writeOutput writes the final output: indented JSON for structured output,
-// the raw text otherwise.
-func writeOutput(path string, r *AgentResult) error {
+// writeOutput writes the final output inside the safe directory: indented
+// JSON for structured output, the raw text otherwise.
+func (p *prepared) writeOutput(r *AgentResult) error {
 	var data []byte
 	if r.Structured {
 		var v any
@@ -386,8 +630,10 @@ func writeOutput(path string, r *AgentResult) error {
 		}
 		data = []byte(s)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := p.conf.writeFile(p.a.Output.File, data); err != nil {
 		return err
 	}
-	return os.WriteFile(path, data, 0o644)
+	rel, _ := p.conf.rel(p.a.Output.File) // checked by writeFile
+	r.OutputFile = p.conf.abs(rel)
+	return nil
 }

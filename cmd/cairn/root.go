@@ -40,10 +40,11 @@ type app struct {
 	json     bool
 	stdout   io.Writer
 	stderr   io.Writer
+	getenv   func(string) string
 }
 
 func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
-	a := &app{stdout: stdout, stderr: stderr}
+	a := &app{stdout: stdout, stderr: stderr, getenv: getenv}
 	root := &cobra.Command{
 		Use:           "cairn",
 		Short:         "Durable state for multi-agent workflows",
@@ -57,7 +58,7 @@ func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comman
 	if def == "" {
 		def = storeurl.Default
 	}
-	root.PersistentFlags().StringVar(&a.storeURL, "store", def, "store URL: memory: or sqlite:PATH[?durability=strict] (env CAIRN_STORE)")
+	root.PersistentFlags().StringVar(&a.storeURL, "store", def, "store URL: sqlite:PATH[?durability=strict], postgres://USER@HOST:PORT/DB[?search_path=SCHEMA] or memory: (env CAIRN_STORE)")
 	root.PersistentFlags().BoolVar(&a.json, "json", false, "print JSON")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	root.AddCommand(a.threadsCmd(), a.stateCmd(), a.historyCmd(), a.runCmd(), a.resumeCmd(), a.forkCmd(), a.pruneCmd(), a.exportCmd(), a.benchCmd())

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -33,8 +34,11 @@ func (e *interruptedError) Error() string {
 }
 
 // parseModel reads --model: scripted:FILE, openai-compatible:MODEL[@BASE_URL]
-// or anthropic:MODEL.
-func parseModel(s string) (agent.Model, error) {
+// or anthropic:MODEL, with keys from the process environment.
+func parseModel(s string) (agent.Model, error) { return parseModelEnv(s, nil) }
+
+// parseModelEnv is parseModel reading keys with getenv (nil: os.Getenv).
+func parseModelEnv(s string, getenv func(string) string) (agent.Model, error) {
 	kind, rest, ok := strings.Cut(s, ":")
 	if !ok || rest == "" {
 		return nil, usagef("--model %q: want scripted:FILE, openai-compatible:MODEL[@BASE_URL] or anthropic:MODEL", s)
@@ -48,19 +52,42 @@ func parseModel(s string) (agent.Model, error) {
 		return m, nil
 	case "openai-compatible":
 		name, base, _ := strings.Cut(rest, "@")
-		m, err := openai.New(openai.Config{Model: name, BaseURL: base})
+		m, err := openai.New(openai.Config{Model: name, BaseURL: base, Getenv: getenv})
 		if err != nil {
 			return nil, &usageError{fmt.Errorf("--model: %w", err)}
 		}
 		return agent.WithRetry(m, agent.RetryPolicy{}), nil
 	case "anthropic":
-		m, err := anthropic.New(anthropic.Config{Model: rest})
+		m, err := anthropic.New(anthropic.Config{Model: rest, Getenv: getenv})
 		if err != nil {
 			return nil, &usageError{fmt.Errorf("--model: %w", err)}
 		}
 		return agent.WithRetry(m, agent.RetryPolicy{}), nil
 	}
 	return nil, usagef("--model %q: unknown provider %q", s, kind)
+}
+
+// storableModel returns the --model spec as kept in a thread's metadata, so
+// that cairn resume runs the same model: a script path made absolute; a
+// base URL with credentials in it is refused (keys belong in environment
+// variables, never in the store).
+func storableModel(s string) (string, error) {
+	kind, rest, _ := strings.Cut(s, ":")
+	switch kind {
+	case "scripted":
+		abs, err := filepath.Abs(rest)
+		if err != nil {
+			return "", &usageError{fmt.Errorf("--model: %w", err)}
+		}
+		return "scripted:" + abs, nil
+	case "openai-compatible":
+		if _, base, ok := strings.Cut(rest, "@"); ok {
+			if u, err := url.Parse(base); err != nil || u.User != nil {
+				return "", usagef("--model: the base URL must not hold credentials; put the key in OPENAI_API_KEY")
+			}
+		}
+	}
+	return s, nil
 }
 
 // progress prints a line per step on stderr, or every event as a JSON line
@@ -92,11 +119,15 @@ func (a *app) progress() func(flow.Event) {
 }
 
 func (a *app) runCmd() *cobra.Command {
-	var inputPath, inputText, thread, modelSpec, durability string
+	var inputPath, inputText, thread, modelSpec, durability, safeDir string
 	cmd := &cobra.Command{
 		Use:   "run FILE",
-		Short: "Run an agent file (.md: Markdown with YAML front matter) or a gate pipeline (.yaml), committing every step",
-		Args:  cobra.ExactArgs(1),
+		Short: "Run an agent file (.md: Markdown with YAML front matter) or a gate pipeline (.yaml) as a new run, committing every step",
+		Long: "Each run of an agent file is a new run on a new thread (the agent's name, the start time and a random suffix), " +
+			"printed first. --thread T runs on thread T instead: created if missing; on an existing thread the new run starts " +
+			"a fresh chain state and the thread keeps the earlier runs in its history. Everything is checked before anything " +
+			"is stored: a bad file, a path outside the safe directory or a missing key exits 2 and leaves no thread.",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if inputPath != "" && inputText != "" {
 				return usagef("give --input or --input-text, not both")
@@ -108,24 +139,41 @@ func (a *app) runCmd() *cobra.Command {
 			if ext := strings.ToLower(filepath.Ext(args[0])); ext == ".yaml" || ext == ".yml" {
 				return a.runPipeline(cmd, args[0], thread, modelSpec)
 			}
+			o := runOptions{Kind: "agent", Durability: string(d)}
+			if o.File, err = filepath.Abs(args[0]); err != nil {
+				return &usageError{err}
+			}
 			af, err := spec.LoadAgentFile(args[0])
 			if err != nil {
 				return &usageError{err}
 			}
-			var model agent.Model
+			cfg := spec.RunConfig{Durability: d, Getenv: a.getenv, Observer: a.progress()}
 			if modelSpec != "" {
-				if model, err = parseModel(modelSpec); err != nil {
+				if cfg.Model, err = parseModelEnv(modelSpec, a.getenv); err != nil {
+					return err
+				}
+				if o.Model, err = storableModel(modelSpec); err != nil {
 					return err
 				}
 			}
-			in := spec.TextInput("inline", inputText)
+			if safeDir != "" {
+				if o.SafeDir, err = filepath.Abs(safeDir); err != nil {
+					return &usageError{fmt.Errorf("--safe-dir: %w", err)}
+				}
+				cfg.AllowedRoot = o.SafeDir
+			}
+			cfg.Input = spec.TextInput("inline", inputText)
 			if inputPath != "" {
-				if in, err = spec.ReadInput(inputPath); err != nil {
+				if cfg.Input, err = spec.ReadInput(inputPath); err != nil {
 					return &usageError{err}
 				}
 			}
-			if thread == "" {
-				thread = spec.ThreadID(af.Name)
+			if err := spec.CheckAgent(af, cfg); err != nil {
+				return &usageError{err}
+			}
+			explicit := thread != ""
+			if !explicit {
+				thread = spec.NewThreadID(af.Name, time.Now())
 			}
 			if err := store.ValidateThreadID(thread); err != nil {
 				return &usageError{fmt.Errorf("--thread: %w", err)}
@@ -135,29 +183,42 @@ func (a *app) runCmd() *cobra.Command {
 				return err
 			}
 			defer s.Close()
-			if err := ensureThread(cmd.Context(), s, thread, "agent", args[0]); err != nil {
-				return err
+			if explicit {
+				if err := checkRunThread(cmd.Context(), s, thread, o); err != nil {
+					return err
+				}
 			}
-			if !a.json {
-				fmt.Fprintf(a.stderr, "running %s on thread %q (%s)\n", af.Name, thread, a.storeURL)
-			}
-			res, err := spec.RunAgent(cmd.Context(), af, spec.RunConfig{Store: s, Thread: thread, Input: in, Model: model, Durability: d, Observer: a.progress()})
-			return a.report(res, err)
+			cfg.Store, cfg.Thread, cfg.NewThread = s, thread, o.metadata()
+			a.announce("running", af.Name, thread)
+			res, err := spec.RunAgent(cmd.Context(), af, cfg)
+			return a.report(cmd.Context(), s, thread, res, err)
 		},
 	}
 	cmd.Flags().StringVar(&inputPath, "input", "", "input file (.json is parsed as JSON, anything else is text)")
 	cmd.Flags().StringVar(&inputText, "input-text", "", "input text")
-	cmd.Flags().StringVar(&thread, "thread", "", "thread id (default: the agent's name)")
-	cmd.Flags().StringVar(&modelSpec, "model", "", "override the file's model: scripted:FILE, openai-compatible:MODEL[@BASE_URL], anthropic:MODEL")
-	cmd.Flags().StringVar(&durability, "durability", "sync", "sync, async or exit")
+	cmd.Flags().StringVar(&thread, "thread", "", "run on this thread (default: a new thread named after the agent, the time and a random suffix)")
+	cmd.Flags().StringVar(&modelSpec, "model", "", "override the file's model: scripted:FILE, openai-compatible:MODEL[@BASE_URL], anthropic:MODEL (kept for cairn resume)")
+	cmd.Flags().StringVar(&durability, "durability", "sync", "sync, async or exit (kept for cairn resume)")
+	cmd.Flags().StringVar(&safeDir, "safe-dir", "", "the directory the agent files may reach; their safe_dir must be inside it (default: the agent file's folder)")
 	return cmd
+}
+
+// announce prints the thread a run works on before it starts: a line on
+// stderr, or a first JSON line with --json.
+func (a *app) announce(verb, name, thread string) {
+	if a.json {
+		b, _ := json.Marshal(map[string]string{"kind": "thread", "thread": thread, "agent": name, "store": a.storeURL}) // strings always marshal
+		fmt.Fprintln(a.stdout, string(b))
+		return
+	}
+	fmt.Fprintf(a.stderr, "thread %s: %s %s (%s)\n", thread, verb, name, a.storeURL)
 }
 
 func (a *app) resumeCmd() *cobra.Command {
 	var answer string
 	cmd := &cobra.Command{
 		Use:   "resume THREAD [--answer VALUE]",
-		Short: "Continue a run after a crash, a failed step or an interrupt",
+		Short: "Continue a run after a crash, a failed step, an interrupt or a fork, with the model and options it was started with",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := a.open()
@@ -169,21 +230,30 @@ func (a *app) resumeCmd() *cobra.Command {
 			if err != nil {
 				return argError(err)
 			}
-			file, _ := th.Metadata["file"].(string)
-			if file == "" {
-				return fmt.Errorf("thread %q was not started by cairn run; resume it from the program that runs it", args[0])
+			o := runOptionsOf(th)
+			if o.File == "" {
+				return fmt.Errorf("%w: thread %q was not started by cairn run; resume it from the program that runs it", errNotResumable, args[0])
 			}
-			if th.Metadata["kind"] == "pipeline" {
-				return a.runPipeline(cmd, file, args[0], "")
+			if th.Head == 0 {
+				return fmt.Errorf("%w: thread %q has no checkpoints: its run never started; start it with cairn run %s --thread %s",
+					errNotResumable, args[0], o.File, args[0])
 			}
-			af, err := spec.LoadAgentFile(file)
+			if o.Kind == "pipeline" {
+				return a.runPipeline(cmd, o.File, args[0], o.Model)
+			}
+			af, err := spec.LoadAgentFile(o.File)
 			if err != nil {
-				return err
+				return &usageError{err}
 			}
-			if !a.json {
-				fmt.Fprintf(a.stderr, "resuming %s on thread %q\n", af.Name, args[0])
+			cfg := spec.RunConfig{Store: s, Thread: args[0], Observer: a.progress(), Getenv: a.getenv, AllowedRoot: o.SafeDir}
+			if o.Model != "" {
+				if cfg.Model, err = parseModelEnv(o.Model, a.getenv); err != nil {
+					return fmt.Errorf("thread %q was started with --model %s: %w", args[0], o.Model, err)
+				}
 			}
-			cfg := spec.RunConfig{Store: s, Thread: args[0], Observer: a.progress()}
+			if cfg.Durability, err = flow.ParseDurability(o.Durability); err != nil {
+				return fmt.Errorf("thread %q durability: %w", args[0], err)
+			}
 			if cmd.Flags().Changed("answer") {
 				var v any
 				if json.Unmarshal([]byte(answer), &v) != nil {
@@ -191,19 +261,27 @@ func (a *app) resumeCmd() *cobra.Command {
 				}
 				cfg.Answer = v
 			}
+			a.announce("resuming", af.Name, args[0])
 			res, err := spec.ResumeAgent(cmd.Context(), af, cfg)
-			return a.report(res, err)
+			return a.report(cmd.Context(), s, args[0], res, err)
 		},
 	}
 	cmd.Flags().StringVar(&answer, "answer", "", "the answer to an interrupt (JSON, or plain text)")
 	return cmd
 }
 
-// report prints how a run ended.
-func (a *app) report(res *spec.AgentResult, err error) error {
+// errNotResumable: cairn resume cannot continue the thread.
+var errNotResumable = errors.New("thread cannot be resumed")
+
+// report prints how a run ended. A failed run's advice names what works:
+// cairn resume when the thread has a checkpoint to continue from.
+func (a *app) report(ctx context.Context, s store.Store, thread string, res *spec.AgentResult, err error) error {
 	if err != nil {
-		if res != nil && res.Thread != "" {
-			return fmt.Errorf("%w (thread %q: fix the cause and run cairn resume %s)", err, res.Thread, res.Thread)
+		if th, terr := s.Thread(ctx, thread); terr == nil && th.Head > 0 {
+			return fmt.Errorf("%w (thread %q: fix the cause and run cairn resume %s)", err, thread, thread)
+		}
+		if errors.Is(err, spec.ErrSpec) {
+			return &usageError{err}
 		}
 		return err
 	}
@@ -231,19 +309,4 @@ func (a *app) report(res *spec.AgentResult, err error) error {
 		}
 	}
 	return nil
-}
-
-// ensureThread creates the thread on its first run, remembering which file
-// runs it so that cairn resume can find it.
-func ensureThread(ctx context.Context, s store.Store, thread, kind, file string) error {
-	_, err := s.Thread(ctx, thread)
-	if !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	abs, err := filepath.Abs(file)
-	if err != nil {
-		return err
-	}
-	_, err = s.CreateThread(ctx, store.Thread{ID: thread, Metadata: map[string]any{"kind": kind, "file": abs}})
-	return err
 }

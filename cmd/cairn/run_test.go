@@ -22,7 +22,7 @@ func copyExample(t *testing.T) string {
 func TestRunAgentFile(t *testing.T) {
 	dir := copyExample(t)
 	env := map[string]string{"CAIRN_STORE": "sqlite:" + filepath.Join(dir, "state.db")}
-	code, out, errOut := cli(t, env, "run", filepath.Join(dir, "agents", "business-extract-structured.md"), "--input", filepath.Join(dir, "input", "company.txt"))
+	code, out, errOut := cli(t, env, "run", filepath.Join(dir, "business-extract-structured.md"), "--input", filepath.Join(dir, "input", "company.txt"))
 	if code != 0 {
 		t.Fatalf("run: %d %s", code, errOut)
 	}
@@ -34,7 +34,7 @@ func TestRunAgentFile(t *testing.T) {
 		t.Fatalf("output file: %s %v", b, err)
 	}
 	// --json streams events as JSON lines, then the result.
-	code, out, errOut = cli(t, env, "run", filepath.Join(dir, "agents", "business-extract.md"), "--input-text", "Acme Anvils GmbH, Berlin", "--thread", "inline", "--json")
+	code, out, errOut = cli(t, env, "run", filepath.Join(dir, "business-extract.md"), "--input-text", "Acme Anvils GmbH, Berlin", "--thread", "inline", "--json")
 	if code != 0 || !strings.Contains(out, `"kind":"step_end"`) || !strings.Contains(out, `"stop_reason": "success"`) {
 		t.Fatalf("json run: %d %s %s", code, out, errOut)
 	}
@@ -49,7 +49,7 @@ func TestRunFailsThenResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := map[string]string{"CAIRN_STORE": "sqlite:" + filepath.Join(dir, "state.db")}
-	code, _, errOut := cli(t, env, "run", filepath.Join(dir, "agents", "business-extract.md"), "--input", filepath.Join(dir, "input", "company.txt"), "--thread", "acme")
+	code, _, errOut := cli(t, env, "run", filepath.Join(dir, "business-extract.md"), "--input", filepath.Join(dir, "input", "company.txt"), "--thread", "acme")
 	if code != 1 || !strings.Contains(errOut, "upstream down") || !strings.Contains(errOut, "cairn resume acme") {
 		t.Fatalf("failing run: %d %s", code, errOut)
 	}
@@ -72,9 +72,9 @@ func TestRunFailsThenResumes(t *testing.T) {
 		want string
 	}{
 		{[]string{"run", filepath.Join(dir, "nope.md")}, 2, "nope.md"},
-		{[]string{"run", filepath.Join(dir, "agents", "business-extract.md"), "--input", "a", "--input-text", "b"}, 2, "not both"},
-		{[]string{"run", filepath.Join(dir, "agents", "business-extract.md"), "--model", "gpt"}, 2, "--model"},
-		{[]string{"run", filepath.Join(dir, "agents", "business-extract.md"), "--thread", "bad id"}, 2, "--thread"},
+		{[]string{"run", filepath.Join(dir, "business-extract.md"), "--input", "a", "--input-text", "b"}, 2, "not both"},
+		{[]string{"run", filepath.Join(dir, "business-extract.md"), "--model", "gpt"}, 2, "--model"},
+		{[]string{"run", filepath.Join(dir, "business-extract.md"), "--thread", "bad id"}, 2, "--thread"},
 		{[]string{"resume", "ghost"}, 1, `"ghost"`},
 	} {
 		code, _, errOut := cli(t, env, tc.args...)

@@ -1,0 +1,269 @@
+package spec_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cairn-dev/cairn/model/scripted"
+	"github.com/cairn-dev/cairn/spec"
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/memory"
+)
+
+// writeFiles writes name → content under dir.
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func loadAgent(t *testing.T, path string) *spec.AgentFile {
+	t.Helper()
+	a, err := spec.LoadAgentFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// TestCheckAgentRefusesUpFront: every reason a run cannot finish is found
+// before the first step, and RunAgent stores nothing for it.
+func TestCheckAgentRefusesUpFront(t *testing.T) {
+	const replies = "replies:\n  - text: hi\n"
+	tests := []struct {
+		name  string
+		front string
+		files map[string]string
+		want  string
+		is    error
+	}{
+		{"output outside the safe dir", "model: {provider: scripted, script: r.yaml}\noutput: {file: ../out.txt}", nil, "output.file", spec.ErrUnsafePath},
+		{"absolute output outside", "model: {provider: scripted, script: r.yaml}\noutput: {file: /tmp/cairn-escape.txt}", nil, "output.file", spec.ErrUnsafePath},
+		{"missing script", "model: {provider: scripted, script: nope.yaml}", nil, "model.script", nil},
+		{"script outside", "model: {provider: scripted, script: ../r.yaml}", nil, "model.script", spec.ErrUnsafePath},
+		{"bad script", "model: {provider: scripted, script: bad.yaml}", map[string]string{"bad.yaml": "replies: 3\n"}, "model.script", nil},
+		{"missing schema file", "model: {provider: scripted, script: r.yaml}\nchain: [{id: a, kind: structured, output_schema: S}]\nschemas: {S: nope.json}", nil, `schema "S"`, nil},
+		{"invalid schema", "model: {provider: scripted, script: r.yaml}\nchain: [{id: a, kind: structured, output_schema: S}]\nschemas: {S: s.json}", map[string]string{"s.json": `{"type": 12}`}, `schema "S"`, nil},
+		{"empty key variable", "model: {provider: openai-compatible, base_url: 'http://127.0.0.1:1/v1', api_key_env: CAIRN_TEST_NO_SUCH_KEY, model_name: m}", nil, "CAIRN_TEST_NO_SUCH_KEY", spec.ErrMissingKey},
+		{"missing OpenAI key", "model: {provider: openai-compatible, model_name: gpt-4o}", nil, "OPENAI_API_KEY", nil},
+		{"missing Anthropic key", "model: {provider: anthropic, model_name: claude}", nil, "ANTHROPIC_API_KEY", nil},
+		{"unknown handoff", "model: {provider: scripted, script: r.yaml}\nhandoff: {enabled: true, agent_id: ghost.md}", nil, "ghost.md", nil},
+		{"handoff outside", "model: {provider: scripted, script: r.yaml}\nhandoff: {enabled: true, agent_id: ../next.md}", nil, "handoff.agent_id", spec.ErrUnsafePath},
+		{"bad handoff file", "model: {provider: scripted, script: r.yaml}\nhandoff: {enabled: true, agent_id: next}", map[string]string{"next.md": "---\nname: n\ncolour: red\n---\n## Instructions\nx\n"}, "next.md:3", nil},
+		{"handoff loop", "model: {provider: scripted, script: r.yaml}\nhandoff: {enabled: true, agent_id: a.md}", nil, "comes back", nil},
+		{"safe_dir above the allowed dir", "model: {provider: scripted, script: r.yaml}\nsafe_dir: ..", nil, "--safe-dir", spec.ErrUnsafePath},
+		{"safe_dir root", "model: {provider: scripted, script: r.yaml}\nsafe_dir: /", nil, "--safe-dir", spec.ErrUnsafePath},
+		{"bad secrets pattern", "model: {provider: scripted, script: r.yaml}\nsecrets: {patterns: ['(']}", nil, "secrets", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "agents")
+			files := map[string]string{"r.yaml": replies, "a.md": "---\nname: a\n" + tc.front + "\n---\n## Instructions\nsay hi\n## step:a\nx\n"}
+			for k, v := range tc.files {
+				files[k] = v
+			}
+			writeFiles(t, dir, files)
+			writeFiles(t, filepath.Dir(dir), map[string]string{"r.yaml": replies, "next.md": "---\nname: n\n---\n## Instructions\nx\n"})
+			a, err := spec.LoadAgentFile(filepath.Join(dir, "a.md"))
+			if err != nil {
+				if strings.Contains(err.Error(), tc.want) {
+					return // refused when loading: earlier still
+				}
+				t.Fatal(err)
+			}
+			getenv := func(string) string { return "" }
+			err = spec.CheckAgent(a, spec.RunConfig{Getenv: getenv})
+			var se *spec.SpecError
+			if !errors.As(err, &se) || !errors.Is(err, spec.ErrSpec) || !strings.Contains(err.Error(), tc.want) || (tc.is != nil && !errors.Is(err, tc.is)) {
+				t.Fatalf("CheckAgent: %v; want a SpecError with %q (%v)", err, tc.want, tc.is)
+			}
+			s := memory.Open(store.Options{})
+			_, err = spec.RunAgent(context.Background(), a, spec.RunConfig{Store: s, Thread: "t", Getenv: getenv, NewThread: map[string]any{"kind": "agent"}})
+			if !errors.Is(err, spec.ErrSpec) {
+				t.Fatalf("RunAgent: %v", err)
+			}
+			if _, err := s.Thread(context.Background(), "t"); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("a refused run left a thread: %v", err)
+			}
+			if _, err := os.Stat("/tmp/cairn-escape.txt"); err == nil {
+				t.Fatal("wrote outside")
+			}
+		})
+	}
+}
+
+// TestSafeDirAllowedRoot: an agent file's safe_dir may narrow or, when the
+// user allows a wider directory, reach up to it; never beyond.
+func TestSafeDirAllowedRoot(t *testing.T) {
+	top := t.TempDir()
+	dir := filepath.Join(top, "agents")
+	writeFiles(t, top, map[string]string{"r.yaml": "replies:\n  - text: hi\n"})
+	writeFiles(t, dir, map[string]string{"a.md": "---\nname: a\nmodel: {provider: scripted, script: ../r.yaml}\nsafe_dir: ..\noutput: {file: ../out/a.txt}\n---\n## Instructions\nx\n"})
+	a := loadAgent(t, filepath.Join(dir, "a.md"))
+	if err := spec.CheckAgent(a, spec.RunConfig{}); !errors.Is(err, spec.ErrUnsafePath) {
+		t.Fatalf("default allowed dir: %v", err)
+	}
+	res, err := spec.RunAgent(context.Background(), a, spec.RunConfig{Store: memory.Open(store.Options{}), Thread: "t", AllowedRoot: top})
+	if err != nil || res.OutputFile != filepath.Join(mustReal(t, top), "out", "a.txt") {
+		t.Fatalf("allowed wider: %+v %v", res, err)
+	}
+	if err := spec.CheckAgent(a, spec.RunConfig{AllowedRoot: dir}); !errors.Is(err, spec.ErrUnsafePath) {
+		t.Fatalf("allowed narrower: %v", err)
+	}
+}
+
+func mustReal(t *testing.T, p string) string {
+	t.Helper()
+	r, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestSymlinksCannotEscape: a symbolic link inside the safe directory that
+// leads out of it (dangling or not, present at the check or swapped in
+// after it) lets no tool, output file or script read or write outside.
+func TestSymlinksCannotEscape(t *testing.T) {
+	outside := t.TempDir()
+	writeFiles(t, outside, map[string]string{"secret.txt": "top secret", "r.yaml": "replies:\n  - text: hi\n"})
+	tests := []struct {
+		name    string
+		front   string
+		replies string
+		links   map[string]string // name in the safe dir → target
+		swap    map[string]string // links made after CheckAgent, before the run
+		refused bool              // CheckAgent refuses
+	}{
+		{name: "output through a dangling link", front: "output: {file: out.txt}", links: map[string]string{"out.txt": filepath.Join(outside, "made.txt")}, refused: true},
+		{name: "output swapped in after the check", front: "output: {file: out.txt}", swap: map[string]string{"out.txt": filepath.Join(outside, "made.txt")}},
+		{name: "output folder swapped in after the check", front: "output: {file: sub/out.txt}", swap: map[string]string{"sub": outside}},
+		{name: "write_file through a dangling link", front: "tools: [write_file]",
+			replies: "  - tool_calls: [{name: write_file, args: {path: w.txt, content: pwned}}]\n  - text: done\n",
+			links:   map[string]string{"w.txt": filepath.Join(outside, "made.txt")}},
+		{name: "write_file through a linked folder", front: "tools: [write_file]",
+			replies: "  - tool_calls: [{name: write_file, args: {path: d/made.txt, content: pwned}}]\n  - text: done\n",
+			links:   map[string]string{"d": outside}},
+		{name: "read_file through a link", front: "tools: [read_file]",
+			replies: "  - tool_calls: [{name: read_file, args: {path: s.txt}}]\n  - text: done\n",
+			links:   map[string]string{"s.txt": filepath.Join(outside, "secret.txt")}},
+		{name: "list_files through a link", front: "tools: [list_files]",
+			replies: "  - tool_calls: [{name: list_files, args: {dir: d}}]\n  - text: done\n",
+			links:   map[string]string{"d": outside}},
+		{name: "script through a link", front: "", links: map[string]string{"r.yaml": filepath.Join(outside, "r.yaml")}, refused: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			replies := "replies:\n" + tc.replies
+			if tc.replies == "" {
+				replies += "  - text: hi\n"
+			}
+			files := map[string]string{"a.md": "---\nname: a\nmodel: {provider: scripted, script: r.yaml}\n" + tc.front + "\n---\n## Instructions\nx\n"}
+			if tc.links["r.yaml"] == "" {
+				files["r.yaml"] = replies
+			}
+			writeFiles(t, dir, files)
+			for name, target := range tc.links {
+				if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			a := loadAgent(t, filepath.Join(dir, "a.md"))
+			err := spec.CheckAgent(a, spec.RunConfig{})
+			if tc.refused {
+				if !errors.Is(err, spec.ErrUnsafePath) && !errors.Is(err, spec.ErrSpec) {
+					t.Fatalf("CheckAgent: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("CheckAgent: %v", err)
+			}
+			for name, target := range tc.swap {
+				os.RemoveAll(filepath.Join(dir, name))
+				if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s := memory.Open(store.Options{})
+			res, err := spec.RunAgent(context.Background(), a, spec.RunConfig{Store: s, Thread: "t"})
+			if _, serr := os.Stat(filepath.Join(outside, "made.txt")); serr == nil {
+				t.Fatalf("wrote outside the safe dir (run: %v)", err)
+			}
+			if res != nil && strings.Contains(string(res.FinalOutput), "top secret") {
+				t.Fatal("read outside")
+			}
+			// What the tool saw is in the store: never the outside file.
+			cp, lerr := s.Load(context.Background(), store.LoadRequest{Thread: "t"})
+			if lerr == nil {
+				b, _ := json.Marshal(cp.State)
+				if strings.Contains(string(b), "top secret") || strings.Contains(string(b), "secret.txt") {
+					t.Fatalf("outside content reached the state: %s", b)
+				}
+			}
+			if len(tc.swap) > 0 && !errors.Is(err, spec.ErrSpec) {
+				t.Fatalf("output through a swapped link: %v", err)
+			}
+		})
+	}
+}
+
+// TestRerunOnThreadStartsFresh: a second run on the same thread sees a
+// fresh chain state, never the previous run's steps; the history keeps both.
+func TestRerunOnThreadStartsFresh(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"r.yaml": "replies:\n  - text: one\n    step: first\n  - text: two\n    step: second\n  - text: three\n    step: first\n  - text: four\n    step: second\n",
+		"a.md":   "---\nname: a\nmodel: {provider: scripted, script: r.yaml}\nchain: [{id: first, kind: text}, {id: second, kind: text}]\n---\n## step:first\nx\n## step:second\ny\n",
+	})
+	a := loadAgent(t, filepath.Join(dir, "a.md"))
+	s := memory.Open(store.Options{})
+	ctx := context.Background()
+	model, err := scripted.Load(filepath.Join(dir, "r.yaml")) // one script across both runs
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := spec.RunAgent(ctx, a, spec.RunConfig{Store: s, Thread: "t", Model: model, Input: spec.TextInput("inline", "run 1")}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := spec.RunAgent(ctx, a, spec.RunConfig{Store: s, Thread: "t", Model: model, Input: spec.TextInput("inline", "run 2")})
+	if err != nil || string(res.FinalOutput) != `"four"` {
+		t.Fatalf("second run: %+v %v", res, err)
+	}
+	// The second run's first step was checkpoint 5 (after 1 input + 2
+	// steps, and its own input): the state it read had no steps.
+	cp, err := s.Load(ctx, store.LoadRequest{Thread: "t", Seq: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps map[string]string
+	if cp.State.Has("steps") {
+		if err := cp.State.Get("steps", &steps); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fo, _ := cp.State.Raw("final_output")
+	if len(steps) != 0 || (len(fo) > 0 && string(fo) != "null") {
+		t.Fatalf("second run's input checkpoint carries the first run: steps %v, final_output %s", steps, fo)
+	}
+	first, err := s.Load(ctx, store.LoadRequest{Thread: "t", Seq: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fo, _ := first.State.Raw("final_output"); string(fo) != `"two"` {
+		t.Fatalf("history lost the first run: %s", fo)
+	}
+}
