@@ -230,6 +230,8 @@ func (b *Backend) Rows(_ context.Context, q store.RowQuery) ([]store.Row, error)
 			j = len(sel) - 1 - i
 		}
 		r := sel[j]
+		// A row is where it is found, as in a database table.
+		r.Thread, r.Namespace = q.Thread, q.Namespace
 		r.Meta = bytes.Clone(r.Meta)
 		r.Patch = bytes.Clone(r.Patch)
 		if q.Snapshots {
@@ -357,4 +359,52 @@ func (b *Backend) Tamper(thread, ns string, seq int64, fn func(*store.Row)) bool
 		}
 	}
 	return false
+}
+
+// TamperThread lets fn change a stored thread record in place, as Tamper
+// does for rows; a changed ID moves the thread. It reports whether the
+// thread exists.
+func (b *Backend) TamperThread(id string, fn func(*store.ThreadRecord)) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t, ok := b.threads[id]
+	if !ok {
+		return false
+	}
+	fn(&t.rec)
+	if t.rec.ID != id {
+		delete(b.threads, id)
+		b.threads[t.rec.ID] = t
+	}
+	return true
+}
+
+// MoveRow moves a stored row to another thread, namespace or seq without
+// changing its fields, as an edit of its key columns in a database would.
+// It exists for tests; it reports whether the row exists.
+func (b *Backend) MoveRow(from, to store.Ref) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t, ok := b.threads[from.Thread]
+	if !ok {
+		return false
+	}
+	rows := t.ns[from.Namespace]
+	i := slices.IndexFunc(rows, func(r store.Row) bool { return r.Seq == from.Seq })
+	if i < 0 {
+		return false
+	}
+	r := rows[i]
+	t.ns[from.Namespace] = slices.Delete(slices.Clone(rows), i, i+1)
+	dst, ok := b.threads[to.Thread]
+	if !ok {
+		dst = &thread{rec: store.ThreadRecord{ID: to.Thread}, ns: map[string][]store.Row{}, writes: map[writeKey][]store.Write{}}
+		b.threads[to.Thread] = dst
+	}
+	// Its checksum still names the old place.
+	moved := append(slices.Clone(dst.ns[to.Namespace]), r)
+	moved[len(moved)-1].Seq = to.Seq
+	sort.Slice(moved, func(i, j int) bool { return moved[i].Seq < moved[j].Seq })
+	dst.ns[to.Namespace] = moved
+	return true
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"net/url"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -98,5 +99,40 @@ func TestConformance(t *testing.T) {
 				t.Fatalf("corrupt %s of %+v: %v (%d rows)", column, ref, err, tag.RowsAffected())
 			}
 		},
+		Edit: func(t *testing.T, s store.Store, ref store.Ref, column string, value any) {
+			editColumn(t, dsns[s], ref, column, value)
+		},
 	})
+}
+
+// editColumn changes one column with raw SQL, as storetest.Harness.Edit
+// describes.
+func editColumn(t *testing.T, dsn string, ref store.Ref, column string, value any) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	table, col, where, args := "checkpoints", column, "thread = $2 AND ns = $3 AND seq = $4", []any{ref.Thread, ref.Namespace, ref.Seq}
+	switch {
+	case column == "snapshot":
+		table, col = "snapshots", "data"
+	case strings.HasPrefix(column, "thread."):
+		table, col, where, args = "threads", strings.TrimPrefix(column, "thread."), "id = $2", []any{ref.Thread}
+	}
+	set := col + " = $1"
+	switch v := value.(type) {
+	case storetest.Inc:
+		set, value = col+" = "+col+" + $1", int64(v)
+	case string:
+		if col == "metadata" {
+			set = col + " = $1::jsonb"
+		}
+	}
+	tag, err := conn.Exec(ctx, `UPDATE `+table+` SET `+set+` WHERE `+where, append([]any{value}, args...)...)
+	if err != nil || tag.RowsAffected() != 1 {
+		t.Fatalf("edit %s of %+v: %v (%d rows)", column, ref, err, tag.RowsAffected())
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/cairn-dev/cairn/state"
@@ -66,7 +67,39 @@ func TestConformance(t *testing.T) {
 				t.Fatalf("corrupt %s of %+v: %d rows", column, ref, n)
 			}
 		},
+		Edit: func(t *testing.T, s store.Store, ref store.Ref, column string, value any) {
+			editColumn(t, dbPath(s), ref, column, value)
+		},
 	})
+}
+
+// editColumn changes one column with raw SQL, as storetest.Harness.Edit
+// describes.
+func editColumn(t *testing.T, path string, ref store.Ref, column string, value any) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	table, col, where, args := "checkpoints", column, "thread = ? AND ns = ? AND seq = ?", []any{ref.Thread, ref.Namespace, ref.Seq}
+	switch {
+	case column == "snapshot":
+		table, col = "snapshots", "data"
+	case strings.HasPrefix(column, "thread."):
+		table, col, where, args = "threads", strings.TrimPrefix(column, "thread."), "id = ?", []any{ref.Thread}
+	}
+	set := col + " = ?"
+	if inc, ok := value.(storetest.Inc); ok {
+		set, value = col+" = "+col+" + ?", int64(inc)
+	}
+	res, err := db.Exec(`UPDATE `+table+` SET `+set+` WHERE `+where, append([]any{value}, args...)...)
+	if err != nil {
+		t.Fatalf("edit %s: %v", column, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		t.Fatalf("edit %s of %+v: %d rows", column, ref, n)
+	}
 }
 
 func TestDurabilityOption(t *testing.T) {

@@ -24,6 +24,12 @@ type Harness struct {
 	// Corrupt damages the stored column ("patch", "snapshot", "meta") of a
 	// checkpoint; nil skips the corruption tests.
 	Corrupt func(t *testing.T, s store.Store, ref store.Ref, column string)
+	// Edit sets one stored column to value (an Inc adds to it), as someone
+	// editing the database by hand would: a checkpoint column (see
+	// CheckpointColumns) of the row ref names, "snapshot" for its snapshot
+	// data, or a thread column (ThreadColumns) of thread ref.Thread. nil
+	// skips the tests of edited rows.
+	Edit func(t *testing.T, s store.Store, ref store.Ref, column string, value any)
 }
 
 // Run runs the suite.
@@ -36,6 +42,11 @@ func Run(t *testing.T, h Harness) {
 		{"StaleHeadConflicts", testStaleHead},
 		{"ConcurrentAppenders", testConcurrentAppenders},
 		{"ForkTree", testForkTree},
+		{"ForkInto", testForkInto},
+		{"ForkRefused", testForkRefused},
+		{"NamespaceList", testNamespaceList},
+		{"EditedRows", testEditedRows},
+		{"InvalidSnapshot", testInvalidSnapshot},
 		{"HistoryPagination", testHistoryPagination},
 		{"EveryCheckpointRebuilds", testEveryCheckpointRebuilds},
 		{"Threads", testThreads},

@@ -89,3 +89,32 @@ func Open(raw string, opts store.Options, durability sqlite.Durability) (*store.
 		return sqlite.OpenStore(spec.Path, sqlite.Options{Durability: spec.Durability}, opts)
 	}
 }
+
+// OpenReadOnly opens, for reading only, the existing store a URL names. It
+// never creates a directory, a file or a table and never writes:
+//
+//   - sqlite:PATH with no file at PATH fails with store.ErrNotFound
+//     ("no store at PATH");
+//   - a file or database that is not a Cairn store (another program's
+//     SQLite file, a Postgres schema without Cairn's tables) fails with
+//     store.ErrNotStore and is left exactly as it was;
+//   - a damaged file fails with store.ErrCorrupt naming it.
+//
+// Writes through the returned store fail with store.ErrReadOnly. memory:
+// gives an empty store. Read commands (state, history, threads,
+// namespaces, export) use it so that a typo in --store never creates a
+// store.
+func OpenReadOnly(raw string, opts store.Options) (*store.Engine, error) {
+	spec, err := Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	switch spec.Scheme {
+	case "memory":
+		return memory.Open(opts), nil
+	case "postgres":
+		return postgres.OpenStore(context.Background(), spec.DSN, postgres.Options{ReadOnly: true}, opts)
+	default:
+		return sqlite.OpenStore(spec.Path, sqlite.Options{ReadOnly: true}, opts)
+	}
+}
