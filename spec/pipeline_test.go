@@ -7,10 +7,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/cairn-dev/cairn/spec"
+	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/memory"
 )
@@ -25,9 +27,9 @@ func pipelineDir(t *testing.T) string {
 	return dst
 }
 
-func readGate(t *testing.T, p *spec.Pipeline, n int) spec.GateFile {
+func readGate(t *testing.T, p *spec.Pipeline, thread string, n int) spec.GateFile {
 	t.Helper()
-	b, err := os.ReadFile(p.GateFilePath(n))
+	b, err := os.ReadFile(p.GateFilePath(thread, n))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,9 +40,9 @@ func readGate(t *testing.T, p *spec.Pipeline, n int) spec.GateFile {
 	return g
 }
 
-func readPipelineFile(t *testing.T, p *spec.Pipeline) spec.PipelineFile {
+func readPipelineFile(t *testing.T, p *spec.Pipeline, thread string) spec.PipelineFile {
 	t.Helper()
-	b, err := os.ReadFile(p.PipelineFilePath())
+	b, err := os.ReadFile(p.PipelineFilePath(thread))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,30 +59,37 @@ func TestPipelineRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := filepath.Base(p.GateFilePath(1)); got != "demoqa_com-student_registration-gate1-output.json" {
-		t.Fatalf("gate file name %s", got)
+	if got := p.GateFilePath("pipe", 1); got != filepath.Join(dir, ".state", "pipe", "demoqa_com-student_registration-gate1-output.json") {
+		t.Fatalf("gate file path %s", got)
 	}
 	res, err := spec.RunPipeline(context.Background(), p, spec.PipelineConfig{Store: memory.Open(store.Options{}), Thread: "pipe"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pf := readPipelineFile(t, p)
+	pf := readPipelineFile(t, p, "pipe")
 	if pf.Status != "SUCCESS" || pf.CurrentGate != 4 || len(pf.CompletedGates) != 4 || pf.Metadata.UserStory == "" || len(pf.Metadata.AcceptanceCriteria) != 2 {
 		t.Fatalf("pipeline file %+v (result %+v)", pf, res.Pipeline)
 	}
-	g1 := readGate(t, p, 1)
+	// The seed writes the sanitized domain and feature in the pipeline file.
+	if pf.Metadata.Domain != "demoqa_com" || pf.Metadata.Feature != "student_registration" || pf.Metadata.URL != "https://demoqa.com/automation-practice-form" {
+		t.Fatalf("pipeline metadata %+v", pf.Metadata)
+	}
+	g1 := readGate(t, p, "pipe", 1)
 	if g1.Gate != 1 || g1.Agent != "TestCaseDesigner" || g1.Status != "SUCCESS" || g1.Metadata.Domain != "demoqa_com" || g1.Metadata.URL == "" ||
 		g1.Validation.Score != 95 || !g1.Validation.Passed {
 		t.Fatalf("gate 1 %+v", g1)
 	}
-	g2 := readGate(t, p, 2)
+	g2 := readGate(t, p, "pipe", 2)
 	if g2.Validation.Score != 87 || len(g2.Validation.Issues) != 1 || g2.Status != "SUCCESS" {
 		t.Fatalf("gate 2 %+v", g2)
 	}
 	// No secrets in any file.
-	entries, _ := os.ReadDir(filepath.Join(dir, ".state"))
+	entries, _ := os.ReadDir(p.StateDirOf("pipe"))
+	if len(entries) != 5 {
+		t.Fatalf("state files %v", entries)
+	}
 	for _, e := range entries {
-		b, _ := os.ReadFile(filepath.Join(dir, ".state", e.Name()))
+		b, _ := os.ReadFile(filepath.Join(p.StateDirOf("pipe"), e.Name()))
 		if strings.Contains(string(b), "hunter2") || strings.Contains(string(b), "sk-live") {
 			t.Fatalf("%s leaks a secret:\n%s", e.Name(), b)
 		}
@@ -90,9 +99,24 @@ func TestPipelineRun(t *testing.T) {
 	if !strings.Contains(compact.String(), `"password":"[REDACTED]"`) || !strings.Contains(compact.String(), `"apiKey":"[REDACTED]"`) {
 		t.Fatalf("gate 1 output %s", g1.Output)
 	}
-	if len(res.Gates) != 4 {
-		t.Fatalf("result gates %d", len(res.Gates))
+	if len(res.Gates) != 4 || res.Pipeline.Status != "SUCCESS" {
+		t.Fatalf("result %+v", res)
 	}
+}
+
+// gateRuns counts the root steps of a pipeline thread by node and status.
+func gateRuns(t *testing.T, s store.Store, thread string) map[string]int {
+	t.Helper()
+	runs := map[string]int{}
+	for cp, err := range s.History(context.Background(), store.HistoryRequest{Thread: thread}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range cp.Nodes {
+			runs[n+":"+cp.Status.String()]++
+		}
+	}
+	return runs
 }
 
 func TestPipelineCrashAtGate3AndResume(t *testing.T) {
@@ -107,49 +131,64 @@ func TestPipelineCrashAtGate3AndResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := memory.Open(store.Options{})
-	_, err = spec.RunPipeline(context.Background(), p, spec.PipelineConfig{Store: s, Thread: "pipe"})
+	ctx := context.Background()
+	var reports []spec.GateReport
+	onGate := func(r spec.GateReport) { reports = append(reports, r) }
+	_, err = spec.RunPipeline(ctx, p, spec.PipelineConfig{Store: s, Thread: "pipe", OnGate: onGate})
 	if err == nil || !strings.Contains(err.Error(), "compiler crashed") {
 		t.Fatalf("gate 3 failure: %v", err)
 	}
-	if g3 := readGate(t, p, 3); g3.Status != "FAILED" || len(g3.Validation.Issues) == 0 {
+	if g3 := readGate(t, p, "pipe", 3); g3.Status != "FAILED" || len(g3.Validation.Issues) == 0 || g3.Agent != "POMAgent" || string(g3.Output) != "null" {
 		t.Fatalf("gate 3 file %+v", g3)
 	}
-	if pf := readPipelineFile(t, p); pf.Status != "FAILED" || pf.CurrentGate != 3 || len(pf.CompletedGates) != 2 {
+	if pf := readPipelineFile(t, p, "pipe"); pf.Status != "FAILED" || pf.CurrentGate != 3 || len(pf.CompletedGates) != 2 {
 		t.Fatalf("pipeline file %+v", pf)
 	}
-	// Fix gate 3; damage gate 2's file on disk: gate 3 is warned and falls
-	// back to the pipeline input; gates 1 and 2 do not run again.
+	if len(reports) != 3 || reports[2].File.Status != "FAILED" || reports[1].File.Validation.Score != 87 {
+		t.Fatalf("gate reports %+v", reports)
+	}
+	// Fix gate 3 and damage gate 2's file on disk: gate 3's input comes
+	// from the committed state, not from the file; gates 1 and 2 do not run
+	// again.
 	os.WriteFile(replies, good, 0o644)
-	os.WriteFile(p.GateFilePath(2), []byte("{not json"), 0o644)
+	os.WriteFile(p.GateFilePath("pipe", 2), []byte("{not json"), 0o644)
 	var warnings []string
-	res, err := spec.RunPipeline(context.Background(), p, spec.PipelineConfig{Store: s, Thread: "pipe", Warn: func(w string) { warnings = append(warnings, w) }})
+	res, err := spec.RunPipeline(ctx, p, spec.PipelineConfig{Store: s, Thread: "pipe", Warn: func(w string) { warnings = append(warnings, w) }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pf := readPipelineFile(t, p); pf.Status != "SUCCESS" || len(pf.CompletedGates) != 4 {
+	if pf := readPipelineFile(t, p, "pipe"); pf.Status != "SUCCESS" || len(pf.CompletedGates) != 4 {
 		t.Fatalf("pipeline after resume %+v", pf)
 	}
-	if len(warnings) != 1 || !strings.Contains(warnings[0], "not valid JSON") {
+	if g2 := readGate(t, p, "pipe", 2); g2.Status != "SUCCESS" {
+		t.Fatalf("gate 2 file not rewritten from the store: %+v", g2)
+	}
+	if len(warnings) != 0 {
 		t.Fatalf("warnings %v", warnings)
 	}
-	runs := map[string]int{}
-	for cp, err := range s.History(context.Background(), store.HistoryRequest{Thread: "pipe"}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, n := range cp.Nodes {
-			runs[n+":"+cp.Status.String()]++
-		}
+	in, err := s.Load(ctx, store.LoadRequest{Thread: "pipe", Namespace: "gate3"})
+	if err != nil {
+		t.Fatal(err)
 	}
+	var gateIn spec.Input
+	if err := in.State.Get("input", &gateIn); err != nil || !strings.Contains(string(gateIn.Content), "elementMappings") {
+		t.Fatalf("gate 3 input %s %v", gateIn.Content, err)
+	}
+	runs := gateRuns(t, s, "pipe")
 	if runs["gate1:SUCCESS"] != 1 || runs["gate2:SUCCESS"] != 1 || runs["gate3:FAILED"] != 1 || runs["gate3:SUCCESS"] != 1 || runs["gate4:SUCCESS"] != 1 {
 		t.Fatalf("gate runs %v", runs)
 	}
 	if res.Pipeline.Status != "SUCCESS" {
 		t.Fatalf("result %+v", res.Pipeline)
 	}
-	// Running a finished pipeline again changes nothing.
-	if _, err := spec.RunPipeline(context.Background(), p, spec.PipelineConfig{Store: s, Thread: "pipe"}); err != nil {
-		t.Fatal(err)
+	// A finished pipeline is not run again: it says so.
+	_, err = spec.RunPipeline(ctx, p, spec.PipelineConfig{Store: s, Thread: "pipe"})
+	var fin *spec.PipelineFinishedError
+	if !errors.Is(err, spec.ErrPipelineFinished) || !errors.As(err, &fin) || fin.Status != "SUCCESS" {
+		t.Fatalf("second run: %v", err)
+	}
+	if got := gateRuns(t, s, "pipe"); !reflect.DeepEqual(got, runs) {
+		t.Fatalf("second run changed history: %v", got)
 	}
 }
 
@@ -169,7 +208,7 @@ gates:
 	}
 	steps := map[string]spec.GateStep{
 		"count": func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
-			return json.RawMessage(`{"n":21}`), nil
+			return json.RawMessage(`{"n":21,"note":"<b> & </b>","q":"\\u003c"}`), nil
 		},
 		"double": func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			var v struct{ N int }
@@ -182,9 +221,139 @@ gates:
 		t.Fatal(err)
 	}
 	var out struct{ N int }
-	g := readGate(t, p, 1)
-	if json.Unmarshal(g.Output, &out) != nil || out.N != 42 || filepath.Base(p.GateFilePath(1)) != "example_com-count_it_-gate1-output.json" {
-		t.Fatalf("gate 1 %+v at %s", g, p.GateFilePath(1))
+	g := readGate(t, p, "c", 1)
+	if json.Unmarshal(g.Output, &out) != nil || out.N != 42 || filepath.Base(p.GateFilePath("c", 1)) != "example_com-count_it_-gate1-output.json" {
+		t.Fatalf("gate 1 %+v at %s", g, p.GateFilePath("c", 1))
+	}
+	// Gate files are JSON as people read it: no \u003c for <, > and &.
+	b, _ := os.ReadFile(p.GateFilePath("c", 0))
+	if !strings.Contains(string(b), `"note": "<b> & </b>"`) || !strings.Contains(string(b), `"q": "\\u003c"`) || bytes.Contains(b, []byte(`\u0026`)) {
+		t.Fatalf("gate 0 file escapes HTML:\n%s", b)
+	}
+	// A registered step is required before anything runs.
+	s := memory.Open(store.Options{})
+	_, err = spec.RunPipeline(context.Background(), p, spec.PipelineConfig{Store: s, Thread: "d"})
+	if !errors.Is(err, spec.ErrSpec) || !strings.Contains(err.Error(), `no registered step "count"`) {
+		t.Fatalf("missing step: %v", err)
+	}
+	if _, err := s.Load(context.Background(), store.LoadRequest{Thread: "d"}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a refused pipeline stored something: %v", err)
+	}
+}
+
+// TestPipelineThreadsKeepTheirFiles runs one pipeline on two threads, then
+// forks the first before gate 3 into a third and resumes it: each thread
+// has its own folder, the fork does not run gates 1 and 2 again, and its
+// files match its store.
+func TestPipelineThreadsKeepTheirFiles(t *testing.T) {
+	dir := pipelineDir(t)
+	p, err := spec.LoadPipeline(filepath.Join(dir, "pipeline.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s := memory.Open(store.Options{})
+	for _, th := range []string{"one", "two"} {
+		if _, err := spec.RunPipeline(ctx, p, spec.PipelineConfig{Store: s, Thread: th}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Gate 3 of thread "one" read checkpoint 3 (input, gate1, gate2).
+	var at int64
+	for cp, err := range s.History(ctx, store.HistoryRequest{Thread: "one"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cp.Nodes) == 1 && cp.Nodes[0] == "gate2" {
+			at = cp.Seq
+		}
+	}
+	if _, err := s.Fork(ctx, store.ForkRequest{Thread: "one", At: at, Into: "three"}); err != nil {
+		t.Fatal(err)
+	}
+	var reports []spec.GateReport
+	res, err := spec.RunPipeline(ctx, p, spec.PipelineConfig{Store: s, Thread: "three", OnGate: func(r spec.GateReport) { reports = append(reports, r) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Pipeline.Status != "SUCCESS" || len(reports) != 2 || reports[0].File.Gate != 3 || reports[1].File.Gate != 4 {
+		t.Fatalf("fork ran %+v, result %+v", reports, res.Pipeline)
+	}
+	if runs := gateRuns(t, s, "three"); runs["gate1:SUCCESS"] != 0 || runs["gate3:SUCCESS"] != 1 || runs["gate4:SUCCESS"] != 1 {
+		t.Fatalf("fork runs %v", runs)
+	}
+	for _, th := range []string{"one", "two", "three"} {
+		exp := t.TempDir()
+		if _, err := spec.ExportGateFiles(ctx, s, th, exp); err != nil {
+			t.Fatal(err)
+		}
+		sameFiles(t, p.StateDirOf(th), exp)
+	}
+}
+
+// sameFiles fails unless two folders hold the same files with equal JSON.
+func sameFiles(t *testing.T, a, b string) {
+	t.Helper()
+	ea, _ := os.ReadDir(a)
+	eb, _ := os.ReadDir(b)
+	if len(ea) != len(eb) {
+		t.Fatalf("%s has %d files, %s %d", a, len(ea), b, len(eb))
+	}
+	for _, e := range ea {
+		x, err1 := os.ReadFile(filepath.Join(a, e.Name()))
+		y, err2 := os.ReadFile(filepath.Join(b, e.Name()))
+		if err1 != nil || err2 != nil || !bytes.Equal(x, y) {
+			t.Fatalf("%s differs:\n%s\n%s", e.Name(), x, y)
+		}
+	}
+}
+
+// TestPipelineForkWithinThread forks a finished pipeline thread in place
+// before gate 2, with gate 1's output edited: gate 2 runs again on the new
+// input instead of reusing its namespace's old run, and the gate files of
+// the later gates follow the new branch.
+func TestPipelineForkWithinThread(t *testing.T) {
+	dir := t.TempDir()
+	src := `name: fw
+metadata: {domain: d, feature: f}
+gates:
+  - {gate: 1, name: First, step: first}
+  - {gate: 2, name: Second, step: second}
+`
+	path := filepath.Join(dir, "p.yaml")
+	os.WriteFile(path, []byte(src), 0o644)
+	p, err := spec.LoadPipeline(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	steps := map[string]spec.GateStep{
+		"first": func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`{"v":"a"}`), nil },
+		"second": func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+			seen = append(seen, string(in))
+			return in, nil
+		},
+	}
+	ctx := context.Background()
+	s := memory.Open(store.Options{})
+	cfg := spec.PipelineConfig{Store: s, Thread: "t", Steps: steps}
+	if _, err := spec.RunPipeline(ctx, p, cfg); err != nil {
+		t.Fatal(err)
+	}
+	patch := state.Patch{{Op: state.OpReplace, Path: "/gates/1/output", Value: json.RawMessage(`{"v":"b"}`)}}
+	if _, err := s.Fork(ctx, store.ForkRequest{Thread: "t", At: 2, Patch: patch}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := spec.RunPipeline(ctx, p, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 2 || seen[1] != `{"v":"b"}` || string(res.Gates[2].Output) != `{"v":"b"}` {
+		t.Fatalf("gate 2 inputs %v, result %+v", seen, res.Gates[2])
+	}
+	var c bytes.Buffer
+	if g := readGate(t, p, "t", 2); json.Compact(&c, g.Output) != nil || c.String() != `{"v":"b"}` {
+		t.Fatalf("gate 2 file %s", g.Output)
 	}
 }
 
@@ -203,20 +372,52 @@ func TestSanitize(t *testing.T) {
 }
 
 func TestPipelineErrors(t *testing.T) {
-	tests := []struct{ name, src, want string }{
-		{"no gates", "name: x\nmetadata: {domain: a, feature: b}\n", "at least one gate"},
-		{"no metadata", "name: x\ngates: [{gate: 1, step: s}]\n", "metadata.domain"},
-		{"dup gate", "name: x\nmetadata: {domain: a, feature: b}\ngates:\n  - {gate: 1, step: s}\n  - {gate: 1, step: t}\n", "p.yaml:5: gate 1 appears twice"},
-		{"both", "name: x\nmetadata: {domain: a, feature: b}\ngates:\n  - {gate: 1, step: s, agent: a.md}\n", "exactly one of agent: or step:"},
-		{"threshold", "name: x\nmetadata: {domain: a, feature: b}\ngates:\n  - {gate: 1, step: s, threshold: 120}\n", "within 0–100"},
-		{"unknown key", "name: x\ncolour: red\n", `p.yaml:2: unknown front-matter key "colour"`},
-		{"order", "name: x\nmetadata: {domain: a, feature: b}\ngates:\n  - {gate: 2, step: s}\n  - {gate: 1, step: t}\n", "increasing order"},
-		{"bad secret", "name: x\nmetadata: {domain: a, feature: b}\nsecrets: {patterns: ['(']}\ngates: [{gate: 1, step: s}]\n", "secrets:"},
+	tests := []struct {
+		name, src, want string
+		is              error
+	}{
+		{"empty", "", "p.yaml: pipeline file is empty", spec.ErrEmptyPipeline},
+		{"comments only", "# nothing\n", "p.yaml: pipeline file is empty", spec.ErrEmptyPipeline},
+		{"no gates", "name: x\nmetadata: {domain: a, feature: b}\n", "at least one gate", nil},
+		{"no metadata", "name: x\ngates: [{gate: 1, step: s}]\n", "metadata.domain", nil},
+		{"dup gate", "name: x\nmetadata: {domain: a, feature: b}\ngates:\n  - {gate: 1, step: s}\n  - {gate: 1, step: t}\n", "p.yaml:5: gate 1 appears twice", nil},
+		{"both", "name: x\nmetadata: {domain: a, feature: b}\ngates:\n  - {gate: 1, step: s, agent: a.md}\n", "exactly one of agent: or step:", nil},
+		{"threshold", "name: x\nmetadata: {domain: a, feature: b}\ngates:\n  - {gate: 1, step: s, threshold: 120}\n", "within 0–100", nil},
+		{"unknown key", "name: x\ncolour: red\n", `p.yaml:2: unknown front-matter key "colour"`, nil},
+		{"order", "name: x\nmetadata: {domain: a, feature: b}\ngates:\n  - {gate: 2, step: s}\n  - {gate: 1, step: t}\n", "increasing order", nil},
+		{"bad secret", "name: x\nmetadata: {domain: a, feature: b}\nsecrets: {patterns: ['(']}\ngates: [{gate: 1, step: s}]\n", "secrets:", nil},
 	}
 	for _, tc := range tests {
-		_, err := spec.ParsePipeline("p.yaml", []byte(tc.src))
-		if !errors.Is(err, spec.ErrSpec) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: %v (want %q)", tc.name, err, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := spec.ParsePipeline("p.yaml", []byte(tc.src))
+			if !errors.Is(err, spec.ErrSpec) || !strings.Contains(err.Error(), tc.want) || (tc.is != nil && !errors.Is(err, tc.is)) {
+				t.Errorf("%v (want %q)", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestPipelineSecretsDefaults: secrets: adds to the default keys and
+// shapes; defaults: false turns them off.
+func TestPipelineSecretsDefaults(t *testing.T) {
+	base := "name: x\nmetadata: {domain: a, feature: b}\ngates: [{gate: 1, step: s}]\n"
+	in := `{"password":"pw1","note":"sk-abcdefghijklmnopqrstu","code":"ACME-42"}`
+	for _, tc := range []struct{ name, secrets, want string }{
+		{"defaults", "", `{"code":"ACME-42","note":"[REDACTED]","password":"[REDACTED]"}`},
+		{"added", "secrets: {patterns: ['ACME-[0-9]+']}\n", `{"code":"[REDACTED]","note":"[REDACTED]","password":"[REDACTED]"}`},
+		{"off", "secrets: {defaults: false, keys: [code]}\n", `{"code":"[REDACTED]","note":"sk-abcdefghijklmnopqrstu","password":"pw1"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := spec.ParsePipeline("p.yaml", []byte(base+tc.secrets))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var v any
+			json.Unmarshal(p.Redactor().JSON([]byte(in)), &v)
+			got, _ := json.Marshal(v)
+			if string(got) != tc.want {
+				t.Fatalf("got %s, want %s", got, tc.want)
+			}
+		})
 	}
 }

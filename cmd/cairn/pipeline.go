@@ -1,30 +1,51 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/cairn-dev/cairn/agent"
+	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/spec"
 	"github.com/cairn-dev/cairn/store"
 )
 
-// runPipeline runs or resumes a gate pipeline on a thread.
+// runPipeline runs a gate pipeline: without a thread, a new run on a new
+// thread; on an existing thread of the same file (--thread, cairn resume,
+// a fork), it continues where the thread stopped, skipping completed gates.
+// A finished pipeline is refused (exit 1) with how to start over. Every
+// check passes before the thread is created.
 func (a *app) runPipeline(cmd *cobra.Command, path, thread, modelSpec string) error {
+	ctx := cmd.Context()
 	p, err := spec.LoadPipeline(path)
 	if err != nil {
 		return &usageError{err}
 	}
-	var model agent.Model
+	o := runOptions{Kind: "pipeline"}
+	if o.File, err = filepath.Abs(path); err != nil {
+		return &usageError{err}
+	}
+	cfg := spec.PipelineConfig{Getenv: a.getenv}
 	if modelSpec != "" {
-		if model, err = parseModel(modelSpec); err != nil {
+		if cfg.Model, err = parseModelEnv(modelSpec, a.getenv); err != nil {
+			return err
+		}
+		if o.Model, err = storableModel(modelSpec); err != nil {
 			return err
 		}
 	}
+	if err := p.Check(cfg); err != nil {
+		return &usageError{err}
+	}
 	if thread == "" {
-		thread = spec.ThreadID(p.Name)
+		thread = spec.NewThreadID(p.Name, time.Now())
 	}
 	if err := store.ValidateThreadID(thread); err != nil {
 		return &usageError{fmt.Errorf("--thread: %w", err)}
@@ -34,20 +55,126 @@ func (a *app) runPipeline(cmd *cobra.Command, path, thread, modelSpec string) er
 		return err
 	}
 	defer s.Close()
-	if err := ensureThread(cmd.Context(), s, thread, "pipeline", path); err != nil {
+	if err := pipelineThread(ctx, s, thread, o); err != nil {
 		return err
 	}
-	if !a.json {
-		fmt.Fprintf(a.stderr, "running pipeline %s on thread %q; state files in %s\n", p.Name, thread, filepath.Dir(p.PipelineFilePath()))
-	}
-	res, err := spec.RunPipeline(cmd.Context(), p, spec.PipelineConfig{Store: s, Thread: thread, Model: model, Observer: a.progress(),
-		Warn: func(w string) { fmt.Fprintln(a.stderr, "  ! "+w) }})
-	if err != nil {
+	a.announcePipeline(p, thread)
+	cfg.Store, cfg.Thread = s, thread
+	pr := a.pipelineProgress()
+	cfg.Observer, cfg.OnGate = pr.event, pr.gate
+	cfg.Warn = func(w string) { fmt.Fprintln(a.stderr, "  ! "+w) }
+	res, err := spec.RunPipeline(ctx, p, cfg)
+	var fin *spec.PipelineFinishedError
+	switch {
+	case errors.As(err, &fin):
+		return fmt.Errorf("%w: start a new run with cairn run %s (a new thread), or redo gates from a checkpoint with cairn fork %s --at SEQ --into NEW_THREAD and cairn resume NEW_THREAD",
+			err, path, thread)
+	case err != nil:
 		return fmt.Errorf("%w (thread %q: fix the cause and run cairn resume %s)", err, thread, thread)
 	}
 	if a.json {
-		return a.printJSON(map[string]any{"thread": thread, "pipeline": res.Pipeline, "pipeline_file": p.PipelineFilePath()})
+		return a.printJSON(map[string]any{"thread": thread, "pipeline": res.Pipeline, "gates": res.Gates, "dir": res.Dir,
+			"pipeline_file": p.PipelineFilePath(thread)})
 	}
-	fmt.Fprintf(a.stdout, "pipeline %s: %s, gates %v completed; %s\n", p.Name, res.Pipeline.Status, res.Pipeline.CompletedGates, p.PipelineFilePath())
+	fmt.Fprintf(a.stdout, "pipeline %s: %s, gates %v completed; %s\n", p.Name, res.Pipeline.Status, res.Pipeline.CompletedGates, p.PipelineFilePath(thread))
 	return nil
 }
+
+// pipelineThread creates a new pipeline thread, or checks that an existing
+// one runs this pipeline file.
+func pipelineThread(ctx context.Context, s store.Store, thread string, o runOptions) error {
+	th, err := s.Thread(ctx, thread)
+	if errors.Is(err, store.ErrNotFound) {
+		_, err = s.CreateThread(ctx, store.Thread{ID: thread, Metadata: o.metadata()})
+		return err
+	}
+	if err != nil {
+		return argError(err)
+	}
+	if prev := runOptionsOf(th); prev.Kind != o.Kind || prev.File != o.File {
+		return &usageError{fmt.Errorf("%w: thread %q runs %s; run that file on it, or choose another --thread", errThreadBusy, thread, prev.File)}
+	}
+	return nil
+}
+
+// announcePipeline prints the thread first: a line on stderr, or a first
+// JSON line with --json.
+func (a *app) announcePipeline(p *spec.Pipeline, thread string) {
+	if a.json {
+		b, _ := json.Marshal(map[string]string{"kind": "thread", "thread": thread, "pipeline": p.Name, "store": a.storeURL, "dir": p.StateDirOf(thread)}) // strings always marshal
+		fmt.Fprintln(a.stdout, string(b))
+		return
+	}
+	fmt.Fprintf(a.stderr, "thread %s: running pipeline %s (%s); files in %s\n", thread, p.Name, a.storeURL, p.StateDirOf(thread))
+}
+
+// pipelinePrinter shows a pipeline's progress: each gate agent's steps
+// with their own duration, then the gate's committed status and score.
+type pipelinePrinter struct {
+	a      *app
+	mu     sync.Mutex
+	root   string               // the run id of the pipeline's own runner
+	starts map[string]time.Time // run id → start of its current step
+	enc    *json.Encoder
+}
+
+func (a *app) pipelineProgress() *pipelinePrinter {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetEscapeHTML(false)
+	return &pipelinePrinter{a: a, starts: map[string]time.Time{}, enc: enc}
+}
+
+// gateMarks are the signs of gate statuses.
+var gateMarks = map[string]string{spec.GateSuccess: "✓", spec.GatePartial: "~", spec.GateFailed: "✗"}
+
+// event prints one run event. The pipeline's runner starts first, so the
+// first run_start names it; its steps are shown by gate.
+func (pp *pipelinePrinter) event(e flow.Event) {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	if pp.a.json {
+		_ = pp.enc.Encode(e)
+		return
+	}
+	if e.Kind == flow.EventRunStart && pp.root == "" {
+		pp.root = e.RunID
+	}
+	w := pp.a.stderr
+	switch {
+	case e.Kind == flow.EventStepStart:
+		pp.starts[e.RunID] = e.Time
+	case e.RunID == pp.root:
+		if e.Kind == flow.EventNodeStart && e.Attempt <= 1 {
+			fmt.Fprintf(w, "  %s\n", e.Node)
+		}
+	case e.Kind == flow.EventStepEnd:
+		tok := ""
+		if e.Tokens.Input+e.Tokens.Output > 0 {
+			tok = fmt.Sprintf(", tokens %d in / %d out", e.Tokens.Input, e.Tokens.Output)
+		}
+		fmt.Fprintf(w, "    ✓ %-16s checkpoint %-4d %6.0f ms%s\n", strings.Join(e.Nodes, ","), e.Seq, ms(e.Time.Sub(pp.starts[e.RunID])), tok)
+	case e.Kind == flow.EventError:
+		fmt.Fprintf(w, "    ✗ step failed: %s\n", e.Err)
+	}
+}
+
+// gate prints a gate's committed outcome.
+func (pp *pipelinePrinter) gate(r spec.GateReport) {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	g := r.File
+	if pp.a.json {
+		_ = pp.enc.Encode(map[string]any{"kind": "gate", "gate": g.Gate, "agent": g.Agent, "status": g.Status, "score": g.Validation.Score,
+			"passed": g.Validation.Passed, "issues": g.Validation.Issues, "seq": r.Seq, "duration_ms": ms(r.Duration)})
+		return
+	}
+	mark := gateMarks[g.Status]
+	fmt.Fprintf(pp.a.stderr, "  %s gate %d %-18s %-7s score %3g  checkpoint %-4d %6.0f ms\n", mark, g.Gate, g.Agent, g.Status, g.Validation.Score, r.Seq, ms(r.Duration))
+	if g.Status != spec.GateSuccess {
+		for _, is := range g.Validation.Issues {
+			fmt.Fprintf(pp.a.stderr, "      - %s\n", is)
+		}
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

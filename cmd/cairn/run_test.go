@@ -103,7 +103,7 @@ func TestRunPipeline(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "SUCCESS, gates [1 2 3 4] completed") || strings.Contains(errOut, "gate1") {
 		t.Fatalf("resume: %d %s %s", code, out, errOut)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, ".state", "demoqa_com-student_registration-gate4-output.json"))
+	b, err := os.ReadFile(filepath.Join(dir, ".state", "reg", "demoqa_com-student_registration-gate4-output.json"))
 	if err != nil || !strings.Contains(string(b), `"passRate": 100`) {
 		t.Fatalf("gate 4 file: %s %v", b, err)
 	}

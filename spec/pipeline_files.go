@@ -1,0 +1,274 @@
+package spec
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// filesOf returns the gate and pipeline files a committed checkpoint makes
+// true: the pipeline file and the gates in its state and, when the
+// checkpoint records a failed gate step, that gate's FAILED file and a
+// FAILED pipeline status.
+func filesOf(cp store.Checkpoint) (PipelineFile, []GateFile, error) {
+	var pf PipelineFile
+	if !cp.State.Has("pipeline") {
+		return pf, nil, fmt.Errorf("%w: thread %q is not a gate pipeline", ErrSpec, cp.Thread)
+	}
+	if err := cp.State.Get("pipeline", &pf); err != nil {
+		return pf, nil, fmt.Errorf("thread %q checkpoint %d: pipeline: %w", cp.Thread, cp.Seq, err)
+	}
+	if pf.CompletedGates == nil {
+		pf.CompletedGates = []int{}
+	}
+	gates := map[string]GateFile{}
+	if cp.State.Has("gates") {
+		if err := cp.State.Get("gates", &gates); err != nil {
+			return pf, nil, fmt.Errorf("thread %q checkpoint %d: gates: %w", cp.Thread, cp.Seq, err)
+		}
+	}
+	if cp.Status == store.StatusFailed {
+		var agents map[string]string
+		if cp.State.Has("agents") {
+			_ = cp.State.Get("agents", &agents) // names are cosmetic
+		}
+		for _, node := range cp.Nodes {
+			n, ok := gateOfNode(node)
+			if !ok {
+				continue
+			}
+			key := strconv.Itoa(n)
+			gates[key] = GateFile{Gate: n, Agent: agents[key], Status: GateFailed, Metadata: gateMetadata(pf.Metadata),
+				Output: json.RawMessage("null"), Validation: Validation{Issues: []string{cp.Meta.Error}}}
+			pf.Status, pf.CurrentGate = GateFailed, n
+		}
+	}
+	out := make([]GateFile, 0, len(gates))
+	for _, g := range gates {
+		if g.Validation.Issues == nil {
+			g.Validation.Issues = []string{}
+		}
+		out = append(out, g)
+	}
+	slices.SortFunc(out, func(a, b GateFile) int { return a.Gate - b.Gate })
+	return pf, out, nil
+}
+
+// writeFiles writes the files into dir, and removes gate files of gates
+// the state does not have (a fork from before them).
+func writeFiles(dir string, pf PipelineFile, gates []GateFile) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var paths []string
+	keep := map[string]bool{}
+	for _, g := range gates {
+		path := gateFilePath(dir, pf.Metadata, g.Gate)
+		if err := writeJSON(path, g); err != nil {
+			return paths, err
+		}
+		keep[filepath.Base(path)] = true
+		paths = append(paths, path)
+	}
+	path := pipelineFilePath(dir, pf.Metadata)
+	if err := writeJSON(path, pf); err != nil {
+		return paths, err
+	}
+	paths = append(paths, path)
+	stale, _ := filepath.Glob(filepath.Join(dir, filePrefix(pf.Metadata)+"-gate*-output.json"))
+	for _, s := range stale {
+		if !keep[filepath.Base(s)] {
+			if err := os.Remove(s); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return paths, err
+			}
+		}
+	}
+	return paths, nil
+}
+
+// writeJSON writes v as indented JSON, as people read it (no HTML
+// escaping), atomically: a temporary file with a unique name in the same
+// folder, synced, then renamed over path.
+func writeJSON(path string, v any) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	data := unescapeHTML(buf.Bytes())
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+// unescapeHTML turns the \u003c, \u003e and \u0026 escapes of encoded JSON
+// (stored documents hold them) back into <, > and &. Escaped backslashes
+// are copied as they are, so "\\u003c" stays.
+func unescapeHTML(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 >= len(b) {
+			out = append(out, b[i])
+			continue
+		}
+		if b[i+1] == 'u' && i+6 <= len(b) {
+			switch string(b[i+2 : i+6]) {
+			case "003c", "003C":
+				out, i = append(out, '<'), i+5
+				continue
+			case "003e", "003E":
+				out, i = append(out, '>'), i+5
+				continue
+			case "0026":
+				out, i = append(out, '&'), i+5
+				continue
+			}
+		}
+		out = append(out, b[i], b[i+1])
+		i++
+	}
+	return out
+}
+
+// fileWriter keeps a thread's files equal to its committed head.
+type fileWriter struct {
+	p      *Pipeline
+	s      store.Store
+	thread string
+	onGate func(GateReport)
+
+	mu    sync.Mutex
+	start time.Time // of the step running now
+	err   error     // the first write error
+}
+
+// observe writes the files after every commit of the pipeline's runner:
+// the first checkpoint, each gate's step, a failed gate's checkpoint.
+func (w *fileWriter) observe(ctx context.Context, e flow.Event) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch e.Kind {
+	case flow.EventStepStart:
+		w.start = e.Time
+		return
+	case flow.EventRunStart, flow.EventStepEnd, flow.EventError:
+	default:
+		return
+	}
+	if err := w.sync(ctx); err != nil {
+		if w.err == nil {
+			w.err = err
+		}
+		return
+	}
+	if e.Kind != flow.EventRunStart && w.onGate != nil {
+		w.report(ctx, e)
+	}
+}
+
+// report tells onGate about the gate a step committed.
+func (w *fileWriter) report(ctx context.Context, e flow.Event) {
+	cp, err := w.s.Load(ctx, store.LoadRequest{Thread: w.thread, Seq: e.Seq})
+	if err != nil || (e.Kind == flow.EventError) != (cp.Status == store.StatusFailed) {
+		return // the failed step was not committed
+	}
+	_, gates, err := filesOf(cp)
+	if err != nil {
+		return
+	}
+	var d time.Duration
+	if !w.start.IsZero() {
+		d = e.Time.Sub(w.start)
+	}
+	for _, node := range cp.Nodes {
+		n, ok := gateOfNode(node)
+		if !ok {
+			continue
+		}
+		for _, g := range gates {
+			if g.Gate == n {
+				w.onGate(GateReport{File: g, Seq: cp.Seq, Duration: d})
+			}
+		}
+	}
+}
+
+// sync writes the files of the thread's head. It holds a lock on the
+// thread's folder, so concurrent writers (two processes on one thread)
+// take turns and the last one writes the newest head: the files never
+// contradict the store once both are done.
+func (w *fileWriter) sync(ctx context.Context) error {
+	dir := w.p.StateDirOf(w.thread)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	head, err := w.s.Load(ctx, store.LoadRequest{Thread: w.thread})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil // nothing committed yet
+	}
+	if err != nil {
+		return err
+	}
+	pf, gates, err := filesOf(head)
+	if err != nil {
+		return err
+	}
+	_, err = writeFiles(dir, pf, gates)
+	return err
+}
+
+// ExportGateFiles writes a pipeline thread's gate and pipeline files into
+// dir from the store alone (the .state layout of its head, the final
+// status included), and returns their paths.
+func ExportGateFiles(ctx context.Context, s store.Store, thread, dir string) ([]string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	cp, err := s.Load(ctx, store.LoadRequest{Thread: thread})
+	if err != nil {
+		return nil, err
+	}
+	pf, gates, err := filesOf(cp)
+	if err != nil {
+		return nil, err
+	}
+	return writeFiles(abs, pf, gates)
+}

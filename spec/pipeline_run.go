@@ -1,0 +1,432 @@
+package spec
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/cairn-dev/cairn/agent"
+	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/redact"
+	"github.com/cairn-dev/cairn/state"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// GateStep is a gate written in Go: it gets the previous gate's output (or
+// the pipeline's request) and returns its own output.
+type GateStep func(ctx context.Context, input json.RawMessage) (json.RawMessage, error)
+
+// PipelineConfig says where and how a pipeline runs.
+type PipelineConfig struct {
+	Store    store.Store
+	Thread   string
+	Model    agent.Model // overrides every gate agent's model
+	Steps    map[string]GateStep
+	Observer func(flow.Event)
+	Getenv   func(string) string
+	// Warn receives warnings (a previous gate's output unusable).
+	Warn func(string)
+	// OnGate is called after a gate's outcome is committed and its files
+	// written: SUCCESS, PARTIAL or FAILED, with the step's duration.
+	OnGate func(GateReport)
+}
+
+// GateReport is a gate's committed outcome.
+type GateReport struct {
+	File     GateFile
+	Seq      int64 // the checkpoint that records it
+	Duration time.Duration
+}
+
+// PipelineResult is how a pipeline run ended.
+type PipelineResult struct {
+	Thread   string
+	Result   flow.Result
+	Pipeline PipelineFile
+	Gates    map[int]GateFile
+	// Dir is the folder of the thread's gate and pipeline files.
+	Dir string
+}
+
+// ErrPipelineFinished: the pipeline on this thread has run all its gates;
+// a new run needs a new thread (or a fork of this one).
+var ErrPipelineFinished = errors.New("spec: pipeline finished")
+
+// PipelineFinishedError says a thread's pipeline is done, and how.
+type PipelineFinishedError struct {
+	Thread string
+	Status string
+}
+
+func (e *PipelineFinishedError) Error() string {
+	return fmt.Sprintf("pipeline thread %q is finished (%s)", e.Thread, e.Status)
+}
+
+// Unwrap returns ErrPipelineFinished.
+func (e *PipelineFinishedError) Unwrap() error { return ErrPipelineFinished }
+
+var pipelineSchema = state.MustSchema(
+	state.WithField("pipeline", state.ReducerReplace),
+	state.WithField("gates", state.ReducerMerge),
+	state.WithField("agents", state.ReducerReplace),
+)
+
+// Check verifies, before anything is stored, that every gate can run: each
+// agent file, its handoffs, schemas, script, model and API key, and each Go
+// step. Errors are *SpecError naming the file and line.
+func (p *Pipeline) Check(cfg PipelineConfig) error {
+	for _, g := range p.Gates {
+		if g.Step != "" {
+			if cfg.Steps[g.Step] == nil {
+				return &SpecError{File: p.Path, Line: g.line, Msg: fmt.Sprintf("gate %d: no registered step %q", g.Gate, g.Step)}
+			}
+			continue
+		}
+		af, err := LoadAgentFile(p.rel(g.Agent))
+		if err != nil {
+			return &SpecError{File: p.Path, Line: g.line, Msg: fmt.Sprintf("gate %d: %v", g.Gate, err), Err: err}
+		}
+		pr, err := prepare(af, p.agentConfig(cfg, g.Gate, nil))
+		if err != nil {
+			return &SpecError{File: p.Path, Line: g.line, Msg: fmt.Sprintf("gate %d: %v", g.Gate, err), Err: err}
+		}
+		pr.close()
+	}
+	return nil
+}
+
+// agentConfig is how a gate's agent file runs: in the pipeline's folder,
+// with the pipeline's secrets redacted.
+func (p *Pipeline) agentConfig(cfg PipelineConfig, gate int, in json.RawMessage) RunConfig {
+	return RunConfig{Store: cfg.Store, Thread: cfg.Thread, Model: cfg.Model, Observer: cfg.Observer, Getenv: cfg.Getenv,
+		AllowedRoot: filepath.Dir(p.Path), Redact: p.redactor,
+		Input: Input{Source: gateNode(gate) + "-input", Kind: "json", Content: in}}
+}
+
+// RunPipeline runs a pipeline on a thread: a new thread starts at the first
+// gate; a thread that stopped (a failed gate, a crash) or a fork resumes,
+// and only gates not completed run; a finished one is refused with
+// ErrPipelineFinished. The whole pipeline is checked first (Check): a bad
+// file stores nothing. The gate and pipeline files in StateDirOf(thread)
+// are written after each commit, from the committed state. Everything
+// stored, written, shown or returned is redacted with the file's secrets.
+func RunPipeline(ctx context.Context, p *Pipeline, cfg PipelineConfig) (*PipelineResult, error) {
+	res, err := runPipeline(ctx, p, cfg)
+	return res, p.redactor.Error(err)
+}
+
+func runPipeline(ctx context.Context, p *Pipeline, cfg PipelineConfig) (*PipelineResult, error) {
+	if err := p.Check(cfg); err != nil {
+		return nil, err
+	}
+	red, err := p.runRedactor(cfg.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	run := *p // this run's copy, redacting what its gate agents add
+	run.redactor = red
+	res, err := run.run(ctx, cfg)
+	return res, red.Error(err)
+}
+
+// runRedactor is what a run redacts: the pipeline's secrets, the secrets of
+// every gate's agent file, and the values of their API key variables.
+func (p *Pipeline) runRedactor(getenv func(string) string) (*redact.Redactor, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	rc := p.Secrets.config()
+	var keys []string
+	for _, g := range p.Gates {
+		if g.Agent == "" {
+			continue
+		}
+		af, err := LoadAgentFile(p.rel(g.Agent))
+		if err != nil {
+			return nil, &SpecError{File: p.Path, Line: g.line, Msg: fmt.Sprintf("gate %d: %v", g.Gate, err), Err: err}
+		}
+		rc.Keys = append(rc.Keys, af.Secrets.Keys...)
+		rc.Patterns = append(rc.Patterns, af.Secrets.Patterns...)
+		if env := af.Model.APIKeyEnv; env != "" {
+			keys = append(keys, getenv(env))
+		}
+	}
+	r, err := redact.New(rc)
+	if err != nil {
+		return nil, &SpecError{File: p.Path, Msg: "secrets: " + err.Error(), Err: err}
+	}
+	return r.WithSecrets(keys...), nil
+}
+
+func (p *Pipeline) run(ctx context.Context, cfg PipelineConfig) (*PipelineResult, error) {
+	head, err := cfg.Store.Load(ctx, store.LoadRequest{Thread: cfg.Thread})
+	fresh := errors.Is(err, store.ErrNotFound)
+	if err != nil && !fresh {
+		return nil, err
+	}
+	if !fresh {
+		if st, done := finished(head); done {
+			return nil, &PipelineFinishedError{Thread: cfg.Thread, Status: st}
+		}
+	}
+	// A conflict in a gate (another process runs the same thread) cancels
+	// the run: the runner then commits nothing for the step.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	fw := &fileWriter{p: p, s: cfg.Store, thread: cfg.Thread, onGate: cfg.OnGate}
+	obs := func(e flow.Event) {
+		if cfg.Observer != nil {
+			cfg.Observer(e)
+		}
+		fw.observe(context.WithoutCancel(ctx), e)
+	}
+	g, err := p.compile(cfg, cancel)
+	if err != nil {
+		return nil, err
+	}
+	r, err := flow.NewRunner(g, cfg.Store, flow.Options{Observer: obs, Redact: p.redactor})
+	if err != nil {
+		return nil, err
+	}
+	var res flow.Result
+	if fresh {
+		res, err = r.Invoke(ctx, cfg.Thread, p.startUpdate())
+	} else {
+		res, err = r.Resume(ctx, cfg.Thread, nil)
+	}
+	if cause := context.Cause(ctx); errors.Is(cause, store.ErrConflict) {
+		err = fmt.Errorf("pipeline thread %q: another run wrote it first, nothing of this step was committed: %w", cfg.Thread, cause)
+	}
+	// The files always end as the store says, whoever committed last.
+	if ferr := fw.sync(context.WithoutCancel(ctx)); ferr != nil && err == nil {
+		err = ferr
+	} else if fw.err != nil && err == nil {
+		err = fw.err
+	}
+	return p.result(ctx, cfg, res), err
+}
+
+// finished reports whether a pipeline thread's head ends the pipeline, and
+// its final status.
+func finished(head store.Checkpoint) (string, bool) {
+	if head.Status != store.StatusSuccess || len(head.Meta.Next) > 0 || len(head.Meta.Tasks) > 0 {
+		return "", false
+	}
+	var pf PipelineFile
+	if !head.State.Has("pipeline") || head.State.Get("pipeline", &pf) != nil {
+		return "", false
+	}
+	return pf.Status, pf.Status != PipelineInProgress
+}
+
+// startUpdate is a new thread's first state: the pipeline file as the seed
+// creates it, and the gates' agent names.
+func (p *Pipeline) startUpdate() state.Update {
+	names := map[string]string{}
+	for _, g := range p.Gates {
+		names[strconv.Itoa(g.Gate)] = g.Name
+	}
+	pf := PipelineFile{Status: PipelineInProgress, CurrentGate: p.Gates[0].Gate, CompletedGates: []int{}, Metadata: p.sanitizedMetadata()}
+	return state.Update{"pipeline": pf, "agents": names}
+}
+
+// result reads the run's outcome from the committed head.
+func (p *Pipeline) result(ctx context.Context, cfg PipelineConfig, res flow.Result) *PipelineResult {
+	out := &PipelineResult{Thread: cfg.Thread, Result: res, Gates: map[int]GateFile{}, Dir: p.StateDirOf(cfg.Thread)}
+	head, err := cfg.Store.Load(context.WithoutCancel(ctx), store.LoadRequest{Thread: cfg.Thread})
+	if err != nil {
+		return out
+	}
+	pf, gates, err := filesOf(head)
+	if err != nil {
+		return out
+	}
+	out.Pipeline = pf
+	for _, g := range gates {
+		out.Gates[g.Gate] = g
+	}
+	return out
+}
+
+// compile turns the pipeline into a flow graph: one node per gate.
+func (p *Pipeline) compile(cfg PipelineConfig, abort context.CancelCauseFunc) (*flow.Compiled, error) {
+	g := flow.NewGraph(pipelineSchema)
+	var names []string
+	for i, gs := range p.Gates {
+		var prev *GateSpec
+		if i > 0 {
+			prev = &p.Gates[i-1]
+		}
+		name := gateNode(gs.Gate)
+		g.AddNode(name, p.gateNode(cfg, gs, prev, i == len(p.Gates)-1, abort))
+		names = append(names, name)
+	}
+	return g.Chain(names...).Compile()
+}
+
+// gateNode runs one gate and returns the gate's file and the pipeline
+// file's progress as the step's update. A failing gate fails the step (the
+// runner records FAILED, and the files say so); a conflict with another
+// writer aborts the run without committing anything.
+func (p *Pipeline) gateNode(cfg PipelineConfig, gs GateSpec, prev *GateSpec, last bool, abort context.CancelCauseFunc) flow.NodeFunc {
+	return func(ctx context.Context, d state.Doc) (state.Update, error) {
+		var pf PipelineFile
+		if err := d.Get("pipeline", &pf); err != nil {
+			return nil, err
+		}
+		out, err := p.runGate(ctx, cfg, gs, p.gateInput(d, prev, cfg.Warn))
+		if errors.Is(err, store.ErrConflict) {
+			abort(err)
+			return nil, err
+		}
+		if err != nil {
+			return nil, fmt.Errorf("gate %d: %w", gs.Gate, err)
+		}
+		out = p.redactor.JSON(out)
+		gf := GateFile{Gate: gs.Gate, Agent: gs.Name, Metadata: gateMetadata(pf.Metadata), Output: out, Validation: p.validate(gs, out), Status: GatePartial}
+		if gf.Validation.Passed {
+			gf.Status = GateSuccess
+		}
+		pf.CurrentGate = gs.Gate
+		pf.CompletedGates = append(slices.DeleteFunc(pf.CompletedGates, func(n int) bool { return n == gs.Gate }), gs.Gate)
+		pf.Status = PipelineInProgress
+		if last {
+			pf.Status = finalStatus(d, gf)
+		}
+		return state.Update{"pipeline": pf, "gates": map[string]GateFile{strconv.Itoa(gs.Gate): gf}}, nil
+	}
+}
+
+// finalStatus is the pipeline's status after its last gate: PARTIAL when
+// any gate is, SUCCESS otherwise.
+func finalStatus(d state.Doc, last GateFile) string {
+	status := last.Status
+	var gates map[string]GateFile
+	if d.Has("gates") && d.Get("gates", &gates) == nil {
+		for _, g := range gates {
+			if g.Status == GatePartial {
+				status = GatePartial
+			}
+		}
+	}
+	return status
+}
+
+func gateMetadata(m PipelineMetadata) GateMetadata {
+	return GateMetadata{Domain: Sanitize(m.Domain), Feature: Sanitize(m.Feature), URL: m.URL}
+}
+
+// requestInput is what the first gate gets (the seed's "Pass requestId to
+// Agents"): the metadata that names the files, the user story, the URL and
+// the acceptance criteria.
+func (p *Pipeline) requestInput() json.RawMessage {
+	m := p.sanitizedMetadata()
+	b, _ := json.Marshal(map[string]any{ // plain data always marshals
+		"metadata":           map[string]string{"domain": m.Domain, "feature": m.Feature},
+		"userStory":          m.UserStory,
+		"url":                m.URL,
+		"acceptanceCriteria": m.AcceptanceCriteria,
+	})
+	return b
+}
+
+// gateInput is the previous gate's committed output (seed step 0B):
+// SUCCESS and PARTIAL outputs that meet their contract are used; anything
+// else is warned about and the gate falls back to the pipeline's request.
+func (p *Pipeline) gateInput(d state.Doc, prev *GateSpec, warn func(string)) json.RawMessage {
+	req := p.requestInput()
+	if prev == nil {
+		return req
+	}
+	say := func(format string, args ...any) {
+		if warn != nil {
+			warn(p.redactor.String(fmt.Sprintf(format, args...)))
+		}
+	}
+	var gates map[string]GateFile
+	if d.Has("gates") {
+		if err := d.Get("gates", &gates); err != nil {
+			say("previous gate %d output unreadable (%v); using the pipeline input", prev.Gate, err)
+			return req
+		}
+	}
+	gf, ok := gates[strconv.Itoa(prev.Gate)]
+	switch {
+	case !ok:
+		say("no output of previous gate %d; using the pipeline input", prev.Gate)
+		return req
+	case gf.Status != GateSuccess && gf.Status != GatePartial:
+		say("previous gate %d status %s; using the pipeline input", prev.Gate, gf.Status)
+		return req
+	}
+	if c := p.contracts[prev.Gate]; c != nil {
+		if err := c.Validate(gf.Output); err != nil {
+			say("previous gate %d output does not meet its contract (%v); using the pipeline input", prev.Gate, err)
+			return req
+		}
+	}
+	return gf.Output
+}
+
+// runGate runs a gate's agent file (in namespace gateN of the thread) or
+// its registered Go step.
+func (p *Pipeline) runGate(ctx context.Context, cfg PipelineConfig, gs GateSpec, input json.RawMessage) (json.RawMessage, error) {
+	if gs.Step != "" {
+		fn := cfg.Steps[gs.Step]
+		if fn == nil {
+			return nil, fmt.Errorf("%w: gate %d: no registered step %q", ErrSpec, gs.Gate, gs.Step)
+		}
+		return fn(ctx, input)
+	}
+	af, err := LoadAgentFile(p.rel(gs.Agent))
+	if err != nil {
+		return nil, err
+	}
+	ns := gateNode(gs.Gate)
+	resume, err := gateRunContinues(ctx, cfg.Store, cfg.Thread, ns)
+	if err != nil {
+		return nil, err
+	}
+	res, err := runAgent(ctx, af, p.agentConfig(cfg, gs.Gate, input), ns, resume)
+	if err != nil {
+		return nil, err
+	}
+	if res.Result.StopReason != state.StopSuccess {
+		return nil, fmt.Errorf("gate %d agent stopped: %s", gs.Gate, res.Result.StopReason)
+	}
+	return res.FinalOutput, nil
+}
+
+// gateRunContinues reports whether the gate's namespace holds a run of this
+// very step to continue (a crash or failure mid-gate), rather than a run
+// made for an older checkpoint of the thread (before a fork within the
+// thread), which must not be reused: a run belongs to the step when it
+// started after the checkpoint the step reads.
+func gateRunContinues(ctx context.Context, s store.Store, thread, ns string) (bool, error) {
+	info, ok := flow.Info(ctx)
+	if !ok {
+		return false, nil
+	}
+	read, err := s.Load(ctx, store.LoadRequest{Thread: thread, Seq: info.ReadSeq})
+	if err != nil {
+		return false, err
+	}
+	for cp, err := range s.History(ctx, store.HistoryRequest{Thread: thread, Namespace: ns}) {
+		if errors.Is(err, store.ErrNotFound) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if cp.Meta.Source == "input" {
+			return !cp.CreatedAt.Before(read.CreatedAt), nil
+		}
+	}
+	return false, nil
+}
