@@ -328,7 +328,9 @@ gates:
 	}
 	var seen []string
 	steps := map[string]spec.GateStep{
-		"first": func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`{"v":"a"}`), nil },
+		"first": func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+			return json.RawMessage(`{"v":"a"}`), nil
+		},
 		"second": func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			seen = append(seen, string(in))
 			return in, nil
