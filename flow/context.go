@@ -17,9 +17,11 @@ type RunInfo struct {
 	Node    string
 	// Index is the task's position in its step.
 	Index int
-	// Key is the task's idempotency key, "thread/seq/node" (with "#index"
-	// when the node runs more than once in the step). It is the same every
-	// time the step is run again after a crash, a failure or an interrupt;
+	// Key is the task's idempotency key, "thread/seq/node" in the root
+	// namespace and "thread/ns/seq/node" in others (with "#index" when the
+	// node runs more than once in the step). It is the same every time the
+	// step is run again after a crash, a failure or an interrupt, and
+	// differs between namespaces (the gates of one pipeline, subgraphs);
 	// tools use it to make side effects happen once.
 	Key     string
 	Attempt int

@@ -75,7 +75,7 @@ func crashChild(dbPath, logPath, proc string) error {
 		return err
 	}
 	defer s.Close()
-	r, err := flow.NewRunner(crashGraph(nil, f, proc), s, flow.Options{})
+	r, err := flow.NewRunner(crashGraph(nil, f, proc), s, flow.Options{RecursionLimit: 10 * crashSteps})
 	if err != nil {
 		return err
 	}
@@ -160,7 +160,7 @@ func TestKillResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	refRunner, err := flow.NewRunner(crashGraph(t, nil, ""), s, flow.Options{})
+	refRunner, err := flow.NewRunner(crashGraph(t, nil, ""), s, flow.Options{RecursionLimit: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,21 @@
 //     pending writes and are not run again on resume.
 //   - A completed step never runs again on Resume. A step cut short by a
 //     crash runs again, with the same idempotency key per task
-//     ("thread/seq/node", seq being the checkpoint the step reads).
+//     ("thread/seq/node", seq being the checkpoint the step reads;
+//     "thread/ns/seq/node" outside the root namespace).
+//   - Budgets and the step limit hold across resumes: every checkpoint
+//     records the namespace's cumulative usage (store.Meta.Usage: steps,
+//     tokens, runtime) and the usage where its run started
+//     (Meta.Extra["run_usage"]). A run is an Invoke or RunFrom plus every
+//     Resume after a crash, a failed step (failed steps count) or a budget
+//     stop, so a crash-looping run still stops at its budget; a Resume
+//     after an interrupt, a new Invoke (the next turn of a conversation)
+//     and a RunFrom start new runs. A fork's usage counters carry on from
+//     the checkpoint it branches from.
+//   - A run stops after DefaultRecursionLimit (25) steps unless
+//     Options.RecursionLimit or RunOptions.RecursionLimit raise it
+//     (negative: no limit), with stop reason "recursion_limit", so a cycle
+//     without a budget cannot run forever.
 //   - One writer per thread: a runner whose head is stale gets
 //     store.ErrConflict and writes nothing.
 //   - Interrupts (Interrupt, or static ones before/after named nodes) stop

@@ -82,6 +82,7 @@ type Graph struct {
 	edges   map[string][]string // static successors
 	routers map[string]RouteFunc
 	errs    []error
+	limit   int
 }
 
 // NewGraph starts a graph whose state follows schema.
@@ -129,6 +130,14 @@ func (g *Graph) AddRouter(from string, fn RouteFunc) *Graph {
 	return g
 }
 
+// WithRecursionLimit sets the graph's own step limit per run, used when
+// the runner's options set none (a graph that knows how long it runs, as
+// an agent network bounded by its turns). Negative: no limit.
+func (g *Graph) WithRecursionLimit(n int) *Graph {
+	g.limit = n
+	return g
+}
+
 // Chain adds the nodes as a line: START → first → … → last → END.
 func (g *Graph) Chain(names ...string) *Graph {
 	prev := START
@@ -141,6 +150,7 @@ func (g *Graph) Chain(names ...string) *Graph {
 
 // Compiled is a validated graph, safe for concurrent runs.
 type Compiled struct {
+	limit   int // WithRecursionLimit
 	schema  *state.Schema
 	nodes   map[string]*node
 	edges   map[string][]string
@@ -206,7 +216,7 @@ func (g *Graph) Compile() (*Compiled, error) {
 	if len(errs) > 0 {
 		return nil, joinErrors(errs)
 	}
-	c := &Compiled{schema: g.schema, nodes: g.nodes, edges: map[string][]string{}, routers: map[string]RouteFunc{}}
+	c := &Compiled{schema: g.schema, nodes: g.nodes, edges: map[string][]string{}, routers: map[string]RouteFunc{}, limit: g.limit}
 	for k, v := range g.edges {
 		c.edges[k] = slices.Clone(v)
 	}

@@ -46,6 +46,15 @@ func ParseDurability(s string) (Durability, error) {
 }
 
 // Budget limits a run. Zero fields are unlimited.
+//
+// A run is an Invoke (or a RunFrom) together with every Resume after a
+// crash, a failed step or a budget stop: its steps, tokens and runtime
+// are counted from the checkpoints (store.Meta.Usage), so a run that
+// crashes and is resumed over and over still stops at its budget. A Resume
+// that follows an interrupt starts a new run, as does Invoke (a new turn)
+// and RunFrom (a fork, whose usage counters carry on from the checkpoint
+// it branches from). MaxRuntime counts the time spent running, not the
+// time between a crash and its resume.
 type Budget struct {
 	MaxSteps   int
 	MaxRuntime time.Duration
@@ -89,7 +98,12 @@ type Options struct {
 	Observer func(Event)
 	// Namespace writes the checkpoints under a namespace (subgraphs).
 	Namespace string
-	Now       func() time.Time
+	// RecursionLimit caps the steps of one run (see Budget for what a run
+	// is): 0 means the graph's (Graph.WithRecursionLimit), else
+	// DefaultRecursionLimit; a negative value means no limit. A run
+	// that reaches it stops with stop reason "recursion_limit".
+	RecursionLimit int
+	Now            func() time.Time
 	// Redact, when set, hides secrets before anything is committed or
 	// emitted: node updates (before they are applied, so the state in
 	// memory is the state stored), inputs, UpdateState updates, errors,
@@ -97,6 +111,10 @@ type Options struct {
 	// events and the errors runs return. Subgraphs inherit it.
 	Redact *redact.Redactor
 }
+
+// DefaultRecursionLimit is the step limit of a run when Options and
+// RunOptions set none (LangGraph's default recursion limit).
+const DefaultRecursionLimit = 25
 
 // Runner executes a compiled graph against a store. It is safe for
 // concurrent runs on different threads.
@@ -145,6 +163,8 @@ type Result struct {
 type RunOptions struct {
 	// Budget overrides the runner's budget where set.
 	Budget Budget
+	// RecursionLimit overrides the runner's when not 0 (negative: none).
+	RecursionLimit int
 }
 
 // Invoke applies input to the thread's state as a new input checkpoint and
@@ -160,11 +180,12 @@ func (r *Runner) Invoke(ctx context.Context, thread string, input state.Update, 
 	switch {
 	case err == nil:
 		run.head, run.doc = head.Seq, head.State
+		run.startUsage(usageOf(head.Meta), usageOf(head.Meta))
 	case errors.Is(err, store.ErrNotFound):
 	default:
 		return Result{}, err
 	}
-	doc, patch, err := r.apply(run.doc, input, state.ApplyOptions{NewID: idGen(run.thread + "/" + strconv.FormatInt(run.head+1, 10) + "/input")})
+	doc, patch, err := r.apply(run.doc, input, state.ApplyOptions{NewID: idGen(keyPrefix(run.thread, r.opts.Namespace, run.head+1) + "input")})
 	if err != nil {
 		return Result{}, fmt.Errorf("flow: input: %w", err)
 	}
@@ -198,6 +219,13 @@ func (r *Runner) Resume(ctx context.Context, thread string, value any, ro ...Run
 	run.head, run.doc = head.Seq, head.State
 	run.tasks = tasksOf(head.Meta)
 	run.readSeq = head.Seq
+	base := usageOf(head.Meta)
+	if head.Status != store.StatusInterrupted && head.Meta.StopReason != string(state.StopInterrupt) {
+		if base, err = r.runStart(ctx, head); err != nil {
+			return Result{}, err
+		}
+	}
+	run.startUsage(usageOf(head.Meta), base)
 	if head.Status == store.StatusFailed || head.Status == store.StatusInterrupted {
 		run.readSeq = head.Meta.StepOf
 		ws, err := r.s.Writes(ctx, thread, r.opts.Namespace, run.readSeq)
@@ -239,7 +267,7 @@ func (r *Runner) UpdateState(ctx context.Context, thread string, upd state.Updat
 	if err != nil {
 		return store.Checkpoint{}, err
 	}
-	doc, patch, err := r.apply(head.State, upd, state.ApplyOptions{NewID: idGen(thread + "/" + strconv.FormatInt(head.Seq+1, 10) + "/" + asNode)})
+	doc, patch, err := r.apply(head.State, upd, state.ApplyOptions{NewID: idGen(keyPrefix(thread, r.opts.Namespace, head.Seq+1) + asNode)})
 	if err != nil {
 		return store.Checkpoint{}, fmt.Errorf("flow: update: %w", err)
 	}
@@ -247,7 +275,7 @@ func (r *Runner) UpdateState(ctx context.Context, thread string, upd state.Updat
 	if err != nil {
 		return store.Checkpoint{}, err
 	}
-	meta := store.Meta{Source: "update"}
+	meta := store.Meta{Source: "update", Usage: head.Meta.Usage}
 	setTasks(&meta, r.schedule(next))
 	return r.s.Append(ctx, store.Checkpoint{Thread: thread, Namespace: r.opts.Namespace, Parent: head.Seq, Nodes: []string{asNode}, Patch: patch, State: doc, Meta: meta})
 }
@@ -262,6 +290,12 @@ func (r *Runner) RunFrom(ctx context.Context, thread string, seq int64, patch st
 		return Result{}, err
 	}
 	meta := store.Meta{Source: "fork", Next: src.Meta.Next, Tasks: src.Meta.Tasks}
+	if src.Meta.Usage != nil {
+		// The branch carries on counting from here, as a new run.
+		u := *src.Meta.Usage
+		meta.Usage = &u
+	}
+	setRunStart(&meta, usageOf(src.Meta))
 	if src.Status == store.StatusFailed || src.Status == store.StatusInterrupted {
 		return Result{}, fmt.Errorf("%w: checkpoint %d is %s; fork from the checkpoint it resumes (%d)", store.ErrInvalidArgument, seq, src.Status, src.Meta.StepOf)
 	}
@@ -286,9 +320,16 @@ type run struct {
 	resume     json.RawMessage
 	resumeNode string
 	skipBefore bool
-	steps      int
-	tokens     store.Tokens
 	idWritten  bool
+	limit      int // steps per run; 0: none
+
+	// Usage: the namespace's consumption at the head (cumulative over every
+	// run), the same at the start of this run, and when this attempt (this
+	// Invoke or Resume call) started.
+	usage        store.Usage
+	base         store.Usage
+	attemptStart time.Time
+	attemptMS    int64 // usage.RuntimeMS when the attempt started
 
 	// Durability.
 	async *committer
@@ -301,9 +342,22 @@ func (r *Runner) newRun(ctx context.Context, thread string, ro []RunOptions) (*r
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	run := &run{r: r, id: hex.EncodeToString(b[:]), thread: thread, budget: r.opts.Budget, start: r.opts.Now()}
+	run := &run{r: r, id: hex.EncodeToString(b[:]), thread: thread, budget: r.opts.Budget, start: r.opts.Now(), limit: r.opts.RecursionLimit}
+	run.attemptStart = run.start
 	if len(ro) > 0 {
 		run.budget = run.budget.Override(ro[0].Budget)
+		if ro[0].RecursionLimit != 0 {
+			run.limit = ro[0].RecursionLimit
+		}
+	}
+	if run.limit == 0 {
+		run.limit = r.g.limit
+	}
+	switch {
+	case run.limit == 0:
+		run.limit = DefaultRecursionLimit
+	case run.limit < 0:
+		run.limit = 0
 	}
 	if r.opts.Durability == DurabilityAsync {
 		run.async = newCommitter(ctx, r.s)
@@ -315,6 +369,12 @@ func (r *Runner) newRun(ctx context.Context, thread string, ro []RunOptions) (*r
 // checkpoint of a run and on those where it stopped short, which is enough
 // to tell runs apart in history without repeating it on every step.
 func (r *Runner) meta(run *run, m store.Meta) store.Meta {
+	u := run.currentUsage()
+	m.Usage = &u
+	if !run.idWritten || m.StopReason != "" || (u.Steps-run.base.Steps)%runStartEvery == 0 {
+		// Where a resume after a crash finds the run's start quickly.
+		setRunStart(&m, run.base)
+	}
 	if !run.idWritten || m.StopReason != "" {
 		m.RunID = run.id
 		run.idWritten = true
@@ -412,7 +472,7 @@ func (run *run) accumulate(cp store.Checkpoint) {
 	acc := run.exit
 	acc.Patch = append(acc.Patch, cp.Patch...)
 	acc.Nodes = appendNew(acc.Nodes, cp.Nodes...)
-	acc.State, acc.Meta.Next, acc.Meta.Tasks = cp.State, cp.Meta.Next, cp.Meta.Tasks
+	acc.State, acc.Meta.Next, acc.Meta.Tasks, acc.Meta.Usage = cp.State, cp.Meta.Next, cp.Meta.Tasks, cp.Meta.Usage
 	if cp.Meta.Tokens != nil {
 		acc.Meta.Tokens = addTokens(acc.Meta.Tokens, *cp.Meta.Tokens)
 	}
@@ -477,7 +537,7 @@ func (run *run) finish(ctx context.Context, reason state.StopReason, interrupt j
 	}
 	runErr = r.opts.Redact.Error(runErr)
 	res := Result{Thread: run.thread, Head: run.head, State: run.doc, StopReason: reason, Interrupt: interrupt, Next: run.tasks,
-		Progress: Progress{Steps: run.steps, Tokens: run.tokens, Start: run.start}}
+		Progress: run.progress()}
 	ev := Event{Kind: EventRunEnd, RunID: run.id, Thread: run.thread, Seq: run.head, StopReason: reason}
 	if runErr != nil {
 		ev.Err = runErr.Error()
@@ -553,16 +613,19 @@ func (r *Runner) shouldStop(run *run) (state.StopReason, bool) {
 		}
 	}
 	b := run.budget
-	if b.MaxSteps > 0 && run.steps >= b.MaxSteps {
+	p := run.progress()
+	if b.MaxSteps > 0 && p.Steps >= b.MaxSteps {
 		return state.StopBudgetSteps, true
 	}
-	if b.MaxRuntime > 0 && r.opts.Now().Sub(run.start) >= b.MaxRuntime {
+	if b.MaxRuntime > 0 && time.Duration(run.currentUsage().RuntimeMS-run.base.RuntimeMS)*time.Millisecond >= b.MaxRuntime {
 		return state.StopBudgetTime, true
 	}
-	if b.MaxTokens > 0 && run.tokens.Input+run.tokens.Output >= b.MaxTokens {
+	if b.MaxTokens > 0 && p.Tokens.Input+p.Tokens.Output >= b.MaxTokens {
 		return state.StopBudgetTokens, true
 	}
-	p := Progress{Steps: run.steps, Tokens: run.tokens, Start: run.start}
+	if run.limit > 0 && p.Steps >= run.limit {
+		return state.StopRecursionLimit, true
+	}
 	for _, c := range r.opts.StopWhen {
 		if reason, ok := c(run.doc, p); ok {
 			return reason, true
@@ -590,7 +653,7 @@ type stepOutcome struct {
 func (r *Runner) step(ctx context.Context, run *run) (stepOutcome, error) {
 	readSeq := run.readSeqOrHead()
 	tasks := run.tasks
-	keys := taskKeys(run.thread, readSeq, tasks)
+	keys := taskKeys(run.thread, r.opts.Namespace, readSeq, tasks)
 	r.emit(Event{Kind: EventStepStart, RunID: run.id, Thread: run.thread, Seq: readSeq})
 	results := make([]taskResult, len(tasks))
 	var wg sync.WaitGroup
@@ -645,7 +708,7 @@ func (r *Runner) step(ctx context.Context, run *run) (stepOutcome, error) {
 			// The accumulated steps are now one checkpoint: key the kept
 			// writes by it, as a resume will.
 			readSeq = run.head
-			keys = taskKeys(run.thread, readSeq, tasks)
+			keys = taskKeys(run.thread, r.opts.Namespace, readSeq, tasks)
 		}
 		var ws []store.Write
 		for i, res := range results {
@@ -682,6 +745,12 @@ func (r *Runner) step(ctx context.Context, run *run) (stepOutcome, error) {
 			return stepOutcome{stop: state.StopInterrupt, interrupt: interrupt.Payload}, nil
 		}
 		err := errors.Join(failed...)
+		// A failed step ran: it counts against the run's budget.
+		run.usage.Steps++
+		for _, res := range results {
+			run.usage.Tokens.Input += res.tokens.in
+			run.usage.Tokens.Output += res.tokens.out
+		}
 		cp.Status, cp.Nodes = store.StatusFailed, failedNodes
 		cp.Meta = r.meta(run, store.Meta{Source: "step", Error: err.Error(), StepOf: readSeq, StopReason: string(state.StopUnrecoverableError)})
 		if cerr := run.commit(context.WithoutCancel(ctx), cp); cerr != nil {
@@ -754,14 +823,24 @@ func (r *Runner) step(ctx context.Context, run *run) (stepOutcome, error) {
 	if len(tasks) > 1 || results[0].duration > time.Millisecond {
 		meta.DurationMS = durations
 	}
+	run.usage.Steps++
+	run.usage.Tokens.Input += stepTokens.Input
+	run.usage.Tokens.Output += stepTokens.Output
+	after := ""
+	if len(r.opts.InterruptAfter) > 0 && len(run.tasks) > 0 {
+		for _, n := range nodes {
+			if slices.Contains(r.opts.InterruptAfter, n) {
+				after = n
+				meta.StopReason = string(state.StopInterrupt)
+				break
+			}
+		}
+	}
 	cp := store.Checkpoint{Thread: run.thread, Namespace: r.opts.Namespace, Nodes: nodes, Patch: patch, State: doc, Meta: r.meta(run, meta)}
 	if err := run.commit(ctx, cp); err != nil {
 		return stepOutcome{stop: state.StopUnrecoverableError}, err
 	}
 	run.doc, run.readSeq, run.pending = doc, 0, nil
-	run.steps++
-	run.tokens.Input += stepTokens.Input
-	run.tokens.Output += stepTokens.Output
 	if r.opts.Observer != nil {
 		pj, _ := json.Marshal(patch) // patches of compact JSON always marshal
 		r.emit(Event{Kind: EventStepEnd, RunID: run.id, Thread: run.thread, Seq: run.head, Nodes: nodes, Tokens: stepTokens, Payload: pj})
@@ -769,12 +848,10 @@ func (r *Runner) step(ctx context.Context, run *run) (stepOutcome, error) {
 			r.emit(Event{Kind: EventTokens, RunID: run.id, Thread: run.thread, Seq: run.head, Tokens: stepTokens})
 		}
 	}
-	for _, n := range nodes {
-		if slices.Contains(r.opts.InterruptAfter, n) && len(run.tasks) > 0 {
-			payload, _ := json.Marshal(map[string]string{"after": n, "node": n})
-			r.emit(Event{Kind: EventInterrupt, RunID: run.id, Thread: run.thread, Seq: run.head, Node: n, Payload: payload})
-			return stepOutcome{stop: state.StopInterrupt, interrupt: payload}, nil
-		}
+	if after != "" {
+		payload, _ := json.Marshal(map[string]string{"after": after, "node": after})
+		r.emit(Event{Kind: EventInterrupt, RunID: run.id, Thread: run.thread, Seq: run.head, Node: after, Payload: payload})
+		return stepOutcome{stop: state.StopInterrupt, interrupt: payload}, nil
 	}
 	return stepOutcome{}, nil
 }
@@ -794,15 +871,16 @@ func touches(p state.Patch, path string) bool {
 	return false
 }
 
-// taskKeys returns the idempotency keys of a step's tasks.
-func taskKeys(thread string, readSeq int64, tasks []store.Task) []string {
+// taskKeys returns the idempotency keys of a step's tasks:
+// "thread/seq/node" in the root namespace, "thread/ns/seq/node" in others.
+func taskKeys(thread, ns string, readSeq int64, tasks []store.Task) []string {
 	count := map[string]int{}
 	for _, t := range tasks {
 		count[t.Node]++
 	}
 	keys := make([]string, len(tasks))
 	seen := map[string]int{}
-	prefix := thread + "/" + strconv.FormatInt(readSeq, 10) + "/"
+	prefix := keyPrefix(thread, ns, readSeq)
 	for i, t := range tasks {
 		k := prefix + t.Node
 		if count[t.Node] > 1 {
@@ -812,6 +890,14 @@ func taskKeys(thread string, readSeq int64, tasks []store.Task) []string {
 		keys[i] = k
 	}
 	return keys
+}
+
+// keyPrefix is "thread/seq/", or "thread/ns/seq/" in a namespace.
+func keyPrefix(thread, ns string, seq int64) string {
+	if ns != "" {
+		return thread + "/" + ns + "/" + strconv.FormatInt(seq, 10) + "/"
+	}
+	return thread + "/" + strconv.FormatInt(seq, 10) + "/"
 }
 
 // idGen returns a deterministic message-id generator for one task.

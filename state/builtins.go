@@ -26,6 +26,9 @@ const (
 	StopUnrecoverableError    StopReason = "unrecoverable_error"
 	StopCancelledImmediate    StopReason = "cancelled_immediate"
 	StopInterrupt             StopReason = "interrupt"
+	// StopRecursionLimit: a run reached the runner's step limit (default
+	// 25 per run, as LangGraph's recursion limit).
+	StopRecursionLimit StopReason = "recursion_limit"
 )
 
 // StopReasons lists every known stop reason.
@@ -33,7 +36,7 @@ func StopReasons() []StopReason {
 	return []StopReason{StopSuccess, StopFinal, StopMaxSteps, StopBudgetSteps, StopBudgetTime,
 		StopBudgetTokens, StopContextOverflow, StopAgentCondition, StopCriticStop, StopStagnation,
 		StopEnvTerminal, StopTaskValidationFailed, StopEnvCapabilityMismatch, StopUnrecoverableError,
-		StopCancelledImmediate, StopInterrupt}
+		StopCancelledImmediate, StopInterrupt, StopRecursionLimit}
 }
 
 // Valid reports whether r is a known stop reason.

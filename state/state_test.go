@@ -444,7 +444,7 @@ func TestBuiltins(t *testing.T) {
 	if err := b.SetStop(StopFinal, "42"); err != nil || *b.FinalResult != "42" || !b.Stopped() {
 		t.Fatalf("SetStop(final) = %v", err)
 	}
-	if len(StopReasons()) != 16 {
+	if len(StopReasons()) != 17 {
 		t.Fatalf("%d stop reasons", len(StopReasons()))
 	}
 	if _, err := ParseStopReason("budget_time"); err != nil {

@@ -336,7 +336,7 @@ func w1Graph(schema *state.Schema, steps int) (*flow.Compiled, error) {
 // runThreadFlow runs one W1 thread through the flow runner, timing each
 // step of thread 0 by the runner's step events.
 func runThreadFlow(ctx context.Context, s store.Store, g *flow.Compiled, d flow.Durability, thread string, steps int, times []time.Duration) error {
-	opts := flow.Options{Durability: d}
+	opts := flow.Options{Durability: d, RecursionLimit: -1} // W1 runs thousands of steps
 	if times != nil {
 		last := time.Now()
 		i := 0

@@ -1,0 +1,298 @@
+package flow_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/state"
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/sqlite"
+)
+
+// loopGraph runs node "n" forever; fn runs inside it before it counts.
+func loopGraph(t testing.TB, fn func(ctx context.Context, n int) error) *flow.Compiled {
+	t.Helper()
+	g := flow.NewGraph(schema).
+		AddNode("n", func(ctx context.Context, d state.Doc) (state.Update, error) {
+			var n int
+			_ = d.Get("count", &n)
+			if fn != nil {
+				if err := fn(ctx, n); err != nil {
+					return nil, err
+				}
+			}
+			return state.Update{"count": 1}, nil
+		}).
+		AddEdge(flow.START, "n").AddEdge("n", "n")
+	c, err := g.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func countOf(t *testing.T, d state.Doc) int {
+	t.Helper()
+	var n int
+	if err := d.Get("count", &n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestRecursionLimit(t *testing.T) {
+	tests := []struct {
+		name      string
+		opts      flow.Options
+		ro        flow.RunOptions
+		wantSteps int
+		want      state.StopReason
+	}{
+		{"default is 25", flow.Options{}, flow.RunOptions{}, flow.DefaultRecursionLimit, state.StopRecursionLimit},
+		{"raised on the runner", flow.Options{RecursionLimit: 40}, flow.RunOptions{}, 40, state.StopRecursionLimit},
+		{"raised for one run", flow.Options{}, flow.RunOptions{RecursionLimit: 30}, 30, state.StopRecursionLimit},
+		{"budget first", flow.Options{Budget: flow.Budget{MaxSteps: 10}}, flow.RunOptions{}, 10, state.StopBudgetSteps},
+		{"negative is none", flow.Options{RecursionLimit: -1, Budget: flow.Budget{MaxSteps: 60}}, flow.RunOptions{}, 60, state.StopBudgetSteps},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := memory.Open(store.Options{})
+			r, err := flow.NewRunner(loopGraph(t, nil), s, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := r.Invoke(context.Background(), "t", nil, tc.ro)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.StopReason != tc.want || res.Progress.Steps != tc.wantSteps || countOf(t, res.State) != tc.wantSteps {
+				t.Fatalf("stop %s after %d steps (count %d), want %s after %d", res.StopReason, res.Progress.Steps, countOf(t, res.State), tc.want, tc.wantSteps)
+			}
+		})
+	}
+	// The graph's own limit applies when the options set none.
+	g := flow.NewGraph(schema).AddNode("n", logNode("n")).AddEdge(flow.START, "n").AddEdge("n", "n").WithRecursionLimit(7)
+	for _, tc := range []struct{ opts, want int }{{0, 7}, {3, 3}} {
+		res, err := newRunner(t, g, memory.Open(store.Options{}), flow.Options{RecursionLimit: tc.opts}).Invoke(context.Background(), "t", nil)
+		if err != nil || res.StopReason != state.StopRecursionLimit || res.Progress.Steps != tc.want {
+			t.Fatalf("graph limit: %v %s %d steps, want %d", err, res.StopReason, res.Progress.Steps, tc.want)
+		}
+	}
+	// A new Invoke is a new run with its own limit.
+	s := memory.Open(store.Options{})
+	r, _ := flow.NewRunner(loopGraph(t, nil), s, flow.Options{RecursionLimit: 5})
+	for turn := 1; turn <= 2; turn++ {
+		res, err := r.Invoke(context.Background(), "t", nil)
+		if err != nil || res.StopReason != state.StopRecursionLimit || countOf(t, res.State) != 5*turn {
+			t.Fatalf("turn %d: %v %s count %d", turn, err, res.StopReason, countOf(t, res.State))
+		}
+	}
+}
+
+// Steps, tokens and failed steps count across resumes: a run whose node
+// fails every third call and is resumed each time still stops at its
+// budget, and every checkpoint records the cumulative usage.
+func TestBudgetAcrossFailedResumes(t *testing.T) {
+	ctx := context.Background()
+	s := memory.Open(store.Options{})
+	calls := 0
+	r, err := flow.NewRunner(loopGraph(t, func(ctx context.Context, n int) error {
+		calls++
+		flow.AddTokens(ctx, 7, 3)
+		if calls%3 == 0 {
+			return errors.New("flaky")
+		}
+		return nil
+	}), s, flow.Options{Budget: flow.Budget{MaxTokens: 200}, RecursionLimit: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Invoke(ctx, "t", nil)
+	for attempts := 0; err != nil; attempts++ {
+		if attempts > 100 {
+			t.Fatal("the budget never stopped the run")
+		}
+		res, err = r.Resume(ctx, "t", nil)
+	}
+	// 20 steps of 10 tokens each, a third of them failed.
+	if res.StopReason != state.StopBudgetTokens || calls != 20 || res.Progress.Tokens.Input+res.Progress.Tokens.Output != 200 {
+		t.Fatalf("stop %s after %d calls, progress %+v", res.StopReason, calls, res.Progress)
+	}
+	head, err := s.Load(ctx, store.LoadRequest{Thread: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := head.Meta.Usage; u == nil || u.Steps != 20 || u.Tokens != (store.Tokens{Input: 140, Output: 60}) {
+		t.Fatalf("head usage %+v", u)
+	}
+	// Resuming a run stopped by its budget stops again at once.
+	res, err = r.Resume(ctx, "t", nil)
+	if err != nil || res.StopReason != state.StopBudgetTokens || calls != 20 {
+		t.Fatalf("resume after the budget: %v %s, %d calls", err, res.StopReason, calls)
+	}
+	// Raising it continues the same run.
+	res, err = r.Resume(ctx, "t", nil, flow.RunOptions{Budget: flow.Budget{MaxTokens: 250}})
+	for err != nil {
+		res, err = r.Resume(ctx, "t", nil, flow.RunOptions{Budget: flow.Budget{MaxTokens: 250}})
+	}
+	if res.StopReason != state.StopBudgetTokens || calls != 25 {
+		t.Fatalf("raised budget: %s, %d calls", res.StopReason, calls)
+	}
+}
+
+// A fork inherits the usage counters of its checkpoint and starts a new
+// run; a resume after an interrupt starts a new run too.
+func TestForkAndInterruptStartRuns(t *testing.T) {
+	ctx := context.Background()
+	s := memory.Open(store.Options{})
+	r, _ := flow.NewRunner(loopGraph(t, nil), s, flow.Options{RecursionLimit: 6, InterruptAfter: []string{"n"}})
+	res, err := r.Invoke(ctx, "t", nil)
+	for i := 0; i < 9 && err == nil && res.StopReason == state.StopInterrupt; i++ {
+		res, err = r.Resume(ctx, "t", nil)
+	}
+	if err != nil || res.StopReason != state.StopInterrupt || countOf(t, res.State) != 10 {
+		t.Fatalf("interrupted run: %v %s count %d (each resume after an interrupt is a new run)", err, res.StopReason, countOf(t, res.State))
+	}
+	r2, _ := flow.NewRunner(loopGraph(t, nil), s, flow.Options{RecursionLimit: 6})
+	res, err = r2.RunFrom(ctx, "t", 4, nil)
+	if err != nil || res.StopReason != state.StopRecursionLimit || res.Progress.Steps != 6 {
+		t.Fatalf("fork: %v %s %+v", err, res.StopReason, res.Progress)
+	}
+	var fork store.Checkpoint
+	for cp, err := range s.History(ctx, store.HistoryRequest{Thread: "t"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cp.Meta.Source == "fork" {
+			fork = cp
+			break
+		}
+	}
+	src, _ := s.Load(ctx, store.LoadRequest{Thread: "t", Seq: 4})
+	if fork.Meta.Usage == nil || src.Meta.Usage == nil || fork.Meta.Usage.Steps != src.Meta.Usage.Steps || src.Meta.Usage.Steps != 3 {
+		t.Fatalf("fork usage %+v, source usage %+v", fork.Meta.Usage, src.Meta.Usage)
+	}
+	head, _ := s.Load(ctx, store.LoadRequest{Thread: "t"})
+	if head.Meta.Usage.Steps != src.Meta.Usage.Steps+6 {
+		t.Fatalf("branch head usage %+v", head.Meta.Usage)
+	}
+}
+
+// budgetChild runs or resumes thread "b" with a budget of budgetSteps,
+// killing its own process with SIGKILL in the 5th step it runs.
+func budgetChild(dbPath string) error {
+	s, err := sqlite.OpenStore(dbPath, sqlite.Options{}, store.Options{})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	ran := 0
+	g := loopGraph(&testing.T{}, func(ctx context.Context, n int) error {
+		if ran++; ran == 5 {
+			return syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}
+		return nil
+	})
+	r, err := flow.NewRunner(g, s, flow.Options{Budget: flow.Budget{MaxSteps: budgetSteps}, RecursionLimit: -1})
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	var res flow.Result
+	if _, err := s.Thread(ctx, "b"); errors.Is(err, store.ErrNotFound) {
+		res, err = r.Invoke(ctx, "b", nil)
+	} else {
+		res, err = r.Resume(ctx, "b", nil)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Println("stop:", res.StopReason)
+	return nil
+}
+
+const budgetSteps = 30
+
+// TestBudgetSurvivesKill: a process that is killed (SIGKILL) every fifth
+// step and resumed each time stops at its step budget in total.
+func TestBudgetSurvivesKill(t *testing.T) {
+	if db := os.Getenv("CAIRN_BUDGET_CHILD"); db != "" {
+		if err := budgetChild(db); err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			os.Exit(2)
+		}
+		os.Exit(0)
+	}
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	db := filepath.Join(t.TempDir(), "b.db")
+	kills := 0
+	for {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestBudgetSurvivesKill$")
+		cmd.Env = append(os.Environ(), "CAIRN_BUDGET_CHILD="+db)
+		out, err := cmd.Output()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signaled() {
+			if kills++; kills > 20 {
+				t.Fatalf("still running after %d kills: the budget restarts on every resume", kills)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("child: %v %s", err, out)
+		}
+		if !strings.Contains(string(out), "stop: budget_steps") {
+			t.Fatalf("child ended with %s", out)
+		}
+		break
+	}
+	s, err := sqlite.OpenStore(db, sqlite.Options{}, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	head, err := s.Load(context.Background(), store.LoadRequest{Thread: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := countOf(t, head.State); n != budgetSteps || kills != budgetSteps/4 || head.Meta.Usage.Steps != budgetSteps {
+		t.Fatalf("count %d after %d kills, usage %+v; want %d steps", n, kills, head.Meta.Usage, budgetSteps)
+	}
+}
+
+// Idempotency keys name the namespace: the same node of two namespaces of
+// one thread (the gates of a pipeline) gets different keys.
+func TestKeysNameTheNamespace(t *testing.T) {
+	s := memory.Open(store.Options{})
+	var keys []string
+	g := flow.NewGraph(schema).AddNode("output", func(ctx context.Context, _ state.Doc) (state.Update, error) {
+		info, _ := flow.Info(ctx)
+		keys = append(keys, info.Key)
+		return state.Update{"messages": state.Message{Role: "ai", Content: "x"}}, nil
+	}).Chain("output")
+	for _, ns := range []string{"", "gate1", "gate2", "gate2/sub:1"} {
+		r := newRunner(t, g, s, flow.Options{Namespace: ns})
+		res, err := r.Invoke(context.Background(), "t", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var msgs []state.Message
+		if err := res.State.Get("messages", &msgs); err != nil || !strings.HasPrefix(msgs[0].ID, keys[len(keys)-1]+"/") {
+			t.Fatalf("%s: message ids %v (%v) do not follow the key %s", ns, msgs, err, keys[len(keys)-1])
+		}
+	}
+	want := []string{"t/1/output", "t/gate1/1/output", "t/gate2/1/output", "t/gate2/sub:1/1/output"}
+	if strings.Join(keys, " ") != strings.Join(want, " ") {
+		t.Fatalf("keys %v, want %v", keys, want)
+	}
+}

@@ -1,0 +1,106 @@
+package flow
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/cairn-dev/cairn/store"
+)
+
+// runStartKey is the store.Meta.Extra member holding the usage at the
+// start of the run that wrote the checkpoint. It is written on a run's
+// first checkpoint of every attempt, on checkpoints where a run stopped
+// short and every runStartEvery steps, so a resume after a crash finds it
+// in a few rows.
+const runStartKey = "run_usage"
+
+const runStartEvery = 256
+
+// usageOf reads a checkpoint's cumulative usage (zero when not recorded).
+func usageOf(m store.Meta) store.Usage {
+	if m.Usage == nil {
+		return store.Usage{}
+	}
+	return *m.Usage
+}
+
+// setRunStart records where the run's usage started.
+func setRunStart(m *store.Meta, base store.Usage) {
+	if m.Extra == nil {
+		m.Extra = map[string]any{}
+	}
+	m.Extra[runStartKey] = base
+}
+
+// runStartOf reads the run start recorded in a checkpoint's metadata.
+func runStartOf(m store.Meta) (store.Usage, bool) {
+	v, ok := m.Extra[runStartKey]
+	if !ok {
+		return store.Usage{}, false
+	}
+	if u, ok := v.(store.Usage); ok {
+		return u, true
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return store.Usage{}, false
+	}
+	var u store.Usage
+	if json.Unmarshal(b, &u) != nil {
+		return store.Usage{}, false
+	}
+	return u, true
+}
+
+// runStart finds the usage at the start of the run a resume continues:
+// it follows head's ancestors to the nearest checkpoint that records it.
+// A fork or an input checkpoint without the record starts a run at its
+// own usage, as does the first checkpoint of the thread.
+func (r *Runner) runStart(ctx context.Context, head store.Checkpoint) (store.Usage, error) {
+	if u, ok := runStartOf(head.Meta); ok {
+		return u, nil
+	}
+	if head.Meta.Source == "fork" || head.Meta.Source == "input" || head.Parent == 0 {
+		return usageOf(head.Meta), nil
+	}
+	want := head.Parent
+	for cp, err := range r.s.History(ctx, store.HistoryRequest{Thread: head.Thread, Namespace: head.Namespace, Before: head.Seq}) {
+		if err != nil {
+			return store.Usage{}, err
+		}
+		if cp.Seq != want {
+			continue // another branch
+		}
+		if u, ok := runStartOf(cp.Meta); ok {
+			return u, nil
+		}
+		if cp.Meta.Source == "fork" || cp.Meta.Source == "input" || cp.Parent == 0 {
+			return usageOf(cp.Meta), nil
+		}
+		want = cp.Parent
+	}
+	return store.Usage{}, nil
+}
+
+// startUsage sets the usage at the head and at the run's start.
+func (run *run) startUsage(head, base store.Usage) {
+	run.usage, run.base = head, base
+	run.attemptMS = head.RuntimeMS
+}
+
+// currentUsage is the usage at this moment: the head's, with the runtime
+// of this attempt so far.
+func (run *run) currentUsage() store.Usage {
+	u := run.usage
+	u.RuntimeMS = run.attemptMS + run.r.opts.Now().Sub(run.attemptStart).Milliseconds()
+	return u
+}
+
+// progress is what the run has used since it started (across resumes).
+func (run *run) progress() Progress {
+	return Progress{
+		Steps:  int(run.usage.Steps - run.base.Steps),
+		Tokens: store.Tokens{Input: run.usage.Tokens.Input - run.base.Tokens.Input, Output: run.usage.Tokens.Output - run.base.Tokens.Output},
+		Start:  run.start,
+	}
+}
