@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"time"
@@ -593,7 +594,7 @@ func (p *prepared) run(ctx context.Context, cfg RunConfig, ns string, resume boo
 	if ns != "" {
 		nextNS = ns + "/" + nextNS
 	}
-	nres, err := p.next.run(ctx, ncfg, nextNS, resume && namespaceStarted(ctx, cfg.Store, cfg.Thread, nextNS))
+	nres, err := p.next.run(ctx, ncfg, nextNS, resume && handoffStarted(ctx, cfg.Store, cfg.Thread, nextNS, in))
 	out.Next = nres
 	return out, err
 }
@@ -601,6 +602,25 @@ func (p *prepared) run(ctx context.Context, cfg RunConfig, ns string, resume boo
 // ErrNoOutput: a run stopped with success but its state has no final
 // output (a fork of a checkpoint with nothing left to run).
 var ErrNoOutput = errors.New("spec: no final output")
+
+// handoffStarted reports whether the handoff namespace holds a run of this
+// very input, to be resumed (finished or not). After a fork whose final
+// output differs, the handoff starts a new run on the new input instead.
+func handoffStarted(ctx context.Context, s store.Store, thread, ns string, in Input) bool {
+	head, err := s.Load(ctx, store.LoadRequest{Thread: thread, Namespace: ns})
+	if err != nil {
+		return false
+	}
+	var had Input
+	if err := head.State.Get("input", &had); err != nil {
+		return false
+	}
+	var a, b any
+	if json.Unmarshal(had.Content, &a) != nil || json.Unmarshal(in.Content, &b) != nil {
+		return false
+	}
+	return had.Source == in.Source && had.Kind == in.Kind && reflect.DeepEqual(a, b)
+}
 
 // namespaceStarted reports whether a thread namespace (a handoff agent's, a
 // gate's) already has checkpoints.

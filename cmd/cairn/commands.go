@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -70,7 +71,7 @@ func (a *app) threadsCmd() *cobra.Command {
 				}
 				filter.Metadata[k] = parsed
 			}
-			s, err := a.open()
+			s, err := a.openRead()
 			if err != nil {
 				return err
 			}
@@ -122,7 +123,7 @@ func (a *app) stateCmd() *cobra.Command {
 			if at < 0 {
 				return usagef("--at %d: want a checkpoint seq ≥ 1", at)
 			}
-			s, err := a.open()
+			s, err := a.openRead()
 			if err != nil {
 				return err
 			}
@@ -138,7 +139,7 @@ func (a *app) stateCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().Int64Var(&at, "at", 0, "checkpoint seq (default: the head)")
-	cmd.Flags().StringVar(&ns, "ns", "", "namespace (subgraph); default the root")
+	cmd.Flags().StringVar(&ns, "ns", "", "namespace (a gate, a handoff, a subgraph: see cairn namespaces); default the root")
 	return cmd
 }
 
@@ -150,12 +151,17 @@ func (a *app) historyCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "history THREAD",
 		Short: "List a thread's checkpoints, newest first, with branches marked",
-		Args:  cobra.ExactArgs(1),
+		Long: "Lists the checkpoints of one namespace of a thread (the root by default; --ns for a gate, a handoff or a subgraph; " +
+			"cairn namespaces THREAD lists them). --states adds each checkpoint's full state: a STATE column in the table, a state field with --json.",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if limit < 0 || before < 0 {
 				return usagef("--limit and --before must not be negative")
 			}
-			s, err := a.open()
+			if tree && states && !a.json {
+				return usagef("--states does not combine with --tree: drop --tree for a table with a STATE column, or add --json")
+			}
+			s, err := a.openRead()
 			if err != nil {
 				return err
 			}
@@ -163,51 +169,127 @@ func (a *app) historyCmd() *cobra.Command {
 			if _, err := s.Thread(cmd.Context(), args[0]); err != nil {
 				return argError(err)
 			}
-			req := store.HistoryRequest{Thread: args[0], Namespace: ns, Limit: limit, Before: before, WithState: states && a.json}
-			if tree && !a.json {
-				var cps []store.Checkpoint
-				for cp, err := range s.History(cmd.Context(), req) {
-					if err != nil {
-						return err
-					}
-					cps = append(cps, cp)
-				}
-				for _, line := range renderTree(cps) {
-					fmt.Fprintln(a.stdout, line)
-				}
-				return nil
-			}
-			var out []checkpointJSON
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			if !a.json {
-				fmt.Fprintln(tw, "SEQ\tPARENT\tSTATUS\tNODES\tCREATED\tCHANGE")
-			}
+			req := store.HistoryRequest{Thread: args[0], Namespace: ns, Limit: limit, Before: before, WithState: states}
+			var cps []store.Checkpoint
 			for cp, err := range s.History(cmd.Context(), req) {
 				if err != nil {
-					return err
+					return argError(err)
 				}
-				if a.json {
-					out = append(out, toJSON(cp))
-					continue
-				}
-				fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\n", cp.Seq, cp.Parent, cp.Status, orDash(strings.Join(cp.Nodes, ",")),
-					cp.CreatedAt.Local().Format("2006-01-02 15:04:05.000"), describe(cp))
+				cps = append(cps, cp)
 			}
 			if a.json {
-				if out == nil {
-					out = []checkpointJSON{}
+				out := make([]checkpointJSON, 0, len(cps))
+				for _, cp := range cps {
+					out = append(out, toJSON(cp))
 				}
 				return a.printJSON(out)
 			}
-			return tw.Flush()
+			if tree {
+				for _, line := range renderTree(cps) {
+					fmt.Fprintln(a.stdout, line)
+				}
+			} else if err := a.historyTable(cps, states); err != nil {
+				return err
+			}
+			return a.namespaceHint(cmd.Context(), s, args[0], ns)
 		},
 	}
 	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many checkpoints")
 	cmd.Flags().Int64Var(&before, "before", 0, "start below this seq")
-	cmd.Flags().StringVar(&ns, "ns", "", "namespace (subgraph); default the root")
-	cmd.Flags().BoolVar(&states, "states", false, "with --json, include every checkpoint's full state")
+	cmd.Flags().StringVar(&ns, "ns", "", "namespace (a gate, a handoff, a subgraph: see cairn namespaces); default the root")
+	cmd.Flags().BoolVar(&states, "states", false, "include every checkpoint's full state (a STATE column, or a state field with --json)")
 	cmd.Flags().BoolVar(&tree, "tree", false, "draw the history as a tree, oldest first, branches indented")
 	return cmd
+}
+
+// historyTable prints checkpoints as a table, with their states as compact
+// JSON in a last column when asked.
+func (a *app) historyTable(cps []store.Checkpoint, states bool) error {
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	head := "SEQ\tPARENT\tSTATUS\tNODES\tCREATED\tCHANGE"
+	if states {
+		head += "\tSTATE"
+	}
+	fmt.Fprintln(tw, head)
+	for _, cp := range cps {
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s", cp.Seq, cp.Parent, cp.Status, orDash(strings.Join(cp.Nodes, ",")),
+			cp.CreatedAt.Local().Format("2006-01-02 15:04:05.000"), describe(cp))
+		if states {
+			fmt.Fprintf(tw, "\t%s", cp.State.AppendJSON(nil))
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
+}
+
+// namespaceHint tells, on stderr, which other namespaces the thread has.
+func (a *app) namespaceHint(ctx context.Context, s store.Store, thread, shown string) error {
+	list, err := s.Namespaces(ctx, thread)
+	if err != nil {
+		return argError(err)
+	}
+	var others []string
+	for _, n := range list {
+		if n.Name != shown {
+			others = append(others, fmt.Sprintf("%s (%d)", orRoot(n.Name), n.Checkpoints))
+		}
+	}
+	if len(others) > 0 {
+		fmt.Fprintf(a.stderr, "other namespaces (checkpoints): %s; see one with cairn history %s --ns NAME, all with cairn namespaces %s\n",
+			strings.Join(others, ", "), thread, thread)
+	}
+	return nil
+}
+
+// orRoot names the root namespace.
+func orRoot(ns string) string {
+	if ns == "" {
+		return `"" (root)`
+	}
+	return ns
+}
+
+func (a *app) namespacesCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "namespaces THREAD",
+		Short: "List a thread's namespaces: the root, and each gate, handoff or subgraph with its own checkpoints",
+		Long:  "Every namespace listed can be read with cairn state THREAD --ns NAME and cairn history THREAD --ns NAME.",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.openRead()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			list, err := s.Namespaces(cmd.Context(), args[0])
+			if err != nil {
+				return argError(err)
+			}
+			if a.json {
+				type nsJSON struct {
+					Name        string    `json:"ns"`
+					Head        int64     `json:"head"`
+					Checkpoints int64     `json:"checkpoints"`
+					UpdatedAt   time.Time `json:"updated_at"`
+				}
+				out := make([]nsJSON, 0, len(list))
+				for _, n := range list {
+					out = append(out, nsJSON{n.Name, n.Head, n.Checkpoints, n.UpdatedAt.UTC()})
+				}
+				return a.printJSON(out)
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAMESPACE\tHEAD\tCHECKPOINTS\tUPDATED")
+			for _, n := range list {
+				name := n.Name
+				if name == "" {
+					name = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", name, n.Head, n.Checkpoints, n.UpdatedAt.Local().Format(time.DateTime))
+			}
+			return tw.Flush()
+		},
+	}
 }
 
 // renderTree draws checkpoints as a tree, oldest first: a line of history
@@ -335,7 +417,7 @@ func (a *app) forkCmd() *cobra.Command {
 				}
 				patch = append(patch, state.Op{Op: state.OpAdd, Path: state.FieldPointer(field), Value: json.RawMessage(raw)})
 			}
-			s, err := a.open()
+			s, err := a.openExisting()
 			if err != nil {
 				return err
 			}
@@ -371,7 +453,7 @@ func (a *app) exportCmd() *cobra.Command {
 			if dir == "" {
 				return usagef("--dir is required")
 			}
-			s, err := a.open()
+			s, err := a.openRead()
 			if err != nil {
 				return err
 			}
@@ -424,7 +506,7 @@ func (a *app) pruneCmd() *cobra.Command {
 			if keep < 1 {
 				return usagef("--keep is required and must be at least 1")
 			}
-			s, err := a.open()
+			s, err := a.openExisting()
 			if err != nil {
 				return err
 			}

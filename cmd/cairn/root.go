@@ -61,7 +61,7 @@ func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comman
 	root.PersistentFlags().StringVar(&a.storeURL, "store", def, "store URL: sqlite:PATH[?durability=strict], postgres://USER@HOST:PORT/DB[?search_path=SCHEMA] or memory: (env CAIRN_STORE)")
 	root.PersistentFlags().BoolVar(&a.json, "json", false, "print JSON")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
-	root.AddCommand(a.threadsCmd(), a.stateCmd(), a.historyCmd(), a.runCmd(), a.resumeCmd(), a.forkCmd(), a.pruneCmd(), a.exportCmd(), a.benchCmd())
+	root.AddCommand(a.threadsCmd(), a.stateCmd(), a.historyCmd(), a.namespacesCmd(), a.runCmd(), a.resumeCmd(), a.forkCmd(), a.pruneCmd(), a.exportCmd(), a.benchCmd())
 	return root
 }
 
@@ -71,6 +71,34 @@ func (a *app) open() (*store.Engine, error) {
 		return nil, &usageError{fmt.Errorf("--store: %w", err)}
 	}
 	return storeurl.Open(a.storeURL, store.Options{}, "")
+}
+
+// openRead opens the store named by --store for reading only: it never
+// creates a file, a directory or a table, and refuses a database that is not
+// a Cairn store without changing it.
+func (a *app) openRead() (*store.Engine, error) {
+	if _, err := storeurl.Parse(a.storeURL); err != nil {
+		return nil, &usageError{fmt.Errorf("--store: %w", err)}
+	}
+	s, err := storeurl.OpenReadOnly(a.storeURL, store.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("--store %s: %w", a.storeURL, err)
+	}
+	return s, nil
+}
+
+// openExisting opens the store named by --store for writing, after checking
+// read-only that it exists and is a Cairn store: commands that change a
+// thread (fork, resume, prune) never create a store.
+func (a *app) openExisting() (*store.Engine, error) {
+	r, err := a.openRead()
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Close(); err != nil {
+		return nil, err
+	}
+	return a.open()
 }
 
 // printJSON writes v as indented JSON.

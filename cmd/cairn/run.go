@@ -221,7 +221,7 @@ func (a *app) resumeCmd() *cobra.Command {
 		Short: "Continue a run after a crash, a failed step, an interrupt or a fork, with the model and options it was started with",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.open()
+			s, err := a.openExisting()
 			if err != nil {
 				return err
 			}

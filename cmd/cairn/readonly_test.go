@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bytes"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	_ "modernc.org/sqlite"
+)
+
+// readCommands are the commands that only read a store.
+func readCommands(dir string) [][]string {
+	return [][]string{
+		{"threads"},
+		{"state", "t"},
+		{"history", "t"},
+		{"history", "t", "--tree"},
+		{"namespaces", "t"},
+		{"export", "t", "--format", "trace", "--dir", filepath.Join(dir, "trace")},
+		{"export", "t", "--format", "session-log", "--dir", filepath.Join(dir, "logs")},
+		{"fork", "t", "--at", "1"},
+		{"resume", "t"},
+		{"prune", "--keep", "1"},
+	}
+}
+
+// TestReadCommandsCreateNothing: read commands (and fork, resume, prune,
+// which need an existing store) on a missing store create no file and no
+// folder, with the default store or a mistyped --store.
+func TestReadCommandsCreateNothing(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for _, args := range readCommands(dir) {
+		for _, store := range []string{"", "sqlite:" + filepath.Join(dir, "typo", "x.db")} {
+			a := args
+			if store != "" {
+				a = append([]string{"--store", store}, args...)
+			}
+			code, _, errOut := cli(t, nil, a...)
+			if code != 1 || !strings.Contains(errOut, "no store at") {
+				t.Errorf("%v: exit %d %s", a, code, errOut)
+			}
+			entries, _ := os.ReadDir(dir)
+			if len(entries) != 0 {
+				t.Fatalf("%v created %v", a, entries)
+			}
+		}
+	}
+}
+
+// TestReadCommandsRefuseForeignDatabase: on another program's SQLite file
+// every command that needs a store refuses it and leaves it byte for byte.
+func TestReadCommandsRefuseForeignDatabase(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "other.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE contacts (name TEXT); INSERT INTO contacts VALUES ('Ada')`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range readCommands(dir) {
+		a := append([]string{"--store", "sqlite:" + path}, args...)
+		code, _, errOut := cli(t, nil, a...)
+		if code != 1 || !strings.Contains(errOut, "not a Cairn store") {
+			t.Errorf("%v: exit %d %s", a, code, errOut)
+		}
+		after, err := os.ReadFile(path)
+		if err != nil || !bytes.Equal(before, after) {
+			t.Fatalf("%v changed the foreign database", a)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+			t.Fatalf("%v left files: %v", a, entries)
+		}
+	}
+}
