@@ -334,7 +334,11 @@ func TestPipelineResumeAfterForkInto(t *testing.T) {
 // equal to what the store says.
 func TestPipelineRacingProcesses(t *testing.T) {
 	if args := os.Getenv("CAIRN_PIPE_CHILD_ARGS"); args != "" {
-		os.Exit(run(context.Background(), strings.Split(args, "\x00"), os.Stdout, os.Stderr, os.Getenv))
+		var argv []string
+		if err := json.Unmarshal([]byte(args), &argv); err != nil {
+			t.Fatal(err)
+		}
+		os.Exit(run(context.Background(), argv, os.Stdout, os.Stderr, os.Getenv))
 	}
 	if testing.Short() {
 		t.Skip("spawns processes")
@@ -361,7 +365,7 @@ func TestPipelineRacingProcesses(t *testing.T) {
 		var outs []*bytes.Buffer
 		for j := 0; j < 2; j++ {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestPipelineRacingProcesses$")
-			cmd.Env = append(os.Environ(), "CAIRN_STORE="+url, "CAIRN_PIPE_CHILD_ARGS="+strings.Join([]string{"resume", thread}, "\x00"))
+			cmd.Env = append(os.Environ(), "CAIRN_STORE="+url, "CAIRN_PIPE_CHILD_ARGS="+`["resume","`+thread+`"]`)
 			var b bytes.Buffer
 			cmd.Stderr, cmd.Stdout = &b, &b
 			if err := cmd.Start(); err != nil {
