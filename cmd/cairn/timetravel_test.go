@@ -55,6 +55,12 @@ func TestTimeTravelAgentFile(t *testing.T) {
 	agentFile := filepath.Join(dir, "business-extract-structured.md")
 	mustCLI(t, env, "run", agentFile, "--input", filepath.Join(dir, "input", "company.txt"), "--thread", "orig")
 	before := snapshot(t, env, "orig")
+	if ns, _ := mustCLI(t, env, "namespaces", "orig"); !strings.Contains(ns, "handoff:business-report  2 ") {
+		t.Fatalf("namespaces:\n%s", ns)
+	}
+	if _, hint := mustCLI(t, env, "history", "orig"); !strings.Contains(hint, "handoff:business-report (2)") || !strings.Contains(hint, "--ns NAME") {
+		t.Fatalf("history hint: %q", hint)
+	}
 	want, _ := mustCLI(t, env, "state", "orig")
 	wantReport, _ := mustCLI(t, env, "state", "orig", "--ns", "handoff:business-report")
 	for seq := 1; seq <= 4; seq++ {
