@@ -1,0 +1,117 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+
+	"github.com/cairn-dev/cairn/state"
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/postgres"
+)
+
+// forkEnv, when set to a DSN, makes the test binary fork thread src at 3
+// into a new thread "copy" on that database instead of running tests.
+const forkEnv = "CAIRN_PG_TEST_FORK_CHILD"
+
+func TestMain(m *testing.M) {
+	if dsn := os.Getenv(forkEnv); dsn != "" {
+		if err := forkChild(dsn); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func forkChild(dsn string) error {
+	s, err := postgres.OpenStore(context.Background(), dsn, postgres.Options{MaxConns: 1}, store.Options{})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	_, err = s.Fork(context.Background(), store.ForkRequest{Thread: "src", At: 3, Into: "copy"})
+	return err
+}
+
+// TestForkIntoCrash kills a process that forks into a new thread at each
+// of its socket writes in turn (strace injects SIGKILL on entry to the Nth
+// write). After every kill the database holds either no thread "copy" —
+// and the retried fork succeeds — or the whole fork, never an empty thread.
+func TestForkIntoCrash(t *testing.T) {
+	strace, err := exec.LookPath("strace")
+	if err != nil {
+		t.Skip("strace is not installed")
+	}
+	dsn := schemaDSN(t)
+	ctx := context.Background()
+	s := open(t, dsn, store.Options{})
+	defer s.Close()
+	if _, err := s.CreateThread(ctx, store.Thread{ID: "src", Tenant: "acme", Metadata: map[string]any{"file": "agent.md"}}); err != nil {
+		t.Fatal(err)
+	}
+	doc := state.EmptyDoc()
+	var want3 string
+	for i := int64(0); i < 5; i++ {
+		nd, p, err := state.MustSchema().Apply(doc, state.Update{"n": i + 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Append(ctx, store.Checkpoint{Thread: "src", Parent: i, Patch: p, State: nd, Meta: store.Meta{Next: []string{"step"}}}); err != nil {
+			t.Fatal(err)
+		}
+		if doc = nd; i == 2 {
+			want3 = nd.String()
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed, none := 0, 0
+	for n := 1; ; n++ {
+		if n > 300 {
+			t.Fatal("the fork never finished under strace")
+		}
+		if err := s.DeleteThread(ctx, "copy"); err != nil && !errors.Is(err, store.ErrNotFound) {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(strace, "-f", "-qq", "-o", os.DevNull, "-e", "trace=write,sendto,sendmsg",
+			"-e", "inject=write,sendto,sendmsg:signal=SIGKILL:when="+strconv.Itoa(n), exe, "-test.run=^$")
+		cmd.Env = append(os.Environ(), forkEnv+"="+dsn)
+		out, err := cmd.CombinedOutput()
+		finished := err == nil
+		th, err := s.Thread(ctx, "copy")
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			if finished {
+				t.Fatalf("write %d: the fork finished (%s) but left no thread", n, out)
+			}
+			none++
+			if _, err := s.Fork(ctx, store.ForkRequest{Thread: "src", At: 3, Into: "copy"}); err != nil {
+				t.Fatalf("write %d: retrying the fork: %v", n, err)
+			}
+		case err != nil:
+			t.Fatalf("write %d: %v", n, err)
+		case th.Head != 1 || th.Tenant != "acme" || th.Metadata["file"] != "agent.md":
+			t.Fatalf("write %d: killed fork left thread %+v", n, th)
+		}
+		cp, err := s.Load(ctx, store.LoadRequest{Thread: "copy"})
+		if err != nil || cp.State.String() != want3 || len(cp.Meta.Next) != 1 {
+			t.Fatalf("write %d: forked checkpoint %+v: %v", n, cp, err)
+		}
+		if finished {
+			break
+		}
+		killed++
+	}
+	if killed == 0 || none == 0 {
+		t.Fatalf("no kill landed before the commit (%d kills, %d without thread)", killed, none)
+	}
+	t.Logf("%d kill points", killed)
+}
