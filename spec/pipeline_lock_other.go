@@ -4,7 +4,7 @@ package spec
 
 // lockDir is a no-op on systems without flock: each file is still replaced
 // atomically, but two processes writing one thread's files at once are not
-// ordered there (see the package documentation).
+// ordered there.
 func lockDir(string) (func(), error) {
 	return func() {}, nil
 }

@@ -81,12 +81,16 @@ func (a *app) runPipeline(cmd *cobra.Command, path, thread, modelSpec string) er
 }
 
 // pipelineThread creates a new pipeline thread, or checks that an existing
-// one runs this pipeline file.
+// one runs this pipeline file (also when another process created it a
+// moment ago).
 func pipelineThread(ctx context.Context, s store.Store, thread string, o runOptions) error {
 	th, err := s.Thread(ctx, thread)
 	if errors.Is(err, store.ErrNotFound) {
 		_, err = s.CreateThread(ctx, store.Thread{ID: thread, Metadata: o.metadata()})
-		return err
+		if !errors.Is(err, store.ErrConflict) {
+			return err
+		}
+		th, err = s.Thread(ctx, thread)
 	}
 	if err != nil {
 		return argError(err)
@@ -124,8 +128,16 @@ func (a *app) pipelineProgress() *pipelinePrinter {
 	return &pipelinePrinter{a: a, starts: map[string]time.Time{}, enc: enc}
 }
 
-// gateMarks are the signs of gate statuses.
-var gateMarks = map[string]string{spec.GateSuccess: "✓", spec.GatePartial: "~", spec.GateFailed: "✗"}
+// gateMark is the sign of a gate status.
+func gateMark(status string) string {
+	switch status {
+	case spec.GateSuccess:
+		return "✓"
+	case spec.GatePartial:
+		return "~"
+	}
+	return "✗"
+}
 
 // event prints one run event. The pipeline's runner starts first, so the
 // first run_start names it; its steps are shown by gate.
@@ -168,7 +180,7 @@ func (pp *pipelinePrinter) gate(r spec.GateReport) {
 			"passed": g.Validation.Passed, "issues": g.Validation.Issues, "seq": r.Seq, "duration_ms": ms(r.Duration)})
 		return
 	}
-	mark := gateMarks[g.Status]
+	mark := gateMark(g.Status)
 	fmt.Fprintf(pp.a.stderr, "  %s gate %d %-18s %-7s score %3g  checkpoint %-4d %6.0f ms\n", mark, g.Gate, g.Agent, g.Status, g.Validation.Score, r.Seq, ms(r.Duration))
 	if g.Status != spec.GateSuccess {
 		for _, is := range g.Validation.Issues {
