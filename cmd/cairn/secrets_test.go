@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The secrets the scripted model leaks: a password (a default key), an
+// sk-… key (a default shape), a value under a configured key and a
+// configured shape.
+var leaked = []string{"hunter2hunter2", "sk-abcdefghijklmnopqrstuvwx", "4242-9999-77", "CUSTOM-123456"}
+
+const leakyAgent = `---
+name: leaky
+model: {provider: scripted, script: r.yaml}
+chain:
+  - {id: creds, kind: text}
+  - {id: data, kind: structured, output_schema: Out}
+schemas:
+  Out: {type: object, required: [note]}
+secrets:
+  keys: [pin_code]
+  patterns: ["CUSTOM-[0-9]{6}"]
+output: {format: json, file: out/leaky.json}
+---
+## step:creds
+Find the credentials.
+## step:data
+Report them.
+`
+
+const leakyFailing = `replies:
+  - step: creds
+    error: {status: 500, message: "upstream echoed password=hunter2hunter2 with sk-abcdefghijklmnopqrstuvwx and CUSTOM-123456"}
+`
+
+const leakyReplies = `replies:
+  - step: creds
+    text: "password: hunter2hunter2, key sk-abcdefghijklmnopqrstuvwx, code CUSTOM-123456"
+  - step: data
+    json: {password: hunter2hunter2, pin_code: "4242-9999-77", note: "CUSTOM-123456 and sk-abcdefghijklmnopqrstuvwx"}
+`
+
+// TestSecretsNeverStoredOrShown runs an agent file whose model replies and
+// errors carry secrets, then reads everything Cairn stored or showed: the
+// database file's bytes, state, history with states, namespaces, trace and
+// session-log exports, progress, results and errors. No secret appears.
+func TestSecretsNeverStoredOrShown(t *testing.T) {
+	dir := t.TempDir()
+	writeFile := func(name, content string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile("leaky.md", leakyAgent)
+	writeFile("r.yaml", leakyFailing)
+	db := filepath.Join(dir, "state.db")
+	env := map[string]string{"CAIRN_STORE": "sqlite:" + db}
+	var shown bytes.Buffer
+	record := func(code int, out, errOut string) int {
+		shown.WriteString(out + errOut)
+		return code
+	}
+	if code := record(cli(t, env, "run", filepath.Join(dir, "leaky.md"), "--thread", "s", "--input-text", "token=tok-abcdefgh1234")); code != 1 {
+		t.Fatalf("failing run: exit %d\n%s", code, shown.String())
+	}
+	writeFile("r.yaml", leakyReplies)
+	if code := record(cli(t, env, "resume", "s")); code != 0 {
+		t.Fatalf("resume: exit %d\n%s", code, shown.String())
+	}
+	if code := record(cli(t, env, "run", filepath.Join(dir, "leaky.md"), "--json")); code != 0 {
+		t.Fatalf("json run: exit %d\n%s", code, shown.String())
+	}
+	for _, args := range [][]string{
+		{"state", "s"}, {"state", "s", "--json"}, {"history", "s", "--states"}, {"history", "s", "--json", "--states"},
+		{"history", "s", "--tree"}, {"namespaces", "s", "--json"}, {"threads", "--json"},
+		{"export", "s", "--format", "trace", "--dir", filepath.Join(dir, "exported", "trace")},
+		{"export", "s", "--format", "session-log", "--dir", filepath.Join(dir, "exported", "logs")},
+	} {
+		if code := record(cli(t, env, args...)); code != 0 {
+			t.Fatalf("%v: exit %d\n%s", args, code, shown.String())
+		}
+	}
+	if !strings.Contains(shown.String(), "[REDACTED]") {
+		t.Fatalf("nothing was redacted, so the test saw no secret:\n%s", shown.String())
+	}
+	haystacks := map[string][]byte{"stdout and stderr": shown.Bytes()}
+	// The database with its WAL, the exported files and the output file.
+	for _, root := range []string{dir} {
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || p == filepath.Join(dir, "r.yaml") {
+				return err
+			}
+			b, err := os.ReadFile(p)
+			haystacks[p] = b
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok := haystacks[db+"-wal"]; !ok {
+		if _, ok := haystacks[db]; !ok {
+			t.Fatal("no database file to read")
+		}
+	}
+	for name, b := range haystacks {
+		for _, secret := range append(leaked, "tok-abcdefgh1234") {
+			if bytes.Contains(b, []byte(secret)) {
+				t.Errorf("%s holds the secret %q", name, secret)
+			}
+		}
+	}
+}
