@@ -21,7 +21,11 @@ var (
 	ErrTimeout       = errors.New("agent: request timed out")
 	ErrMalformed     = errors.New("agent: malformed provider response")
 	ErrBadRequest    = errors.New("agent: request rejected")
-	ErrScriptDone    = errors.New("agent: scripted model has no reply left")
+	// ErrContextOverflow: the prompt does not fit the model's context
+	// window. Providers map their context-length errors to it; a loop
+	// agent stops with stop reason context_overflow.
+	ErrContextOverflow = errors.New("agent: context window exceeded")
+	ErrScriptDone      = errors.New("agent: scripted model has no reply left")
 	// Structured output.
 	ErrNoJSON         = errors.New("No JSON object found in model output.")
 	ErrUnbalancedJSON = errors.New("Unbalanced JSON object in model output.")

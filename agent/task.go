@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/cairn-dev/cairn/flow"
@@ -51,69 +53,110 @@ type Resource struct {
 	Required bool   `json:"required,omitempty"`
 }
 
-// TaskIssue is a pre-flight finding, with a QitOS-style code.
+// TaskIssue is a pre-flight finding (QitOS's TaskValidationIssue).
 type TaskIssue struct {
-	Code     string `json:"code"`
-	Resource string `json:"resource,omitempty"`
-	Message  string `json:"message"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// Field is where the issue is, as QitOS names it ("id",
+	// "budget.max_steps", "resources[2].path").
+	Field string `json:"field"`
+	// Resource is the resource's path or URI, for resource issues.
+	Resource string         `json:"resource,omitempty"`
+	Details  map[string]any `json:"details,omitempty"`
 }
 
-// Pre-flight codes.
+// Pre-flight codes: QitOS's names, and three of Cairn's own for checks
+// QitOS does not make (a file that is not a regular file, a directory that
+// is not one, a URL that is not absolute). QitOS's writability checks
+// (TASK_RESOURCE_NOT_WRITABLE, TASK_RESOURCE_PARENT_NOT_WRITABLE) apply
+// to its workspaces, which Cairn does not have.
 const (
-	CodeTaskInvalid       = "TASK_INVALID"
-	CodeResourceMissing   = "TASK_RESOURCE_MISSING"
-	CodeResourceKind      = "TASK_RESOURCE_KIND_INVALID"
-	CodeResourceNotFile   = "TASK_RESOURCE_NOT_FILE"
-	CodeResourceNotDir    = "TASK_RESOURCE_NOT_DIR"
-	CodeResourceBadURL    = "TASK_RESOURCE_URL_INVALID"
-	CodeEnvCapability     = "TASK_ENV_CAPABILITY_MISMATCH"
-	CodeBudgetInvalid     = "TASK_BUDGET_INVALID"
-	CodeResourceNoAddress = "TASK_RESOURCE_NO_LOCATION"
+	CodeIDInvalid              = "TASK_ID_INVALID"
+	CodeObjectiveInvalid       = "TASK_OBJECTIVE_INVALID"
+	CodeBudgetStepsInvalid     = "TASK_BUDGET_STEPS_INVALID"
+	CodeBudgetRuntimeInvalid   = "TASK_BUDGET_RUNTIME_INVALID"
+	CodeBudgetTokensInvalid    = "TASK_BUDGET_TOKENS_INVALID"
+	CodeEnvSpecInvalid         = "TASK_ENV_SPEC_INVALID"
+	CodeResourceKindInvalid    = "TASK_RESOURCE_KIND_INVALID"
+	CodeResourceLocatorMissing = "TASK_RESOURCE_LOCATOR_MISSING"
+	CodeResourceMissing        = "TASK_RESOURCE_MISSING"
+	CodeResourceNotFile        = "TASK_RESOURCE_NOT_FILE"
+	CodeResourceNotDir         = "TASK_RESOURCE_NOT_DIR"
+	CodeResourceURLInvalid     = "TASK_RESOURCE_URL_INVALID"
 )
 
-// Preflight checks a task before the loop starts: an id and an objective,
-// a valid budget, resource kinds, and that required resources exist (files
-// are files, directories are directories, URLs parse; URLs are not
-// fetched). Optional resources are only checked for form.
+// Preflight checks a task before the loop starts, in QitOS's order: the
+// id and objective, the budget (a field set must be positive; zero means
+// unset and inherits the runner's budget), the environment spec, then
+// each resource's kind and locator, and that required resources exist
+// (files are files, directories are directories, URLs are absolute; URLs
+// are not fetched). Optional resources are only checked for form.
 func (t Task) Preflight() []TaskIssue {
 	var issues []TaskIssue
-	if t.ID == "" || t.Objective == "" {
-		issues = append(issues, TaskIssue{Code: CodeTaskInvalid, Message: "a task needs an id and an objective"})
+	add := func(code, field, msg string, details map[string]any) {
+		issues = append(issues, TaskIssue{Code: code, Field: field, Message: msg, Details: details})
 	}
-	if t.Budget.MaxSteps < 0 || t.Budget.MaxRuntimeSeconds < 0 || t.Budget.MaxTokens < 0 {
-		issues = append(issues, TaskIssue{Code: CodeBudgetInvalid, Message: "budget values must not be negative"})
+	if strings.TrimSpace(t.ID) == "" {
+		add(CodeIDInvalid, "id", "Task.id must be a non-empty string", nil)
 	}
-	for _, r := range t.Resources {
-		loc := r.Path
-		if loc == "" {
-			loc = r.URI
+	if strings.TrimSpace(t.Objective) == "" {
+		add(CodeObjectiveInvalid, "objective", "Task.objective must be a non-empty string", nil)
+	}
+	if t.Budget.MaxSteps < 0 {
+		add(CodeBudgetStepsInvalid, "budget.max_steps", "Task budget max_steps must be > 0", map[string]any{"value": t.Budget.MaxSteps})
+	}
+	if t.Budget.MaxRuntimeSeconds < 0 || math.IsNaN(t.Budget.MaxRuntimeSeconds) {
+		add(CodeBudgetRuntimeInvalid, "budget.max_runtime_seconds", "Task budget max_runtime_seconds must be > 0", map[string]any{"value": t.Budget.MaxRuntimeSeconds})
+	}
+	if t.Budget.MaxTokens < 0 {
+		add(CodeBudgetTokensInvalid, "budget.max_tokens", "Task budget max_tokens must be > 0", map[string]any{"value": t.Budget.MaxTokens})
+	}
+	if t.Env != nil && strings.TrimSpace(t.Env.Type) == "" {
+		add(CodeEnvSpecInvalid, "env_spec.type", "env_spec.type must be a non-empty string", nil)
+	}
+	for i, r := range t.Resources {
+		issues = append(issues, r.check(i)...)
+	}
+	return issues
+}
+
+// check returns the issues of resource i.
+func (r Resource) check(i int) []TaskIssue {
+	var issues []TaskIssue
+	loc := r.Path
+	if loc == "" {
+		loc = r.URI
+	}
+	add := func(code, field, msg string) {
+		issues = append(issues, TaskIssue{Code: code, Field: fmt.Sprintf("resources[%d]%s", i, field), Resource: loc, Message: msg})
+	}
+	switch r.Kind {
+	case "file", "dir", "url", "artifact":
+	default:
+		add(CodeResourceKindInvalid, ".kind", "Unsupported TaskResource.kind: "+r.Kind)
+	}
+	if loc == "" {
+		add(CodeResourceLocatorMissing, "", "TaskResource requires path or uri")
+		return issues
+	}
+	if r.Kind == "url" || (r.Path == "" && r.URI != "") {
+		u, err := url.Parse(r.URI)
+		if r.Kind == "url" && (err != nil || u.Scheme == "" || u.Host == "") {
+			add(CodeResourceURLInvalid, ".uri", fmt.Sprintf("%q is not an absolute URL", r.URI))
 		}
-		switch r.Kind {
-		case "file", "dir", "artifact":
-			if r.Path == "" {
-				issues = append(issues, TaskIssue{Code: CodeResourceNoAddress, Resource: loc, Message: r.Kind + " resource needs a path"})
-				continue
-			}
-			if !r.Required {
-				continue
-			}
-			fi, err := os.Stat(r.Path)
-			switch {
-			case err != nil:
-				issues = append(issues, TaskIssue{Code: CodeResourceMissing, Resource: r.Path, Message: fmt.Sprintf("required %s %s does not exist", r.Kind, r.Path)})
-			case r.Kind == "file" && !fi.Mode().IsRegular():
-				issues = append(issues, TaskIssue{Code: CodeResourceNotFile, Resource: r.Path, Message: r.Path + " is not a regular file"})
-			case r.Kind == "dir" && !fi.IsDir():
-				issues = append(issues, TaskIssue{Code: CodeResourceNotDir, Resource: r.Path, Message: r.Path + " is not a directory"})
-			}
-		case "url":
-			u, err := url.Parse(r.URI)
-			if r.URI == "" || err != nil || u.Scheme == "" || u.Host == "" {
-				issues = append(issues, TaskIssue{Code: CodeResourceBadURL, Resource: r.URI, Message: fmt.Sprintf("%q is not an absolute URL", r.URI)})
-			}
-		default:
-			issues = append(issues, TaskIssue{Code: CodeResourceKind, Resource: loc, Message: fmt.Sprintf("unknown resource kind %q (file, dir, url, artifact)", r.Kind)})
-		}
+		return issues
+	}
+	if !r.Required {
+		return issues
+	}
+	fi, err := os.Stat(r.Path)
+	switch {
+	case err != nil:
+		add(CodeResourceMissing, ".path", "Required resource does not exist: "+r.Path)
+	case r.Kind == "file" && !fi.Mode().IsRegular():
+		add(CodeResourceNotFile, ".path", r.Path+" is not a regular file")
+	case r.Kind == "dir" && !fi.IsDir():
+		add(CodeResourceNotDir, ".path", r.Path+" is not a directory")
 	}
 	return issues
 }

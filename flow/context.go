@@ -38,6 +38,7 @@ type task struct {
 
 	mu     sync.Mutex
 	tokens tokenCount
+	extra  map[string]any // Annotate
 }
 
 type tokenCount struct{ in, out int64 }
@@ -74,6 +75,24 @@ func AddTokens(ctx context.Context, input, output int64) {
 		t.mu.Lock()
 		t.tokens.in += input
 		t.tokens.out += output
+		t.mu.Unlock()
+	}
+}
+
+// Annotate records value under key in the metadata of the checkpoint the
+// running step commits (store.Meta.Extra), for traces and audits: what a
+// step observed or decided without putting it into the state. Values must
+// encode as JSON; the runner's redactor applies. When several tasks of a
+// step annotate the same key, the last task in step order wins. An
+// annotation of a task whose update is kept as a pending write (a sibling
+// failed) is not kept.
+func Annotate(ctx context.Context, key string, value any) {
+	if t := taskOf(ctx); t != nil {
+		t.mu.Lock()
+		if t.extra == nil {
+			t.extra = map[string]any{}
+		}
+		t.extra[key] = value
 		t.mu.Unlock()
 	}
 }

@@ -476,6 +476,12 @@ func (run *run) accumulate(cp store.Checkpoint) {
 	if cp.Meta.Tokens != nil {
 		acc.Meta.Tokens = addTokens(acc.Meta.Tokens, *cp.Meta.Tokens)
 	}
+	for k, v := range cp.Meta.Extra {
+		if acc.Meta.Extra == nil {
+			acc.Meta.Extra = map[string]any{}
+		}
+		acc.Meta.Extra[k] = v
+	}
 }
 
 // flushExit writes the accumulated exit-mode steps as one checkpoint.
@@ -642,6 +648,7 @@ type taskResult struct {
 	err      error
 	tokens   tokenCount
 	duration time.Duration
+	extra    map[string]any // Annotate
 }
 
 type stepOutcome struct {
@@ -752,7 +759,7 @@ func (r *Runner) step(ctx context.Context, run *run) (stepOutcome, error) {
 			run.usage.Tokens.Output += res.tokens.out
 		}
 		cp.Status, cp.Nodes = store.StatusFailed, failedNodes
-		cp.Meta = r.meta(run, store.Meta{Source: "step", Error: err.Error(), StepOf: readSeq, StopReason: string(state.StopUnrecoverableError)})
+		cp.Meta = r.meta(run, store.Meta{Source: "step", Error: err.Error(), StepOf: readSeq, StopReason: string(state.StopUnrecoverableError), Extra: annotations(results)})
 		if cerr := run.commit(context.WithoutCancel(ctx), cp); cerr != nil {
 			err = errors.Join(err, cerr)
 		}
@@ -817,6 +824,7 @@ func (r *Runner) step(ctx context.Context, run *run) (stepOutcome, error) {
 	}
 	run.tasks = r.schedule(next)
 	var meta store.Meta // Source "" is an ordinary step
+	meta.Extra = annotations(results)
 	if stepTokens != (store.Tokens{}) {
 		meta.Tokens = &stepTokens
 	}
@@ -854,6 +862,20 @@ func (r *Runner) step(ctx context.Context, run *run) (stepOutcome, error) {
 		return stepOutcome{stop: state.StopInterrupt, interrupt: payload}, nil
 	}
 	return stepOutcome{}, nil
+}
+
+// annotations merges the tasks' Annotate records in task order.
+func annotations(results []taskResult) map[string]any {
+	var out map[string]any
+	for _, res := range results {
+		for k, v := range res.extra {
+			if out == nil {
+				out = map[string]any{}
+			}
+			out[k] = v
+		}
+	}
+	return out
 }
 
 func mustJSON(v any) json.RawMessage {
@@ -938,7 +960,7 @@ func (r *Runner) runTask(ctx context.Context, run *run, tk *task, doc state.Doc)
 		}
 		r.emit(ev)
 		if err == nil {
-			res := taskResult{update: upd, tokens: tk.tokens, duration: time.Since(start)}
+			res := taskResult{update: upd, tokens: tk.tokens, duration: time.Since(start), extra: tk.extra}
 			if r.opts.Redact != nil {
 				// Redacted before anything sees it; an update that does not
 				// encode stays as it is and fails when applied.
@@ -972,7 +994,7 @@ func (r *Runner) runTask(ctx context.Context, run *run, tk *task, doc state.Doc)
 	if errors.Is(err, ErrInterrupted) {
 		return taskResult{err: err, tokens: tk.tokens}
 	}
-	return taskResult{err: &NodeError{Node: tk.info.Node, Key: tk.info.Key, Attempts: tk.info.Attempt, Err: err}, tokens: tk.tokens}
+	return taskResult{err: &NodeError{Node: tk.info.Node, Key: tk.info.Key, Attempts: tk.info.Attempt, Err: err}, tokens: tk.tokens, extra: tk.extra}
 }
 
 // callNode runs a node, turning a panic into an error.

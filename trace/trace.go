@@ -51,18 +51,27 @@ type Event struct {
 	TS      time.Time      `json:"ts"`
 }
 
-// Step is one line of steps.jsonl.
+// Step is one line of steps.jsonl. Observation, Decision, Actions,
+// ActionResults, ToolInvocations and CriticOutputs are QitOS's step
+// record: a loop agent records them in the checkpoint's metadata
+// (Meta.Extra["step_record"]); other steps have null and empty lists.
 type Step struct {
-	StepID    int64                `json:"step_id"`
-	Parent    int64                `json:"parent"`
-	Nodes     []string             `json:"nodes"`
-	Status    string               `json:"status"`
-	Update    state.Patch          `json:"update"`
-	StateDiff map[string]FieldDiff `json:"state_diff"`
-	Timings   map[string]float64   `json:"timings_ms,omitempty"`
-	Tokens    *store.Tokens        `json:"tokens,omitempty"`
-	TS        time.Time            `json:"ts"`
-	Extra     map[string]any       `json:"-"`
+	StepID          int64                `json:"step_id"`
+	Parent          int64                `json:"parent"`
+	Nodes           []string             `json:"nodes"`
+	Status          string               `json:"status"`
+	Observation     json.RawMessage      `json:"observation"`
+	Decision        json.RawMessage      `json:"decision"`
+	Actions         []json.RawMessage    `json:"actions"`
+	ActionResults   []json.RawMessage    `json:"action_results"`
+	ToolInvocations []json.RawMessage    `json:"tool_invocations"`
+	CriticOutputs   []json.RawMessage    `json:"critic_outputs"`
+	Update          state.Patch          `json:"update"`
+	StateDiff       map[string]FieldDiff `json:"state_diff"`
+	Timings         map[string]float64   `json:"timings_ms,omitempty"`
+	Tokens          *store.Tokens        `json:"tokens,omitempty"`
+	TS              time.Time            `json:"ts"`
+	Extra           map[string]any       `json:"-"`
 }
 
 // FieldDiff is a field's value before and after a step (null when absent).
@@ -136,8 +145,12 @@ func Export(ctx context.Context, s store.Store, thread, dir string) (Manifest, e
 		if upd == nil {
 			upd = state.Patch{}
 		}
-		steps = append(steps, Step{StepID: cp.Seq, Parent: cp.Parent, Nodes: cp.Nodes, Status: cp.Status.String(), Update: upd,
-			StateDiff: diff, Timings: cp.Meta.DurationMS, Tokens: cp.Meta.Tokens, TS: cp.CreatedAt.UTC()})
+		st := Step{StepID: cp.Seq, Parent: cp.Parent, Nodes: cp.Nodes, Status: cp.Status.String(), Update: upd,
+			StateDiff: diff, Timings: cp.Meta.DurationMS, Tokens: cp.Meta.Tokens, TS: cp.CreatedAt.UTC()}
+		if err := st.record(cp.Meta.Extra[stepRecordKey]); err != nil {
+			return Manifest{}, fmt.Errorf("trace: step record of %s/%d: %w", thread, cp.Seq, err)
+		}
+		steps = append(steps, st)
 	}
 	head := cps[len(cps)-1]
 	m := Manifest{RunID: runID, Thread: thread, StartedAt: cps[0].CreatedAt.UTC(), UpdatedAt: head.CreatedAt.UTC()}
@@ -187,6 +200,50 @@ func Export(ctx context.Context, s store.Store, thread, dir string) (Manifest, e
 		return Manifest{}, err
 	}
 	return m, nil
+}
+
+// stepRecordKey is where loop agents keep a step's record (agent.StepRecordKey).
+const stepRecordKey = "step_record"
+
+// record fills the QitOS step-record fields from a checkpoint's record.
+func (s *Step) record(v any) error {
+	s.Observation, s.Decision = json.RawMessage("null"), json.RawMessage("null")
+	s.Actions, s.ActionResults, s.ToolInvocations, s.CriticOutputs = []json.RawMessage{}, []json.RawMessage{}, []json.RawMessage{}, []json.RawMessage{}
+	if v == nil {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	var r struct {
+		Observation     json.RawMessage   `json:"observation"`
+		Decision        json.RawMessage   `json:"decision"`
+		Actions         []json.RawMessage `json:"actions"`
+		ActionResults   []json.RawMessage `json:"action_results"`
+		ToolInvocations []json.RawMessage `json:"tool_invocations"`
+		CriticOutputs   []json.RawMessage `json:"critic_outputs"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return err
+	}
+	if r.Observation != nil {
+		s.Observation = r.Observation
+	}
+	if r.Decision != nil {
+		s.Decision = r.Decision
+	}
+	for _, l := range []struct {
+		dst *[]json.RawMessage
+		src []json.RawMessage
+	}{
+		{&s.Actions, r.Actions}, {&s.ActionResults, r.ActionResults}, {&s.ToolInvocations, r.ToolInvocations}, {&s.CriticOutputs, r.CriticOutputs},
+	} {
+		if l.src != nil {
+			*l.dst = l.src
+		}
+	}
+	return nil
 }
 
 func topField(path string) string {
