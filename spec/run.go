@@ -393,14 +393,15 @@ func prepare(a *AgentFile, cfg RunConfig) (*prepared, error) {
 
 // redactor builds the redactor of a handoff chain: the first file's
 // defaults setting, every file's keys and patterns, and the values of the
-// API key variables the files name.
+// API key variables (those the files name, OPENAI_API_KEY and
+// ANTHROPIC_API_KEY).
 func (p *prepared) redactor(getenv func(string) string) (*redact.Redactor, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
 	cfg := p.a.Secrets.config()
 	cfg.Keys, cfg.Patterns = nil, nil
-	var keys []string
+	keys := []string{getenv("OPENAI_API_KEY"), getenv("ANTHROPIC_API_KEY")} // --model reads these
 	for q := p; q != nil; q = q.next {
 		cfg.Keys = append(cfg.Keys, q.a.Secrets.Keys...)
 		cfg.Patterns = append(cfg.Patterns, q.a.Secrets.Patterns...)

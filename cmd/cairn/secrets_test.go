@@ -11,8 +11,8 @@ import (
 
 // The secrets the scripted model leaks: a password (a default key), an
 // sk-… key (a default shape), a value under a configured key and a
-// configured shape.
-var leaked = []string{"hunter2hunter2", "sk-abcdefghijklmnopqrstuvwx", "4242-9999-77", "CUSTOM-123456"}
+// configured shape, and the value of an API key variable.
+var leaked = []string{"hunter2hunter2", "sk-abcdefghijklmnopqrstuvwx", "4242-9999-77", "CUSTOM-123456", "plainkeyvalue-0042"}
 
 const leakyAgent = `---
 name: leaky
@@ -40,7 +40,7 @@ const leakyFailing = `replies:
 
 const leakyReplies = `replies:
   - step: creds
-    text: "password: hunter2hunter2, key sk-abcdefghijklmnopqrstuvwx, code CUSTOM-123456"
+    text: "password: hunter2hunter2, key sk-abcdefghijklmnopqrstuvwx, code CUSTOM-123456, env plainkeyvalue-0042"
   - step: data
     json: {password: hunter2hunter2, pin_code: "4242-9999-77", note: "CUSTOM-123456 and sk-abcdefghijklmnopqrstuvwx"}
 `
@@ -59,7 +59,7 @@ func TestSecretsNeverStoredOrShown(t *testing.T) {
 	writeFile("leaky.md", leakyAgent)
 	writeFile("r.yaml", leakyFailing)
 	db := filepath.Join(dir, "state.db")
-	env := map[string]string{"CAIRN_STORE": "sqlite:" + db}
+	env := map[string]string{"CAIRN_STORE": "sqlite:" + db, "OPENAI_API_KEY": "plainkeyvalue-0042"}
 	var shown bytes.Buffer
 	record := func(code int, out, errOut string) int {
 		shown.WriteString(out + errOut)
