@@ -223,8 +223,7 @@ func (a *LoopAgent[S]) act(ctx context.Context, s S, chosen Decision, tc ToolCon
 			tools[t.Name] = t
 		}
 		for i, act := range chosen.Actions {
-			atc := tc
-			atc.Key = fmt.Sprintf("%s/%d", tc.Key, i)
+			atc := toolContext(tc, 0, i)
 			if a.Act != nil {
 				results = append(results, a.Act(ctx, s, act, atc))
 			} else {

@@ -83,7 +83,8 @@ type Model interface {
 }
 
 // InferenceResult is one agent turn, as AgentKit records it: which agent,
-// its input, the prompt and history sent, the output messages, the tool
+// its input, the prompt (the whole message list of the turn's first model
+// call: system prompt and history) and the history sent, the output messages, the tool
 // results, and the raw response; plus token usage. (Latency is on each
 // Response and in the checkpoint's timings, not here, so that a resumed
 // run's state is byte-identical to an uninterrupted one.)

@@ -133,7 +133,18 @@ func (n *Network) Graph(schema *state.Schema) (*flow.Compiled, error) {
 	if schema == nil {
 		schema = NetworkSchema()
 	}
+	// A turn is a routing step and up to MaxToolRounds model calls, each
+	// but the last followed by a tools step; the network's own step limit
+	// lets MaxIter turns finish.
+	maxIter, maxRounds := n.MaxIter, n.MaxToolRounds
+	if maxIter <= 0 {
+		maxIter = 10
+	}
+	if maxRounds <= 0 {
+		maxRounds = 10
+	}
 	g := flow.NewGraph(schema).
+		WithRecursionLimit(maxIter*(1+2*maxRounds)+1).
 		AddNode("route", n.route).
 		AddNode("model", n.callModel).
 		AddNode("tools", n.runTools).
@@ -242,7 +253,7 @@ func (n *Network) route(ctx context.Context, d state.Doc) (state.Update, error) 
 		if len(next) == 0 {
 			ns.Done = true
 			upd[fieldNet] = ns
-			return upd, nil
+			return withKV(upd, view), nil
 		}
 		ns.Stack = next
 	}
@@ -258,7 +269,17 @@ func (n *Network) route(ctx context.Context, d state.Doc) (state.Update, error) 
 	ns.Current = name
 	ns.Turn = &InferenceResult{Agent: name, Input: view.Input}
 	upd[fieldNet] = ns
-	return upd, nil
+	return withKV(upd, view), nil
+}
+
+// withKV adds what routers and hooks wrote to the view's key-value store
+// to the step's update (AgentKit's network.state.kv is shared and
+// writable by both), so it is committed with the step.
+func withKV(upd state.Update, view NetworkView) state.Update {
+	if kvu := view.KV.Update(); kvu != nil {
+		upd[state.KVField] = kvu[state.KVField]
+	}
+	return upd
 }
 
 func (n *Network) enabled(ctx context.Context, v NetworkView) []string {
@@ -344,7 +365,11 @@ func (n *Network) callModel(ctx context.Context, d state.Doc) (state.Update, err
 			return nil, err
 		}
 		if stop {
-			return n.finishTurn(ctx, a, view, ns, turn, nil)
+			fin, err := n.finishTurn(ctx, a, view, ns, turn, nil)
+			if err != nil {
+				return nil, err
+			}
+			return withKV(fin, view), nil
 		}
 	}
 	msgs := []Message{}
@@ -353,7 +378,8 @@ func (n *Network) callModel(ctx context.Context, d state.Doc) (state.Update, err
 	}
 	msgs = append(msgs, p.History...)
 	if len(turn.Prompt) == 0 {
-		turn.Prompt = msgs[:min(1, len(msgs))]
+		// AgentKit's prompt: the whole initial message list of the turn.
+		turn.Prompt = slices.Clone(msgs)
 		turn.History = p.History
 	}
 	maxRounds := n.MaxToolRounds
@@ -390,11 +416,11 @@ func (n *Network) callModel(ctx context.Context, d state.Doc) (state.Update, err
 			return nil, err
 		}
 		fin[FieldMessages] = out
-		return fin, nil
+		return withKV(fin, view), nil
 	}
 	ns.Turn = turn
 	upd[fieldNet] = ns
-	return upd, nil
+	return withKV(upd, view), nil
 }
 
 // finishTurn records the agent's inference result and hands back to the
@@ -440,8 +466,8 @@ func (n *Network) runTools(ctx context.Context, d state.Doc) (state.Update, erro
 	kv := state.NewKV(d)
 	tc := ToolContext{KV: kv, State: d, Key: info.Key}
 	var msgs []Message
-	for _, call := range last.ToolCalls {
-		tr := runTool(ctx, byName, call, tc)
+	for j, call := range last.ToolCalls {
+		tr := runTool(ctx, byName, call, toolContext(tc, max(ns.Rounds-1, 0), j))
 		ns.Turn.ToolCalls = append(ns.Turn.ToolCalls, tr)
 		content := string(tr.Output)
 		if tr.Error != "" {

@@ -289,7 +289,8 @@ func Handoff(target, rationale string) (Decision, error) {
 	return validated(Decision{Mode: ModeHandoff, Target: target, Rationale: rationale})
 }
 
-// runAction runs one action with a tool, honouring its timeout and retries.
+// runAction runs one action with a tool, honouring its timeout and
+// retries; every attempt has the same key (tc's).
 func runAction(ctx context.Context, tools map[string]Tool, a Action, tc ToolContext) ActionResult {
 	start := time.Now()
 	res := ActionResult{Name: a.Name}

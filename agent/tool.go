@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/state"
@@ -17,9 +18,12 @@ type ToolContext struct {
 	KV *state.KV
 	// State is the state the step read.
 	State state.Doc
-	// Key is the call's idempotency key (the task's key and the call id):
-	// the same when the step runs again after a crash. Use it to make side
-	// effects happen once.
+	// Key is the call's idempotency key: the task's key, then
+	// "/tool/<round>.<index>", round being the model call within the step
+	// (from 0) and index the call's position in that reply (from 0). It
+	// is the same when the step runs again after a crash, even though a
+	// provider then gives its calls new ids. Use it to make side effects
+	// happen once.
 	Key string
 }
 
@@ -64,7 +68,8 @@ func NewTool[A any](name, description string, fn func(ctx context.Context, tc To
 type LoopOptions struct {
 	// MaxIterations caps the model calls (default 10).
 	MaxIterations int
-	// Context is handed to every tool; Key is extended with each call id.
+	// Context is handed to every tool; Key is extended with each call's
+	// position (see ToolContext.Key).
 	Context ToolContext
 }
 
@@ -113,8 +118,8 @@ func RunTools(ctx context.Context, m Model, req Request, tools []Tool, opts Loop
 		if len(msg.ToolCalls) == 0 {
 			return res, nil
 		}
-		for _, call := range msg.ToolCalls {
-			tr := runTool(ctx, byName, call, opts.Context)
+		for j, call := range msg.ToolCalls {
+			tr := runTool(ctx, byName, call, toolContext(opts.Context, i, j))
 			res.ToolResults = append(res.ToolResults, tr)
 			content := string(tr.Output)
 			if tr.Error != "" {
@@ -128,8 +133,21 @@ func RunTools(ctx context.Context, m Model, req Request, tools []Tool, opts Loop
 	return res, fmt.Errorf("%w: %d model calls", ErrToolLimit, maxIter)
 }
 
-// runTool runs one call; failures become the result's error text.
-func runTool(ctx context.Context, byName map[string]Tool, call ToolCall, base ToolContext) (tr ToolResult) {
+// toolContext is base with the key of the index-th call of model call
+// round.
+func toolContext(base ToolContext, round, index int) ToolContext {
+	suffix := "tool/" + strconv.Itoa(round) + "." + strconv.Itoa(index)
+	if base.Key != "" {
+		base.Key += "/" + suffix
+	} else {
+		base.Key = suffix
+	}
+	return base
+}
+
+// runTool runs one call with tc (its key already set); failures become the
+// result's error text.
+func runTool(ctx context.Context, byName map[string]Tool, call ToolCall, tc ToolContext) (tr ToolResult) {
 	tr = ToolResult{ID: call.ID, Name: call.Name}
 	t, ok := byName[call.Name]
 	if !ok {
@@ -150,12 +168,6 @@ func runTool(ctx context.Context, byName map[string]Tool, call ToolCall, base To
 			}
 			return tr
 		}
-	}
-	tc := base
-	if tc.Key != "" {
-		tc.Key += "/" + call.ID
-	} else {
-		tc.Key = call.ID
 	}
 	defer func() {
 		if p := recover(); p != nil {

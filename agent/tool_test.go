@@ -75,7 +75,7 @@ func TestToolLoop(t *testing.T) {
 	if len(res.ToolResults) != 4 {
 		t.Fatalf("tool results %+v", res.ToolResults)
 	}
-	if !strings.Contains(string(res.ToolResults[0].Output), `"key":"t/3/coder/call_`) {
+	if !strings.Contains(string(res.ToolResults[0].Output), `"key":"t/3/coder/tool/0.0"`) {
 		t.Fatalf("idempotency key not handed to the tool: %s", res.ToolResults[0].Output)
 	}
 	for i, want := range []string{"", "unknown tool", "/files", "disk full"} {
