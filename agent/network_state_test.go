@@ -25,10 +25,19 @@ func TestNetworkKVWritesFromRoutersAndHooks(t *testing.T) {
 		}
 	}
 	a := &agent.Agent{Name: "a", Model: m, Hooks: agent.Hooks{
-		Enabled:    func(ctx context.Context, v agent.NetworkView) bool { set(v, "enabled_checked", true); return true },
-		OnStart:    func(ctx context.Context, v agent.NetworkView, p *agent.Prompt) (bool, error) { set(v, "started", "a"); return false, nil },
-		OnResponse: func(ctx context.Context, v agent.NetworkView, r *agent.InferenceResult) error { set(v, "responded", len(r.Output)); return nil },
-		OnFinish:   func(ctx context.Context, v agent.NetworkView, r *agent.InferenceResult) error { set(v, "finished", r.Agent); return nil },
+		Enabled: func(ctx context.Context, v agent.NetworkView) bool { set(v, "enabled_checked", true); return true },
+		OnStart: func(ctx context.Context, v agent.NetworkView, p *agent.Prompt) (bool, error) {
+			set(v, "started", "a")
+			return false, nil
+		},
+		OnResponse: func(ctx context.Context, v agent.NetworkView, r *agent.InferenceResult) error {
+			set(v, "responded", len(r.Output))
+			return nil
+		},
+		OnFinish: func(ctx context.Context, v agent.NetworkView, r *agent.InferenceResult) error {
+			set(v, "finished", r.Agent)
+			return nil
+		},
 	}}
 	router := func(ctx context.Context, v agent.NetworkView) ([]string, error) {
 		var n int
