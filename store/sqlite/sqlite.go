@@ -412,11 +412,13 @@ func tableNames(ctx context.Context, c *sql.Conn) (map[string]bool, error) {
 // IMMEDIATE transaction, so processes opening a new store at once wait for
 // each other and the loser finds the work done.
 func (b *Backend) migrate(ctx context.Context, busy time.Duration) error {
-	if err := b.walMode(ctx, busy); err != nil {
-		return b.wrapOpen(err)
-	}
+	// Look before changing anything: another program's file is refused as
+	// it is.
 	v, err := b.checkFormat(ctx, b.conn)
 	if err != nil {
+		return b.wrapOpen(err)
+	}
+	if err := b.walMode(ctx, busy); err != nil {
 		return b.wrapOpen(err)
 	}
 	if v == schemaVersion {

@@ -1,0 +1,93 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cairn-dev/cairn/state"
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/postgres"
+)
+
+func execSQL(t *testing.T, dsn string, queries ...string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for _, q := range queries {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// TestUpgradeFormat1 opens a database written before row checksums:
+// read-only it reads as before, read-write it is upgraded, and from then
+// on an edited column is caught.
+func TestUpgradeFormat1(t *testing.T) {
+	dsn := schemaDSN(t)
+	ctx := context.Background()
+	s := open(t, dsn, store.Options{})
+	want := map[string]string{}
+	for _, th := range []string{"a", "b"} {
+		if _, err := s.CreateThread(ctx, store.Thread{ID: th, Tenant: "acme", Metadata: map[string]any{"file": th + ".md", "n": 1e2}}); err != nil {
+			t.Fatal(err)
+		}
+		doc := state.EmptyDoc()
+		for i := int64(0); i < 30; i++ {
+			nd, p, err := state.MustSchema().Apply(doc, state.Update{"n": i, "text": fmt.Sprintf("%s %d %0200d", th, i, i)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Append(ctx, store.Checkpoint{Thread: th, Parent: i, Patch: p, State: nd}); err != nil {
+				t.Fatal(err)
+			}
+			doc = nd
+		}
+		want[th] = doc.String()
+	}
+	s.Close()
+	execSQL(t, dsn, `ALTER TABLE threads DROP COLUMN crc`, `ALTER TABLE checkpoints DROP COLUMN crc`, `UPDATE cairn_format SET version = 1`)
+	check := func(s store.Store) {
+		t.Helper()
+		for th, w := range want {
+			cp, err := s.Load(ctx, store.LoadRequest{Thread: th})
+			if err != nil || cp.State.String() != w {
+				t.Fatalf("thread %s: %v", th, err)
+			}
+			if rec, err := s.Thread(ctx, th); err != nil || rec.Metadata["file"] != th+".md" {
+				t.Fatalf("thread %s record: %+v, %v", th, rec, err)
+			}
+		}
+	}
+	ro, err := postgres.OpenStore(ctx, dsn, postgres.Options{ReadOnly: true}, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(ro)
+	ro.Close()
+	s = open(t, dsn, store.Options{})
+	check(s)
+	s.Close()
+	editColumn(t, dsn, store.Ref{Thread: "a", Seq: 20}, "parent", int64(3))
+	editColumn(t, dsn, store.Ref{Thread: "b"}, "thread.metadata", `{"file":"evil.md","n":100}`)
+	s = open(t, dsn, store.Options{})
+	defer s.Close()
+	var ce *store.CorruptError
+	if _, err := s.Load(ctx, store.LoadRequest{Thread: "a", Seq: 20}); !errors.As(err, &ce) || ce.Seq != 20 {
+		t.Fatalf("edited parent after the upgrade: %v", err)
+	}
+	if _, err := s.Thread(ctx, "b"); !errors.As(err, &ce) || ce.Thread != "b" {
+		t.Fatalf("edited metadata after the upgrade: %v", err)
+	}
+	if cp, err := s.Load(ctx, store.LoadRequest{Thread: "b"}); err != nil || cp.State.String() != want["b"] {
+		t.Fatalf("untouched rows after the upgrade: %v", err)
+	}
+}
