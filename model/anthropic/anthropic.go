@@ -188,12 +188,30 @@ func (m *Model) wrap(ctx context.Context, err error) error {
 		if apiErr.Response != nil {
 			retry = apiErr.Response.Header.Get("Retry-After")
 		}
-		return agent.StatusError("anthropic", apiErr.StatusCode, providerMessage(apiErr.RawJSON()), retry).Redact(m.key)
+		msg := providerMessage(apiErr.RawJSON())
+		pe := agent.StatusError("anthropic", apiErr.StatusCode, msg, retry)
+		if contextOverflow(apiErr.StatusCode, msg) {
+			pe.Err = agent.ErrContextOverflow
+		}
+		return pe.Redact(m.key)
 	}
 	if ce, ok := agent.CallError(ctx, "anthropic", err, m.cfg.Timeout).(*agent.ProviderError); ok {
 		return ce.Redact(m.key)
 	}
 	return ctx.Err()
+}
+
+// contextOverflow reports whether an error says the prompt exceeds the
+// context window. Anthropic gives such errors no code of their own (an
+// invalid_request_error), only their wording: "prompt is too long: N
+// tokens > M maximum", or "input length and `max_tokens` exceed context
+// limit"; a 413 request_too_large is a request over the size limit.
+func contextOverflow(status int, msg string) bool {
+	if status == 413 {
+		return true
+	}
+	msg = strings.ToLower(msg)
+	return status == 400 && (strings.HasPrefix(msg, "prompt is too long") || strings.Contains(msg, "exceed context limit"))
 }
 
 // providerMessage reads {"error":{"message":...}} from an error body.

@@ -112,6 +112,10 @@ func TestErrors(t *testing.T) {
 	}{
 		{"not found", 404, nil, `{"type":"error","error":{"type":"not_found_error","message":"model: claude-nope"}}`, 0, agent.ErrModelNotFound, 0},
 		{"rate limited", 429, map[string]string{"Retry-After": "3"}, `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`, 0, agent.ErrRateLimited, 3 * time.Second},
+		{"prompt too long", 400, nil, `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 208310 tokens > 200000 maximum"}}`, 0, agent.ErrContextOverflow, 0},
+		{"context limit", 400, nil, "{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"input length and `max_tokens` exceed context limit: 197000 + 8192 > 200000\"}}", 0, agent.ErrContextOverflow, 0},
+		{"request too large", 413, nil, `{"type":"error","error":{"type":"request_too_large","message":"Request exceeds the maximum allowed number of bytes."}}`, 0, agent.ErrContextOverflow, 0},
+		{"other bad request", 400, nil, `{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: must be positive"}}`, 0, agent.ErrBadRequest, 0},
 		{"overloaded", 529, nil, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, 0, agent.ErrServer, 0},
 		{"malformed", 200, nil, `{"content": [ nope`, 0, agent.ErrMalformed, 0},
 		{"timeout", 200, nil, `{}`, time.Second, agent.ErrTimeout, 0},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -178,12 +179,48 @@ func (m *Model) wrap(ctx context.Context, err error) error {
 		if apiErr.Response != nil {
 			retry = apiErr.Response.Header.Get("Retry-After")
 		}
-		return agent.StatusError("openai", apiErr.StatusCode, apiErr.Message, retry).Redact(m.key)
+		msg := apiErr.Message
+		if msg == "" && apiErr.Response != nil && apiErr.Response.Body != nil {
+			msg = topLevelMessage(apiErr.Response.Body)
+		}
+		pe := agent.StatusError("openai", apiErr.StatusCode, msg, retry)
+		if contextOverflow(apiErr, msg) {
+			pe.Err = agent.ErrContextOverflow
+		}
+		return pe.Redact(m.key)
 	}
 	if ce, ok := agent.CallError(ctx, "openai", err, m.cfg.Timeout).(*agent.ProviderError); ok {
 		return ce.Redact(m.key)
 	}
 	return ctx.Err()
+}
+
+// contextOverflow reports whether a 400 says the prompt exceeds the
+// context window: OpenAI's code context_length_exceeded, llama.cpp's type
+// exceed_context_size_error, and, for OpenAI-compatible servers that send
+// no code (vLLM), the wording they share ("maximum context length").
+func contextOverflow(e *sdk.Error, msg string) bool {
+	if e.StatusCode != 400 && e.StatusCode != 413 {
+		return false
+	}
+	if e.Code == "context_length_exceeded" || e.Type == "exceed_context_size_error" {
+		return true
+	}
+	msg = strings.ToLower(msg)
+	return strings.Contains(msg, "maximum context length") || strings.Contains(msg, "context length exceeded") || strings.Contains(msg, "exceeds the available context size")
+}
+
+// topLevelMessage reads the message of an error body without the "error"
+// wrapper ({"object":"error","message":...}, as vLLM sends). The SDK
+// keeps the body readable on its error.
+func topLevelMessage(r io.Reader) string {
+	var body struct {
+		Message string `json:"message"`
+	}
+	if json.NewDecoder(io.LimitReader(r, 1<<16)).Decode(&body) == nil {
+		return body.Message
+	}
+	return ""
 }
 
 var _ agent.Model = (*Model)(nil)

@@ -125,6 +125,10 @@ func TestErrors(t *testing.T) {
 		{"not found", 404, nil, `{"error":{"message":"The model gpt-test does not exist","type":"invalid_request_error","code":"model_not_found"}}`, 0, agent.ErrModelNotFound, 0},
 		{"rate limited", 429, map[string]string{"Retry-After": "2"}, `{"error":{"message":"Rate limit reached","type":"requests"}}`, 0, agent.ErrRateLimited, 2 * time.Second},
 		{"server", 503, nil, `{"error":{"message":"overloaded","type":"server_error"}}`, 0, agent.ErrServer, 0},
+		{"context length", 400, nil, `{"error":{"message":"This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`, 0, agent.ErrContextOverflow, 0},
+		{"context length, vLLM", 400, nil, `{"object":"error","message":"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.","type":"BadRequestError","param":null,"code":400}`, 0, agent.ErrContextOverflow, 0},
+		{"context size, llama.cpp", 400, nil, `{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":5000,"n_ctx":4096}}`, 0, agent.ErrContextOverflow, 0},
+		{"other bad request", 400, nil, `{"error":{"message":"Invalid value for 'temperature'","type":"invalid_request_error","param":"temperature","code":"invalid_value"}}`, 0, agent.ErrBadRequest, 0},
 		{"malformed", 200, nil, `{"choices": [ this is not json`, 0, agent.ErrMalformed, 0},
 		{"timeout", 200, nil, `{}`, time.Second, agent.ErrTimeout, 0},
 	}
