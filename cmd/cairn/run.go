@@ -90,11 +90,12 @@ func storableModel(s string) (string, error) {
 	return s, nil
 }
 
-// progress prints a line per step on stderr, or every event as a JSON line
-// on stdout with --json.
+// progress prints a line per step on stderr with the step's own duration
+// (from its start to its commit), or every event as a JSON line on stdout
+// with --json.
 func (a *app) progress() func(flow.Event) {
 	var mu sync.Mutex
-	start := time.Now()
+	starts := map[string]time.Time{} // run id → start of its current step
 	enc := json.NewEncoder(a.stdout)
 	return func(e flow.Event) {
 		mu.Lock()
@@ -104,12 +105,15 @@ func (a *app) progress() func(flow.Event) {
 			return
 		}
 		switch e.Kind {
+		case flow.EventStepStart:
+			starts[e.RunID] = e.Time
 		case flow.EventStepEnd:
 			tok := ""
 			if e.Tokens.Input+e.Tokens.Output > 0 {
 				tok = fmt.Sprintf(", tokens %d in / %d out", e.Tokens.Input, e.Tokens.Output)
 			}
-			fmt.Fprintf(a.stderr, "  ✓ %-16s checkpoint %-4d %6.0f ms%s\n", strings.Join(e.Nodes, ","), e.Seq, float64(time.Since(start).Microseconds())/1000, tok)
+			took := e.Time.Sub(starts[e.RunID])
+			fmt.Fprintf(a.stderr, "  ✓ %-16s checkpoint %-4d %6.1f ms%s\n", strings.Join(e.Nodes, ","), e.Seq, float64(took.Microseconds())/1000, tok)
 		case flow.EventError:
 			fmt.Fprintf(a.stderr, "  ✗ step failed: %s\n", e.Err)
 		case flow.EventInterrupt:

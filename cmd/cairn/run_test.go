@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -123,5 +124,31 @@ func TestRunPipeline(t *testing.T) {
 	code, out, _ = cli(t, env, "export", "reg", "--format", "session-log", "--dir", filepath.Join(dir, "logs"))
 	if code != 0 || !strings.Contains(out, "session_reg_") {
 		t.Fatalf("session-log export: %d %s", code, out)
+	}
+}
+
+// TestProgressShowsEachStepsDuration: the ms column is the step's own
+// duration, not the time since the run started.
+func TestProgressShowsEachStepsDuration(t *testing.T) {
+	dir := copyExample(t)
+	replies := filepath.Join(dir, "replies", "business-extract.yaml")
+	b, _ := os.ReadFile(replies)
+	slow := strings.Replace(string(b), "  - step: location\n", "  - step: location\n    delay_ms: 300\n", 1)
+	if err := os.WriteFile(replies, []byte(slow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"CAIRN_STORE": "sqlite:" + filepath.Join(dir, "state.db")}
+	_, errOut := mustCLI(t, env, "run", filepath.Join(dir, "business-extract.md"))
+	ms := map[string]float64{}
+	for _, line := range strings.Split(errOut, "\n") {
+		var node string
+		var seq int
+		var took float64
+		if n, _ := fmt.Sscanf(strings.TrimSpace(line), "✓ %s checkpoint %d %f ms", &node, &seq, &took); n == 3 {
+			ms[node] = took
+		}
+	}
+	if ms["location"] < 300 || ms["summary"] >= 300 || ms["company_name"] >= 300 {
+		t.Fatalf("step durations %v from:\n%s", ms, errOut)
 	}
 }
