@@ -532,7 +532,7 @@ func (a *app) benchCmd() *cobra.Command {
 	var durability, flowDurability, cpuProfile string
 	cmd := &cobra.Command{
 		Use:   "bench w1|w2",
-		Short: "Run the benchmark workloads of shared/bench/W1.md",
+		Short: "Run the benchmark workloads of docs/bench/W1.md",
 		Long: "Runs W1 (one thread, --steps steps, a durable checkpoint after each) or W2 (--threads threads of --steps steps, " +
 			"sequential then concurrent). Without --store it uses a fresh SQLite file in a temporary directory.",
 		Args: cobra.ExactArgs(1),
