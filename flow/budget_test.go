@@ -296,3 +296,40 @@ func TestKeysNameTheNamespace(t *testing.T) {
 		t.Fatalf("keys %v, want %v", keys, want)
 	}
 }
+
+// A subgraph that reaches its step limit fails the parent's node with
+// ErrRecursionLimit; SubgraphOptions.RecursionLimit raises it.
+func TestSubgraphRecursionLimit(t *testing.T) {
+	child := loopGraph(t, nil)
+	for _, tc := range []struct {
+		limit int
+		want  error
+	}{{0, flow.ErrRecursionLimit}, {-1, nil}} {
+		opts := flow.SubgraphOptions{RecursionLimit: tc.limit, Budget: flow.Budget{MaxSteps: 40}}
+		g := flow.NewGraph(schema).AddNode("sub", flow.Subgraph(child, opts)).Chain("sub")
+		_, err := newRunner(t, g, memory.Open(store.Options{}), flow.Options{}).Invoke(context.Background(), "t", nil)
+		if !errors.Is(err, tc.want) {
+			t.Fatalf("limit %d: %v, want %v", tc.limit, err, tc.want)
+		}
+	}
+}
+
+// What runs after UpdateState is a new run with its own budget.
+func TestUpdateStateStartsARun(t *testing.T) {
+	ctx := context.Background()
+	s := memory.Open(store.Options{})
+	r, _ := flow.NewRunner(loopGraph(t, nil), s, flow.Options{RecursionLimit: 4})
+	if res, err := r.Invoke(ctx, "t", nil); err != nil || res.StopReason != state.StopRecursionLimit {
+		t.Fatalf("%v %s", err, res.StopReason)
+	}
+	if res, err := r.Resume(ctx, "t", nil); err != nil || res.StopReason != state.StopRecursionLimit || countOf(t, res.State) != 4 {
+		t.Fatalf("resume after the limit ran on: %v %s %d", err, res.StopReason, countOf(t, res.State))
+	}
+	if _, err := r.UpdateState(ctx, "t", state.Update{"log": "edited"}, "n"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Resume(ctx, "t", nil)
+	if err != nil || res.StopReason != state.StopRecursionLimit || countOf(t, res.State) != 8 || res.Progress.Steps != 4 {
+		t.Fatalf("after UpdateState: %v %s count %d %+v", err, res.StopReason, countOf(t, res.State), res.Progress)
+	}
+}

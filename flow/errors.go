@@ -15,6 +15,9 @@ var (
 	ErrNodeFailed = errors.New("flow: node failed")
 	// ErrInterrupted: the run stopped to ask for input; resume with a value.
 	ErrInterrupted = errors.New("flow: interrupted")
+	// ErrRecursionLimit: a subgraph's run reached its step limit (a run of
+	// the graph itself stops with stop reason "recursion_limit" instead).
+	ErrRecursionLimit = errors.New("flow: recursion limit reached")
 	// ErrNothingToResume: the thread has no checkpoint or has finished.
 	ErrNothingToResume = errors.New("flow: nothing to resume")
 )

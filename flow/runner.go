@@ -53,7 +53,7 @@ func ParseDurability(s string) (Durability, error) {
 // crashes and is resumed over and over still stops at its budget. A Resume
 // that follows an interrupt starts a new run, as does Invoke (a new turn)
 // and RunFrom (a fork, whose usage counters carry on from the checkpoint
-// it branches from). MaxRuntime counts the time spent running, not the
+// it branches from) and a Resume after UpdateState. MaxRuntime counts the time spent running, not the
 // time between a crash and its resume.
 type Budget struct {
 	MaxSteps   int
@@ -276,6 +276,7 @@ func (r *Runner) UpdateState(ctx context.Context, thread string, upd state.Updat
 		return store.Checkpoint{}, err
 	}
 	meta := store.Meta{Source: "update", Usage: head.Meta.Usage}
+	setRunStart(&meta, usageOf(head.Meta)) // what runs after an outside update is a new run
 	setTasks(&meta, r.schedule(next))
 	return r.s.Append(ctx, store.Checkpoint{Thread: thread, Namespace: r.opts.Namespace, Parent: head.Seq, Nodes: []string{asNode}, Patch: patch, State: doc, Meta: meta})
 }

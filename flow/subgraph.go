@@ -18,6 +18,10 @@ type SubgraphOptions struct {
 	Output func(ctx context.Context, child state.Doc) (state.Update, error)
 	// Budget limits each child run (zero: unlimited).
 	Budget Budget
+	// RecursionLimit is the child runs' step limit (0: the child graph's,
+	// else DefaultRecursionLimit; negative: none). A child that reaches it
+	// fails the parent's node with ErrRecursionLimit.
+	RecursionLimit int
 }
 
 // Subgraph returns a node that runs child, a graph with its own state
@@ -42,7 +46,7 @@ func Subgraph(child *Compiled, opts SubgraphOptions) NodeFunc {
 		if pr.opts.Namespace != "" {
 			ns = pr.opts.Namespace + "/" + ns
 		}
-		cr, err := NewRunner(child, pr.s, Options{Durability: pr.opts.Durability, Namespace: ns, Budget: opts.Budget, Observer: pr.opts.Observer, Now: pr.opts.Now, Redact: pr.opts.Redact})
+		cr, err := NewRunner(child, pr.s, Options{Durability: pr.opts.Durability, Namespace: ns, Budget: opts.Budget, Observer: pr.opts.Observer, Now: pr.opts.Now, Redact: pr.opts.Redact, RecursionLimit: opts.RecursionLimit})
 		if err != nil {
 			return nil, err
 		}
@@ -74,6 +78,9 @@ func Subgraph(child *Compiled, opts SubgraphOptions) NodeFunc {
 		}
 		if res.StopReason == state.StopInterrupt {
 			return nil, &InterruptError{Node: t.info.Node, Payload: res.Interrupt}
+		}
+		if res.StopReason == state.StopRecursionLimit {
+			return nil, fmt.Errorf("subgraph %q: %w after %d steps", t.info.Node, ErrRecursionLimit, res.Progress.Steps)
 		}
 		if opts.Output == nil {
 			return nil, nil

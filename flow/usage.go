@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -55,7 +56,8 @@ func runStartOf(m store.Meta) (store.Usage, bool) {
 // runStart finds the usage at the start of the run a resume continues:
 // it follows head's ancestors to the nearest checkpoint that records it.
 // A fork or an input checkpoint without the record starts a run at its
-// own usage, as does the first checkpoint of the thread.
+// own usage, as does the first checkpoint of the thread; an interrupt
+// ends a run, so the run after one starts at its usage.
 func (r *Runner) runStart(ctx context.Context, head store.Checkpoint) (store.Usage, error) {
 	if u, ok := runStartOf(head.Meta); ok {
 		return u, nil
@@ -70,6 +72,9 @@ func (r *Runner) runStart(ctx context.Context, head store.Checkpoint) (store.Usa
 		}
 		if cp.Seq != want {
 			continue // another branch
+		}
+		if cp.Status == store.StatusInterrupted || cp.Meta.StopReason == string(state.StopInterrupt) {
+			return usageOf(cp.Meta), nil // the run after an interrupt is a new one
 		}
 		if u, ok := runStartOf(cp.Meta); ok {
 			return u, nil
