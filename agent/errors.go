@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cairn-dev/cairn/state"
 )
 
 // Sentinel errors of model calls; test with errors.Is.
@@ -59,6 +61,15 @@ func (e *ProviderError) Error() string {
 }
 
 func (e *ProviderError) Unwrap() error { return e.Err }
+
+// StopReason is why a run stops when a step fails with e: context_overflow
+// for ErrContextOverflow, none ("") otherwise (see flow.StopReasoner).
+func (e *ProviderError) StopReason() state.StopReason {
+	if errors.Is(e.Err, ErrContextOverflow) {
+		return state.StopContextOverflow
+	}
+	return ""
+}
 
 // Retryable reports whether trying again may succeed: rate limits, server
 // errors and timeouts.

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -160,5 +161,30 @@ func TestToolKeysByPosition(t *testing.T) {
 	}
 	if got := strings.Join(keys, " "); got != "k/3/tools/tool/0.0 k/3/tools/tool/0.1" {
 		t.Fatalf("network keys %s", got)
+	}
+}
+
+// overflowing is a model whose prompt no longer fits.
+type overflowing struct{}
+
+func (overflowing) Generate(context.Context, agent.Request) (agent.Response, error) {
+	return agent.Response{}, &agent.ProviderError{Provider: "openai", Status: 400, Err: agent.ErrContextOverflow}
+}
+
+// A step failing with a context overflow stops the run with stop reason
+// context_overflow (any graph: here a network), recorded on the checkpoint.
+func TestContextOverflowStopsRun(t *testing.T) {
+	a := &agent.Agent{Name: "a", Model: overflowing{}}
+	n := &agent.Network{Name: "o", Agents: []*agent.Agent{a}, Router: func(ctx context.Context, v agent.NetworkView) ([]string, error) {
+		return []string{"a"}, nil
+	}}
+	s := memory.Open(store.Options{})
+	res, err := runNetwork(t, n, s, "o", "go")
+	if !errors.Is(err, agent.ErrContextOverflow) || res.StopReason != state.StopContextOverflow {
+		t.Fatalf("%v, stop %s", err, res.StopReason)
+	}
+	head, _ := s.Load(context.Background(), store.LoadRequest{Thread: "o"})
+	if head.Status != store.StatusFailed || head.Meta.StopReason != string(state.StopContextOverflow) {
+		t.Fatalf("head %s %q", head.Status, head.Meta.StopReason)
 	}
 }

@@ -759,14 +759,15 @@ func (r *Runner) step(ctx context.Context, run *run) (stepOutcome, error) {
 			run.usage.Tokens.Input += res.tokens.in
 			run.usage.Tokens.Output += res.tokens.out
 		}
+		reason := failureReason(failed)
 		cp.Status, cp.Nodes = store.StatusFailed, failedNodes
-		cp.Meta = r.meta(run, store.Meta{Source: "step", Error: err.Error(), StepOf: readSeq, StopReason: string(state.StopUnrecoverableError), Extra: annotations(results)})
+		cp.Meta = r.meta(run, store.Meta{Source: "step", Error: err.Error(), StepOf: readSeq, StopReason: string(reason), Extra: annotations(results)})
 		if cerr := run.commit(context.WithoutCancel(ctx), cp); cerr != nil {
 			err = errors.Join(err, cerr)
 		}
 		run.readSeq = readSeq
 		r.emit(Event{Kind: EventError, RunID: run.id, Thread: run.thread, Seq: run.head, Err: err.Error()})
-		return stepOutcome{stop: state.StopUnrecoverableError}, err
+		return stepOutcome{stop: reason}, err
 	}
 
 	// Merge the updates in task order.
@@ -863,6 +864,26 @@ func (r *Runner) step(ctx context.Context, run *run) (stepOutcome, error) {
 		return stepOutcome{stop: state.StopInterrupt, interrupt: payload}, nil
 	}
 	return stepOutcome{}, nil
+}
+
+// StopReasoner is an error that says why a run stops when a node fails
+// with it (agent.ProviderError: "context_overflow" for a prompt over the
+// model's context window). Other failures stop with unrecoverable_error.
+type StopReasoner interface {
+	error
+	StopReason() state.StopReason
+}
+
+// failureReason is the stop reason of a step whose tasks failed: the first
+// valid reason a failure names, else unrecoverable_error.
+func failureReason(failed []error) state.StopReason {
+	for _, err := range failed {
+		var sr StopReasoner
+		if errors.As(err, &sr) && sr.StopReason().Valid() {
+			return sr.StopReason()
+		}
+	}
+	return state.StopUnrecoverableError
 }
 
 // annotations merges the tasks' Annotate records in task order.
