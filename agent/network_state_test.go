@@ -3,8 +3,8 @@ package agent_test
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
