@@ -511,11 +511,26 @@ func createThread(ctx context.Context, s store.Store, thread string, meta map[st
 		return err
 	}
 	_, err = s.CreateThread(ctx, store.Thread{ID: thread, Metadata: meta})
+	if errors.Is(err, store.ErrConflict) {
+		return nil // another process created it a moment ago; appends decide who runs
+	}
 	return err
 }
 
+// ErrUnfinished: a new run was asked for on a thread whose last run has
+// not finished (it failed, was interrupted or crashed, or is a fork waiting
+// to run, or another process is running it). Resume it instead.
+var ErrUnfinished = errors.New("spec: the thread's last run has not finished")
+
+// Unfinished reports whether a namespace's head checkpoint leaves work to
+// do: a FAILED or INTERRUPTED step, or scheduled nodes.
+func Unfinished(head store.Checkpoint) bool {
+	return head.Status == store.StatusFailed || head.Status == store.StatusInterrupted || len(head.Meta.Next) > 0 || len(head.Meta.Tasks) > 0
+}
+
 // freshInput is a new run's input: on a namespace that already has state,
-// the previous run's steps are removed and its final output cleared.
+// the previous run's steps are removed and its final output cleared. A new
+// run never abandons an unfinished one at the root (ErrUnfinished).
 func freshInput(ctx context.Context, s store.Store, thread, ns, agentID string, in Input) (state.Update, error) {
 	if in.Kind == "" {
 		in = TextInput("inline", "")
@@ -527,6 +542,9 @@ func freshInput(ctx context.Context, s store.Store, thread, ns, agentID string, 
 	}
 	if err != nil {
 		return nil, err
+	}
+	if ns == "" && Unfinished(head) {
+		return nil, fmt.Errorf("%w: thread %q checkpoint %d (%s)", ErrUnfinished, thread, head.Seq, head.Status)
 	}
 	var old map[string]json.RawMessage
 	if head.State.Has("steps") {

@@ -281,6 +281,12 @@ var errNotResumable = errors.New("thread cannot be resumed")
 // cairn resume when the thread has a checkpoint to continue from.
 func (a *app) report(ctx context.Context, s store.Store, thread string, res *spec.AgentResult, err error) error {
 	if err != nil {
+		if errors.Is(err, spec.ErrUnfinished) {
+			return fmt.Errorf("%w; another process may be running it: continue it with cairn resume %s once it stops, or leave out --thread to start a new thread", err, thread)
+		}
+		if errors.Is(err, store.ErrConflict) {
+			return fmt.Errorf("%w (another process wrote thread %q first; see cairn history %s)", err, thread, thread)
+		}
 		if th, terr := s.Thread(ctx, thread); terr == nil && th.Head > 0 {
 			return fmt.Errorf("%w (thread %q: fix the cause and run cairn resume %s)", err, thread, thread)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/cairn-dev/cairn/spec"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -92,13 +93,19 @@ func checkRunThread(ctx context.Context, s store.Store, thread string, o runOpti
 	if th.Head == 0 {
 		return nil // created, but its first run never committed a step
 	}
-	head, err := s.Load(ctx, store.LoadRequest{Thread: thread})
+	list, err := s.Namespaces(ctx, thread)
 	if err != nil {
 		return err
 	}
-	if head.Status == store.StatusFailed || head.Status == store.StatusInterrupted || len(head.Meta.Next) > 0 || len(head.Meta.Tasks) > 0 {
-		return fmt.Errorf("%w: thread %q has an unfinished run (checkpoint %d, %s): continue it with cairn resume %s, or leave out --thread to start a new thread",
-			errThreadBusy, thread, head.Seq, head.Status, thread)
+	for _, n := range list {
+		head, err := s.Load(ctx, store.LoadRequest{Thread: thread, Namespace: n.Name})
+		if err != nil {
+			return err
+		}
+		if spec.Unfinished(head) {
+			return fmt.Errorf("%w: thread %q has an unfinished run (namespace %s checkpoint %d, %s; or another process is running it): continue it with cairn resume %s, or leave out --thread to start a new thread",
+				errThreadBusy, thread, orRoot(n.Name), head.Seq, head.Status, thread)
+		}
 	}
 	return nil
 }

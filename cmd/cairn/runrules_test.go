@@ -242,3 +242,68 @@ func TestResumeAdvice(t *testing.T) {
 		t.Fatalf("advised run did not run: %s", st)
 	}
 }
+
+// TestRacingRunsOnOneThread: two runs started at once on one new thread:
+// one runs, the other stops with a conflict that says so; the thread holds
+// one run, with no failed step.
+func TestRacingRunsOnOneThread(t *testing.T) {
+	dir := copyExample(t)
+	replies := filepath.Join(dir, "replies", "business-extract.yaml")
+	b, _ := os.ReadFile(replies)
+	os.WriteFile(replies, []byte(strings.Replace(string(b), "  - step: company_name\n", "  - step: company_name\n    delay_ms: 200\n", 1)), 0o644)
+	env := map[string]string{"CAIRN_STORE": "sqlite:" + filepath.Join(dir, "state.db")}
+	type result struct {
+		code   int
+		stderr string
+	}
+	results := make(chan result, 2)
+	for range 2 {
+		go func() {
+			code, _, errOut := cli(t, env, "run", filepath.Join(dir, "business-extract.md"), "--thread", "race")
+			results <- result{code, errOut}
+		}()
+	}
+	var ok, lost int
+	for range 2 {
+		r := <-results
+		switch {
+		case r.code == 0:
+			ok++
+		case r.code == 1 && (strings.Contains(r.stderr, "another process wrote thread \"race\" first") ||
+			strings.Contains(r.stderr, "another process may be running it") || strings.Contains(r.stderr, "or another process is running it")):
+			lost++
+		default:
+			t.Errorf("racing run: exit %d %s", r.code, r.stderr)
+		}
+	}
+	hist, _ := mustCLI(t, env, "history", "race", "--json")
+	if ok != 1 || lost != 1 || strings.Count(hist, `"seq"`) != 4 || strings.Contains(hist, "FAILED") {
+		t.Fatalf("%d ran, %d lost; history:\n%s", ok, lost, hist)
+	}
+}
+
+// TestUnfinishedHandoffIsResumed: a run whose handoff failed is unfinished
+// even though its own chain completed: a new run on the thread is refused
+// with advice that finishes the handoff.
+func TestUnfinishedHandoffIsResumed(t *testing.T) {
+	dir := copyExample(t)
+	replies := filepath.Join(dir, "replies", "business-extract-structured.yaml")
+	good, _ := os.ReadFile(replies)
+	i := strings.Index(string(good), "  - step: report")
+	os.WriteFile(replies, []byte(string(good[:i])+"  - step: report\n    error: {status: 503, message: report writer away}\n"), 0o644)
+	env := map[string]string{"CAIRN_STORE": "sqlite:" + filepath.Join(dir, "state.db")}
+	agentFile := filepath.Join(dir, "business-extract-structured.md")
+	code, _, errOut := cli(t, env, "run", agentFile, "--thread", "h")
+	if code != 1 || !strings.Contains(errOut, "report writer away") {
+		t.Fatalf("run: %d %s", code, errOut)
+	}
+	os.WriteFile(replies, good, 0o644)
+	code, _, errOut = cli(t, env, "run", agentFile, "--thread", "h")
+	if code != 1 || !strings.Contains(errOut, "namespace handoff:business-report") {
+		t.Fatalf("new run over a failed handoff: %d %s", code, errOut)
+	}
+	runAdvice(t, env, errOut)
+	if st, _ := mustCLI(t, env, "state", "h", "--ns", "handoff:business-report"); !strings.Contains(st, `"final_output": "# Acme Anvils GmbH`) {
+		t.Fatalf("handoff not finished:\n%s", st)
+	}
+}
