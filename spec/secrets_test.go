@@ -1,0 +1,72 @@
+package spec_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cairn-dev/cairn/spec"
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/memory"
+)
+
+// TestAgentFileSecrets: an agent file redacts the default secret keys and
+// shapes, adds its own keys and patterns, and can turn the defaults off;
+// the state, the final output and the output file hold what was stored.
+func TestAgentFileSecrets(t *testing.T) {
+	const reply = `password: hunter2hunter2, pin_code=9911-22, code CUSTOM-123456, key sk-abcdefghijklmnopqrstuvwx`
+	tests := []struct {
+		name    string
+		secrets string
+		hidden  []string
+		kept    []string
+	}{
+		{"defaults", "", []string{"hunter2hunter2", "sk-abcdefghijklmnopqrstuvwx"}, []string{"9911-22", "CUSTOM-123456"}},
+		{"defaults and more", "secrets: {keys: [pin_code], patterns: ['CUSTOM-[0-9]{6}']}", []string{"hunter2hunter2", "sk-abcdefghijklmnopqrstuvwx", "9911-22", "CUSTOM-123456"}, nil},
+		{"only mine", "secrets: {keys: [pin_code], defaults: false}", []string{"9911-22"}, []string{"hunter2hunter2", "CUSTOM-123456", "sk-abcdefghijklmnopqrstuvwx"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFiles(t, dir, map[string]string{
+				"r.yaml": "replies:\n  - text: \"" + reply + "\"\n",
+				"a.md":   "---\nname: a\nmodel: {provider: scripted, script: r.yaml}\noutput: {file: out.txt}\n" + tc.secrets + "\n---\n## Instructions\nx\n",
+			})
+			a := loadAgent(t, filepath.Join(dir, "a.md"))
+			s := memory.Open(store.Options{})
+			res, err := spec.RunAgent(context.Background(), a, spec.RunConfig{Store: s, Thread: "t"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cp, err := s.Load(context.Background(), store.LoadRequest{Thread: "t"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			stored := string(cp.State.AppendJSON(nil))
+			out := string(mustRead(t, filepath.Join(dir, "out.txt")))
+			for _, where := range []string{stored, string(res.FinalOutput), out} {
+				for _, h := range tc.hidden {
+					if strings.Contains(where, h) {
+						t.Errorf("%q not redacted in %s", h, where)
+					}
+				}
+				for _, k := range tc.kept {
+					if !strings.Contains(where, k) {
+						t.Errorf("%q redacted in %s", k, where)
+					}
+				}
+			}
+		})
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
