@@ -33,6 +33,8 @@ var runSecrets = []string{
 	"sk-upd-UPDATEabcdefghijklmnopqrstu",  // in an UpdateState update
 	"parallel-sibling-secret",             // under "secret" in a pending write
 	"eyJhbGciOiJIUzI1NiJ9.bearer-payload", // a Bearer token in a key name
+	"annotated-token-value",               // under "token" in a step annotation
+	"sk-note-NOTEabcdefghijklmnopqrstu",   // in a step annotation's text
 }
 
 func TestRedactBeforeCommit(t *testing.T) {
@@ -48,6 +50,10 @@ func TestRedactBeforeCommit(t *testing.T) {
 	var boomRuns atomic.Int32
 	g := flow.NewGraph(sch).
 		AddNode("sibling", func(ctx context.Context, _ state.Doc) (state.Update, error) {
+			flow.Annotate(ctx, "audit", struct {
+				Token string `json:"token"`
+				Note  string `json:"note"`
+			}{runSecrets[10], "saw " + runSecrets[11]})
 			return state.Update{"creds": map[string]any{"secret": runSecrets[8]}, "log": "sibling"}, nil
 		}).
 		AddNode("boom", func(ctx context.Context, _ state.Doc) (state.Update, error) {
@@ -106,6 +112,13 @@ func TestRedactBeforeCommit(t *testing.T) {
 	}
 	if !strings.Contains(string([]byte(head.State.String())), `"user":"ann"`) || !strings.Contains(string([]byte(head.State.String())), redact.Replacement) {
 		t.Fatalf("state lost clean data or was not redacted: %s", []byte(head.State.String()))
+	}
+	failedCP, err := s.Load(ctx, store.LoadRequest{Thread: "t", Seq: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if audit, _ := json.Marshal(failedCP.Meta.Extra["audit"]); failedCP.Status != store.StatusFailed || !strings.Contains(string(audit), `"token":"[REDACTED]"`) {
+		t.Fatalf("annotation of the failed step: %s %s", failedCP.Status, audit)
 	}
 	if boomRuns.Load() != 2 {
 		t.Fatalf("boom ran %d times", boomRuns.Load())

@@ -279,36 +279,40 @@ func Marshal(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// Value redacts a decoded JSON value (map[string]any, []any, string and
-// the other types encoding/json decodes to). Other values are encoded to
-// JSON, redacted, and returned decoded (as map[string]any and so on) when
-// something was hidden, unchanged otherwise.
+// Value redacts a value: decoded JSON (map[string]any, []any, string and
+// the other types encoding/json decodes to) is walked; other values, at
+// the top or nested in maps and slices, are encoded to JSON, redacted, and
+// returned decoded (as map[string]any and so on) when something was
+// hidden, unchanged otherwise.
 func (r *Redactor) Value(v any) any {
 	if r == nil {
 		return v
 	}
-	switch v.(type) {
-	case nil, bool, float64, json.Number, string, map[string]any, []any:
-		out, _ := r.walk(v)
-		return out
-	case json.RawMessage:
-		return json.RawMessage(r.JSON(v.(json.RawMessage)))
+	out, _ := r.walk(v)
+	return out
+}
+
+// valueJSON redacts a value of any other type through its JSON encoding.
+func (r *Redactor) valueJSON(v any) (any, bool) {
+	if raw, ok := v.(json.RawMessage); ok {
+		out := r.JSON(raw)
+		return json.RawMessage(out), !bytes.Equal(out, raw)
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		return v
+		return v, false
 	}
 	out := r.JSON(b)
 	if bytes.Equal(out, b) {
-		return v
+		return v, false
 	}
 	var dv any
 	d := json.NewDecoder(bytes.NewReader(out))
 	d.UseNumber()
 	if d.Decode(&dv) != nil {
-		return string(out)
+		return string(out), true
 	}
-	return dv
+	return dv, true
 }
 
 // walk redacts a decoded JSON value and reports whether it changed.
@@ -335,8 +339,10 @@ func (r *Redactor) walk(v any) (any, bool) {
 		return out, true
 	case map[string]any:
 		return r.walkObject(x)
+	case nil, bool, float64, float32, int, int64, int32, uint, uint64, uint32, json.Number:
+		return v, false
 	}
-	return v, false
+	return r.valueJSON(v)
 }
 
 func (r *Redactor) walkObject(x map[string]any) (any, bool) {

@@ -164,6 +164,11 @@ func TestValue(t *testing.T) {
 	if v := r.Value(creds{"ann", ""}); v != (creds{"ann", ""}) {
 		t.Fatalf("a clean struct changed: %#v", v)
 	}
+	// Structs nested in decoded values are redacted too.
+	got, _ = json.Marshal(r.Value(map[string]any{"record": creds{"bob", "pw"}, "list": []any{creds{"c", "x"}}, "n": 3}))
+	if want := `{"list":[{"password":"[REDACTED]","user":"c"}],"n":3,"record":{"password":"[REDACTED]","user":"bob"}}`; string(got) != want {
+		t.Fatalf("nested struct: got %s, want %s", got, want)
+	}
 }
 
 func FuzzString(f *testing.F) {
