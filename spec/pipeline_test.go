@@ -62,9 +62,20 @@ func TestPipelineRun(t *testing.T) {
 	if got := p.GateFilePath("pipe", 1); got != filepath.Join(dir, ".state", "pipe", "demoqa_com-student_registration-gate1-output.json") {
 		t.Fatalf("gate file path %s", got)
 	}
-	res, err := spec.RunPipeline(context.Background(), p, spec.PipelineConfig{Store: memory.Open(store.Options{}), Thread: "pipe"})
+	s := memory.Open(store.Options{})
+	res, err := spec.RunPipeline(context.Background(), p, spec.PipelineConfig{Store: s, Thread: "pipe"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The first gate gets the request as the seed passes it to agents.
+	in, err := s.Load(context.Background(), store.LoadRequest{Thread: "pipe", Namespace: "gate1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gateIn spec.Input
+	if err := in.State.Get("input", &gateIn); err != nil || !strings.Contains(string(gateIn.Content), `"metadata":{"domain":"demoqa_com","feature":"student_registration"}`) ||
+		!strings.Contains(string(gateIn.Content), `"userStory":"As a student`) || !strings.Contains(string(gateIn.Content), `"acceptanceCriteria":[`) {
+		t.Fatalf("gate 1 input %s %v", gateIn.Content, err)
 	}
 	pf := readPipelineFile(t, p, "pipe")
 	if pf.Status != "SUCCESS" || pf.CurrentGate != 4 || len(pf.CompletedGates) != 4 || pf.Metadata.UserStory == "" || len(pf.Metadata.AcceptanceCriteria) != 2 {
