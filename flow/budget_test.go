@@ -188,8 +188,10 @@ func TestForkAndInterruptStartRuns(t *testing.T) {
 }
 
 // budgetChild runs or resumes thread "b" with a budget of budgetSteps,
-// killing its own process with SIGKILL in the 5th step it runs.
-func budgetChild(dbPath string) error {
+// killing its own process with SIGKILL in the 5th step it runs (mode
+// "every5") or whenever the count reaches 2 (mode "always": that step
+// never commits).
+func budgetChild(dbPath, mode string) error {
 	s, err := sqlite.OpenStore(dbPath, sqlite.Options{}, store.Options{})
 	if err != nil {
 		return err
@@ -197,7 +199,7 @@ func budgetChild(dbPath string) error {
 	defer s.Close()
 	ran := 0
 	g := loopGraph(&testing.T{}, func(ctx context.Context, n int) error {
-		if ran++; ran == 5 {
+		if ran++; (mode == "every5" && ran == 5) || (mode == "always" && n == 2) {
 			return syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		}
 		return nil
@@ -223,10 +225,11 @@ func budgetChild(dbPath string) error {
 const budgetSteps = 30
 
 // TestBudgetSurvivesKill: a process that is killed (SIGKILL) every fifth
-// step and resumed each time stops at its step budget in total.
+// step and resumed each time stops at its step budget in total; so does
+// one killed in the same step every time (each crashed attempt counts).
 func TestBudgetSurvivesKill(t *testing.T) {
 	if db := os.Getenv("CAIRN_BUDGET_CHILD"); db != "" {
-		if err := budgetChild(db); err != nil {
+		if err := budgetChild(db, os.Getenv("CAIRN_BUDGET_MODE")); err != nil {
 			fmt.Fprintln(os.Stderr, "child:", err)
 			os.Exit(2)
 		}
@@ -235,38 +238,52 @@ func TestBudgetSurvivesKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}
-	db := filepath.Join(t.TempDir(), "b.db")
-	kills := 0
-	for {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestBudgetSurvivesKill$")
-		cmd.Env = append(os.Environ(), "CAIRN_BUDGET_CHILD="+db)
-		out, err := cmd.Output()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signaled() {
-			if kills++; kills > 20 {
-				t.Fatalf("still running after %d kills: the budget restarts on every resume", kills)
+	tests := []struct {
+		mode       string
+		wantCount  int
+		wantKills  int
+		wantCommit int64 // steps in the head's usage
+	}{
+		{"every5", budgetSteps, budgetSteps / 4, budgetSteps},
+		// Two steps commit; the Invoke and 28 resumes crash in the third.
+		{"always", 2, budgetSteps - 1, 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.mode, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "b.db")
+			kills := 0
+			for {
+				cmd := exec.Command(os.Args[0], "-test.run=^TestBudgetSurvivesKill$")
+				cmd.Env = append(os.Environ(), "CAIRN_BUDGET_CHILD="+db, "CAIRN_BUDGET_MODE="+tc.mode)
+				out, err := cmd.Output()
+				var ee *exec.ExitError
+				if errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signaled() {
+					if kills++; kills > 2*budgetSteps {
+						t.Fatalf("still running after %d kills: the budget restarts on every resume", kills)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatalf("child: %v %s", err, out)
+				}
+				if !strings.Contains(string(out), "stop: budget_steps") {
+					t.Fatalf("child ended with %s", out)
+				}
+				break
 			}
-			continue
-		}
-		if err != nil {
-			t.Fatalf("child: %v %s", err, out)
-		}
-		if !strings.Contains(string(out), "stop: budget_steps") {
-			t.Fatalf("child ended with %s", out)
-		}
-		break
-	}
-	s, err := sqlite.OpenStore(db, sqlite.Options{}, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	head, err := s.Load(context.Background(), store.LoadRequest{Thread: "b"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := countOf(t, head.State); n != budgetSteps || kills != budgetSteps/4 || head.Meta.Usage.Steps != budgetSteps {
-		t.Fatalf("count %d after %d kills, usage %+v; want %d steps", n, kills, head.Meta.Usage, budgetSteps)
+			s, err := sqlite.OpenStore(db, sqlite.Options{}, store.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			head, err := s.Load(context.Background(), store.LoadRequest{Thread: "b"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := countOf(t, head.State); n != tc.wantCount || kills != tc.wantKills || head.Meta.Usage.Steps != tc.wantCommit {
+				t.Fatalf("count %d after %d kills, usage %+v; want %d after %d", n, kills, head.Meta.Usage, tc.wantCount, tc.wantKills)
+			}
+		})
 	}
 }
 

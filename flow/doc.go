@@ -26,7 +26,10 @@
 //     stop, so a crash-looping run still stops at its budget; a Resume
 //     after an interrupt, a new Invoke (the next turn of a conversation)
 //     and a RunFrom start new runs. A fork's usage counters carry on from
-//     the checkpoint it branches from.
+//     the checkpoint it branches from. A step cut short by a crash counts
+//     too: each Resume leaves a marker (a pending write) before its first
+//     step, so a node that kills its process every time still exhausts
+//     the budget.
 //   - A run stops after DefaultRecursionLimit (25) steps unless
 //     Options.RecursionLimit or RunOptions.RecursionLimit raise it
 //     (negative: no limit), with stop reason "recursion_limit", so a cycle

@@ -228,13 +228,20 @@ func (r *Runner) Resume(ctx context.Context, thread string, value any, ro ...Run
 	run.startUsage(usageOf(head.Meta), base)
 	if head.Status == store.StatusFailed || head.Status == store.StatusInterrupted {
 		run.readSeq = head.Meta.StepOf
+	}
+	if len(run.tasks) > 0 {
 		ws, err := r.s.Writes(ctx, thread, r.opts.Namespace, run.readSeq)
 		if err != nil {
 			return Result{}, err
 		}
-		run.pending = map[string]json.RawMessage{}
-		for _, w := range ws {
-			run.pending[w.Task] = w.Update
+		run.countCrashes(head.Seq, ws)
+		if head.Status == store.StatusFailed || head.Status == store.StatusInterrupted {
+			run.pending = map[string]json.RawMessage{}
+			for _, w := range ws {
+				if !isAttempt(w.Task) {
+					run.pending[w.Task] = w.Update
+				}
+			}
 		}
 	}
 	if head.Status == store.StatusInterrupted {
@@ -331,6 +338,9 @@ type run struct {
 	base         store.Usage
 	attemptStart time.Time
 	attemptMS    int64 // usage.RuntimeMS when the attempt started
+	// attemptKey, on a Resume, is the marker written before its first step
+	// so that a crash in that step counts as a step (countCrashes).
+	attemptKey string
 
 	// Durability.
 	async *committer
@@ -580,6 +590,9 @@ func (r *Runner) loop(ctx context.Context, run *run) (Result, error) {
 			}
 		}
 		run.skipBefore = false
+		if err := run.markAttempt(ctx); err != nil {
+			return run.finish(ctx, state.StopUnrecoverableError, nil, err)
+		}
 		res, err := r.step(ctx, run)
 		if err != nil || res.stop != "" {
 			return run.finish(ctx, res.stop, res.interrupt, err)

@@ -3,6 +3,8 @@ package flow
 import (
 	"context"
 	"encoding/json"
+	"strconv"
+	"strings"
 
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
@@ -108,4 +110,38 @@ func (run *run) progress() Progress {
 		Tokens: store.Tokens{Input: run.usage.Tokens.Input - run.base.Tokens.Input, Output: run.usage.Tokens.Output - run.base.Tokens.Output},
 		Start:  run.start,
 	}
+}
+
+// Crash attempts. A step cut short by a crash commits nothing, so a node
+// that kills its process every time would run again on every resume
+// without counting. Each Resume therefore records an attempt marker (a
+// pending write "attempt/<head>/<run id>" at the seq its first step reads)
+// before that step runs, and counts the markers an earlier Resume of the
+// same head left: each is a step that ran and never committed. One small
+// write per Resume, none per step.
+
+const attemptPrefix = "attempt/"
+
+func isAttempt(task string) bool { return strings.HasPrefix(task, attemptPrefix) }
+
+// countCrashes adds the crashed attempts recorded for head to the usage
+// and prepares this attempt's marker.
+func (run *run) countCrashes(head int64, ws []store.Write) {
+	prefix := attemptPrefix + strconv.FormatInt(head, 10) + "/"
+	for _, w := range ws {
+		if strings.HasPrefix(w.Task, prefix) {
+			run.usage.Steps++
+		}
+	}
+	run.attemptKey = prefix + run.id
+}
+
+// markAttempt writes this Resume's marker before its first step.
+func (run *run) markAttempt(ctx context.Context) error {
+	if run.attemptKey == "" || len(run.tasks) == 0 {
+		return nil
+	}
+	w := store.Write{Task: run.attemptKey, Node: run.tasks[0].Node, Update: json.RawMessage("{}")}
+	run.attemptKey = ""
+	return run.r.s.PutWrites(ctx, run.thread, run.r.opts.Namespace, run.readSeqOrHead(), []store.Write{w})
 }
