@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -265,5 +266,24 @@ func TestRerunOnThreadStartsFresh(t *testing.T) {
 	}
 	if fo, _ := first.State.Raw("final_output"); string(fo) != `"two"` {
 		t.Fatalf("history lost the first run: %s", fo)
+	}
+}
+
+// TestLongChain: a chain longer than the runner's default step limit runs
+// to its end (a chain is a line: it cannot loop).
+func TestLongChain(t *testing.T) {
+	dir := t.TempDir()
+	var front, body, replies strings.Builder
+	front.WriteString("---\nname: long\nmodel: {provider: scripted, script: r.yaml}\nchain:\n")
+	replies.WriteString("replies:\n")
+	for i := range 40 {
+		fmt.Fprintf(&front, "  - {id: s%d, kind: text}\n", i)
+		fmt.Fprintf(&body, "## step:s%d\nstep %d\n", i, i)
+		fmt.Fprintf(&replies, "  - text: r%d\n", i)
+	}
+	writeFiles(t, dir, map[string]string{"a.md": front.String() + "---\n" + body.String(), "r.yaml": replies.String()})
+	res, err := spec.RunAgent(context.Background(), loadAgent(t, filepath.Join(dir, "a.md")), spec.RunConfig{Store: memory.Open(store.Options{}), Thread: "t"})
+	if err != nil || string(res.FinalOutput) != `"r39"` {
+		t.Fatalf("%+v %v", res, err)
 	}
 }

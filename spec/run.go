@@ -565,7 +565,8 @@ func freshInput(ctx context.Context, s store.Store, thread, ns, agentID string, 
 // writes its output file and follows its handoff.
 func (p *prepared) run(ctx context.Context, cfg RunConfig, ns string, resume bool) (*AgentResult, error) {
 	a := p.a
-	r, err := flow.NewRunner(p.graph, cfg.Store, flow.Options{Durability: cfg.Durability, Observer: cfg.Observer, Namespace: ns, Redact: p.redact})
+	r, err := flow.NewRunner(p.graph, cfg.Store, flow.Options{Durability: cfg.Durability, Observer: cfg.Observer, Namespace: ns, Redact: p.redact,
+		RecursionLimit: -1}) // a chain is a line, it cannot loop: no step limit
 	if err != nil {
 		return nil, err
 	}
