@@ -141,6 +141,11 @@ func (a *app) runCmd() *cobra.Command {
 				return &usageError{fmt.Errorf("--durability: %w", err)}
 			}
 			if ext := strings.ToLower(filepath.Ext(args[0])); ext == ".yaml" || ext == ".yml" {
+				for _, f := range []string{"input", "input-text", "safe-dir", "durability"} {
+					if cmd.Flags().Changed(f) {
+						return usagef("--%s applies to agent files; a pipeline takes its input from its metadata and its gates' agent files", f)
+					}
+				}
 				return a.runPipeline(cmd, args[0], thread, modelSpec)
 			}
 			o := runOptions{Kind: "agent", Durability: string(d)}

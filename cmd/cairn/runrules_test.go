@@ -151,6 +151,8 @@ func TestRefusedRunLeavesNothing(t *testing.T) {
 		{"safe_dir outside the allowed dir", "model: {provider: scripted, script: r.yaml}\nsafe_dir: /", nil, "--safe-dir"},
 		{"safe_dir above the allowed dir", "model: {provider: scripted, script: r.yaml}\nsafe_dir: ..", []string{"--safe-dir", "."}, "outside"},
 		{"--model key missing", "model: {provider: scripted, script: r.yaml}", []string{"--model", "anthropic:claude-x"}, "ANTHROPIC_API_KEY"},
+		{"--input with a pipeline", "", []string{"PIPELINE", "--input", "x.txt"}, "--input applies to agent files"},
+		{"--safe-dir with a pipeline", "", []string{"PIPELINE", "--safe-dir", "."}, "--safe-dir applies to agent files"},
 		{"--model with credentials", "model: {provider: scripted, script: r.yaml}", []string{"--model", "openai-compatible:m@http://u:pw@127.0.0.1:1/v1"}, "credentials"},
 	}
 	for _, tc := range tests {
@@ -165,6 +167,9 @@ func TestRefusedRunLeavesNothing(t *testing.T) {
 			args := append([]string{"run", filepath.Join(dir, "a.md"), "--thread", "t"}, tc.args...)
 			if tc.name == "safe_dir above the allowed dir" {
 				args[len(args)-1] = dir
+			}
+			if len(tc.args) > 0 && tc.args[0] == "PIPELINE" {
+				args = append([]string{"run", filepath.Join(dir, "p.yaml")}, tc.args[1:]...)
 			}
 			code, out, errOut := cli(t, env, args...)
 			if code != 2 || !strings.Contains(errOut, tc.want) {
