@@ -171,7 +171,7 @@ func (p *Pipeline) run(ctx context.Context, cfg PipelineConfig) (*PipelineResult
 		return nil, err
 	}
 	if !fresh {
-		if st, done := finished(head); done {
+		if st, done := PipelineFinished(head); done {
 			return nil, &PipelineFinishedError{Thread: cfg.Thread, Status: st}
 		}
 	}
@@ -212,9 +212,9 @@ func (p *Pipeline) run(ctx context.Context, cfg PipelineConfig) (*PipelineResult
 	return p.result(ctx, cfg, res), err
 }
 
-// finished reports whether a pipeline thread's head ends the pipeline, and
-// its final status.
-func finished(head store.Checkpoint) (string, bool) {
+// PipelineFinished reports whether a pipeline thread's head ends the
+// pipeline, and its final status.
+func PipelineFinished(head store.Checkpoint) (string, bool) {
 	if head.Status != store.StatusSuccess || len(head.Meta.Next) > 0 || len(head.Meta.Tasks) > 0 {
 		return "", false
 	}

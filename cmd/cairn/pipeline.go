@@ -58,6 +58,11 @@ func (a *app) runPipeline(cmd *cobra.Command, path, thread, modelSpec string) er
 	if err := pipelineThread(ctx, s, thread, o); err != nil {
 		return err
 	}
+	if head, err := s.Load(ctx, store.LoadRequest{Thread: thread}); err == nil {
+		if st, done := spec.PipelineFinished(head); done {
+			return finishedError(&spec.PipelineFinishedError{Thread: thread, Status: st}, path)
+		}
+	}
 	a.announcePipeline(p, thread)
 	cfg.Store, cfg.Thread = s, thread
 	pr := a.pipelineProgress()
@@ -67,8 +72,7 @@ func (a *app) runPipeline(cmd *cobra.Command, path, thread, modelSpec string) er
 	var fin *spec.PipelineFinishedError
 	switch {
 	case errors.As(err, &fin):
-		return fmt.Errorf("%w: start a new run with cairn run %s (a new thread), or redo gates from a checkpoint with cairn fork %s --at SEQ --into NEW_THREAD and cairn resume NEW_THREAD",
-			err, path, thread)
+		return finishedError(fin, path)
 	case err != nil:
 		return fmt.Errorf("%w (thread %q: fix the cause and run cairn resume %s)", err, thread, thread)
 	}
@@ -78,6 +82,12 @@ func (a *app) runPipeline(cmd *cobra.Command, path, thread, modelSpec string) er
 	}
 	fmt.Fprintf(a.stdout, "pipeline %s: %s, gates %v completed; %s\n", p.Name, res.Pipeline.Status, res.Pipeline.CompletedGates, p.PipelineFilePath(thread))
 	return nil
+}
+
+// finishedError says how to start over on a finished pipeline (exit 1).
+func finishedError(fin *spec.PipelineFinishedError, path string) error {
+	return fmt.Errorf("%w: start a new run with cairn run %s (a new thread), or redo gates from a checkpoint with cairn fork %s --at SEQ --into NEW_THREAD and cairn resume NEW_THREAD",
+		fin, path, fin.Thread)
 }
 
 // pipelineThread creates a new pipeline thread, or checks that an existing
