@@ -223,6 +223,36 @@ func TestPipelineSecretsNeverStored(t *testing.T) {
 			t.Fatalf("secrets reached stored or shown bytes (--json):\n%s", strings.Join(found, "\n"))
 		}
 	})
+	t.Run("failed gate", func(t *testing.T) {
+		dir := setup(t, "secrets:\n  patterns: [\"ACME-SECRET-[0-9]+\"]\n")
+		os.WriteFile(filepath.Join(dir, "replies", "pom-agent.yaml"), []byte(
+			"replies:\n  - step: output\n    error: {status: 400, message: \"bad key sk-proj4ABCDEFGHIJKLMNOPQRST for ACME-SECRET-4242\"}\n"), 0o644)
+		url := "sqlite:" + filepath.Join(dir, "state.db")
+		env := map[string]string{"CAIRN_STORE": url}
+		code, out, errOut := cli(t, env, "run", filepath.Join(dir, "pipeline.yaml"), "--thread", "sec")
+		if code != 1 || !strings.Contains(errOut, "bad key [REDACTED]") {
+			t.Fatalf("failing run: %d %s", code, errOut)
+		}
+		shown := out + errOut
+		for _, args := range [][]string{{"history", "sec", "--json"}, {"history", "sec", "--ns", "gate3", "--json"}, {"state", "sec", "--ns", "gate3", "--json"}} {
+			_, o, e := cli(t, env, args...)
+			shown += o + e
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, ".state", "sec", "demoqa_com-student_registration-gate3-output.json"))
+		if !bytes.Contains(b, []byte(`"status": "FAILED"`)) {
+			t.Fatalf("gate 3 file:\n%s", b)
+		}
+		shown += string(b)
+		for _, suffix := range []string{"", "-wal"} {
+			db, _ := os.ReadFile(filepath.Join(dir, "state.db"+suffix))
+			shown += string(db)
+		}
+		for _, s := range []string{"sk-proj4ABCDEFGHIJKLMNOPQRST", "ACME-SECRET-4242"} {
+			if strings.Contains(shown, s) {
+				t.Fatalf("the failed gate's error leaks %s", s)
+			}
+		}
+	})
 	t.Run("control: redaction off", func(t *testing.T) {
 		dir := setup(t, "secrets: {defaults: false}\n")
 		found := strings.Join(leaks(t, dir, false), "\n")
