@@ -128,6 +128,9 @@ func (a *app) stateCmd() *cobra.Command {
 				return err
 			}
 			defer s.Close()
+			if err := checkNamespace(cmd.Context(), s, args[0], ns); err != nil {
+				return err
+			}
 			cp, err := s.Load(cmd.Context(), store.LoadRequest{Thread: args[0], Namespace: ns, Seq: at})
 			if err != nil {
 				return argError(err)
@@ -168,6 +171,9 @@ func (a *app) historyCmd() *cobra.Command {
 			defer s.Close()
 			if _, err := s.Thread(cmd.Context(), args[0]); err != nil {
 				return argError(err)
+			}
+			if err := checkNamespace(cmd.Context(), s, args[0], ns); err != nil {
+				return err
 			}
 			req := store.HistoryRequest{Thread: args[0], Namespace: ns, Limit: limit, Before: before, WithState: states}
 			var cps []store.Checkpoint
@@ -239,6 +245,26 @@ func (a *app) namespaceHint(ctx context.Context, s store.Store, thread, shown st
 			strings.Join(others, ", "), thread, thread)
 	}
 	return nil
+}
+
+// checkNamespace fails with store.ErrNotFound, naming the thread's
+// namespaces, when ns is not one of them.
+func checkNamespace(ctx context.Context, s store.Store, thread, ns string) error {
+	if ns == "" {
+		return nil
+	}
+	list, err := s.Namespaces(ctx, thread)
+	if err != nil {
+		return argError(err)
+	}
+	names := make([]string, 0, len(list))
+	for _, n := range list {
+		if n.Name == ns {
+			return nil
+		}
+		names = append(names, orRoot(n.Name))
+	}
+	return fmt.Errorf("%w: thread %q has no namespace %q; its namespaces: %s", store.ErrNotFound, thread, ns, strings.Join(names, ", "))
 }
 
 // orRoot names the root namespace.

@@ -103,6 +103,8 @@ func TestErrors(t *testing.T) {
 		{"fork bad set", []string{"fork", "0", "--at", "2", "--set", "last=not json"}, 2, "is not JSON"},
 		{"fork into existing", []string{"fork", "0", "--at", "2", "--into", "0"}, 1, "exists"},
 		{"states with tree", []string{"history", "0", "--tree", "--states"}, 2, "--states does not combine with --tree"},
+		{"history of a missing namespace", []string{"history", "0", "--ns", "gate9"}, 1, `thread "0" has no namespace "gate9"; its namespaces: "" (root)`},
+		{"state of a missing namespace", []string{"state", "0", "--ns", "gate9"}, 1, `no namespace "gate9"`},
 		{"namespaces of a missing thread", []string{"namespaces", "ghost"}, 1, `"ghost"`},
 		{"prune without keep", []string{"prune"}, 2, "--keep"},
 		{"bench unknown", []string{"bench", "w3"}, 2, "w1 or w2"},
