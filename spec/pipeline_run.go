@@ -153,7 +153,7 @@ func (p *Pipeline) runRedactor(getenv func(string) string) (*redact.Redactor, er
 		}
 		rc.Keys = append(rc.Keys, af.Secrets.Keys...)
 		rc.Patterns = append(rc.Patterns, af.Secrets.Patterns...)
-		if env := af.Model.APIKeyEnv; env != "" {
+		if env := keyEnv(af.Model); env != "" {
 			keys = append(keys, getenv(env))
 		}
 	}
@@ -164,6 +164,21 @@ func (p *Pipeline) runRedactor(getenv func(string) string) (*redact.Redactor, er
 	return r.WithSecrets(keys...), nil
 }
 
+// keyEnv is the environment variable holding a model's API key.
+func keyEnv(m ModelSpec) string {
+	switch {
+	case m.APIKeyEnv != "":
+		return m.APIKeyEnv
+	case m.Provider == "openai-compatible":
+		return "OPENAI_API_KEY"
+	case m.Provider == "anthropic":
+		return "ANTHROPIC_API_KEY"
+	}
+	return ""
+}
+
+// run runs the pipeline on cfg.Thread: it starts a new thread, resumes an
+// unfinished one, and refuses a finished one.
 func (p *Pipeline) run(ctx context.Context, cfg PipelineConfig) (*PipelineResult, error) {
 	head, err := cfg.Store.Load(ctx, store.LoadRequest{Thread: cfg.Thread})
 	fresh := errors.Is(err, store.ErrNotFound)

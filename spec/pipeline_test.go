@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -432,5 +435,49 @@ func TestPipelineSecretsDefaults(t *testing.T) {
 				t.Fatalf("got %s, want %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestPipelineRedactsAPIKeyValue: a model that repeats the gate agent's API
+// key (a value with no secret shape, known only from the environment) does
+// not get it into the store or the gate files.
+func TestPipelineRedactsAPIKeyValue(t *testing.T) {
+	const apiKey = "plainvalue-7f3c9a2e"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"finish_reason":"stop",`+
+			`"message":{"role":"assistant","content":"{\"echo\":\"my key is `+apiKey+`\"}"}}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.md"), []byte("---\nname: echo\nmodel: {provider: openai-compatible, base_url: \""+srv.URL+"/v1\", api_key_env: CAIRN_TEST_KEY, model_name: m}\n"+
+		"chain: [{id: out, kind: structured, output_schema: O}]\nschemas:\n  O: {type: object}\n---\n## step:out\nEcho.\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "p.yaml"), []byte("name: k\nmetadata: {domain: d, feature: f}\ngates: [{gate: 1, name: Echo, agent: a.md}]\n"), 0o644)
+	p, err := spec.LoadPipeline(filepath.Join(dir, "p.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := memory.Open(store.Options{})
+	getenv := func(k string) string { return map[string]string{"CAIRN_TEST_KEY": apiKey}[k] }
+	res, err := spec.RunPipeline(context.Background(), p, spec.PipelineConfig{Store: s, Thread: "k", Getenv: getenv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(res.Gates[1].Output), "my key is [REDACTED]") {
+		t.Fatalf("gate 1 output %s", res.Gates[1].Output)
+	}
+	for _, ns := range []string{"", "gate1"} {
+		for cp, err := range s.History(context.Background(), store.HistoryRequest{Thread: "k", Namespace: ns, WithState: true}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(cp.State.String(), apiKey) {
+				t.Fatalf("namespace %q checkpoint %d holds the key: %s", ns, cp.Seq, cp.State)
+			}
+		}
+	}
+	b, _ := os.ReadFile(p.GateFilePath("k", 1))
+	if len(b) == 0 || strings.Contains(string(b), apiKey) {
+		t.Fatalf("gate file:\n%s", b)
 	}
 }
