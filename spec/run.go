@@ -82,7 +82,7 @@ type RunConfig struct {
 	AllowedRoot string
 	// Redact hides secrets before anything is stored or shown. Nil: the
 	// agent file's secrets: (the defaults plus its keys and patterns, and
-	// those of its handoff files), plus the value of its API key variable.
+	// those of its handoff files), plus the values of the API key variables.
 	// A pipeline passes its own.
 	Redact *redact.Redactor
 	// NewThread, when set, is the metadata of the thread RunAgent creates
