@@ -43,7 +43,7 @@ func server(t *testing.T, handle func(w http.ResponseWriter, body map[string]any
 
 func model(t *testing.T, url, k string) *anthropic.Model {
 	t.Helper()
-	m, err := anthropic.New(anthropic.Config{BaseURL: url, Model: "claude-test", Timeout: 300 * time.Millisecond,
+	m, err := anthropic.New(anthropic.Config{BaseURL: url, Model: "claude-test", Timeout: 3 * time.Second, // generous: the machine may be loaded
 		Getenv: func(string) string { return k }})
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +118,7 @@ func TestErrors(t *testing.T) {
 		{"other bad request", 400, nil, `{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: must be positive"}}`, 0, agent.ErrBadRequest, 0},
 		{"overloaded", 529, nil, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, 0, agent.ErrServer, 0},
 		{"malformed", 200, nil, `{"content": [ nope`, 0, agent.ErrMalformed, 0},
-		{"timeout", 200, nil, `{}`, time.Second, agent.ErrTimeout, 0},
+		{"timeout", 200, nil, `{}`, 4 * time.Second, agent.ErrTimeout, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -44,7 +44,7 @@ func server(t *testing.T, handle func(w http.ResponseWriter, body map[string]any
 
 func model(t *testing.T, url string, env string) *openai.Model {
 	t.Helper()
-	m, err := openai.New(openai.Config{BaseURL: url + "/v1", Model: "gpt-test", APIKeyEnv: "TEST_KEY", Timeout: 300 * time.Millisecond,
+	m, err := openai.New(openai.Config{BaseURL: url + "/v1", Model: "gpt-test", APIKeyEnv: "TEST_KEY", Timeout: 3 * time.Second, // generous: the machine may be loaded
 		Getenv: func(k string) string {
 			if k == "TEST_KEY" {
 				return env
@@ -130,7 +130,7 @@ func TestErrors(t *testing.T) {
 		{"context size, llama.cpp", 400, nil, `{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":5000,"n_ctx":4096}}`, 0, agent.ErrContextOverflow, 0},
 		{"other bad request", 400, nil, `{"error":{"message":"Invalid value for 'temperature'","type":"invalid_request_error","param":"temperature","code":"invalid_value"}}`, 0, agent.ErrBadRequest, 0},
 		{"malformed", 200, nil, `{"choices": [ this is not json`, 0, agent.ErrMalformed, 0},
-		{"timeout", 200, nil, `{}`, time.Second, agent.ErrTimeout, 0},
+		{"timeout", 200, nil, `{}`, 4 * time.Second, agent.ErrTimeout, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
