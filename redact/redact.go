@@ -26,7 +26,7 @@ var defaultKeys = []string{"password", "passwd", "secret", "token", "api_key", "
 
 // defaultPatterns are the secret shapes redacted unless Config.NoDefaults.
 var defaultPatterns = []string{
-	`sk-[A-Za-z0-9_-]{16,}`,
+	`\bsk-[A-Za-z0-9_-]{16,}`,
 	`(?i:\bbearer\s+[A-Za-z0-9._~+/-]{8,}=*)`,
 	`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`,
 	`\bgh[pousr]_[A-Za-z0-9]{20,}`,

@@ -21,6 +21,7 @@ func TestString(t *testing.T) {
 		{"openai key", "key is " + openAIKey + ".", "key is [REDACTED]."},
 		{"anthropic key", "sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAA", "[REDACTED]"},
 		{"short sk is prose", "task-list sk-short", "task-list sk-short"},
+		{"sk inside a word", "disk-usage-monitoring-service", "disk-usage-monitoring-service"},
 		{"bearer", "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.e30.abc", "Authorization: [REDACTED]"},
 		{"bearer any case", "bearer abcdefgh123", "[REDACTED]"},
 		{"aws", "AKIAABCDEFGHIJKLMNOP in config", "[REDACTED] in config"},
