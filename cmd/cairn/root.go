@@ -48,7 +48,7 @@ func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comman
 	root := &cobra.Command{
 		Use:           "cairn",
 		Short:         "Durable state for multi-agent workflows",
-		Long:          "cairn inspects and drives Cairn stores: threads, state, history (a tree), forks, pruning and the built-in benchmark.",
+		Long:          "cairn runs agent files and gate pipelines, and inspects and drives Cairn stores: threads, namespaces, state, history (a tree), forks, resume, exports, pruning and the built-in benchmark.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
