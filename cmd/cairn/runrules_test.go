@@ -194,7 +194,7 @@ func TestResumeKeepsRunOptions(t *testing.T) {
 	good := "replies:\n  - {step: company_name, text: FLAG name}\n  - {step: location, text: FLAG location}\n  - {step: summary, text: FLAG summary}\n"
 	bad := strings.Replace(good, "{step: location, text: FLAG location}", "{step: location, error: {status: 500, message: flaky}}", 1)
 	os.WriteFile(flagModel, []byte(bad), 0o644)
-	code, _, errOut := cli(t, env, "run", filepath.Join(dir, "business-extract.md"), "--thread", "m", "--model", "scripted:"+flagModel, "--durability", "async", "--safe-dir", dir)
+	code, _, errOut := cli(t, env, "run", filepath.Join(dir, "business-extract.md"), "--thread", "m", "--model", "scripted:"+flagModel, "--durability", "exit", "--safe-dir", dir)
 	if code != 1 || !strings.Contains(errOut, "flaky") || !strings.Contains(errOut, "cairn resume m") {
 		t.Fatalf("run: %d %s", code, errOut)
 	}
@@ -204,8 +204,13 @@ func TestResumeKeepsRunOptions(t *testing.T) {
 	if !strings.Contains(st, `"location": "FLAG location"`) || !strings.Contains(st, `"final_output": "FLAG summary"`) {
 		t.Fatalf("resume did not use --model:\n%s", st)
 	}
+	// Durability exit: the resumed run committed its two steps at its end,
+	// as one checkpoint.
+	if hist, _ := mustCLI(t, env, "history", "m"); !strings.Contains(hist, "SUCCESS  location,summary") {
+		t.Fatalf("resume did not use --durability exit:\n%s", hist)
+	}
 	out, _ := mustCLI(t, env, "threads", "--json")
-	for _, w := range []string{`"model": "scripted:` + flagModel + `"`, `"durability": "async"`, `"safe_dir": "` + dir + `"`} {
+	for _, w := range []string{`"model": "scripted:` + flagModel + `"`, `"durability": "exit"`, `"safe_dir": "` + dir + `"`} {
 		if !strings.Contains(out, w) {
 			t.Fatalf("thread metadata lacks %s:\n%s", w, out)
 		}
