@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -65,7 +66,7 @@ func (a *app) runPipeline(cmd *cobra.Command, path, thread, modelSpec string) er
 	}
 	a.announcePipeline(p, thread)
 	cfg.Store, cfg.Thread = s, thread
-	pr := a.pipelineProgress()
+	pr := a.pipelineProgress(p)
 	cfg.Observer, cfg.OnGate = pr.event, pr.gate
 	cfg.Warn = func(w string) { fmt.Fprintln(a.stderr, "  ! "+w) }
 	res, err := spec.RunPipeline(ctx, p, cfg)
@@ -126,16 +127,21 @@ func (a *app) announcePipeline(p *spec.Pipeline, thread string) {
 // with their own duration, then the gate's committed status and score.
 type pipelinePrinter struct {
 	a      *app
+	names  map[string]string // gate node → "gate N AgentName"
 	mu     sync.Mutex
 	root   string               // the run id of the pipeline's own runner
 	starts map[string]time.Time // run id → start of its current step
 	enc    *json.Encoder
 }
 
-func (a *app) pipelineProgress() *pipelinePrinter {
+func (a *app) pipelineProgress(p *spec.Pipeline) *pipelinePrinter {
 	enc := json.NewEncoder(a.stdout)
 	enc.SetEscapeHTML(false)
-	return &pipelinePrinter{a: a, starts: map[string]time.Time{}, enc: enc}
+	names := map[string]string{}
+	for _, g := range p.Gates {
+		names["gate"+strconv.Itoa(g.Gate)] = fmt.Sprintf("gate %d %s", g.Gate, g.Name)
+	}
+	return &pipelinePrinter{a: a, names: names, starts: map[string]time.Time{}, enc: enc}
 }
 
 // gateMark is the sign of a gate status.
@@ -167,7 +173,7 @@ func (pp *pipelinePrinter) event(e flow.Event) {
 		pp.starts[e.RunID] = e.Time
 	case e.RunID == pp.root:
 		if e.Kind == flow.EventNodeStart && e.Attempt <= 1 {
-			fmt.Fprintf(w, "  %s\n", e.Node)
+			fmt.Fprintf(w, "  %s …\n", pp.names[e.Node])
 		}
 	case e.Kind == flow.EventStepEnd:
 		tok := ""
