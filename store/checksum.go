@@ -35,11 +35,22 @@ func RowChecksum(r *Row) uint32 {
 		b = append(b, 0)
 	}
 	b = binary.AppendUvarint(b, uint64(len(r.Meta)))
-	sum := crc32.Update(0, castagnoli, b)
+	sum := crcSmall(0, b)
 	sum = crc32.Update(sum, castagnoli, r.Meta)
 	b = binary.AppendUvarint(buf[:0], uint64(len(r.Patch)))
-	sum = crc32.Update(sum, castagnoli, b)
+	sum = crcSmall(sum, b)
 	return crc32.Update(sum, castagnoli, r.Patch)
+}
+
+// crcSmall continues a CRC-32C over a few bytes, as crc32.Update does, but
+// in plain Go so that a buffer on the stack stays there (crc32.Update lets
+// its argument escape): the checksum of a row costs no allocation.
+func crcSmall(crc uint32, p []byte) uint32 {
+	crc = ^crc
+	for _, v := range p {
+		crc = castagnoli[byte(crc)^v] ^ (crc >> 8)
+	}
+	return ^crc
 }
 
 // ThreadChecksum returns the checksum of a thread record: ID, Tenant,

@@ -4,7 +4,7 @@
 // RFC 6902 patch the step made to the state, its status and metadata, and
 // its place in history (seq, parent). [Store] is what runners and front ends
 // use; [Engine] implements it over a row-level [Backend], so every backend
-// (store/memory, store/sqlite, and later Postgres) shares one storage format
+// (store/memory, store/sqlite, store/postgres) shares one storage format
 // and one set of guarantees, checked by the conformance suite in
 // store/storetest.
 //
@@ -21,9 +21,35 @@
 //     writes nothing; history never forks silently.
 //   - History is a tree: Fork adds a branch (or a new thread); nothing ever
 //     rewrites a stored checkpoint. Prune deletes old checkpoints only.
-//   - Bad data is an error, not a panic: every stored blob carries a CRC-32C;
-//     a damaged row is reported as a *CorruptError naming thread, namespace
-//     and seq, and other threads stay readable.
+//   - A fork into a new thread is atomic: the thread record and its first
+//     checkpoint are written in one transaction, so a crash leaves either
+//     no thread or the whole fork, never an empty thread that blocks the
+//     retry. The new thread inherits the source thread's tenant and
+//     metadata (ForkRequest.Metadata replaces the metadata), and a fork
+//     checkpoint carries the schedule (Meta.Next, Meta.Tasks) of the
+//     checkpoint it copies unless the request gives one, so resuming it
+//     runs what that checkpoint would have run. FAILED and INTERRUPTED
+//     checkpoints cannot be forked: the error names the seq whose state
+//     the unfinished step read (Meta.StepOf), the one to fork from.
+//   - Bad data is an error, not a panic. Every stored blob carries a
+//     CRC-32C of its content, and every row a checksum of all its columns:
+//     a checkpoint row's thread, namespace, seq, parent, snapshot
+//     bookkeeping (base, since, base size, snapshot flag), status, time,
+//     metadata and patch; a thread row's id, tenant, metadata (as a JSON
+//     value) and creation time. A damaged or hand-edited row is reported as
+//     a *CorruptError naming thread, namespace and seq (or the thread), and
+//     other threads stay readable. Snapshots are bound to their row by
+//     their key and size (the row's base size). The checksums find damage
+//     and edits made outside Cairn; they are not a MAC and do not stop
+//     someone who recomputes them. A damaged database file (truncated,
+//     overwritten, a table dropped) is ErrCorrupt naming the file or table;
+//     another program's database is ErrNotStore and is never changed.
+//   - Read-only opening (sqlite.Options.ReadOnly, postgres.Options.ReadOnly,
+//     storeurl.OpenReadOnly) creates no directory, file or table and writes
+//     nothing: a missing SQLite file is ErrNotFound, a database without
+//     Cairn's tables ErrNotStore, and writes fail with ErrReadOnly. SQLite
+//     may create its WAL-index (-shm) and an empty -wal beside a WAL-mode
+//     store to coordinate with writers; the database file is untouched.
 //
 // # Storage format
 //
@@ -39,10 +65,22 @@
 // of 64 bytes or more are compressed with S2 when that makes them smaller;
 // every blob carries a CRC-32C of its content.
 //
+// Format versions: 1 had blob CRCs only; 2 adds the row checksums (a crc
+// column on threads and checkpoints). Opening a version 1 store read-write
+// upgrades it in one transaction, computing the checksum of every existing
+// row (so edits made before the upgrade are not detected); opening it
+// read-only reads it as before, without row checksums. A store of a newer
+// version than this code knows is refused with ErrUnsupportedFormat.
+//
+// Several processes may open a new SQLite store at once: its tables are
+// created in one IMMEDIATE transaction, and each process waits for the
+// others (sqlite.Options.BusyTimeout) instead of failing with SQLITE_BUSY.
+//
 // Decoded snapshots are kept in a bounded in-memory cache (Options.
 // SnapshotCache, default 64 MiB), filled when a snapshot is written or read.
 // Snapshots never change, so the cache never serves stale data.
 //
-// Namespaces keep the checkpoints of subgraphs apart in the same thread:
-// each namespace of a thread has its own chain of seqs; "" is the root.
+// Namespaces keep the checkpoints of subgraphs, gates and handoffs apart in
+// the same thread: each namespace of a thread has its own chain of seqs;
+// "" is the root. Store.Namespaces lists them with their heads.
 package store

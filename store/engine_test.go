@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"strings"
 	"testing"
 
@@ -136,6 +138,50 @@ func FuzzDecodeRow(f *testing.F) {
 		if _, err := decodeSnapshot(&r); err != nil && !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("untyped snapshot error %v", err)
 		}
+		// A row whose checksum does not match names the row; one whose
+		// checksum matches passes.
+		r.Sum = RowChecksum(&r) ^ uint32(status)<<8 ^ 1
+		var ce *CorruptError
+		if err := verifyRow(&r); !errors.As(err, &ce) || ce.Seq != 1 || ce.Thread != "t" {
+			t.Fatalf("edited row: %v", err)
+		}
+		r.Sum = RowChecksum(&r)
+		if err := verifyRow(&r); err != nil {
+			t.Fatalf("intact row: %v", err)
+		}
+	})
+}
+
+// FuzzThreadChecksum feeds thread metadata to the checksum: it never
+// panics, and a JSON object counts by its value, so reordering its keys or
+// reformatting it (as Postgres jsonb does) keeps the checksum.
+func FuzzThreadChecksum(f *testing.F) {
+	for _, seed := range []string{`{"file":"agent.md","n":1.5}`, `{"b":1,"a":[1,2,{"z":null}]}`, `{"n":1e2,"m":100}`, `{"s":"\u00e9<>&"}`, `{`, `null`, ``, `[1]`, `"x"`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, meta []byte) {
+		rec := ThreadRecord{ID: "t", Tenant: "acme", Metadata: meta, CreatedAt: 7}
+		sum := ThreadChecksum(&rec)
+		rec.Sum = sum
+		if err := verifyThread(&rec); err != nil {
+			t.Fatalf("intact record: %v", err)
+		}
+		var v map[string]any
+		if json.Unmarshal(meta, &v) != nil || v == nil {
+			return
+		}
+		again, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.Metadata = again
+		if ThreadChecksum(&rec) != sum {
+			t.Fatalf("%s and %s have different checksums", meta, again)
+		}
+		rec.Tenant = "other"
+		if err := verifyThread(&rec); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("edited tenant: %v", err)
+		}
 	})
 }
 
@@ -166,5 +212,17 @@ func TestSnapCache(t *testing.T) {
 	nilCache.put(snapKey{}, d, 1)
 	if _, ok := nilCache.get(snapKey{}); ok {
 		t.Fatal("nil cache hit")
+	}
+}
+
+// TestCRCSmall: the allocation-free CRC of row headers is CRC-32C.
+func TestCRCSmall(t *testing.T) {
+	for n := 0; n < 300; n += 7 {
+		p := []byte(strings.Repeat("cairn\x00\xff", n)[:n])
+		for _, seed := range []uint32{0, 1, 0xdeadbeef} {
+			if got, want := crcSmall(seed, p), crc32.Update(seed, castagnoli, p); got != want {
+				t.Fatalf("%d bytes from %x: %x, want %x", n, seed, got, want)
+			}
+		}
 	}
 }

@@ -56,3 +56,28 @@ func Example() {
 	// 1 0 [reply] add /messages
 	// chat-1-retry 1 1
 }
+
+// Gates, handoffs and subgraphs write to their own namespaces of a thread;
+// Namespaces lists them.
+func ExampleEngine_Namespaces() {
+	ctx := context.Background()
+	s := memory.Open(store.Options{})
+	defer s.Close()
+	for _, ns := range []string{"", "gate:1", "gate:1", "gate:2"} {
+		head, _ := s.Load(ctx, store.LoadRequest{Thread: "run-1", Namespace: ns})
+		if _, err := s.Append(ctx, store.Checkpoint{Thread: "run-1", Namespace: ns, Parent: head.Seq, State: state.EmptyDoc()}); err != nil {
+			panic(err)
+		}
+	}
+	nss, err := s.Namespaces(ctx, "run-1")
+	if err != nil {
+		panic(err)
+	}
+	for _, ns := range nss {
+		fmt.Printf("%q head %d, %d checkpoints\n", ns.Name, ns.Head, ns.Checkpoints)
+	}
+	// Output:
+	// "" head 1, 1 checkpoints
+	// "gate:1" head 2, 2 checkpoints
+	// "gate:2" head 1, 1 checkpoints
+}

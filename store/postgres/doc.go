@@ -9,5 +9,8 @@
 // in. Commits are durable when PostgreSQL says they are (synchronous_commit).
 //
 // The tables live in the connection's search_path; give each deployment or
-// test its own schema with a search_path parameter in the URL.
+// test its own schema with a search_path parameter in the URL. A schema
+// holding tables named like Cairn's without Cairn's cairn_format table is
+// another program's: it is refused with store.ErrNotStore and not changed.
+// Options.ReadOnly opens an existing store without creating anything.
 package postgres

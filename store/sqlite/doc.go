@@ -14,5 +14,12 @@
 //
 // Several processes may open one file; SQLite's locks serialise their
 // writers, and the store's head check (a primary key on thread, namespace
-// and seq) makes a stale writer fail with store.ErrConflict.
+// and seq) makes a stale writer fail with store.ErrConflict. Processes that
+// open a new file at once wait for each other while one creates the tables.
+//
+// Opening looks before it changes anything: a file holding another
+// program's tables is refused with store.ErrNotStore and left as it was; a
+// Cairn file missing one of its tables, truncated or overwritten is
+// store.ErrCorrupt naming the file (and the table). Options.ReadOnly opens
+// an existing store without creating or writing anything.
 package sqlite
