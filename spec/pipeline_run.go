@@ -77,10 +77,13 @@ var pipelineSchema = state.MustSchema(
 	state.WithField("agents", state.ReducerReplace),
 )
 
-// Check verifies, before anything is stored, that every gate can run: each
-// agent file, its handoffs, schemas, script, model and API key, and each Go
-// step. Errors are *SpecError naming the file and line.
+// Check verifies, before anything is stored, that every gate can run: the
+// state_dir (created if missing), each agent file, its handoffs, schemas,
+// script, model and API key, and each Go step. Errors are *SpecError naming the file and line.
 func (p *Pipeline) Check(cfg PipelineConfig) error {
+	if err := os.MkdirAll(p.BaseStateDir(), 0o755); err != nil {
+		return &SpecError{File: p.Path, Msg: fmt.Sprintf("state_dir: %v", err), Err: err}
+	}
 	for _, g := range p.Gates {
 		if g.Step != "" {
 			if cfg.Steps[g.Step] == nil {

@@ -113,11 +113,14 @@ func TestPipelineRerunIsANewThread(t *testing.T) {
 	os.Remove(filepath.Join(noScript, "replies", "pom-agent.yaml"))
 	badContract := copyPipeline(t)
 	os.WriteFile(filepath.Join(badContract, "contracts", "gate4.json"), []byte("{"), 0o644)
+	blocked := copyPipeline(t)
+	os.WriteFile(filepath.Join(blocked, ".state"), []byte("a file, not a folder"), 0o644)
 	for _, tc := range []struct{ name, file, want string }{
 		{"empty", empty, "empty.yaml: pipeline file is empty"},
 		{"missing key", filepath.Join(keyless, "pipeline.yaml"), "CAIRN_TEST_MISSING_KEY"},
 		{"missing script", filepath.Join(noScript, "pipeline.yaml"), "gate 3"},
 		{"bad contract", filepath.Join(badContract, "pipeline.yaml"), "gate 4 contract"},
+		{"state_dir not a folder", filepath.Join(blocked, "pipeline.yaml"), "state_dir:"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, errOut := cli(t, env, "run", tc.file, "--thread", "refused")
@@ -127,7 +130,7 @@ func TestPipelineRerunIsANewThread(t *testing.T) {
 			if _, err := openStore(t, url).Thread(context.Background(), "refused"); !errors.Is(err, store.ErrNotFound) {
 				t.Fatalf("a refused run left a thread: %v", err)
 			}
-			if _, err := os.Stat(filepath.Join(filepath.Dir(tc.file), ".state", "refused")); !errors.Is(err, os.ErrNotExist) {
+			if _, err := os.Stat(filepath.Join(filepath.Dir(tc.file), ".state", "refused")); err == nil {
 				t.Fatalf("a refused run left files: %v", err)
 			}
 		})
