@@ -23,17 +23,22 @@
 //     tokens, runtime) and the usage where its run started
 //     (Meta.Extra["run_usage"]). A run is an Invoke or RunFrom plus every
 //     Resume after a crash, a failed step (failed steps count) or a budget
-//     stop, so a crash-looping run still stops at its budget; a Resume
-//     after an interrupt, a new Invoke (the next turn of a conversation)
-//     and a RunFrom start new runs. A fork's usage counters carry on from
+//     stop, so a crash-looping run still stops at its budget (raise the
+//     budget with RunOptions to go on); a Resume after an interrupt or an
+//     UpdateState, a new Invoke (the next turn of a conversation) and a
+//     RunFrom start new runs. A fork's usage counters carry on from
 //     the checkpoint it branches from. A step cut short by a crash counts
 //     too: each Resume leaves a marker (a pending write) before its first
 //     step, so a node that kills its process every time still exhausts
 //     the budget.
-//   - A run stops after DefaultRecursionLimit (25) steps unless
-//     Options.RecursionLimit or RunOptions.RecursionLimit raise it
-//     (negative: no limit), with stop reason "recursion_limit", so a cycle
-//     without a budget cannot run forever.
+//   - A run stops after DefaultRecursionLimit (25) steps, as LangGraph's
+//     recursion limit, unless Options.RecursionLimit,
+//     RunOptions.RecursionLimit or Graph.WithRecursionLimit set another
+//     (negative: no limit), with stop reason "recursion_limit" (a subgraph
+//     fails its parent's node with ErrRecursionLimit), so a cycle without
+//     a budget cannot run forever.
+//   - A node that fails with an error naming a stop reason (StopReasoner,
+//     as agent.ProviderError for context_overflow) stops the run with it.
 //   - One writer per thread: a runner whose head is stale gets
 //     store.ErrConflict and writes nothing.
 //   - Interrupts (Interrupt, or static ones before/after named nodes) stop
