@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/cairn-dev/cairn/spec"
 	"github.com/cairn-dev/cairn/store"
@@ -362,9 +366,10 @@ func TestPipelineResumeAfterForkInto(t *testing.T) {
 }
 
 // TestPipelineRacingProcesses runs two real processes on one pipeline
-// thread at once, many times: one wins each step; the loser commits
-// nothing (no FAILED step from a conflict) and the .state files always end
-// equal to what the store says.
+// thread at once, many times, on SQLite and (with CAIRN_TEST_POSTGRES) on
+// PostgreSQL: one wins each step; the loser commits nothing (no FAILED
+// step from a conflict) and the .state files always end equal to what the
+// store says.
 func TestPipelineRacingProcesses(t *testing.T) {
 	if args := os.Getenv("CAIRN_PIPE_CHILD_ARGS"); args != "" {
 		var argv []string
@@ -376,15 +381,58 @@ func TestPipelineRacingProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}
+	t.Run("sqlite", func(t *testing.T) {
+		dir := t.TempDir()
+		racePipeline(t, "sqlite:"+filepath.Join(dir, "state.db"), 30)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		racePipeline(t, postgresSchema(t), 15)
+	})
+}
+
+// postgresSchema returns a store URL on a fresh schema of
+// CAIRN_TEST_POSTGRES, dropped after the test; without it the test skips.
+func postgresSchema(t *testing.T) string {
+	t.Helper()
+	base := os.Getenv("CAIRN_TEST_POSTGRES")
+	if base == "" {
+		t.Skip("CAIRN_TEST_POSTGRES is not set")
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatalf("CAIRN_TEST_POSTGRES=%s: %v", base, err)
+	}
+	defer conn.Close(ctx)
+	schema := "cairn_pipe_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if c, err := pgx.Connect(context.Background(), base); err == nil {
+			_, _ = c.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+			c.Close(context.Background())
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// racePipeline runs the race trials on the store at storeURL.
+func racePipeline(t *testing.T, storeURL string, trials int) {
 	dir := copyPipeline(t)
 	for i, name := range []string{"test-case-designer", "dom-agent", "pom-agent", "execution-engine"} {
 		edit(t, filepath.Join(dir, "replies", name+".yaml"), "  - step: output\n", "  - step: output\n    delay_ms: "+strconv.Itoa(5*i)+"\n")
 	}
-	url := "sqlite:" + filepath.Join(dir, "state.db")
-	env := map[string]string{"CAIRN_STORE": url}
+	env := map[string]string{"CAIRN_STORE": storeURL}
 	gate1 := filepath.Join(dir, "replies", "test-case-designer.yaml")
 	good, _ := os.ReadFile(gate1)
-	const trials = 30
 	conflicts := 0
 	for i := 0; i < trials; i++ {
 		thread := "race-" + strconv.Itoa(i)
@@ -394,67 +442,84 @@ func TestPipelineRacingProcesses(t *testing.T) {
 			t.Fatalf("setup: %d %s", code, errOut)
 		}
 		os.WriteFile(gate1, good, 0o644)
-		var cmds []*exec.Cmd
-		var outs []*bytes.Buffer
-		for j := 0; j < 2; j++ {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestPipelineRacingProcesses$")
-			cmd.Env = append(os.Environ(), "CAIRN_STORE="+url, "CAIRN_PIPE_CHILD_ARGS="+`["resume","`+thread+`"]`)
-			var b bytes.Buffer
-			cmd.Stderr, cmd.Stdout = &b, &b
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			cmds, outs = append(cmds, cmd), append(outs, &b)
-		}
-		wins := 0
-		for j, cmd := range cmds {
-			err := cmd.Wait()
-			var ee *exec.ExitError
-			switch {
-			case err == nil:
-				wins++
-			case errors.As(err, &ee) && strings.Contains(outs[j].String(), "conflict"):
-				conflicts++
-			case errors.As(err, &ee) && strings.Contains(outs[j].String(), "is finished (SUCCESS)"):
-				// It started after the other had finished: no race.
-			default:
-				t.Fatalf("trial %d: child %d: %v\n%s", i, j, err, outs[j])
-			}
-		}
-		if wins == 0 {
-			t.Fatalf("trial %d: no process finished:\n%s\n%s", i, outs[0], outs[1])
-		}
-		s := openStore(t, url)
-		failed := 0
-		for cp, err := range s.History(context.Background(), store.HistoryRequest{Thread: thread}) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			if cp.Status == store.StatusFailed {
-				failed++
-			}
-		}
-		if failed != 1 {
-			t.Fatalf("trial %d: %d FAILED root steps (a conflict was committed as a failure)", i, failed)
-		}
-		exp := t.TempDir()
-		if _, err := spec.ExportGateFiles(context.Background(), s, thread, exp); err != nil {
-			t.Fatal(err)
-		}
-		s.Close()
-		live := filepath.Join(dir, ".state", thread)
-		entries, _ := os.ReadDir(exp)
-		liveEntries, _ := os.ReadDir(live)
-		if len(entries) != 5 || len(liveEntries) != 5 {
-			t.Fatalf("trial %d: %d exported files, %d live files %v", i, len(entries), len(liveEntries), liveEntries)
-		}
-		for _, e := range entries {
-			a, _ := os.ReadFile(filepath.Join(exp, e.Name()))
-			b, _ := os.ReadFile(filepath.Join(live, e.Name()))
-			if !bytes.Equal(a, b) {
-				t.Fatalf("trial %d: %s contradicts the store:\n%s\nstore says:\n%s", i, e.Name(), b, a)
-			}
-		}
+		conflicts += raceOnce(t, storeURL, thread, i)
+		checkFilesMatchStore(t, storeURL, filepath.Join(dir, ".state", thread), thread, i)
 	}
 	t.Logf("%d trials, %d processes lost a race", trials, conflicts)
+}
+
+// raceOnce resumes the thread from two processes at once and returns how
+// many lost a race.
+func raceOnce(t *testing.T, storeURL, thread string, trial int) int {
+	t.Helper()
+	var cmds []*exec.Cmd
+	var outs []*bytes.Buffer
+	for j := 0; j < 2; j++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestPipelineRacingProcesses$")
+		cmd.Env = append(os.Environ(), "CAIRN_STORE="+storeURL, "CAIRN_PIPE_CHILD_ARGS="+`["resume","`+thread+`"]`)
+		var b bytes.Buffer
+		cmd.Stderr, cmd.Stdout = &b, &b
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds, outs = append(cmds, cmd), append(outs, &b)
+	}
+	wins, conflicts := 0, 0
+	for j, cmd := range cmds {
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+			wins++
+		case errors.As(err, &ee) && strings.Contains(outs[j].String(), "conflict"):
+			conflicts++
+		case errors.As(err, &ee) && strings.Contains(outs[j].String(), "is finished (SUCCESS)"):
+			// It started after the other had finished: no race.
+		default:
+			t.Fatalf("trial %d: child %d: %v\n%s", trial, j, err, outs[j])
+		}
+	}
+	if wins == 0 {
+		t.Fatalf("trial %d: no process finished:\n%s\n%s", trial, outs[0], outs[1])
+	}
+	return conflicts
+}
+
+// checkFilesMatchStore fails unless the thread has exactly one FAILED root
+// step (the setup's) and its .state files are those the store gives.
+func checkFilesMatchStore(t *testing.T, storeURL, live, thread string, trial int) {
+	t.Helper()
+	s, err := storeurl.Open(storeURL, store.Options{}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	failed := 0
+	for cp, err := range s.History(context.Background(), store.HistoryRequest{Thread: thread}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cp.Status == store.StatusFailed {
+			failed++
+		}
+	}
+	if failed != 1 {
+		t.Fatalf("trial %d: %d FAILED root steps (a conflict was committed as a failure)", trial, failed)
+	}
+	exp := t.TempDir()
+	if _, err := spec.ExportGateFiles(context.Background(), s, thread, exp); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(exp)
+	liveEntries, _ := os.ReadDir(live)
+	if len(entries) != 5 || len(liveEntries) != 5 {
+		t.Fatalf("trial %d: %d exported files, %d live files %v", trial, len(entries), len(liveEntries), liveEntries)
+	}
+	for _, e := range entries {
+		a, _ := os.ReadFile(filepath.Join(exp, e.Name()))
+		b, _ := os.ReadFile(filepath.Join(live, e.Name()))
+		if !bytes.Equal(a, b) {
+			t.Fatalf("trial %d: %s contradicts the store:\n%s\nstore says:\n%s", trial, e.Name(), b, a)
+		}
+	}
 }
