@@ -41,7 +41,8 @@ type LoopAgent[S any] struct {
 	// Critics judge each step after Reduce, seeing the state the step
 	// produces (QitOS critics). The first output with action "stop" ends
 	// the run with stop reason "critic_stop"; "retry" skips this step's
-	// other stop checks; "continue" passes. Their outputs are recorded in
+	// other stop checks and drops a final answer or stop reason the step
+	// reached (the loop goes on); "continue" passes. Their outputs are recorded in
 	// the step's trace row.
 	Critics []Critic[S]
 	// EnvTerminal reports, after Reduce, whether the environment reached a
@@ -298,7 +299,13 @@ func (a *LoopAgent[S]) checkStop(ctx context.Context, d state.Doc, s S, chosen D
 			upd["stop_reason"] = state.StopCriticStop
 		}
 		return nil
-	case verdict == CriticRetry || stopped:
+	case verdict == CriticRetry:
+		// The critic rejects the step's conclusion: a final answer or stop
+		// the step reached is not taken, the loop goes on.
+		delete(upd, "final_result")
+		delete(upd, "stop_reason")
+		return nil
+	case stopped:
 		return nil
 	}
 	if a.EnvTerminal != nil && a.EnvTerminal(ctx, after, results) {

@@ -89,6 +89,16 @@ func TestLoopAgentStopRules(t *testing.T) {
 				return agent.CriticOutput{Action: agent.CriticRetry}, nil
 			}}
 		}, state.StopMaxSteps, 10, false},
+		{"critic retry rejects a final answer", func(a *agent.LoopAgent[ResearchState]) {
+			rejected := false
+			a.Critics = []agent.Critic[ResearchState]{func(ctx context.Context, s ResearchState, d agent.Decision, rs []agent.ActionResult) (agent.CriticOutput, error) {
+				if d.Mode == agent.ModeFinal && !rejected {
+					rejected = true
+					return agent.CriticOutput{Action: agent.CriticRetry, Reason: "cite sources"}, nil
+				}
+				return agent.CriticOutput{}, nil
+			}}
+		}, state.StopFinal, 5, true},
 		{"env terminal", func(a *agent.LoopAgent[ResearchState]) {
 			a.EnvTerminal = func(ctx context.Context, s ResearchState, rs []agent.ActionResult) bool {
 				return len(s.SourcesVisited) == 2 && len(rs) == 1
