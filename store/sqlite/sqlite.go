@@ -329,7 +329,7 @@ func openReadOnly(path string, opts Options) (*Backend, error) {
 	v, err := b.checkFormat(ctx, conn)
 	conn.Close()
 	if err == nil && v == 0 {
-		err = fmt.Errorf("%w: %s is an empty database, not a Cairn store", store.ErrNotStore, path)
+		err = fmt.Errorf("%w: %s has no Cairn format version (an empty database, or one a crash left half-created: open it read-write once)", store.ErrNotStore, path)
 	}
 	if err == nil {
 		b.legacy = v == 1
@@ -532,11 +532,17 @@ func (b *Backend) damage(err error) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, cerr := b.read.Conn(ctx)
-	if cerr != nil {
+	c := b.conn // while opening, before the read pool exists
+	if b.read != nil {
+		var cerr error
+		if c, cerr = b.read.Conn(ctx); cerr != nil {
+			return nil
+		}
+		defer c.Close()
+	}
+	if c == nil {
 		return nil
 	}
-	defer c.Close()
 	have, terr := tableNames(ctx, c)
 	if terr != nil {
 		return nil

@@ -120,3 +120,29 @@ func TestUpgradeFormat1(t *testing.T) {
 		t.Fatalf("untouched rows after the upgrade: %v", err)
 	}
 }
+
+// TestUnversionedTables: an older Cairn that crashed between creating its
+// tables and writing the format version left format 1 tables at version
+// 0. Read-only they are refused as not (yet) a store; read-write they are
+// upgraded like format 1.
+func TestUnversionedTables(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v0.db")
+	want := writeV1Store(t, path)
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`PRAGMA user_version = 0`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if _, err := sqlite.OpenStore(path, sqlite.Options{ReadOnly: true}, store.Options{}); !errors.Is(err, store.ErrNotStore) {
+		t.Fatalf("read-only: %v", err)
+	}
+	s := openAt(t, path)
+	defer s.Close()
+	checkHeads(t, s, want)
+	if v := userVersion(t, path); v != 2 {
+		t.Fatalf("format %d after opening", v)
+	}
+}
