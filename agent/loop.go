@@ -399,7 +399,8 @@ func (a *LoopAgent[S]) runner(s store.Store, opts flow.Options) (*flow.Runner, e
 }
 
 // runOptions turns the task's budget into run options. A step budget
-// replaces the runner's default step limit (the budget is the limit).
+// replaces the runner's default step limit (the budget is the limit), as
+// does the state's max_steps (the runner sees it).
 func runOptions(task Task, opts flow.Options) flow.RunOptions {
 	ro := flow.RunOptions{Budget: task.Budget.flow()}
 	if opts.RecursionLimit == 0 && (task.Budget.MaxSteps > 0 || opts.Budget.MaxSteps > 0) {

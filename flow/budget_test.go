@@ -350,3 +350,20 @@ func TestUpdateStateStartsARun(t *testing.T) {
 		t.Fatalf("after UpdateState: %v %s count %d %+v", err, res.StopReason, countOf(t, res.State), res.Progress)
 	}
 }
+
+// A QitOS max_steps in the state bounds a run: the default step limit
+// yields to it; an explicit limit does not.
+func TestMaxStepsOverDefaultLimit(t *testing.T) {
+	in := state.Update{"max_steps": 40, "current_step": 0}
+	for _, tc := range []struct {
+		limit int
+		want  state.StopReason
+		steps int
+	}{{0, state.StopMaxSteps, 40}, {30, state.StopRecursionLimit, 30}} {
+		r, _ := flow.NewRunner(loopGraph(t, nil), memory.Open(store.Options{}), flow.Options{RecursionLimit: tc.limit})
+		res, err := r.Invoke(context.Background(), "t", in)
+		if err != nil || res.StopReason != tc.want || res.Progress.Steps != tc.steps {
+			t.Fatalf("limit %d: %v %s after %d steps", tc.limit, err, res.StopReason, res.Progress.Steps)
+		}
+	}
+}

@@ -100,7 +100,8 @@ type Options struct {
 	Namespace string
 	// RecursionLimit caps the steps of one run (see Budget for what a run
 	// is): 0 means the graph's (Graph.WithRecursionLimit), else
-	// DefaultRecursionLimit; a negative value means no limit. A run
+	// DefaultRecursionLimit, unless the state has a QitOS max_steps (which
+	// bounds the run already); a negative value means no limit. A run
 	// that reaches it stops with stop reason "recursion_limit".
 	RecursionLimit int
 	Now            func() time.Time
@@ -330,6 +331,9 @@ type run struct {
 	skipBefore bool
 	idWritten  bool
 	limit      int // steps per run; 0: none
+	// limitDefault: limit is DefaultRecursionLimit, which yields to a
+	// QitOS max_steps in the state (that bounds the loop already).
+	limitDefault bool
 
 	// Usage: the namespace's consumption at the head (cumulative over every
 	// run), the same at the start of this run, and when this attempt (this
@@ -366,7 +370,7 @@ func (r *Runner) newRun(ctx context.Context, thread string, ro []RunOptions) (*r
 	}
 	switch {
 	case run.limit == 0:
-		run.limit = DefaultRecursionLimit
+		run.limit, run.limitDefault = DefaultRecursionLimit, true
 	case run.limit < 0:
 		run.limit = 0
 	}
@@ -643,7 +647,7 @@ func (r *Runner) shouldStop(run *run) (state.StopReason, bool) {
 	if b.MaxTokens > 0 && p.Tokens.Input+p.Tokens.Output >= b.MaxTokens {
 		return state.StopBudgetTokens, true
 	}
-	if run.limit > 0 && p.Steps >= run.limit {
+	if run.limit > 0 && p.Steps >= run.limit && !(run.limitDefault && maxSteps > 0) {
 		return state.StopRecursionLimit, true
 	}
 	for _, c := range r.opts.StopWhen {
