@@ -34,7 +34,8 @@
 //   - A run stops after DefaultRecursionLimit (25) steps, as LangGraph's
 //     recursion limit, unless Options.RecursionLimit,
 //     RunOptions.RecursionLimit or Graph.WithRecursionLimit set another
-//     (negative: no limit), with stop reason "recursion_limit" (a subgraph
+//     (negative: no limit; the default yields to a QitOS max_steps in the
+//     state), with stop reason "recursion_limit" (a subgraph
 //     fails its parent's node with ErrRecursionLimit), so a cycle without
 //     a budget cannot run forever.
 //   - A node that fails with an error naming a stop reason (StopReasoner,
