@@ -48,13 +48,14 @@ func ParseDurability(s string) (Durability, error) {
 // Budget limits a run. Zero fields are unlimited.
 //
 // A run is an Invoke (or a RunFrom) together with every Resume after a
-// crash, a failed step or a budget stop: its steps, tokens and runtime
-// are counted from the checkpoints (store.Meta.Usage), so a run that
-// crashes and is resumed over and over still stops at its budget. A Resume
-// that follows an interrupt starts a new run, as does Invoke (a new turn)
-// and RunFrom (a fork, whose usage counters carry on from the checkpoint
-// it branches from) and a Resume after UpdateState. MaxRuntime counts the time spent running, not the
-// time between a crash and its resume.
+// crash, a failed step or a budget stop: its steps (a step cut short by
+// a crash included), tokens and runtime are counted from the checkpoints
+// (store.Meta.Usage), so a run that crashes and is resumed over and over
+// still stops at its budget. A Resume that follows an interrupt or an
+// UpdateState starts a new run, as do Invoke (a new turn) and RunFrom (a
+// fork, whose usage counters carry on from the checkpoint it branches
+// from). MaxRuntime counts the time spent running, not the time between a
+// crash and its resume.
 type Budget struct {
 	MaxSteps   int
 	MaxRuntime time.Duration
