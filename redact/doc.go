@@ -25,8 +25,9 @@
 // Default shapes: OpenAI/Anthropic style keys (sk-..., 16+ characters
 // after "sk-"), "Bearer <token>" (8+ token characters, any case), AWS
 // access key ids (AKIA/ASIA + 16), GitHub tokens (ghp_, gho_, ghu_, ghs_,
-// ghr_, github_pat_), Slack tokens (xox?-), Google API keys (AIza...) and
-// PEM private key blocks.
+// ghr_, github_pat_), Slack tokens (xox?-), Google API keys (AIza...), PEM
+// private key blocks, and the password of URLs
+// (postgres://user:[REDACTED]@host/db).
 //
 // Redaction is deterministic and idempotent: the same input always gives
 // the same output, and redacting redacted data changes nothing, so a

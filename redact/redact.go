@@ -60,7 +60,11 @@ type Redactor struct {
 	literals []string
 	re       *regexp.Regexp // every pattern and literal, one alternation
 	kv       *regexp.Regexp // "key": value, key=value forms of secret keys in text
+	userinfo bool           // hide the password of URLs (scheme://user:password@host)
 }
+
+// urlPassword matches the password of a URL's user information.
+var urlPassword = regexp.MustCompile(`(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]*:)([^/\s@]+)@`)
 
 // New builds a redactor from cfg; a pattern that does not compile is an
 // error naming it.
@@ -92,6 +96,7 @@ func New(cfg Config) (*Redactor, error) {
 	}
 	r.patterns = append(pats, cfg.Patterns...)
 	r.kv = kvRegexp(r.keys)
+	r.userinfo = !cfg.NoDefaults
 	if err := r.compile(); err != nil {
 		return nil, err
 	}
@@ -120,6 +125,7 @@ func (r *Redactor) WithSecrets(values ...string) *Redactor {
 		out.patterns = slices.Clone(r.patterns)
 		out.literals = slices.Clone(r.literals)
 		out.kv = r.kv
+		out.userinfo = r.userinfo
 	}
 	for _, v := range values {
 		if len(v) >= MinSecretLen && !slices.Contains(out.literals, v) {
@@ -188,6 +194,9 @@ func (r *Redactor) String(s string) string {
 	}
 	if r.kv != nil && strings.ContainsAny(s, ":=") {
 		s = r.kv.ReplaceAllStringFunc(s, r.kvValue)
+	}
+	if r.userinfo && strings.Contains(s, "://") {
+		s = urlPassword.ReplaceAllString(s, "${1}"+Replacement+"@")
 	}
 	return s
 }

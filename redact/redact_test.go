@@ -28,6 +28,8 @@ func TestString(t *testing.T) {
 		{"github", "ghp_" + strings.Repeat("a", 36), "[REDACTED]"},
 		{"pem", "x -----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY----- y", "x [REDACTED] y"},
 		{"clean", "nothing to see", "nothing to see"},
+		{"url password", "dial postgres://app:s3cr3t@db:5432/x failed", "dial postgres://app:[REDACTED]@db:5432/x failed"},
+		{"url without password", "see https://example.com:8080/a@b and mailto:x@y", "see https://example.com:8080/a@b and mailto:x@y"},
 		{"key=value", "dial: password=hunter2 host=db", "dial: password=[REDACTED] host=db"},
 		{"json text", `payload: {"question":"q","token":"abc","API-Key": 12}`, `payload: {"question":"q","token":"[REDACTED]","API-Key": [REDACTED]}`},
 		{"escaped json text", `{\"secret\":\"s3\"}`, `{\"secret\":\"[REDACTED]\"}`},
