@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -127,8 +128,12 @@ func FuzzDecodeRow(f *testing.F) {
 	p, _ := state.ParsePatch([]byte(`[{"op":"add","path":"/a/-","value":3}]`))
 	f.Add(encodeBlob(state.EncodePatch(nil, p), true, nil), encodeBlob(state.EncodeDoc(nil, d), true, nil), []byte(`{"nodes":["n"]}`), uint8(1))
 	f.Add([]byte{1, 0, 0, 0, 0, 9}, []byte{0}, []byte(`{`), uint8(9))
+	// A snapshot whose CRC is right but whose JSON is not.
+	bad := state.EncodeDoc(nil, d)
+	bad[bytes.IndexByte(bad, '2')] = '!'
+	f.Add(encodeBlob(state.EncodePatch(nil, p), false, nil), encodeBlob(bad, false, nil), []byte(`{"next":["a"]}`), uint8(2))
 	f.Fuzz(func(t *testing.T, patch, snap, meta []byte, status uint8) {
-		r := Row{Thread: "t", Seq: 1, Base: 1, Status: Status(status), Meta: meta, Patch: patch, Snapshot: snap, HasSnapshot: true}
+		r := Row{Thread: "t", Seq: 1, Base: 1, BaseSize: int64(len(snap)), Status: Status(status), Meta: meta, Patch: patch, Snapshot: snap, HasSnapshot: true}
 		if _, err := checkpoint(&r); err != nil {
 			var ce *CorruptError
 			if !errors.As(err, &ce) || ce.Seq != 1 {
