@@ -172,7 +172,13 @@ func (a *LoopAgent[S]) step(ctx context.Context, d state.Doc) (state.Update, err
 	for k, v := range red {
 		upd[k] = v
 	}
-	meta := map[string]any{"last_decision": dec}
+	meta := map[string]any{}
+	if rm, ok := red["metadata"].(map[string]any); ok {
+		for k, v := range rm { // what Reduce adds to metadata is kept
+			meta[k] = v
+		}
+	}
+	meta["last_decision"] = dec
 	if results != nil {
 		meta["last_actions"] = results
 	}

@@ -126,6 +126,24 @@ func TestLoopAgentStopRules(t *testing.T) {
 	}
 }
 
+// Metadata that Reduce returns is merged with the loop's own.
+func TestLoopAgentReduceMetadata(t *testing.T) {
+	a := researcher(t)
+	reduce := a.Reduce
+	a.Reduce = func(ctx context.Context, s ResearchState, obs string, d agent.Decision, rs []agent.ActionResult) (state.Update, error) {
+		u, err := reduce(ctx, s, obs, d, rs)
+		if u == nil {
+			u = state.Update{}
+		}
+		u["metadata"] = map[string]any{"phase": fmt.Sprint("step ", s.CurrentStep)}
+		return u, err
+	}
+	res, err := a.Run(context.Background(), memory.Open(store.Options{}), "r", researchTask, flow.Options{})
+	if err != nil || res.State.Metadata["phase"] != "step 3" || res.State.Metadata["last_decision"] == nil || res.State.Metadata["task_id"] != "r" {
+		t.Fatalf("metadata %v (%v)", res.State.Metadata, err)
+	}
+}
+
 // The stagnation count lives in the state, so a resume continues it.
 func TestLoopAgentStagnationAcrossResume(t *testing.T) {
 	a := researcher(t)
