@@ -21,7 +21,15 @@ import (
 // loopGraph runs node "n" forever; fn runs inside it before it counts.
 func loopGraph(t testing.TB, fn func(ctx context.Context, n int) error) *flow.Compiled {
 	t.Helper()
-	g := flow.NewGraph(schema).
+	c, err := buildLoop(fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func buildLoop(fn func(ctx context.Context, n int) error) (*flow.Compiled, error) {
+	return flow.NewGraph(schema).
 		AddNode("n", func(ctx context.Context, d state.Doc) (state.Update, error) {
 			var n int
 			_ = d.Get("count", &n)
@@ -32,12 +40,8 @@ func loopGraph(t testing.TB, fn func(ctx context.Context, n int) error) *flow.Co
 			}
 			return state.Update{"count": 1}, nil
 		}).
-		AddEdge(flow.START, "n").AddEdge("n", "n")
-	c, err := g.Compile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+		AddEdge(flow.START, "n").AddEdge("n", "n").
+		Compile()
 }
 
 func countOf(t *testing.T, d state.Doc) int {
@@ -198,12 +202,15 @@ func budgetChild(dbPath, mode string) error {
 	}
 	defer s.Close()
 	ran := 0
-	g := loopGraph(&testing.T{}, func(ctx context.Context, n int) error {
+	g, err := buildLoop(func(ctx context.Context, n int) error {
 		if ran++; (mode == "every5" && ran == 5) || (mode == "always" && n == 2) {
 			return syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
 	r, err := flow.NewRunner(g, s, flow.Options{Budget: flow.Budget{MaxSteps: budgetSteps}, RecursionLimit: -1})
 	if err != nil {
 		return err
