@@ -1,0 +1,30 @@
+package spec_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/cairn-dev/cairn/spec"
+)
+
+// FuzzParseAgentFile: any bytes give an agent file or a *SpecError, never
+// a panic.
+func FuzzParseAgentFile(f *testing.F) {
+	f.Add([]byte(good))
+	f.Add([]byte("---\nname: x\nsecrets: {keys: [pin], patterns: ['[0-9]+'], defaults: false}\nsafe_dir: /\n---\n## Instructions\nx\n"))
+	f.Add([]byte("---\nname: x\nschemas: {S: {type: object}}\nchain: [{id: a, kind: structured, output_schema: S}]\n---\n## step:a\n"))
+	f.Add([]byte("---\n---\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		a, err := spec.ParseAgentFile("f.md", data)
+		if err != nil {
+			var se *spec.SpecError
+			if !errors.As(err, &se) || !errors.Is(err, spec.ErrSpec) {
+				t.Fatalf("untyped error %T: %v", err, err)
+			}
+			return
+		}
+		if a.Name == "" {
+			t.Fatal("parsed an agent file without a name")
+		}
+	})
+}
