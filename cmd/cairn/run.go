@@ -18,6 +18,7 @@ import (
 	"github.com/cairn-dev/cairn/model/anthropic"
 	"github.com/cairn-dev/cairn/model/openai"
 	"github.com/cairn-dev/cairn/model/scripted"
+	"github.com/cairn-dev/cairn/redact"
 	"github.com/cairn-dev/cairn/spec"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
@@ -82,8 +83,14 @@ func storableModel(s string) (string, error) {
 		return "scripted:" + abs, nil
 	case "openai-compatible":
 		if _, base, ok := strings.Cut(rest, "@"); ok {
-			if u, err := url.Parse(base); err != nil || u.User != nil {
+			u, err := url.Parse(base)
+			if err != nil || u.User != nil {
 				return "", usagef("--model: the base URL must not hold credentials; put the key in OPENAI_API_KEY")
+			}
+			for k := range u.Query() {
+				if redact.Default().IsSecretKey(k) {
+					return "", usagef("--model: the base URL's %q parameter is a secret; put the key in OPENAI_API_KEY", k)
+				}
 			}
 		}
 	}

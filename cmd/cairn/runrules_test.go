@@ -151,6 +151,7 @@ func TestRefusedRunLeavesNothing(t *testing.T) {
 		{"safe_dir outside the allowed dir", "model: {provider: scripted, script: r.yaml}\nsafe_dir: /", nil, "--safe-dir"},
 		{"safe_dir above the allowed dir", "model: {provider: scripted, script: r.yaml}\nsafe_dir: ..", []string{"--safe-dir", "."}, "outside"},
 		{"--model key missing", "model: {provider: scripted, script: r.yaml}", []string{"--model", "anthropic:claude-x"}, "ANTHROPIC_API_KEY"},
+		{"--model with a key parameter", "model: {provider: scripted, script: r.yaml}", []string{"--model", "openai-compatible:m@http://127.0.0.1:1/v1?api_key=abc"}, "secret"},
 		{"--input with a pipeline", "", []string{"PIPELINE", "--input", "x.txt"}, "--input applies to agent files"},
 		{"--safe-dir with a pipeline", "", []string{"PIPELINE", "--safe-dir", "."}, "--safe-dir applies to agent files"},
 		{"--model with credentials", "model: {provider: scripted, script: r.yaml}", []string{"--model", "openai-compatible:m@http://u:pw@127.0.0.1:1/v1"}, "credentials"},
