@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/cairn-dev/cairn/redact"
 )
 
 func main() {
@@ -25,7 +27,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintf(stderr, "cairn: %v\n", err)
+	// The default redactor is a last safety net: errors of runs are
+	// redacted with the run's own configuration already.
+	fmt.Fprintf(stderr, "cairn: %v\n", redact.Default().Error(err))
 	var ie *interruptedError
 	if errors.As(err, &ie) {
 		return exitInterrupted

@@ -116,3 +116,12 @@ func TestSecretsNeverStoredOrShown(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorsShownRedacted: whatever an error message quotes, the CLI shows
+// it redacted (here a store path holding a key=value secret).
+func TestErrorsShownRedacted(t *testing.T) {
+	code, _, errOut := cli(t, nil, "threads", "--store", "sqlite:"+filepath.Join(t.TempDir(), "password=hunter2hunter2", "x.db"))
+	if code != 1 || strings.Contains(errOut, "hunter2hunter2") || !strings.Contains(errOut, "[REDACTED]") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}
