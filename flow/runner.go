@@ -726,6 +726,15 @@ func (r *Runner) step(ctx context.Context, run *run) (stepOutcome, error) {
 			failedNodes = append(failedNodes, tasks[i].Node)
 		}
 	}
+	if conflict := firstConflict(failed); conflict != nil {
+		// A nested runner lost a race for its head: another writer owns this
+		// thread now, so nothing of this step is committed, not even as FAILED.
+		if err := run.settle(ctx, ""); err != nil {
+			return stepOutcome{stop: state.StopUnrecoverableError}, errors.Join(conflict, err)
+		}
+		r.emit(Event{Kind: EventError, RunID: run.id, Thread: run.thread, Seq: run.head, Err: conflict.Error()})
+		return stepOutcome{stop: state.StopUnrecoverableError}, conflict
+	}
 	if interrupt != nil || len(failed) > 0 {
 		if err := run.settle(ctx, ""); err != nil {
 			return stepOutcome{stop: state.StopUnrecoverableError}, err
@@ -916,6 +925,16 @@ func annotations(results []taskResult) map[string]any {
 		}
 	}
 	return out
+}
+
+// firstConflict returns the first node error that is a store conflict.
+func firstConflict(errs []error) error {
+	for _, err := range errs {
+		if errors.Is(err, store.ErrConflict) {
+			return err
+		}
+	}
+	return nil
 }
 
 func mustJSON(v any) json.RawMessage {

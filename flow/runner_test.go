@@ -649,3 +649,36 @@ func TestTypedNodes(t *testing.T) {
 		t.Fatalf("update events %v", updates)
 	}
 }
+
+// A node whose nested commit lost a race (another process owns the thread
+// now) must not leave a FAILED step behind: the step commits nothing.
+func TestNodeConflictCommitsNothing(t *testing.T) {
+	for _, parallel := range []bool{false, true} {
+		t.Run(fmt.Sprintf("parallel=%v", parallel), func(t *testing.T) {
+			ctx := context.Background()
+			s := memory.Open(store.Options{})
+			g := flow.NewGraph(schema)
+			g.AddNode("nested", func(ctx context.Context, _ state.Doc) (state.Update, error) {
+				return nil, fmt.Errorf("gate run: %w", store.ErrConflict)
+			})
+			g.AddEdge(flow.START, "nested")
+			if parallel {
+				g.AddNode("sibling", logNode("sibling"))
+				g.AddEdge(flow.START, "sibling")
+			}
+			r := newRunner(t, g, s, flow.Options{})
+			_, err := r.Invoke(ctx, "t", state.Update{"log": "in"})
+			if !errors.Is(err, store.ErrConflict) {
+				t.Fatalf("err = %v, want ErrConflict", err)
+			}
+			hist := history(t, s, "t")
+			if len(hist) != 1 || hist[0].Status == store.StatusFailed {
+				t.Fatalf("history = %d checkpoints (head status %v), want only the input", len(hist), hist[0].Status)
+			}
+			ws, err := s.Writes(ctx, "t", "", hist[0].Seq)
+			if err != nil || len(ws) != 0 {
+				t.Fatalf("pending writes = %v, %v; want none", ws, err)
+			}
+		})
+	}
+}
