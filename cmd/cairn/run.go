@@ -129,8 +129,13 @@ func (a *app) progress() func(flow.Event) {
 	}
 }
 
+// runFlags are cairn run's flags.
+type runFlags struct {
+	inputPath, inputText, thread, model, durability, safeDir string
+}
+
 func (a *app) runCmd() *cobra.Command {
-	var inputPath, inputText, thread, modelSpec, durability, safeDir string
+	var f runFlags
 	cmd := &cobra.Command{
 		Use:   "run FILE",
 		Short: "Run an agent file (.md: Markdown with YAML front matter) or a gate pipeline (.yaml) as a new run, committing every step",
@@ -140,83 +145,99 @@ func (a *app) runCmd() *cobra.Command {
 			"is stored: a bad file, a path outside the safe directory or a missing key exits 2 and leaves no thread.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if inputPath != "" && inputText != "" {
+			if f.inputPath != "" && f.inputText != "" {
 				return usagef("give --input or --input-text, not both")
 			}
-			d, err := flow.ParseDurability(durability)
-			if err != nil {
-				return &usageError{fmt.Errorf("--durability: %w", err)}
-			}
 			if ext := strings.ToLower(filepath.Ext(args[0])); ext == ".yaml" || ext == ".yml" {
-				for _, f := range []string{"input", "input-text", "safe-dir", "durability"} {
-					if cmd.Flags().Changed(f) {
-						return usagef("--%s applies to agent files; a pipeline takes its input from its metadata and its gates' agent files", f)
+				for _, name := range []string{"input", "input-text", "safe-dir", "durability"} {
+					if cmd.Flags().Changed(name) {
+						return usagef("--%s applies to agent files; a pipeline takes its input from its metadata and its gates' agent files", name)
 					}
 				}
-				return a.runPipeline(cmd, args[0], thread, modelSpec)
+				return a.runPipeline(cmd, args[0], f.thread, f.model)
 			}
-			o := runOptions{Kind: "agent", Durability: string(d)}
-			if o.File, err = filepath.Abs(args[0]); err != nil {
-				return &usageError{err}
-			}
-			af, err := spec.LoadAgentFile(args[0])
-			if err != nil {
-				return &usageError{err}
-			}
-			cfg := spec.RunConfig{Durability: d, Getenv: a.getenv, Observer: a.progress()}
-			if modelSpec != "" {
-				if cfg.Model, err = parseModelEnv(modelSpec, a.getenv); err != nil {
-					return err
-				}
-				if o.Model, err = storableModel(modelSpec); err != nil {
-					return err
-				}
-			}
-			if safeDir != "" {
-				if o.SafeDir, err = filepath.Abs(safeDir); err != nil {
-					return &usageError{fmt.Errorf("--safe-dir: %w", err)}
-				}
-				cfg.AllowedRoot = o.SafeDir
-			}
-			cfg.Input = spec.TextInput("inline", inputText)
-			if inputPath != "" {
-				if cfg.Input, err = spec.ReadInput(inputPath); err != nil {
-					return &usageError{err}
-				}
-			}
-			if err := spec.CheckAgent(af, cfg); err != nil {
-				return &usageError{err}
-			}
-			explicit := thread != ""
-			if !explicit {
-				thread = spec.NewThreadID(af.Name, time.Now())
-			}
-			if err := store.ValidateThreadID(thread); err != nil {
-				return &usageError{fmt.Errorf("--thread: %w", err)}
-			}
-			s, err := a.open()
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			if explicit {
-				if err := checkRunThread(cmd.Context(), s, thread, o); err != nil {
-					return err
-				}
-			}
-			cfg.Store, cfg.Thread, cfg.NewThread = s, thread, o.metadata()
-			a.announce("running", af.Name, thread)
-			res, err := spec.RunAgent(cmd.Context(), af, cfg)
-			return a.report(cmd.Context(), s, thread, res, err)
+			return a.runAgentFile(cmd.Context(), args[0], f)
 		},
 	}
-	cmd.Flags().StringVar(&inputPath, "input", "", "input file (.json is parsed as JSON, anything else is text)")
-	cmd.Flags().StringVar(&inputText, "input-text", "", "input text")
-	cmd.Flags().StringVar(&thread, "thread", "", "run on this thread (default: a new thread named after the agent, the time and a random suffix)")
-	cmd.Flags().StringVar(&modelSpec, "model", "", "override the file's model: scripted:FILE, openai-compatible:MODEL[@BASE_URL], anthropic:MODEL (kept for cairn resume)")
-	cmd.Flags().StringVar(&durability, "durability", "sync", "sync, async or exit (kept for cairn resume)")
-	cmd.Flags().StringVar(&safeDir, "safe-dir", "", "the directory the agent files may reach; their safe_dir must be inside it (default: the agent file's folder)")
+	cmd.Flags().StringVar(&f.inputPath, "input", "", "input file (.json is parsed as JSON, anything else is text)")
+	cmd.Flags().StringVar(&f.inputText, "input-text", "", "input text")
+	cmd.Flags().StringVar(&f.thread, "thread", "", "run on this thread (default: a new thread named after the agent, the time and a random suffix)")
+	cmd.Flags().StringVar(&f.model, "model", "", "override the file's model: scripted:FILE, openai-compatible:MODEL[@BASE_URL], anthropic:MODEL (kept for cairn resume)")
+	cmd.Flags().StringVar(&f.durability, "durability", "sync", "sync, async or exit (kept for cairn resume)")
+	cmd.Flags().StringVar(&f.safeDir, "safe-dir", "", "the directory the agent files may reach; their safe_dir must be inside it (default: the agent file's folder)")
 	return cmd
+}
+
+// runAgentFile starts a new run of an agent file: every check first, then
+// the store, the thread and the run.
+func (a *app) runAgentFile(ctx context.Context, path string, f runFlags) error {
+	af, cfg, o, err := a.agentRun(path, f)
+	if err != nil {
+		return err
+	}
+	thread := f.thread
+	if thread == "" {
+		thread = spec.NewThreadID(af.Name, time.Now())
+	}
+	if err := store.ValidateThreadID(thread); err != nil {
+		return &usageError{fmt.Errorf("--thread: %w", err)}
+	}
+	s, err := a.open()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if f.thread != "" {
+		if err := checkRunThread(ctx, s, thread, o); err != nil {
+			return err
+		}
+	}
+	cfg.Store, cfg.Thread, cfg.NewThread = s, thread, o.metadata()
+	a.announce("running", af.Name, thread)
+	res, err := spec.RunAgent(ctx, af, cfg)
+	return a.report(ctx, s, thread, res, err)
+}
+
+// agentRun loads and checks an agent file with the flags, touching no
+// store: what to run, how, and the options to keep for cairn resume.
+func (a *app) agentRun(path string, f runFlags) (*spec.AgentFile, spec.RunConfig, runOptions, error) {
+	var cfg spec.RunConfig
+	d, err := flow.ParseDurability(f.durability)
+	if err != nil {
+		return nil, cfg, runOptions{}, &usageError{fmt.Errorf("--durability: %w", err)}
+	}
+	o := runOptions{Kind: "agent", Durability: string(d)}
+	if o.File, err = filepath.Abs(path); err != nil {
+		return nil, cfg, o, &usageError{err}
+	}
+	af, err := spec.LoadAgentFile(path)
+	if err != nil {
+		return nil, cfg, o, &usageError{err}
+	}
+	cfg = spec.RunConfig{Durability: d, Getenv: a.getenv, Observer: a.progress(), Input: spec.TextInput("inline", f.inputText)}
+	if f.model != "" {
+		if cfg.Model, err = parseModelEnv(f.model, a.getenv); err != nil {
+			return nil, cfg, o, err
+		}
+		if o.Model, err = storableModel(f.model); err != nil {
+			return nil, cfg, o, err
+		}
+	}
+	if f.safeDir != "" {
+		if o.SafeDir, err = filepath.Abs(f.safeDir); err != nil {
+			return nil, cfg, o, &usageError{fmt.Errorf("--safe-dir: %w", err)}
+		}
+		cfg.AllowedRoot = o.SafeDir
+	}
+	if f.inputPath != "" {
+		if cfg.Input, err = spec.ReadInput(f.inputPath); err != nil {
+			return nil, cfg, o, &usageError{err}
+		}
+	}
+	if err := spec.CheckAgent(af, cfg); err != nil {
+		return nil, cfg, o, &usageError{err}
+	}
+	return af, cfg, o, nil
 }
 
 // announce prints the thread a run works on before it starts: a line on
@@ -257,33 +278,38 @@ func (a *app) resumeCmd() *cobra.Command {
 			if o.Kind == "pipeline" {
 				return a.runPipeline(cmd, o.File, args[0], o.Model)
 			}
-			af, err := spec.LoadAgentFile(o.File)
-			if err != nil {
-				return &usageError{err}
-			}
-			cfg := spec.RunConfig{Store: s, Thread: args[0], Observer: a.progress(), Getenv: a.getenv, AllowedRoot: o.SafeDir}
-			if o.Model != "" {
-				if cfg.Model, err = parseModelEnv(o.Model, a.getenv); err != nil {
-					return fmt.Errorf("thread %q was started with --model %s: %w", args[0], o.Model, err)
-				}
-			}
-			if cfg.Durability, err = flow.ParseDurability(o.Durability); err != nil {
-				return fmt.Errorf("thread %q durability: %w", args[0], err)
-			}
+			var value any
 			if cmd.Flags().Changed("answer") {
-				var v any
-				if json.Unmarshal([]byte(answer), &v) != nil {
-					v = answer
+				if json.Unmarshal([]byte(answer), &value) != nil {
+					value = answer
 				}
-				cfg.Answer = v
 			}
-			a.announce("resuming", af.Name, args[0])
-			res, err := spec.ResumeAgent(cmd.Context(), af, cfg)
-			return a.report(cmd.Context(), s, args[0], res, err)
+			return a.resumeAgentFile(cmd.Context(), s, args[0], o, value)
 		},
 	}
 	cmd.Flags().StringVar(&answer, "answer", "", "the answer to an interrupt (JSON, or plain text)")
 	return cmd
+}
+
+// resumeAgentFile continues an agent file's run on a thread with the
+// options it was started with; value answers an interrupt.
+func (a *app) resumeAgentFile(ctx context.Context, s store.Store, thread string, o runOptions, value any) error {
+	af, err := spec.LoadAgentFile(o.File)
+	if err != nil {
+		return &usageError{err}
+	}
+	cfg := spec.RunConfig{Store: s, Thread: thread, Observer: a.progress(), Getenv: a.getenv, AllowedRoot: o.SafeDir, Answer: value}
+	if o.Model != "" {
+		if cfg.Model, err = parseModelEnv(o.Model, a.getenv); err != nil {
+			return fmt.Errorf("thread %q was started with --model %s: %w", thread, o.Model, err)
+		}
+	}
+	if cfg.Durability, err = flow.ParseDurability(o.Durability); err != nil {
+		return fmt.Errorf("thread %q durability: %w", thread, err)
+	}
+	a.announce("resuming", af.Name, thread)
+	res, err := spec.ResumeAgent(ctx, af, cfg)
+	return a.report(ctx, s, thread, res, err)
 }
 
 // errNotResumable: cairn resume cannot continue the thread.
