@@ -601,22 +601,25 @@ func (p *prepared) run(ctx context.Context, cfg RunConfig, ns string, resume boo
 			return out, &SpecError{File: a.Path, Msg: "output.file: " + err.Error(), Err: err}
 		}
 	}
-	if p.next == nil {
-		return out, nil
+	if p.next != nil {
+		out.Next, err = p.handoff(ctx, cfg, ns, resume, out)
 	}
-	in := Input{Source: "handoff:" + a.Name, Kind: "json", Content: out.FinalOutput}
+	return out, err
+}
+
+// handoff runs the next agent on the final output in its own namespace:
+// resuming the run there when it holds this very input, else a new run.
+func (p *prepared) handoff(ctx context.Context, cfg RunConfig, ns string, resume bool, out *AgentResult) (*AgentResult, error) {
+	in := Input{Source: "handoff:" + p.a.Name, Kind: "json", Content: out.FinalOutput}
 	if !out.Structured {
 		in.Kind = "text"
 	}
-	ncfg := cfg
-	ncfg.Input = in
+	cfg.Input = in
 	nextNS := "handoff:" + ThreadID(p.next.a.Name)
 	if ns != "" {
 		nextNS = ns + "/" + nextNS
 	}
-	nres, err := p.next.run(ctx, ncfg, nextNS, resume && handoffStarted(ctx, cfg.Store, cfg.Thread, nextNS, in))
-	out.Next = nres
-	return out, err
+	return p.next.run(ctx, cfg, nextNS, resume && handoffStarted(ctx, cfg.Store, cfg.Thread, nextNS, in))
 }
 
 // ErrNoOutput: a run stopped with success but its state has no final
