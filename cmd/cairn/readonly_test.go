@@ -2,12 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	_ "modernc.org/sqlite"
 )
 
@@ -80,6 +84,42 @@ func TestReadCommandsRefuseForeignDatabase(t *testing.T) {
 		}
 		if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 			t.Fatalf("%v left files: %v", a, entries)
+		}
+	}
+}
+
+// TestReadCommandsPostgres: on a Postgres schema without Cairn's tables,
+// read commands refuse it and create no table.
+func TestReadCommandsPostgres(t *testing.T) {
+	base := os.Getenv("CAIRN_TEST_POSTGRES")
+	if base == "" {
+		t.Skip("CAIRN_TEST_POSTGRES is not set")
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatalf("CAIRN_TEST_POSTGRES=%s: %v", base, err)
+	}
+	defer conn.Close(ctx)
+	schema := fmt.Sprintf("cairn_cli_%d", time.Now().UnixNano())
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") })
+	sep := "?"
+	if strings.Contains(base, "?") {
+		sep = "&"
+	}
+	url := base + sep + "search_path=" + schema
+	dir := t.TempDir()
+	for _, args := range readCommands(dir) {
+		code, _, errOut := cli(t, nil, append([]string{"--store", url}, args...)...)
+		if code != 1 {
+			t.Errorf("%v: exit %d %s", args, code, errOut)
+		}
+		var n int
+		if err := conn.QueryRow(ctx, "SELECT count(*) FROM information_schema.tables WHERE table_schema = $1", schema).Scan(&n); err != nil || n != 0 {
+			t.Fatalf("%v created %d tables (%v)", args, n, err)
 		}
 	}
 }
