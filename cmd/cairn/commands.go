@@ -598,6 +598,10 @@ func (a *app) benchCmd() *cobra.Command {
 			if err != nil {
 				return argError(err)
 			}
+			res.Store = hideSecrets(res.Store)
+			if res.Concurrent != nil {
+				res.Concurrent.Store = hideSecrets(res.Concurrent.Store)
+			}
 			if a.json {
 				enc := json.NewEncoder(a.stdout)
 				return enc.Encode(res)

@@ -8,8 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-
-	"github.com/cairn-dev/cairn/redact"
 )
 
 func main() {
@@ -29,7 +27,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	}
 	// The default redactor is a last safety net: errors of runs are
 	// redacted with the run's own configuration already.
-	fmt.Fprintf(stderr, "cairn: %v\n", redact.Default().Error(err))
+	fmt.Fprintf(stderr, "cairn: %s\n", hideSecrets(err.Error()))
 	var ie *interruptedError
 	if errors.As(err, &ie) {
 		return exitInterrupted

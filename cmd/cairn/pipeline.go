@@ -116,11 +116,11 @@ func pipelineThread(ctx context.Context, s store.Store, thread string, o runOpti
 // JSON line with --json.
 func (a *app) announcePipeline(p *spec.Pipeline, thread string) {
 	if a.json {
-		b, _ := json.Marshal(map[string]string{"kind": "thread", "thread": thread, "pipeline": p.Name, "store": a.storeURL, "dir": p.StateDirOf(thread)}) // strings always marshal
+		b, _ := json.Marshal(map[string]string{"kind": "thread", "thread": thread, "pipeline": p.Name, "store": a.shownStore(), "dir": p.StateDirOf(thread)}) // strings always marshal
 		fmt.Fprintln(a.stdout, string(b))
 		return
 	}
-	fmt.Fprintf(a.stderr, "thread %s: running pipeline %s (%s); files in %s\n", thread, p.Name, a.storeURL, p.StateDirOf(thread))
+	fmt.Fprintf(a.stderr, "thread %s: running pipeline %s (%s); files in %s\n", thread, p.Name, a.shownStore(), p.StateDirOf(thread))
 }
 
 // pipelinePrinter shows a pipeline's progress: each gate agent's steps

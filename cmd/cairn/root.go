@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/cairn-dev/cairn/redact"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/storeurl"
 )
@@ -65,6 +67,18 @@ func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comman
 	return root
 }
 
+// urlPassword finds the password of a URL's user info (postgres://u:pw@h).
+var urlPassword = regexp.MustCompile(`(://[^/\s:@]*:)[^@\s/]*@`)
+
+// hideSecrets hides what must never be shown: URL passwords and whatever
+// the default redactor finds (key=value secrets, key shapes).
+func hideSecrets(s string) string {
+	return redact.Default().String(urlPassword.ReplaceAllString(s, "${1}xxxxx@"))
+}
+
+// shownStore is the --store URL as shown in progress and messages.
+func (a *app) shownStore() string { return hideSecrets(a.storeURL) }
+
 // open opens the store named by --store.
 func (a *app) open() (*store.Engine, error) {
 	if _, err := storeurl.Parse(a.storeURL); err != nil {
@@ -82,7 +96,7 @@ func (a *app) openRead() (*store.Engine, error) {
 	}
 	s, err := storeurl.OpenReadOnly(a.storeURL, store.Options{})
 	if err != nil {
-		return nil, fmt.Errorf("--store %s: %w", a.storeURL, err)
+		return nil, fmt.Errorf("--store %s: %w", a.shownStore(), err)
 	}
 	return s, nil
 }

@@ -244,11 +244,11 @@ func (a *app) agentRun(path string, f runFlags) (*spec.AgentFile, spec.RunConfig
 // stderr, or a first JSON line with --json.
 func (a *app) announce(verb, name, thread string) {
 	if a.json {
-		b, _ := json.Marshal(map[string]string{"kind": "thread", "thread": thread, "agent": name, "store": a.storeURL}) // strings always marshal
+		b, _ := json.Marshal(map[string]string{"kind": "thread", "thread": thread, "agent": name, "store": a.shownStore()}) // strings always marshal
 		fmt.Fprintln(a.stdout, string(b))
 		return
 	}
-	fmt.Fprintf(a.stderr, "thread %s: %s %s (%s)\n", thread, verb, name, a.storeURL)
+	fmt.Fprintf(a.stderr, "thread %s: %s %s (%s)\n", thread, verb, name, a.shownStore())
 }
 
 func (a *app) resumeCmd() *cobra.Command {

@@ -125,3 +125,19 @@ func TestErrorsShownRedacted(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 }
+
+// TestStorePasswordNeverShown: a password in a postgres:// store URL
+// appears in no progress line and no error.
+func TestStorePasswordNeverShown(t *testing.T) {
+	for _, args := range [][]string{
+		{"threads", "--store", "postgres://cairn:s3cr3tpw@127.0.0.1:1/db?connect_timeout=1"},
+		{"threads", "--store", "postgres://cairn:s3cr3tpw@127.0.0.1:1/db?bogus=1"},
+		{"threads", "--store", "postgres://cairn@127.0.0.1:1/db?password=s3cr3tpw&connect_timeout=1"},
+		{"run", filepath.Join("..", "..", "examples", "business-extract", "business-extract.md"), "--store", "postgres://cairn:s3cr3tpw@127.0.0.1:1/db?connect_timeout=1"},
+	} {
+		code, out, errOut := cli(t, nil, args...)
+		if code == 0 || strings.Contains(out+errOut, "s3cr3tpw") {
+			t.Errorf("%v: exit %d, shows the password:\n%s%s", args, code, out, errOut)
+		}
+	}
+}
