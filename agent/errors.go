@@ -29,7 +29,10 @@ var (
 	ErrContextOverflow = errors.New("agent: context window exceeded")
 	ErrScriptDone      = errors.New("agent: scripted model has no reply left")
 	// Structured output.
-	ErrNoJSON         = errors.New("No JSON object found in model output.")
+	// Quick Agent's messages, word for word.
+	//lint:ignore ST1005 Quick Agent's exact message
+	ErrNoJSON = errors.New("No JSON object found in model output.")
+	//lint:ignore ST1005 Quick Agent's exact message
 	ErrUnbalancedJSON = errors.New("Unbalanced JSON object in model output.")
 	ErrSchema         = errors.New("agent: output does not match the schema")
 	ErrInvalidSchema  = errors.New("agent: invalid JSON Schema")

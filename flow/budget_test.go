@@ -217,7 +217,7 @@ func budgetChild(dbPath, mode string) error {
 	}
 	ctx := context.Background()
 	var res flow.Result
-	if _, err := s.Thread(ctx, "b"); errors.Is(err, store.ErrNotFound) {
+	if _, terr := s.Thread(ctx, "b"); errors.Is(terr, store.ErrNotFound) {
 		res, err = r.Invoke(ctx, "b", nil)
 	} else {
 		res, err = r.Resume(ctx, "b", nil)

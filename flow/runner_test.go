@@ -466,7 +466,7 @@ func TestOneWriterPerThread(t *testing.T) {
 	if ok != 1 || conflicts != 1 {
 		t.Fatalf("%d ok, %d conflicts", ok, conflicts)
 	}
-	if got := logOf(t, history(t, s, "t")[len(history(t, s, "t"))-1].State); got != nil && len(got) > 2 {
+	if got := logOf(t, history(t, s, "t")[len(history(t, s, "t"))-1].State); len(got) > 2 {
 		t.Fatalf("log %v", got)
 	}
 }

@@ -119,7 +119,7 @@ func Parse(name string, data []byte) (*Model, error) {
 			}
 		}
 		if kinds != 1 {
-			return nil, fmt.Errorf("%w: %s:%d: a reply needs exactly one of text:, json:, tool_calls: or error:", ErrScript, name, n.Line)
+			return nil, fmt.Errorf("%w: %s:%d: a reply needs exactly one of the keys text, json, tool_calls or error", ErrScript, name, n.Line)
 		}
 		if r.JSON != nil {
 			var v any
@@ -156,7 +156,7 @@ func parseToolCalls(name string, v *yaml.Node) ([]toolCall, error) {
 	calls := []toolCall{}
 	for _, c := range v.Content {
 		if c.Kind != yaml.MappingNode {
-			return nil, fmt.Errorf("%w: %s:%d: a tool call must be a mapping with name: and args:", ErrScript, name, c.Line)
+			return nil, fmt.Errorf("%w: %s:%d: a tool call must be a mapping with the keys name and args", ErrScript, name, c.Line)
 		}
 		var tc toolCall
 		for i := 0; i+1 < len(c.Content); i += 2 {
