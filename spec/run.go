@@ -645,13 +645,6 @@ func handoffStarted(ctx context.Context, s store.Store, thread, ns string, in In
 	return had.Source == in.Source && had.Kind == in.Kind && reflect.DeepEqual(a, b)
 }
 
-// namespaceStarted reports whether a thread namespace (a handoff agent's, a
-// gate's) already has checkpoints.
-func namespaceStarted(ctx context.Context, s store.Store, thread, ns string) bool {
-	_, err := s.Load(ctx, store.LoadRequest{Thread: thread, Namespace: ns})
-	return err == nil
-}
-
 // writeOutput writes the final output inside the safe directory: indented
 // JSON for structured output, the raw text otherwise.
 func (p *prepared) writeOutput(r *AgentResult) error {

@@ -361,11 +361,11 @@ func renderTree(cps []store.Checkpoint) []string {
 				if i == len(kids)-1 {
 					branch, rest = "└─ ", "   "
 				}
-				sub := []string{}
 				saved := lines
 				lines = nil
 				walk(k, "")
-				sub, lines = lines, saved
+				sub := lines
+				lines = saved
 				for j, l := range sub {
 					if j == 0 {
 						lines = append(lines, prefix+branch+l)

@@ -34,11 +34,9 @@ func (e *interruptedError) Error() string {
 	return fmt.Sprintf("thread %q is waiting for input: cairn resume %s --answer VALUE", e.thread, e.thread)
 }
 
-// parseModel reads --model: scripted:FILE, openai-compatible:MODEL[@BASE_URL]
-// or anthropic:MODEL, with keys from the process environment.
-func parseModel(s string) (agent.Model, error) { return parseModelEnv(s, nil) }
-
-// parseModelEnv is parseModel reading keys with getenv (nil: os.Getenv).
+// parseModelEnv reads --model: scripted:FILE,
+// openai-compatible:MODEL[@BASE_URL] or anthropic:MODEL, with keys read by
+// getenv (nil: os.Getenv).
 func parseModelEnv(s string, getenv func(string) string) (agent.Model, error) {
 	kind, rest, ok := strings.Cut(s, ":")
 	if !ok || rest == "" {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 
 	"github.com/cairn-dev/cairn/spec"
 	"github.com/cairn-dev/cairn/store"
@@ -50,21 +49,6 @@ func runOptionsOf(th store.Thread) runOptions {
 		return v
 	}
 	return runOptions{Kind: get(metaKind), File: get(metaFile), Model: get(metaModel), Durability: get(metaDurability), SafeDir: get(metaSafeDir)}
-}
-
-// ensureThread creates the thread on its first run, remembering which file
-// runs it so that cairn resume can find it.
-func ensureThread(ctx context.Context, s store.Store, thread, kind, file string) error {
-	_, err := s.Thread(ctx, thread)
-	if !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	abs, err := filepath.Abs(file)
-	if err != nil {
-		return err
-	}
-	_, err = s.CreateThread(ctx, store.Thread{ID: thread, Metadata: runOptions{Kind: kind, File: abs}.metadata()})
-	return err
 }
 
 // errThreadBusy: cairn run --thread names a thread whose last run has not
