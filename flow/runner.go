@@ -167,6 +167,10 @@ type RunOptions struct {
 	Budget Budget
 	// RecursionLimit overrides the runner's when not 0 (negative: none).
 	RecursionLimit int
+	// ExpectHead, when set, makes Invoke fail with store.ErrConflict unless
+	// the namespace's head is still this seq (0: empty) — for callers that
+	// looked at the head before deciding to start a run.
+	ExpectHead *int64
 }
 
 // Invoke applies input to the thread's state as a new input checkpoint and
@@ -186,6 +190,9 @@ func (r *Runner) Invoke(ctx context.Context, thread string, input state.Update, 
 	case errors.Is(err, store.ErrNotFound):
 	default:
 		return Result{}, err
+	}
+	if len(ro) > 0 && ro[0].ExpectHead != nil && *ro[0].ExpectHead != run.head {
+		return Result{}, fmt.Errorf("%w: thread %q namespace %q moved to checkpoint %d (expected %d): another run started", store.ErrConflict, thread, r.opts.Namespace, run.head, *ro[0].ExpectHead)
 	}
 	doc, patch, err := r.apply(run.doc, input, state.ApplyOptions{NewID: idGen(keyPrefix(run.thread, r.opts.Namespace, run.head+1) + "input")})
 	if err != nil {

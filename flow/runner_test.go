@@ -682,3 +682,29 @@ func TestNodeConflictCommitsNothing(t *testing.T) {
 		})
 	}
 }
+
+// Invoke with ExpectHead refuses to start on a head that moved since the
+// caller looked, and writes nothing.
+func TestInvokeExpectHead(t *testing.T) {
+	ctx := context.Background()
+	s := memory.Open(store.Options{})
+	g := flow.NewGraph(schema)
+	g.AddNode("a", logNode("a"))
+	g.AddEdge(flow.START, "a")
+	r := newRunner(t, g, s, flow.Options{})
+	seen := int64(0)
+	res, err := r.Invoke(ctx, "t", state.Update{"log": "one"}, flow.RunOptions{ExpectHead: &seen})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := seen
+	if _, err := r.Invoke(ctx, "t", state.Update{"log": "two"}, flow.RunOptions{ExpectHead: &stale}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("stale ExpectHead: err = %v, want ErrConflict", err)
+	}
+	if n := len(history(t, s, "t")); int64(n) != res.Head {
+		t.Fatalf("history has %d checkpoints after a refused run, want %d", n, res.Head)
+	}
+	if _, err := r.Invoke(ctx, "t", state.Update{"log": "two"}, flow.RunOptions{ExpectHead: &res.Head}); err != nil {
+		t.Fatalf("current ExpectHead: %v", err)
+	}
+}

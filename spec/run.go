@@ -531,25 +531,26 @@ func Unfinished(head store.Checkpoint) bool {
 // freshInput is a new run's input: on a namespace that already has state,
 // the previous run's steps are removed and its final output cleared. A new
 // run never abandons an unfinished one at the root (ErrUnfinished).
-func freshInput(ctx context.Context, s store.Store, thread, ns, agentID string, in Input) (state.Update, error) {
+// It also returns the head it looked at, which the run must start from.
+func freshInput(ctx context.Context, s store.Store, thread, ns, agentID string, in Input) (state.Update, int64, error) {
 	if in.Kind == "" {
 		in = TextInput("inline", "")
 	}
 	upd := state.Update{"agent_id": agentID, "input": in}
 	head, err := s.Load(ctx, store.LoadRequest{Thread: thread, Namespace: ns})
 	if errors.Is(err, store.ErrNotFound) {
-		return upd, nil
+		return upd, 0, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if ns == "" && Unfinished(head) {
-		return nil, fmt.Errorf("%w: thread %q checkpoint %d (%s)", ErrUnfinished, thread, head.Seq, head.Status)
+		return nil, 0, fmt.Errorf("%w: thread %q checkpoint %d (%s)", ErrUnfinished, thread, head.Seq, head.Status)
 	}
 	var old map[string]json.RawMessage
 	if head.State.Has("steps") {
 		if err := head.State.Get("steps", &old); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
 	clear := make(map[string]any, len(old))
@@ -558,7 +559,7 @@ func freshInput(ctx context.Context, s store.Store, thread, ns, agentID string, 
 	}
 	upd["steps"] = clear
 	upd["final_output"] = nil
-	return upd, nil
+	return upd, head.Seq, nil
 }
 
 // run runs (or resumes) the prepared agent in namespace ns of the thread,
@@ -574,11 +575,11 @@ func (p *prepared) run(ctx context.Context, cfg RunConfig, ns string, resume boo
 	if resume {
 		res, err = r.Resume(ctx, cfg.Thread, cfg.Answer)
 	} else {
-		var in state.Update
-		if in, err = freshInput(ctx, cfg.Store, cfg.Thread, ns, a.Name, cfg.Input); err != nil {
-			return nil, err
+		in, seen, ferr := freshInput(ctx, cfg.Store, cfg.Thread, ns, a.Name, cfg.Input)
+		if ferr != nil {
+			return nil, ferr
 		}
-		res, err = r.Invoke(ctx, cfg.Thread, in)
+		res, err = r.Invoke(ctx, cfg.Thread, in, flow.RunOptions{ExpectHead: &seen})
 	}
 	out := &AgentResult{Agent: a.Name, Thread: cfg.Thread, Namespace: ns, Result: res}
 	if err != nil {
