@@ -193,10 +193,6 @@ func (p *Pipeline) run(ctx context.Context, cfg PipelineConfig) (*PipelineResult
 			return nil, &PipelineFinishedError{Thread: cfg.Thread, Status: st}
 		}
 	}
-	// A conflict in a gate (another process runs the same thread) cancels
-	// the run: the runner then commits nothing for the step.
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	fw := &fileWriter{p: p, s: cfg.Store, thread: cfg.Thread, onGate: cfg.OnGate}
 	obs := func(e flow.Event) {
 		if cfg.Observer != nil {
@@ -204,7 +200,7 @@ func (p *Pipeline) run(ctx context.Context, cfg PipelineConfig) (*PipelineResult
 		}
 		fw.observe(context.WithoutCancel(ctx), e)
 	}
-	g, err := p.compile(cfg, cancel)
+	g, err := p.compile(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -218,8 +214,8 @@ func (p *Pipeline) run(ctx context.Context, cfg PipelineConfig) (*PipelineResult
 	} else {
 		res, err = r.Resume(ctx, cfg.Thread, nil)
 	}
-	if cause := context.Cause(ctx); errors.Is(cause, store.ErrConflict) {
-		err = fmt.Errorf("pipeline thread %q: another run wrote it first, nothing of this step was committed: %w", cfg.Thread, cause)
+	if errors.Is(err, store.ErrConflict) {
+		err = fmt.Errorf("pipeline thread %q: another run wrote it first, nothing of this step was committed: %w", cfg.Thread, err)
 	}
 	// The files always end as the store says, whoever committed last.
 	if ferr := fw.sync(context.WithoutCancel(ctx)); ferr != nil && err == nil {
@@ -273,7 +269,7 @@ func (p *Pipeline) result(ctx context.Context, cfg PipelineConfig, res flow.Resu
 }
 
 // compile turns the pipeline into a flow graph: one node per gate.
-func (p *Pipeline) compile(cfg PipelineConfig, abort context.CancelCauseFunc) (*flow.Compiled, error) {
+func (p *Pipeline) compile(cfg PipelineConfig) (*flow.Compiled, error) {
 	g := flow.NewGraph(pipelineSchema)
 	var names []string
 	for i, gs := range p.Gates {
@@ -282,7 +278,7 @@ func (p *Pipeline) compile(cfg PipelineConfig, abort context.CancelCauseFunc) (*
 			prev = &p.Gates[i-1]
 		}
 		name := gateNode(gs.Gate)
-		g.AddNode(name, p.gateNode(cfg, gs, prev, i == len(p.Gates)-1, abort))
+		g.AddNode(name, p.gateNode(cfg, gs, prev, i == len(p.Gates)-1))
 		names = append(names, name)
 	}
 	return g.Chain(names...).Compile()
@@ -291,8 +287,9 @@ func (p *Pipeline) compile(cfg PipelineConfig, abort context.CancelCauseFunc) (*
 // gateNode runs one gate and returns the gate's file and the pipeline
 // file's progress as the step's update. A failing gate fails the step (the
 // runner records FAILED, and the files say so); a conflict with another
-// writer aborts the run without committing anything.
-func (p *Pipeline) gateNode(cfg PipelineConfig, gs GateSpec, prev *GateSpec, last bool, abort context.CancelCauseFunc) flow.NodeFunc {
+// writer aborts the run without committing anything (the runner commits
+// nothing for a node error that is a store conflict).
+func (p *Pipeline) gateNode(cfg PipelineConfig, gs GateSpec, prev *GateSpec, last bool) flow.NodeFunc {
 	return func(ctx context.Context, d state.Doc) (state.Update, error) {
 		var pf PipelineFile
 		if err := d.Get("pipeline", &pf); err != nil {
@@ -300,7 +297,6 @@ func (p *Pipeline) gateNode(cfg PipelineConfig, gs GateSpec, prev *GateSpec, las
 		}
 		out, err := p.runGate(ctx, cfg, gs, p.gateInput(d, prev, cfg.Warn))
 		if errors.Is(err, store.ErrConflict) {
-			abort(err)
 			return nil, err
 		}
 		if err != nil {
