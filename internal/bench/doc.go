@@ -1,5 +1,5 @@
 // Package bench implements the benchmark workloads W1 and W2 of
-// shared/bench/W1.md, which `cairn bench` runs.
+// docs/bench/W1.md, which `cairn bench` runs.
 //
 // W1: one thread, S steps of a one-node graph (START → step → step … →
 // END while count < S), a durable checkpoint after every step, then one
