@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+
+	"github.com/cairn-dev/cairn/store"
 )
 
 // RunInfo describes the task a node is running as.
@@ -120,4 +122,25 @@ func Interrupt(ctx context.Context, payload any, out any) error {
 		return fmt.Errorf("flow: interrupt payload of %q: %w", t.info.Node, err)
 	}
 	return &InterruptError{Node: t.info.Node, Payload: b}
+}
+
+// parentTaskKey is the Meta.Extra key naming the task of an enclosing run
+// that started a nested run (a subgraph, a gate's or a handoff's agent).
+const parentTaskKey = "parent_task"
+
+func setParentTask(m *store.Meta, key string) {
+	if m.Extra == nil {
+		m.Extra = map[string]any{}
+	}
+	m.Extra[parentTaskKey] = key
+}
+
+// ParentTask returns the idempotency key of the enclosing run's task that
+// started the nested run whose input checkpoint cp is, if it was started
+// inside one. A task re-run after a crash has the same key; a task of a
+// forked branch has another, so a caller can tell a nested run to continue
+// from one that belongs to an older branch without comparing clocks.
+func ParentTask(cp store.Checkpoint) (string, bool) {
+	k, ok := cp.Meta.Extra[parentTaskKey].(string)
+	return k, ok && k != ""
 }

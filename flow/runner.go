@@ -205,6 +205,9 @@ func (r *Runner) Invoke(ctx context.Context, thread string, input state.Update, 
 	run.tasks = r.schedule(next)
 	cp := store.Checkpoint{Thread: thread, Namespace: r.opts.Namespace, Parent: run.head, Nodes: []string{START}, Patch: patch, State: doc,
 		Meta: r.meta(run, store.Meta{Source: "input"})}
+	if parent, ok := Info(ctx); ok {
+		setParentTask(&cp.Meta, parent.Key)
+	}
 	if err := run.commit(ctx, cp); err != nil {
 		return Result{}, err
 	}

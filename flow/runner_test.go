@@ -708,3 +708,39 @@ func TestInvokeExpectHead(t *testing.T) {
 		t.Fatalf("current ExpectHead: %v", err)
 	}
 }
+
+// A run started inside a node names that node's task on its input
+// checkpoint; a top-level run names none.
+func TestNestedRunNamesParentTask(t *testing.T) {
+	ctx := context.Background()
+	s := memory.Open(store.Options{})
+	inner := flow.NewGraph(schema)
+	inner.AddNode("leaf", logNode("leaf"))
+	inner.AddEdge(flow.START, "leaf")
+	innerRunner := newRunner(t, inner, s, flow.Options{Namespace: "child"})
+	var parentKey string
+	outer := flow.NewGraph(schema)
+	outer.AddNode("host", func(ctx context.Context, _ state.Doc) (state.Update, error) {
+		info, _ := flow.Info(ctx)
+		parentKey = info.Key
+		_, err := innerRunner.Invoke(ctx, "t", state.Update{"log": "nested"})
+		return state.Update{"log": "host"}, err
+	})
+	outer.AddEdge(flow.START, "host")
+	if _, err := newRunner(t, outer, s, flow.Options{}).Invoke(ctx, "t", state.Update{"log": "in"}); err != nil {
+		t.Fatal(err)
+	}
+	first := func(ns string) store.Checkpoint {
+		cp, err := s.Load(ctx, store.LoadRequest{Thread: "t", Namespace: ns, Seq: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cp
+	}
+	if key, ok := flow.ParentTask(first("child")); !ok || key != parentKey || parentKey == "" {
+		t.Fatalf("nested input names parent %q (%v), want %q", key, ok, parentKey)
+	}
+	if key, ok := flow.ParentTask(first("")); ok {
+		t.Fatalf("top-level input names a parent task %q", key)
+	}
+}

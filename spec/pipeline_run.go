@@ -420,16 +420,13 @@ func (p *Pipeline) runGate(ctx context.Context, cfg PipelineConfig, gs GateSpec,
 // gateRunContinues reports whether the gate's namespace holds a run of this
 // very step to continue (a crash or failure mid-gate), rather than a run
 // made for an older checkpoint of the thread (before a fork within the
-// thread), which must not be reused: a run belongs to the step when it
-// started after the checkpoint the step reads.
+// thread), which must not be reused: a run belongs to the step when its
+// input checkpoint names this step's task (same thread, namespace, read
+// seq and node) as its parent.
 func gateRunContinues(ctx context.Context, s store.Store, thread, ns string) (bool, error) {
 	info, ok := flow.Info(ctx)
 	if !ok {
 		return false, nil
-	}
-	read, err := s.Load(ctx, store.LoadRequest{Thread: thread, Seq: info.ReadSeq})
-	if err != nil {
-		return false, err
 	}
 	for cp, err := range s.History(ctx, store.HistoryRequest{Thread: thread, Namespace: ns}) {
 		if errors.Is(err, store.ErrNotFound) {
@@ -438,9 +435,19 @@ func gateRunContinues(ctx context.Context, s store.Store, thread, ns string) (bo
 		if err != nil {
 			return false, err
 		}
-		if cp.Meta.Source == "input" {
-			return !cp.CreatedAt.Before(read.CreatedAt), nil
+		if cp.Meta.Source != "input" {
+			continue
 		}
+		if key, ok := flow.ParentTask(cp); ok {
+			return key == info.Key, nil
+		}
+		// Written before nested runs named their parent task: a run
+		// belongs to the step when it started after the checkpoint read.
+		read, err := s.Load(ctx, store.LoadRequest{Thread: thread, Seq: info.ReadSeq})
+		if err != nil {
+			return false, err
+		}
+		return !cp.CreatedAt.Before(read.CreatedAt), nil
 	}
 	return false, nil
 }
