@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,10 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/cairn-dev/cairn/internal/pgtest"
 	"github.com/cairn-dev/cairn/spec"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/storeurl"
@@ -394,34 +391,8 @@ func TestPipelineRacingProcesses(t *testing.T) {
 // CAIRN_TEST_POSTGRES, dropped after the test; without it the test skips.
 func postgresSchema(t *testing.T) string {
 	t.Helper()
-	base := os.Getenv("CAIRN_TEST_POSTGRES")
-	if base == "" {
-		t.Skip("CAIRN_TEST_POSTGRES is not set")
-	}
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("CAIRN_TEST_POSTGRES=%s: %v", base, err)
-	}
-	defer conn.Close(ctx)
-	schema := "cairn_pipe_" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if c, err := pgx.Connect(context.Background(), base); err == nil {
-			_, _ = c.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-			c.Close(context.Background())
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	dsn, _ := pgtest.Schema(t, "cairn_pipe")
+	return dsn
 }
 
 // racePipeline runs the race trials on the store at storeURL.

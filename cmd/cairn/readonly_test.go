@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/cairn-dev/cairn/internal/pgtest"
 	"github.com/jackc/pgx/v5"
 	_ "modernc.org/sqlite"
 )
@@ -91,26 +90,13 @@ func TestReadCommandsRefuseForeignDatabase(t *testing.T) {
 // TestReadCommandsPostgres: on a Postgres schema without Cairn's tables,
 // read commands refuse it and create no table.
 func TestReadCommandsPostgres(t *testing.T) {
-	base := os.Getenv("CAIRN_TEST_POSTGRES")
-	if base == "" {
-		t.Skip("CAIRN_TEST_POSTGRES is not set")
-	}
+	url, schema := pgtest.Schema(t, "cairn_cli")
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, base)
+	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
-		t.Fatalf("CAIRN_TEST_POSTGRES=%s: %v", base, err)
-	}
-	defer conn.Close(ctx)
-	schema := fmt.Sprintf("cairn_cli_%d", time.Now().UnixNano())
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") })
-	sep := "?"
-	if strings.Contains(base, "?") {
-		sep = "&"
-	}
-	url := base + sep + "search_path=" + schema
+	defer conn.Close(ctx)
 	dir := t.TempDir()
 	for _, args := range readCommands(dir) {
 		code, _, errOut := cli(t, nil, append([]string{"--store", url}, args...)...)

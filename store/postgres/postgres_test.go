@@ -2,15 +2,12 @@ package postgres_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"net/url"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cairn-dev/cairn/internal/pgtest"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/postgres"
 	"github.com/cairn-dev/cairn/store/storetest"
@@ -21,37 +18,8 @@ import (
 // skipped; with it, an unreachable server fails the test.
 func schemaDSN(t *testing.T) string {
 	t.Helper()
-	base := os.Getenv("CAIRN_TEST_POSTGRES")
-	if base == "" {
-		t.Skip("CAIRN_TEST_POSTGRES is not set")
-	}
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("CAIRN_TEST_POSTGRES=%s: %v", base, err)
-	}
-	defer conn.Close(ctx)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "cairn_t_" + hex.EncodeToString(b[:])
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c, err := pgx.Connect(context.Background(), base)
-		if err == nil {
-			_, _ = c.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-			c.Close(context.Background())
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	dsn, _ := pgtest.Schema(t, "cairn_t")
+	return dsn
 }
 
 func open(t *testing.T, dsn string, o store.Options) store.Store {

@@ -1,0 +1,59 @@
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Env names the variable holding the test server's URL.
+const Env = "CAIRN_TEST_POSTGRES"
+
+// Base returns the test server's URL, skipping the test when it is unset.
+func Base(t testing.TB) string {
+	t.Helper()
+	base := os.Getenv(Env)
+	if base == "" {
+		t.Skip(Env + " is not set")
+	}
+	return base
+}
+
+// Schema creates a fresh schema named prefix_<random> for one test, dropped
+// when the test ends, and returns the server URL with search_path set to it
+// and the schema's name.
+func Schema(t testing.TB, prefix string) (dsn, schema string) {
+	t.Helper()
+	base := Base(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatalf("%s=%s: %v", Env, base, err)
+	}
+	defer conn.Close(ctx)
+	var b [6]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	schema = prefix + "_" + hex.EncodeToString(b[:])
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if c, err := pgx.Connect(context.Background(), base); err == nil {
+			_, _ = c.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+			_ = c.Close(context.Background())
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("%s: %v", Env, err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String(), schema
+}
