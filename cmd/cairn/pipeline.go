@@ -45,13 +45,7 @@ func (a *app) runPipeline(cmd *cobra.Command, path, thread, modelSpec string) er
 	if err := p.Check(cfg); err != nil {
 		return &usageError{err}
 	}
-	if thread == "" {
-		thread = spec.NewThreadID(p.Name, time.Now())
-	}
-	if err := store.ValidateThreadID(thread); err != nil {
-		return &usageError{fmt.Errorf("--thread: %w", err)}
-	}
-	s, err := a.open()
+	thread, s, err := a.openForRun(p.Name, thread)
 	if err != nil {
 		return err
 	}

@@ -173,14 +173,7 @@ func (a *app) runAgentFile(ctx context.Context, path string, f runFlags) error {
 	if err != nil {
 		return err
 	}
-	thread := f.thread
-	if thread == "" {
-		thread = spec.NewThreadID(af.Name, time.Now())
-	}
-	if err := store.ValidateThreadID(thread); err != nil {
-		return &usageError{fmt.Errorf("--thread: %w", err)}
-	}
-	s, err := a.open()
+	thread, s, err := a.openForRun(af.Name, f.thread)
 	if err != nil {
 		return err
 	}
@@ -194,6 +187,20 @@ func (a *app) runAgentFile(ctx context.Context, path string, f runFlags) error {
 	a.announce("running", af.Name, thread)
 	res, err := spec.RunAgent(ctx, af, cfg)
 	return a.report(ctx, s, thread, res, err)
+}
+
+// openForRun names a new run's thread (the given one, or a new id from the
+// file's name) and opens the store for it, once the file has passed its
+// checks.
+func (a *app) openForRun(name, thread string) (string, *store.Engine, error) {
+	if thread == "" {
+		thread = spec.NewThreadID(name, time.Now())
+	}
+	if err := store.ValidateThreadID(thread); err != nil {
+		return "", nil, &usageError{fmt.Errorf("--thread: %w", err)}
+	}
+	s, err := a.open()
+	return thread, s, err
 }
 
 // agentRun loads and checks an agent file with the flags, touching no
