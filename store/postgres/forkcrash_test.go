@@ -9,9 +9,9 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/postgres"
+	"github.com/cairn-dev/cairn/store/storetest"
 )
 
 // forkEnv, when set to a DSN, makes the test binary fork thread src at 3
@@ -52,23 +52,7 @@ func TestForkIntoCrash(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, dsn, store.Options{})
 	defer s.Close()
-	if _, err := s.CreateThread(ctx, store.Thread{ID: "src", Tenant: "acme", Metadata: map[string]any{"file": "agent.md"}}); err != nil {
-		t.Fatal(err)
-	}
-	doc := state.EmptyDoc()
-	var want3 string
-	for i := int64(0); i < 5; i++ {
-		nd, p, err := state.MustSchema().Apply(doc, state.Update{"n": i + 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Append(ctx, store.Checkpoint{Thread: "src", Parent: i, Patch: p, State: nd, Meta: store.Meta{Next: []string{"step"}}}); err != nil {
-			t.Fatal(err)
-		}
-		if doc = nd; i == 2 {
-			want3 = nd.String()
-		}
-	}
+	want3 := storetest.SeedForkSource(t, s)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -86,24 +70,8 @@ func TestForkIntoCrash(t *testing.T) {
 		cmd.Env = append(os.Environ(), forkEnv+"="+dsn)
 		out, err := cmd.CombinedOutput()
 		finished := err == nil
-		th, err := s.Thread(ctx, "copy")
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			if finished {
-				t.Fatalf("write %d: the fork finished (%s) but left no thread", n, out)
-			}
+		if storetest.CheckForkAfterKill(t, s, n, finished, out, want3) {
 			none++
-			if _, err := s.Fork(ctx, store.ForkRequest{Thread: "src", At: 3, Into: "copy"}); err != nil {
-				t.Fatalf("write %d: retrying the fork: %v", n, err)
-			}
-		case err != nil:
-			t.Fatalf("write %d: %v", n, err)
-		case th.Head != 1 || th.Tenant != "acme" || th.Metadata["file"] != "agent.md":
-			t.Fatalf("write %d: killed fork left thread %+v", n, th)
-		}
-		cp, err := s.Load(ctx, store.LoadRequest{Thread: "copy"})
-		if err != nil || cp.State.String() != want3 || len(cp.Meta.Next) != 1 {
-			t.Fatalf("write %d: forked checkpoint %+v: %v", n, cp, err)
 		}
 		if finished {
 			break

@@ -2,16 +2,15 @@ package sqlite_test
 
 import (
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
 
-	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/sqlite"
+	"github.com/cairn-dev/cairn/store/storetest"
 )
 
 // forkChild forks thread src at 3 into a new thread "copy".
@@ -38,27 +37,9 @@ func TestForkIntoCrash(t *testing.T) {
 	if err != nil {
 		t.Skip("strace is not installed")
 	}
-	ctx := context.Background()
 	seed := filepath.Join(t.TempDir(), "seed.db")
 	s := openAt(t, seed)
-	if _, err := s.CreateThread(ctx, store.Thread{ID: "src", Tenant: "acme", Metadata: map[string]any{"file": "agent.md"}}); err != nil {
-		t.Fatal(err)
-	}
-	schema := state.MustSchema()
-	doc := state.EmptyDoc()
-	var want3 string
-	for i := int64(0); i < 5; i++ {
-		nd, p, err := schema.Apply(doc, state.Update{"n": i + 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Append(ctx, store.Checkpoint{Thread: "src", Parent: i, Patch: p, State: nd, Meta: store.Meta{Next: []string{"step"}}}); err != nil {
-			t.Fatal(err)
-		}
-		if doc = nd; i == 2 {
-			want3 = nd.String()
-		}
-	}
+	want3 := storetest.SeedForkSource(t, s)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -91,31 +72,10 @@ func TestForkIntoCrash(t *testing.T) {
 			killed++
 		}
 		s := openAt(t, path)
-		th, err := s.Thread(ctx, "copy")
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			if finished {
-				t.Fatalf("write %d: the fork finished (%s) but left no thread", n, out)
-			}
+		if storetest.CheckForkAfterKill(t, s, n, finished, out, want3) {
 			none++
-			// The retry is not blocked.
-			if _, err := s.Fork(ctx, store.ForkRequest{Thread: "src", At: 3, Into: "copy"}); err != nil {
-				t.Fatalf("write %d: retrying the fork: %v", n, err)
-			}
-		case err != nil:
-			t.Fatalf("write %d: %v", n, err)
-		default:
-			if th.Head != 1 || th.Tenant != "acme" || th.Metadata["file"] != "agent.md" {
-				t.Fatalf("write %d: killed fork left thread %+v", n, th)
-			}
+		} else {
 			whole++
-		}
-		cp, err := s.Load(ctx, store.LoadRequest{Thread: "copy"})
-		if err != nil || cp.State.String() != want3 || len(cp.Meta.Next) != 1 {
-			t.Fatalf("write %d: forked checkpoint %+v: %v", n, cp, err)
-		}
-		if src, err := s.Thread(ctx, "src"); err != nil || src.Head != 5 {
-			t.Fatalf("write %d: source thread %+v, %v", n, src, err)
 		}
 		s.Close()
 		if finished {
