@@ -204,7 +204,8 @@ func (p *Pipeline) run(ctx context.Context, cfg PipelineConfig) (*PipelineResult
 	if err != nil {
 		return nil, err
 	}
-	r, err := flow.NewRunner(g, cfg.Store, flow.Options{Observer: obs, Redact: p.redactor})
+	// A pipeline is a line of gates, it cannot loop: no step limit.
+	r, err := flow.NewRunner(g, cfg.Store, flow.Options{Observer: obs, Redact: p.redactor, RecursionLimit: -1})
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/spec"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
@@ -479,5 +481,40 @@ func TestPipelineRedactsAPIKeyValue(t *testing.T) {
 	b, _ := os.ReadFile(p.GateFilePath("k", 1))
 	if len(b) == 0 || strings.Contains(string(b), apiKey) {
 		t.Fatalf("gate file:\n%s", b)
+	}
+}
+
+// TestLongPipeline: a pipeline is a line of gates and cannot loop, so the
+// runner's default step limit must not stop one with more gates than that.
+func TestLongPipeline(t *testing.T) {
+	const gates = flow.DefaultRecursionLimit + 5
+	var src strings.Builder
+	src.WriteString("name: long\nmetadata: {domain: example.com, feature: long}\ngates:\n")
+	for i := 1; i <= gates; i++ {
+		fmt.Fprintf(&src, "  - {gate: %d, name: Inc%d, step: inc, threshold: 50}\n", i, i)
+	}
+	path := filepath.Join(t.TempDir(), "p.yaml")
+	if err := os.WriteFile(path, []byte(src.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := spec.LoadPipeline(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inc := func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+		var v struct{ N int }
+		_ = json.Unmarshal(in, &v) // the first gate's input is the request
+		return json.Marshal(map[string]int{"n": v.N + 1})
+	}
+	res, err := spec.RunPipeline(context.Background(), p, spec.PipelineConfig{Store: memory.Open(store.Options{}), Thread: "l", Steps: map[string]spec.GateStep{"inc": inc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Pipeline.Status != "SUCCESS" || len(res.Pipeline.CompletedGates) != gates {
+		t.Fatalf("pipeline %s with %d of %d gates completed", res.Pipeline.Status, len(res.Pipeline.CompletedGates), gates)
+	}
+	var out struct{ N int }
+	if g := readGate(t, p, "l", gates); json.Unmarshal(g.Output, &out) != nil || out.N != gates {
+		t.Fatalf("last gate output %s, want n=%d", g.Output, gates)
 	}
 }
