@@ -109,3 +109,33 @@ func TestReadCommandsPostgres(t *testing.T) {
 		}
 	}
 }
+
+// TestThreadsListsPastADamagedRecord: a thread record edited outside
+// Cairn is reported by name, the other threads are still listed, and the
+// command exits 1.
+func TestThreadsListsPastADamagedRecord(t *testing.T) {
+	dir := copyExample(t)
+	path := filepath.Join(dir, "state.db")
+	env := map[string]string{"CAIRN_STORE": "sqlite:" + path}
+	for _, th := range []string{"a", "b", "c"} {
+		if code, _, errOut := cli(t, env, "run", filepath.Join(dir, "business-extract.md"), "--input-text", "Acme Anvils GmbH, Berlin", "--thread", th); code != 0 {
+			t.Fatalf("run %s: %d %s", th, code, errOut)
+		}
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE threads SET tenant = 'someone-else' WHERE id = 'b'`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	code, out, errOut := cli(t, env, "threads")
+	var listed []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+		listed = append(listed, strings.Fields(line)[0])
+	}
+	if code != 1 || strings.Join(listed, ",") != "a,c" || !strings.Contains(errOut, `thread "b"`) {
+		t.Fatalf("threads with a damaged record: exit %d, listed %v\n%s\n%s", code, listed, out, errOut)
+	}
+}
