@@ -368,13 +368,6 @@ func TestPipelineResumeAfterForkInto(t *testing.T) {
 // step from a conflict) and the .state files always end equal to what the
 // store says.
 func TestPipelineRacingProcesses(t *testing.T) {
-	if args := os.Getenv("CAIRN_PIPE_CHILD_ARGS"); args != "" {
-		var argv []string
-		if err := json.Unmarshal([]byte(args), &argv); err != nil {
-			t.Fatal(err)
-		}
-		os.Exit(run(context.Background(), argv, os.Stdout, os.Stderr, os.Getenv))
-	}
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}
@@ -426,8 +419,7 @@ func raceOnce(t *testing.T, storeURL, thread string, trial int) int {
 	var cmds []*exec.Cmd
 	var outs []*bytes.Buffer
 	for j := 0; j < 2; j++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestPipelineRacingProcesses$")
-		cmd.Env = append(os.Environ(), "CAIRN_STORE="+storeURL, "CAIRN_PIPE_CHILD_ARGS="+`["resume","`+thread+`"]`)
+		cmd := cairnProcess(t, []string{"CAIRN_STORE=" + storeURL}, "resume", thread)
 		var b bytes.Buffer
 		cmd.Stderr, cmd.Stdout = &b, &b
 		if err := cmd.Start(); err != nil {
@@ -477,6 +469,13 @@ func checkFilesMatchStore(t *testing.T, storeURL, live, thread string, trial int
 	if failed != 1 {
 		t.Fatalf("trial %d: %d FAILED root steps (a conflict was committed as a failure)", trial, failed)
 	}
+	filesMatchStore(t, s, live, thread, trial)
+}
+
+// filesMatchStore fails unless the thread's .state files in live are the
+// files the store exports for it.
+func filesMatchStore(t *testing.T, s store.Store, live, thread string, trial int) {
+	t.Helper()
 	exp := t.TempDir()
 	if _, err := spec.ExportGateFiles(context.Background(), s, thread, exp); err != nil {
 		t.Fatal(err)
