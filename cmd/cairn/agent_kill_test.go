@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/storeurl"
+)
+
+// TestAgentRunKilledAndResumed kills a real `cairn run` of an agent file
+// with SIGKILL at random moments (each model call takes 150 ms) and
+// finishes it with `cairn resume` in another process: each chain step is
+// committed once, and the thread ends in the state and output file of an
+// uninterrupted run.
+func TestAgentRunKilledAndResumed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	dir := copyExample(t)
+	replies := filepath.Join(dir, "replies", "business-extract.yaml")
+	for _, step := range []string{"company_name", "location", "summary"} {
+		edit(t, replies, "  - step: "+step+"\n", "  - step: "+step+"\n    delay_ms: 150\n")
+	}
+	url := "sqlite:" + filepath.Join(dir, "state.db")
+	env := map[string]string{"CAIRN_STORE": url}
+	agentFile := filepath.Join(dir, "business-extract.md")
+	input := filepath.Join(dir, "input", "company.txt")
+	output := filepath.Join(dir, "out", "business-summary.md")
+	if code, _, errOut := cli(t, env, "run", agentFile, "--input", input, "--thread", "ref"); code != 0 {
+		t.Fatalf("reference run: %s", errOut)
+	}
+	wantState := stateJSON(t, env, "ref")
+	wantOutput, err := os.ReadFile(output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, 0))
+	t.Logf("seed %d", seed)
+	killed := 0
+	for trial := range 8 {
+		thread := fmt.Sprintf("k%d", trial)
+		os.Remove(output)
+		cmd := cairnProcess(t, []string{"CAIRN_STORE=" + url}, "run", agentFile, "--input", input, "--thread", thread)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(30+rng.IntN(450)) * time.Millisecond)
+		_ = cmd.Process.Kill() // SIGKILL
+		if cmd.Wait() != nil {
+			killed++
+			code, _, errOut := cli(t, env, "resume", thread)
+			if code != 0 && strings.Contains(errOut, "not found") {
+				code, _, errOut = cli(t, env, "run", agentFile, "--input", input, "--thread", thread)
+			}
+			if code != 0 {
+				t.Fatalf("trial %d: finishing: exit %d %s", trial, code, errOut)
+			}
+		}
+		if got := stateJSON(t, env, thread); got != wantState {
+			t.Fatalf("trial %d: state\n%s\nwant\n%s", trial, got, wantState)
+		}
+		if got, _ := os.ReadFile(output); !bytes.Equal(got, wantOutput) {
+			t.Fatalf("trial %d: output file %q, want %q", trial, got, wantOutput)
+		}
+		stepsOnce(t, url, thread)
+	}
+	if killed == 0 {
+		t.Fatal("no kill landed while a run was going on")
+	}
+	t.Logf("8 trials, %d killed mid-run", killed)
+}
+
+// stateJSON is the state `cairn state THREAD` prints.
+func stateJSON(t *testing.T, env map[string]string, thread string) string {
+	t.Helper()
+	code, out, errOut := cli(t, env, "state", thread)
+	if code != 0 {
+		t.Fatalf("state %s: %s", thread, errOut)
+	}
+	return out
+}
+
+// stepsOnce fails unless each chain step of the thread was committed once.
+func stepsOnce(t *testing.T, url, thread string) {
+	t.Helper()
+	s, err := storeurl.OpenReadOnly(url, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	seen := map[string]int{}
+	for cp, err := range s.History(context.Background(), store.HistoryRequest{Thread: thread}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range cp.Nodes {
+			seen[n]++
+		}
+	}
+	for _, n := range []string{"company_name", "location", "summary"} {
+		if seen[n] != 1 {
+			t.Fatalf("thread %s: step %s committed %d times (%v)", thread, n, seen[n], seen)
+		}
+	}
+}
