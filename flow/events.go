@@ -27,7 +27,9 @@ const (
 
 // Event is one thing a run did, for progress displays and traces. An
 // update event's Payload is a node's update; a step_end event's the step's
-// patch.
+// patch. A step_end event's Seq is the checkpoint the step committed; under
+// DurabilityExit it is 0, as the run's steps become one checkpoint written
+// when the run stops (the run_end event names it).
 type Event struct {
 	Kind       EventKind        `json:"kind"`
 	Time       time.Time        `json:"ts"`

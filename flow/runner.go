@@ -890,9 +890,13 @@ func (r *Runner) step(ctx context.Context, run *run) (stepOutcome, error) {
 	run.doc, run.readSeq, run.pending = doc, 0, nil
 	if r.opts.Observer != nil {
 		pj, _ := json.Marshal(patch) // patches of compact JSON always marshal
-		r.emit(Event{Kind: EventStepEnd, RunID: run.id, Thread: run.thread, Seq: run.head, Nodes: nodes, Tokens: stepTokens, Payload: pj})
+		seq := run.head
+		if r.opts.Durability == DurabilityExit {
+			seq = 0 // folded into the run's one checkpoint, written when it stops
+		}
+		r.emit(Event{Kind: EventStepEnd, RunID: run.id, Thread: run.thread, Seq: seq, Nodes: nodes, Tokens: stepTokens, Payload: pj})
 		if stepTokens != (store.Tokens{}) {
-			r.emit(Event{Kind: EventTokens, RunID: run.id, Thread: run.thread, Seq: run.head, Tokens: stepTokens})
+			r.emit(Event{Kind: EventTokens, RunID: run.id, Thread: run.thread, Seq: seq, Tokens: stepTokens})
 		}
 	}
 	if after != "" {

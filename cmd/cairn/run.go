@@ -118,7 +118,11 @@ func (a *app) progress() func(flow.Event) {
 				tok = fmt.Sprintf(", tokens %d in / %d out", e.Tokens.Input, e.Tokens.Output)
 			}
 			took := e.Time.Sub(starts[e.RunID])
-			fmt.Fprintf(a.stderr, "  ✓ %-16s checkpoint %-4d %6.1f ms%s\n", strings.Join(e.Nodes, ","), e.Seq, float64(took.Microseconds())/1000, tok)
+			where := fmt.Sprintf("checkpoint %-4d", e.Seq)
+			if e.Seq == 0 {
+				where = "kept for exit " // --durability exit: one checkpoint when the run stops
+			}
+			fmt.Fprintf(a.stderr, "  ✓ %-16s %s %6.1f ms%s\n", strings.Join(e.Nodes, ","), where, float64(took.Microseconds())/1000, tok)
 		case flow.EventError:
 			fmt.Fprintf(a.stderr, "  ✗ step failed: %s\n", e.Err)
 		case flow.EventInterrupt:

@@ -152,3 +152,22 @@ func TestProgressShowsEachStepsDuration(t *testing.T) {
 		t.Fatalf("step durations %v from:\n%s", ms, errOut)
 	}
 }
+
+// TestExitDurabilityProgress: under --durability exit the steps become one
+// checkpoint when the run stops, and the progress lines do not claim
+// checkpoints that were never written.
+func TestExitDurabilityProgress(t *testing.T) {
+	dir := copyExample(t)
+	env := map[string]string{"CAIRN_STORE": "sqlite:" + filepath.Join(dir, "state.db")}
+	code, _, errOut := cli(t, env, "run", filepath.Join(dir, "business-extract.md"), "--input-text", "Acme Anvils GmbH, Berlin", "--thread", "x", "--durability", "exit")
+	if code != 0 {
+		t.Fatalf("run: %d %s", code, errOut)
+	}
+	if strings.Count(errOut, "kept for exit") != 3 || strings.Contains(errOut, "checkpoint 3") {
+		t.Fatalf("progress:\n%s", errOut)
+	}
+	code, out, errOut := cli(t, env, "history", "x")
+	if code != 0 || strings.Count(strings.TrimSpace(out), "\n") != 1 {
+		t.Fatalf("history (want a header and the run's one checkpoint): %d\n%s%s", code, out, errOut)
+	}
+}
