@@ -450,8 +450,11 @@ func (a *app) forkCmd() *cobra.Command {
 		Short: "Branch from a checkpoint: a new head of the thread, or a new thread with --into",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if at <= 0 {
+			switch {
+			case !cmd.Flags().Changed("at"):
 				return usagef("--at is required: the checkpoint seq to fork from")
+			case at <= 0:
+				return usagef("--at %d: a checkpoint seq is 1 or more", at)
 			}
 			var patch state.Patch
 			for _, kv := range sets {

@@ -100,6 +100,7 @@ func TestErrors(t *testing.T) {
 		{"negative seq", []string{"state", "0", "--at", "-1"}, 2, "--at -1"},
 		{"bad store", []string{"threads", "--store", "mysql://x"}, 2, "unknown scheme"},
 		{"fork without at", []string{"fork", "0"}, 2, "--at is required"},
+		{"fork at a negative seq", []string{"fork", "0", "--at", "-1"}, 2, "--at -1: a checkpoint seq is 1 or more"},
 		{"fork bad set", []string{"fork", "0", "--at", "2", "--set", "last=not json"}, 2, "is not JSON"},
 		{"fork into existing", []string{"fork", "0", "--at", "2", "--into", "0"}, 1, "exists"},
 		{"states with tree", []string{"history", "0", "--tree", "--states"}, 2, "--states does not combine with --tree"},
