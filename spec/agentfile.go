@@ -167,7 +167,7 @@ func ParseAgentFile(path string, data []byte) (*AgentFile, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(strict))
 	dec.KnownFields(true)
 	if err := dec.Decode(&a); err != nil && err.Error() != "EOF" {
-		return nil, yamlErrorAt(path, err, rest2, 1)
+		return nil, yamlErrorAt(path, err, rest2, 1, "front-matter key")
 	}
 	a.Path = path
 	// Line numbers of chain steps, for later errors.
@@ -236,16 +236,17 @@ func yamlError(path string, err error, offset int) error {
 }
 
 // yamlErrorAt reports a strict-decoding error at the line of the original
-// key in n (whose lines are offset lines into the file).
-func yamlErrorAt(path string, err error, n *yaml.Node, offset int) error {
+// key in n (whose lines are offset lines into the file); what names the
+// kind of key ("front-matter key", "pipeline key").
+func yamlErrorAt(path string, err error, n *yaml.Node, offset int, what string) error {
 	msg := strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n")
 	if m := unknownRE.FindStringSubmatch(msg); m != nil {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			if n.Content[i].Value == m[1] {
-				return &SpecError{File: path, Line: n.Content[i].Line + offset, Msg: fmt.Sprintf("unknown front-matter key %q", m[1])}
+				return &SpecError{File: path, Line: n.Content[i].Line + offset, Msg: fmt.Sprintf("unknown %s %q", what, m[1])}
 			}
 		}
-		return &SpecError{File: path, Msg: fmt.Sprintf("unknown front-matter key %q", m[1])}
+		return &SpecError{File: path, Msg: fmt.Sprintf("unknown %s %q", what, m[1])}
 	}
 	if m := lineRE.FindStringSubmatch(msg); m != nil {
 		msg = m[2]

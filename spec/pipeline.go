@@ -88,7 +88,7 @@ func ParsePipeline(path string, data []byte) (*Pipeline, error) {
 		}
 		var root yaml.Node
 		if yaml.Unmarshal(data, &root) == nil && len(root.Content) > 0 {
-			return nil, yamlErrorAt(path, err, root.Content[0], 0)
+			return nil, yamlErrorAt(path, err, root.Content[0], 0, "pipeline key")
 		}
 		return nil, yamlError(path, err, 0)
 	}

@@ -401,7 +401,7 @@ func TestPipelineErrors(t *testing.T) {
 		{"dup gate", "name: x\nmetadata: {domain: a, feature: b}\ngates:\n  - {gate: 1, step: s}\n  - {gate: 1, step: t}\n", "p.yaml:5: gate 1 appears twice", nil},
 		{"both", "name: x\nmetadata: {domain: a, feature: b}\ngates:\n  - {gate: 1, step: s, agent: a.md}\n", "exactly one of agent: or step:", nil},
 		{"threshold", "name: x\nmetadata: {domain: a, feature: b}\ngates:\n  - {gate: 1, step: s, threshold: 120}\n", "within 0–100", nil},
-		{"unknown key", "name: x\ncolour: red\n", `p.yaml:2: unknown front-matter key "colour"`, nil},
+		{"unknown key", "name: x\ncolour: red\n", `p.yaml:2: unknown pipeline key "colour"`, nil},
 		{"order", "name: x\nmetadata: {domain: a, feature: b}\ngates:\n  - {gate: 2, step: s}\n  - {gate: 1, step: t}\n", "increasing order", nil},
 		{"bad secret", "name: x\nmetadata: {domain: a, feature: b}\nsecrets: {patterns: ['(']}\ngates: [{gate: 1, step: s}]\n", "secrets:", nil},
 	}
