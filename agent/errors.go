@@ -193,7 +193,7 @@ func CallError(ctx context.Context, provider string, err error, timeout time.Dur
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		pe.Err, pe.Message = ErrTimeout, fmt.Sprintf("no answer within %s", timeout)
-	case errors.As(err, &se), errors.As(err, &ue), strings.Contains(err.Error(), "unmarshal"), strings.Contains(err.Error(), "invalid character"):
+	case errors.As(err, &se), errors.As(err, &ue):
 		pe.Err = ErrMalformed
 	}
 	return pe

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -166,7 +167,7 @@ func ParseAgentFile(path string, data []byte) (*AgentFile, error) {
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(strict))
 	dec.KnownFields(true)
-	if err := dec.Decode(&a); err != nil && err.Error() != "EOF" {
+	if err := dec.Decode(&a); err != nil && !errors.Is(err, io.EOF) {
 		return nil, yamlErrorAt(path, err, rest2, 1, "front-matter key")
 	}
 	a.Path = path

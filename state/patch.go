@@ -3,6 +3,7 @@ package state
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -339,7 +340,7 @@ func applyWithLibrary(doc []byte, p Patch) (json.RawMessage, error) {
 	opts.EnsurePathExistsOnAdd = false
 	out, err := lp.ApplyWithOptions(doc, opts)
 	if err != nil {
-		if strings.Contains(err.Error(), "testing value") {
+		if errors.Is(err, jsonpatch.ErrTestFailed) {
 			return nil, fmt.Errorf("%w: %v", ErrTestFailed, err)
 		}
 		return nil, fmt.Errorf("%w: %v", ErrPathNotFound, err)

@@ -190,6 +190,7 @@ func TestPatchApply(t *testing.T) {
 		{"copy", `[{"op":"copy","from":"/list","path":"/obj/copy"}]`, nil},
 		{"test ok", `[{"op":"test","path":"/s","value":"x"}]`, nil},
 		{"test fails", `[{"op":"test","path":"/s","value":"y"}]`, ErrTestFailed},
+		{"test fails after a move", `[{"op":"move","from":"/obj/k","path":"/moved"},{"op":"test","path":"/s","value":"y"}]`, ErrTestFailed},
 		{"test deep ok", `[{"op":"test","path":"/a/b/0","value":1}]`, nil},
 		{"replace missing field", `[{"op":"replace","path":"/zz","value":1}]`, ErrPathNotFound},
 		{"remove missing member", `[{"op":"remove","path":"/obj/zz"}]`, ErrPathNotFound},
