@@ -92,6 +92,7 @@ func TestErrors(t *testing.T) {
 		want string // substring of stderr
 	}{
 		{"unknown command", []string{"frobnicate"}, 2, "unknown command"},
+		{"near a command", []string{"histry"}, 2, "did you mean history?"},
 		{"unknown flag", []string{"threads", "--nope"}, 2, "unknown flag"},
 		{"missing arg", []string{"state"}, 2, "accepts 1 arg"},
 		{"bad thread id", []string{"state", "no spaces"}, 2, `thread id "no spaces"`},

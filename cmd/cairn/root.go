@@ -25,15 +25,20 @@ func usagef(format string, args ...any) error {
 	return &usageError{fmt.Errorf(format, args...)}
 }
 
-// isCobraUsage recognises cobra's own argument and flag errors.
-func isCobraUsage(err error) bool {
-	msg := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "invalid argument", "flag needs an argument", "accepts ", "requires at least", "required flag"} {
-		if strings.Contains(msg, p) {
-			return true
+// usageArgs makes the argument checks of c and its subcommands return
+// usage errors (exit 2), so no error has to be recognised by its text.
+func usageArgs(c *cobra.Command) {
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				return &usageError{err}
+			}
+			return nil
 		}
 	}
-	return false
+	for _, sub := range c.Commands() {
+		usageArgs(sub)
+	}
 }
 
 // app holds the global flags and the output streams.
@@ -53,6 +58,16 @@ func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comman
 		Long:          "cairn runs agent files and gate pipelines, and inspects and drives Cairn stores: threads, namespaces, state, history (a tree), forks, resume, exports, pruning and the built-in benchmark.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Args:          cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				if near := cmd.SuggestionsFor(args[0]); len(near) > 0 {
+					return usagef("unknown command %q for %q; did you mean %s?", args[0], cmd.CommandPath(), strings.Join(near, " or "))
+				}
+				return usagef("unknown command %q for %q", args[0], cmd.CommandPath())
+			}
+			return cmd.Help()
+		},
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -64,6 +79,7 @@ func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comman
 	root.PersistentFlags().BoolVar(&a.json, "json", false, "print JSON")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	root.AddCommand(a.threadsCmd(), a.stateCmd(), a.historyCmd(), a.namespacesCmd(), a.runCmd(), a.resumeCmd(), a.forkCmd(), a.pruneCmd(), a.exportCmd(), a.benchCmd(), a.versionCmd())
+	usageArgs(root)
 	return root
 }
 
