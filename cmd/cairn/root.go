@@ -59,6 +59,9 @@ func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comman
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.ArbitraryArgs,
+		// SuggestionsFor reads it as is (cobra sets its default of 2 only on
+		// its own unknown-command path).
+		SuggestionsMinimumDistance: 2,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				if near := cmd.SuggestionsFor(args[0]); len(near) > 0 {
