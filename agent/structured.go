@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
@@ -15,6 +14,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/internal/readfile"
 )
 
 // Schema is a compiled JSON Schema for structured output or tool arguments.
@@ -86,9 +86,9 @@ func YAMLValue(v any) any {
 
 // SchemaFromFile reads a JSON (or, by extension .yaml/.yml, YAML) schema file.
 func SchemaFromFile(path string) (*Schema, error) {
-	b, err := os.ReadFile(path)
+	b, err := readfile.Read(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidSchema, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidSchema, err)
 	}
 	if strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml") {
 		return SchemaFromYAML(path, b)

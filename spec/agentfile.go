@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/cairn-dev/cairn/internal/readfile"
 	"github.com/cairn-dev/cairn/redact"
 )
 
@@ -105,9 +105,9 @@ type AgentFile struct {
 
 // LoadAgentFile reads and checks an agent file.
 func LoadAgentFile(path string) (*AgentFile, error) {
-	b, err := os.ReadFile(path)
+	b, err := readfile.Read(path)
 	if err != nil {
-		return nil, &SpecError{File: path, Msg: err.Error()}
+		return nil, &SpecError{File: path, Msg: err.Error(), Err: err}
 	}
 	return ParseAgentFile(path, b)
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/cairn-dev/cairn/agent"
+	"github.com/cairn-dev/cairn/internal/readfile"
 	"github.com/cairn-dev/cairn/redact"
 )
 
@@ -70,7 +70,7 @@ var ErrEmptyPipeline = errors.New("spec: pipeline file is empty")
 
 // LoadPipeline reads and checks a pipeline file.
 func LoadPipeline(path string) (*Pipeline, error) {
-	b, err := os.ReadFile(path)
+	b, err := readfile.Read(path)
 	if err != nil {
 		return nil, &SpecError{File: path, Msg: err.Error(), Err: err}
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/cairn-dev/cairn/agent"
 	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/internal/readfile"
 	"github.com/cairn-dev/cairn/model/anthropic"
 	"github.com/cairn-dev/cairn/model/openai"
 	"github.com/cairn-dev/cairn/model/scripted"
@@ -36,9 +37,9 @@ type Input struct {
 // ReadInput reads an input file: .json files are parsed as JSON, anything
 // else is text.
 func ReadInput(path string) (Input, error) {
-	b, err := os.ReadFile(path)
+	b, err := readfile.Read(path)
 	if err != nil {
-		return Input{}, fmt.Errorf("%w: input: %v", ErrSpec, err)
+		return Input{}, fmt.Errorf("%w: input: %w", ErrSpec, err)
 	}
 	if strings.EqualFold(filepath.Ext(path), ".json") {
 		if !json.Valid(b) {
@@ -473,7 +474,7 @@ func (p *prepared) loadHandoff() (*AgentFile, error) {
 			rel += ".md"
 		}
 	}
-	b, err := c.root.ReadFile(rel)
+	b, err := readfile.FromRoot(c.root, rel)
 	if err != nil {
 		return nil, &SpecError{File: a.Path, Msg: fmt.Sprintf("handoff.agent_id %q: %v", name, err), Err: err}
 	}

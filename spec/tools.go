@@ -10,6 +10,7 @@ import (
 	"sort"
 
 	"github.com/cairn-dev/cairn/agent"
+	"github.com/cairn-dev/cairn/internal/readfile"
 )
 
 // confinement is where an agent file may touch files: its safe directory,
@@ -94,7 +95,7 @@ func (c *confinement) readFile(p string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := c.root.ReadFile(rel)
+	b, err := readfile.FromRoot(c.root, rel)
 	return b, err
 }
 

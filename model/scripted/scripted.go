@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +12,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/cairn-dev/cairn/agent"
+	"github.com/cairn-dev/cairn/internal/readfile"
 )
 
 // ErrScript: the script file is malformed.
@@ -51,9 +51,9 @@ type Model struct {
 
 // Load reads a script file.
 func Load(path string) (*Model, error) {
-	b, err := os.ReadFile(path)
+	b, err := readfile.Read(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrScript, err)
+		return nil, fmt.Errorf("%w: %w", ErrScript, err)
 	}
 	return Parse(path, b)
 }
