@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -153,7 +154,7 @@ func (p *Pipeline) check() error {
 		}
 		seen[g.Gate] = true
 		if g.Contract != "" {
-			s, err := agent.SchemaFromFile(p.rel(g.Contract))
+			s, err := p.loadContract(g.Contract)
 			if err != nil {
 				return &SpecError{File: path, Line: g.line, Msg: fmt.Sprintf("gate %d contract: %v", g.Gate, err), Err: err}
 			}
@@ -167,6 +168,36 @@ func (p *Pipeline) check() error {
 // secrets: section). Everything a pipeline run stores, shows or writes goes
 // through it.
 func (p *Pipeline) Redactor() *redact.Redactor { return p.redactor }
+
+// loadContract reads a gate's contract schema (JSON, or YAML by its
+// extension) inside the pipeline file's folder, through an os.Root, as an
+// agent file reads inside its safe directory.
+func (p *Pipeline) loadContract(name string) (*agent.Schema, error) {
+	dir := filepath.Dir(p.Path)
+	rel := name
+	if filepath.IsAbs(name) {
+		var err error
+		if rel, err = filepath.Rel(dir, name); err != nil {
+			return nil, fmt.Errorf("%w: %s is outside %s", ErrUnsafePath, name, dir)
+		}
+	}
+	if !filepath.IsLocal(rel) {
+		return nil, fmt.Errorf("%w: %s is outside %s, the pipeline file's folder", ErrUnsafePath, name, dir)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	b, err := readfile.FromRoot(root, rel)
+	if err != nil {
+		return nil, err
+	}
+	if ext := strings.ToLower(filepath.Ext(rel)); ext == ".yaml" || ext == ".yml" {
+		return agent.SchemaFromYAML(name, b)
+	}
+	return agent.SchemaFromJSON(name, b)
+}
 
 func (p *Pipeline) rel(path string) string {
 	if filepath.IsAbs(path) {

@@ -17,9 +17,19 @@ func TestSpecialFilesRefused(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	pipeline := filepath.Join(dir, "p.yaml")
-	if err := os.WriteFile(pipeline, []byte("name: x\nmetadata: {domain: a.com, feature: f}\ngates:\n  - {gate: 1, name: A, step: s, contract: /dev/zero}\n"), 0o644); err != nil {
+	outside := filepath.Join(t.TempDir(), "schema.json")
+	if err := os.WriteFile(outside, []byte(`{"type":"object"}`), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "link.json")); err != nil {
+		t.Fatal(err)
+	}
+	pipeline := func(contract string) string {
+		path := filepath.Join(dir, "p-"+filepath.Base(contract)+".yaml")
+		if err := os.WriteFile(path, []byte("name: x\nmetadata: {domain: a.com, feature: f}\ngates:\n  - {gate: 1, name: A, step: s, contract: "+contract+"}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
 	}
 	db := filepath.Join(dir, "state.db")
 	env := map[string]string{"CAIRN_STORE": "sqlite:" + db}
@@ -33,7 +43,10 @@ func TestSpecialFilesRefused(t *testing.T) {
 		{"agent file is a directory", []string{"run", dir + "/input"}, "it is a directory"},
 		{"input is a named pipe", []string{"run", agentFile, "--input", fifo}, "it is a named pipe"},
 		{"script is a device", []string{"run", agentFile, "--model", "scripted:/dev/zero"}, "it is a device"},
-		{"contract is a device", []string{"run", pipeline}, "it is a device"},
+		{"contract is a named pipe", []string{"run", pipeline("fifo")}, "it is a named pipe"},
+		{"contract outside the pipeline's folder", []string{"run", pipeline("/dev/zero")}, "outside"},
+		{"contract above the pipeline's folder", []string{"run", pipeline("../x.json")}, "outside"},
+		{"contract linked from outside", []string{"run", pipeline("link.json")}, "escapes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, errOut := cli(t, env, tc.args...)
