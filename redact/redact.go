@@ -237,7 +237,10 @@ func kvRegexp(keys map[string]bool) *regexp.Regexp {
 	}
 	slices.Sort(names)
 	slices.SortStableFunc(names, func(a, b string) int { return len(b) - len(a) })
-	return regexp.MustCompile(`(?i)(\b(?:` + strings.Join(names, "|") + `)\\?"?\s*[:=]\s*)(\\?"(?:[^"\\]|\\[^"])*\\?"|[^\s,;&}\]\["]+)`)
+	// The key must stand alone: not the end of a longer name or of a path
+	// (".../etc/passwd": ...), hence the character before it (Go's regexp
+	// has no look-behind).
+	return regexp.MustCompile(`(?i)((?:^|[^A-Za-z0-9_./\-])(?:` + strings.Join(names, "|") + `)\\?"?\s*[:=]\s*)(\\?"(?:[^"\\]|\\[^"])*\\?"|[^\s,;&}\]\["]+)`)
 }
 
 // JSON redacts a JSON document: values under secret keys at any depth, and

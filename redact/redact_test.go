@@ -35,6 +35,10 @@ func TestString(t *testing.T) {
 		{"escaped json text", `{\"secret\":\"s3\"}`, `{\"secret\":\"[REDACTED]\"}`},
 		{"null kept", `"token":null`, `"token":null`},
 		{"longer names untouched", "tokens: 5, my_password=x", "tokens: 5, my_password=x"},
+		{"hyphenated longer names untouched", "my-password=x", "my-password=x"},
+		{"a path ending in a key name", `schema "../../etc/passwd": invalid character 'r'`, `schema "../../etc/passwd": invalid character 'r'`},
+		{"key at the start", "password: hunter2", "password: [REDACTED]"},
+		{"key after a brace", "{password=hunter2}", "{password=[REDACTED]}"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
