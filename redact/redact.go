@@ -237,10 +237,12 @@ func kvRegexp(keys map[string]bool) *regexp.Regexp {
 	}
 	slices.Sort(names)
 	slices.SortStableFunc(names, func(a, b string) int { return len(b) - len(a) })
-	// The key must stand alone: not the end of a longer name or of a path
-	// (".../etc/passwd": ...), hence the character before it (Go's regexp
-	// has no look-behind).
-	return regexp.MustCompile(`(?i)((?:^|[^A-Za-z0-9_./\-])(?:` + strings.Join(names, "|") + `)\\?"?\s*[:=]\s*)(\\?"(?:[^"\\]|\\[^"])*\\?"|[^\s,;&}\]\["]+)`)
+	// The key must stand alone, not end a longer name (my-password), hence
+	// the character before it (Go's regexp has no look-behind). After '/'
+	// or '.' it still counts (a path segment "password=…" is redacted); a
+	// path ending in a key name followed by '":' is over-redacted rather
+	// than risk a leak.
+	return regexp.MustCompile(`(?i)((?:^|[^A-Za-z0-9_\-])(?:` + strings.Join(names, "|") + `)\\?"?\s*[:=]\s*)(\\?"(?:[^"\\]|\\[^"])*\\?"|[^\s,;&}\]\["]+)`)
 }
 
 // JSON redacts a JSON document: values under secret keys at any depth, and
