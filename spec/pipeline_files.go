@@ -133,6 +133,22 @@ func writeJSON(path string, v any) error {
 	return err
 }
 
+// removeTemps removes the temporary files a writer killed before its
+// rename left in dir. Only a holder of the folder's lock may call it: no
+// other writer's temporary file is then in flight.
+func removeTemps(dir string) error {
+	temps, err := filepath.Glob(filepath.Join(dir, ".*.json.*.tmp"))
+	if err != nil {
+		return err
+	}
+	for _, t := range temps {
+		if err := os.Remove(t); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
 // unescapeHTML turns the \u003c, \u003e and \u0026 escapes of encoded JSON
 // (stored documents hold them) back into <, > and &. Escaped backslashes
 // are copied as they are, so "\\u003c" stays.
@@ -239,6 +255,9 @@ func (w *fileWriter) sync(ctx context.Context) error {
 		return err
 	}
 	defer unlock()
+	if err := removeTemps(dir); err != nil {
+		return err
+	}
 	head, err := w.s.Load(ctx, store.LoadRequest{Thread: w.thread})
 	if errors.Is(err, store.ErrNotFound) {
 		return nil // nothing committed yet

@@ -518,3 +518,28 @@ func TestLongPipeline(t *testing.T) {
 		t.Fatalf("last gate output %s, want n=%d", g.Output, gates)
 	}
 }
+
+// TestPipelineRemovesKilledWritersTemps: a writer killed between creating
+// its temporary file and renaming it leaves the temporary file behind; the
+// next writer of the thread's folder removes it.
+func TestPipelineRemovesKilledWritersTemps(t *testing.T) {
+	dir := pipelineDir(t)
+	p, err := spec.LoadPipeline(filepath.Join(dir, "pipeline.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stateDir := p.StateDirOf("t")
+	if err := os.MkdirAll(stateDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(stateDir, ".demoqa_com-student_registration-gate2-output.json.12345.tmp")
+	if err := os.WriteFile(stale, []byte("{half"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := spec.RunPipeline(context.Background(), p, spec.PipelineConfig{Store: memory.Open(store.Options{}), Thread: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the killed writer's temporary file is still there (%v)", err)
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -59,10 +58,7 @@ func TestAgentRunKilledAndResumed(t *testing.T) {
 		_ = cmd.Process.Kill() // SIGKILL
 		if cmd.Wait() != nil {
 			killed++
-			code, _, errOut := cli(t, env, "resume", thread)
-			if code != 0 && strings.Contains(errOut, "not found") {
-				code, _, errOut = cli(t, env, "run", agentFile, "--input", input, "--thread", thread)
-			}
+			code, _, errOut := continueRun(t, env, url, thread, "run", agentFile, "--input", input, "--thread", thread)
 			if code != 0 {
 				t.Fatalf("trial %d: finishing: exit %d %s", trial, code, errOut)
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -56,7 +57,7 @@ func TestPipelineKilledAndResumed(t *testing.T) {
 		if cmd.Wait() != nil {
 			killedMidRun++
 		}
-		finish(t, env, pipeline, thread)
+		finish(t, env, url, pipeline, thread)
 		s, err := storeurl.OpenReadOnly(url, store.Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -75,13 +76,10 @@ func TestPipelineKilledAndResumed(t *testing.T) {
 }
 
 // finish resumes a killed run until its pipeline is finished; a run killed
-// before its thread existed is started again.
-func finish(t *testing.T, env map[string]string, pipeline, thread string) {
+// before its first commit is started again on its thread.
+func finish(t *testing.T, env map[string]string, url, pipeline, thread string) {
 	t.Helper()
-	code, out, errOut := cli(t, env, "resume", thread)
-	if code != 0 && strings.Contains(errOut, "not found") {
-		code, out, errOut = cli(t, env, "run", pipeline, "--thread", thread)
-	}
+	code, out, errOut := continueRun(t, env, url, thread, "run", pipeline, "--thread", thread)
 	if code == 1 && strings.Contains(errOut, "is finished (SUCCESS)") {
 		return // killed after its last commit
 	}
@@ -132,4 +130,24 @@ func gateOutputs(t *testing.T, dir string) map[int]string {
 		out[n] = g.Status + " " + buf.String()
 	}
 	return out
+}
+
+// continueRun finishes a killed run the way its user would: cairn resume
+// when a step was committed, else the run command again (the process died
+// before its thread existed or before its first commit).
+func continueRun(t *testing.T, env map[string]string, url, thread string, run ...string) (int, string, string) {
+	t.Helper()
+	s, err := storeurl.OpenReadOnly(url, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	th, err := s.Thread(context.Background(), thread)
+	s.Close()
+	switch {
+	case errors.Is(err, store.ErrNotFound) || (err == nil && th.Head == 0):
+		return cli(t, env, run...)
+	case err != nil:
+		t.Fatal(err)
+	}
+	return cli(t, env, "resume", thread)
 }
