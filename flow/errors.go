@@ -18,7 +18,9 @@ var (
 	// ErrRecursionLimit: a subgraph's run reached its step limit (a run of
 	// the graph itself stops with stop reason "recursion_limit" instead).
 	ErrRecursionLimit = errors.New("flow: recursion limit reached")
-	// ErrNothingToResume: the thread has no checkpoint or has finished.
+	// ErrNothingToResume: Resume found no checkpoint in the thread's
+	// namespace (the error also matches store.ErrNotFound). Resuming a run
+	// that finished returns at once with its result and runs nothing.
 	ErrNothingToResume = errors.New("flow: nothing to resume")
 )
 

@@ -225,6 +225,9 @@ func (r *Runner) Resume(ctx context.Context, thread string, value any, ro ...Run
 		return Result{}, err
 	}
 	head, err := r.s.Load(ctx, store.LoadRequest{Thread: thread, Namespace: r.opts.Namespace})
+	if errors.Is(err, store.ErrNotFound) {
+		return Result{}, fmt.Errorf("%w: %w", ErrNothingToResume, err)
+	}
 	if err != nil {
 		return Result{}, err
 	}

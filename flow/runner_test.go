@@ -744,3 +744,25 @@ func TestNestedRunNamesParentTask(t *testing.T) {
 		t.Fatalf("top-level input names a parent task %q", key)
 	}
 }
+
+// Resume on a thread without checkpoints says there is nothing to resume;
+// on a finished run it returns at once and runs nothing.
+func TestResumeNothing(t *testing.T) {
+	ctx := context.Background()
+	s := memory.Open(store.Options{})
+	g := flow.NewGraph(schema)
+	g.AddNode("a", logNode("a"))
+	g.AddEdge(flow.START, "a")
+	r := newRunner(t, g, s, flow.Options{})
+	if _, err := r.Resume(ctx, "none", nil); !errors.Is(err, flow.ErrNothingToResume) || !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("resume of an empty thread: %v", err)
+	}
+	done, err := r.Invoke(ctx, "t", state.Update{"log": "in"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Resume(ctx, "t", nil)
+	if err != nil || res.Head != done.Head || res.StopReason != state.StopSuccess || len(history(t, s, "t")) != int(done.Head) {
+		t.Fatalf("resume of a finished run: %+v, %v (finished at %d)", res, err, done.Head)
+	}
+}
