@@ -48,15 +48,8 @@ func TestAgentRunKilledAndResumed(t *testing.T) {
 	for trial := range 8 {
 		thread := fmt.Sprintf("k%d", trial)
 		os.Remove(output)
-		cmd := cairnProcess(t, []string{"CAIRN_STORE=" + url}, "run", agentFile, "--input", input, "--thread", thread)
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(time.Duration(30+rng.IntN(450)) * time.Millisecond)
-		_ = cmd.Process.Kill() // SIGKILL
-		if cmd.Wait() != nil {
+		after := time.Duration(30+rng.IntN(450)) * time.Millisecond
+		if killAfter(t, after, []string{"CAIRN_STORE=" + url}, "run", agentFile, "--input", input, "--thread", thread) {
 			killed++
 			code, _, errOut := continueRun(t, env, url, thread, "run", agentFile, "--input", input, "--thread", thread)
 			if code != 0 {

@@ -46,15 +46,8 @@ func TestPipelineKilledAndResumed(t *testing.T) {
 	killedMidRun := 0
 	for trial := range 8 {
 		thread := fmt.Sprintf("k%d", trial)
-		cmd := cairnProcess(t, []string{"CAIRN_STORE=" + url}, "run", pipeline, "--thread", thread)
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(time.Duration(50+rng.IntN(600)) * time.Millisecond)
-		_ = cmd.Process.Kill() // SIGKILL
-		if cmd.Wait() != nil {
+		after := time.Duration(50+rng.IntN(600)) * time.Millisecond
+		if killAfter(t, after, []string{"CAIRN_STORE=" + url}, "run", pipeline, "--thread", thread) {
 			killedMidRun++
 		}
 		finish(t, env, url, pipeline, thread)

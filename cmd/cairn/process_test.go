@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // childArgsEnv, when set to a JSON list of arguments, makes the test
@@ -36,4 +40,30 @@ func cairnProcess(t *testing.T, env []string, args ...string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(append(os.Environ(), env...), childArgsEnv+"="+string(b))
 	return cmd
+}
+
+// killAfter runs cairn with args in a real process and SIGKILLs it after
+// the given time; it reports whether the kill landed before the process
+// finished on its own.
+func killAfter(t *testing.T, after time.Duration, env []string, args ...string) (killed bool) {
+	t.Helper()
+	cmd := cairnProcess(t, env, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(after)
+	_ = cmd.Process.Kill() // SIGKILL
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return true
+		}
+	}
+	if err != nil {
+		t.Fatalf("cairn %v failed on its own: %v\n%s", args, err, out.String())
+	}
+	return false
 }
