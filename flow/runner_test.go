@@ -44,6 +44,15 @@ func newRunner(t *testing.T, g *flow.Graph, s store.Store, opts flow.Options) *f
 	return r
 }
 
+// oneNode returns a runner of the graph START → name (a logNode) → END.
+func oneNode(t *testing.T, name string, s store.Store, opts flow.Options) *flow.Runner {
+	t.Helper()
+	g := flow.NewGraph(schema)
+	g.AddNode(name, logNode(name))
+	g.AddEdge(flow.START, name)
+	return newRunner(t, g, s, opts)
+}
+
 func logOf(t *testing.T, d state.Doc) []string {
 	t.Helper()
 	var log []string
@@ -688,10 +697,7 @@ func TestNodeConflictCommitsNothing(t *testing.T) {
 func TestInvokeExpectHead(t *testing.T) {
 	ctx := context.Background()
 	s := memory.Open(store.Options{})
-	g := flow.NewGraph(schema)
-	g.AddNode("a", logNode("a"))
-	g.AddEdge(flow.START, "a")
-	r := newRunner(t, g, s, flow.Options{})
+	r := oneNode(t, "a", s, flow.Options{})
 	seen := int64(0)
 	res, err := r.Invoke(ctx, "t", state.Update{"log": "one"}, flow.RunOptions{ExpectHead: &seen})
 	if err != nil {
@@ -714,10 +720,7 @@ func TestInvokeExpectHead(t *testing.T) {
 func TestNestedRunNamesParentTask(t *testing.T) {
 	ctx := context.Background()
 	s := memory.Open(store.Options{})
-	inner := flow.NewGraph(schema)
-	inner.AddNode("leaf", logNode("leaf"))
-	inner.AddEdge(flow.START, "leaf")
-	innerRunner := newRunner(t, inner, s, flow.Options{Namespace: "child"})
+	innerRunner := oneNode(t, "leaf", s, flow.Options{Namespace: "child"})
 	var parentKey string
 	outer := flow.NewGraph(schema)
 	outer.AddNode("host", func(ctx context.Context, _ state.Doc) (state.Update, error) {
@@ -750,10 +753,7 @@ func TestNestedRunNamesParentTask(t *testing.T) {
 func TestResumeNothing(t *testing.T) {
 	ctx := context.Background()
 	s := memory.Open(store.Options{})
-	g := flow.NewGraph(schema)
-	g.AddNode("a", logNode("a"))
-	g.AddEdge(flow.START, "a")
-	r := newRunner(t, g, s, flow.Options{})
+	r := oneNode(t, "a", s, flow.Options{})
 	if _, err := r.Resume(ctx, "none", nil); !errors.Is(err, flow.ErrNothingToResume) || !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("resume of an empty thread: %v", err)
 	}

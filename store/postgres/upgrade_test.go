@@ -3,14 +3,13 @@ package postgres_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/postgres"
+	"github.com/cairn-dev/cairn/store/storetest"
 )
 
 func execSQL(t *testing.T, dsn string, queries ...string) {
@@ -35,24 +34,7 @@ func TestUpgradeFormat1(t *testing.T) {
 	dsn := schemaDSN(t)
 	ctx := context.Background()
 	s := open(t, dsn, store.Options{})
-	want := map[string]string{}
-	for _, th := range []string{"a", "b"} {
-		if _, err := s.CreateThread(ctx, store.Thread{ID: th, Tenant: "acme", Metadata: map[string]any{"file": th + ".md", "n": 1e2}}); err != nil {
-			t.Fatal(err)
-		}
-		doc := state.EmptyDoc()
-		for i := int64(0); i < 30; i++ {
-			nd, p, err := state.MustSchema().Apply(doc, state.Update{"n": i, "text": fmt.Sprintf("%s %d %0200d", th, i, i)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := s.Append(ctx, store.Checkpoint{Thread: th, Parent: i, Patch: p, State: nd}); err != nil {
-				t.Fatal(err)
-			}
-			doc = nd
-		}
-		want[th] = doc.String()
-	}
+	want := storetest.WriteThreads(t, s, 30, map[string]any{"n": 1e2}) // jsonb rewrites 1e2 as 100
 	s.Close()
 	execSQL(t, dsn, `ALTER TABLE threads DROP COLUMN crc`, `ALTER TABLE checkpoints DROP COLUMN crc`, `UPDATE cairn_format SET version = 1`)
 	check := func(s store.Store) {

@@ -4,13 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"testing"
 
-	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/sqlite"
+	"github.com/cairn-dev/cairn/store/storetest"
 )
 
 // writeV1Store writes threads in the current format, then turns the file
@@ -19,25 +18,7 @@ import (
 func writeV1Store(t *testing.T, path string) map[string]string {
 	t.Helper()
 	s := openAt(t, path)
-	ctx := context.Background()
-	want := map[string]string{}
-	for _, th := range []string{"a", "b"} {
-		if _, err := s.CreateThread(ctx, store.Thread{ID: th, Tenant: "acme", Metadata: map[string]any{"file": th + ".md"}}); err != nil {
-			t.Fatal(err)
-		}
-		doc := state.EmptyDoc()
-		for i := int64(0); i < 40; i++ {
-			nd, p, err := state.MustSchema().Apply(doc, state.Update{"n": i, "text": fmt.Sprintf("%s %d %0200d", th, i, i)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := s.Append(ctx, store.Checkpoint{Thread: th, Parent: i, Patch: p, State: nd}); err != nil {
-				t.Fatal(err)
-			}
-			doc = nd
-		}
-		want[th] = doc.String()
-	}
+	want := storetest.WriteThreads(t, s, 40, nil)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

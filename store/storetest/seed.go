@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/cairn-dev/cairn/state"
@@ -68,4 +69,36 @@ func CheckForkAfterKill(t testing.TB, s store.Store, n int, finished bool, out [
 		t.Fatalf("write %d: source thread %+v, %v", n, src, err)
 	}
 	return leftNone
+}
+
+// WriteThreads writes threads "a" and "b" (tenant acme, metadata extra
+// plus file <id>.md), each with steps checkpoints of about 250 bytes of
+// text, so that they have snapshots and patches; it returns each thread's
+// head state. The format upgrade tests write their old stores with it.
+func WriteThreads(t testing.TB, s store.Store, steps int, extra map[string]any) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	want := map[string]string{}
+	for _, th := range []string{"a", "b"} {
+		meta := map[string]any{"file": th + ".md"}
+		for k, v := range extra {
+			meta[k] = v
+		}
+		if _, err := s.CreateThread(ctx, store.Thread{ID: th, Tenant: "acme", Metadata: meta}); err != nil {
+			t.Fatal(err)
+		}
+		doc := state.EmptyDoc()
+		for i := int64(0); i < int64(steps); i++ {
+			nd, p, err := state.MustSchema().Apply(doc, state.Update{"n": i, "text": fmt.Sprintf("%s %d %0200d", th, i, i)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Append(ctx, store.Checkpoint{Thread: th, Parent: i, Patch: p, State: nd}); err != nil {
+				t.Fatal(err)
+			}
+			doc = nd
+		}
+		want[th] = doc.String()
+	}
+	return want
 }
