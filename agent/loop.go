@@ -10,14 +10,16 @@ import (
 	"strings"
 
 	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/flow/baserules"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 )
 
 // LoopAgent is QitOS's decide/act/reduce agent over typed state S (which
 // should embed state.Base). Each iteration — prepare, decide, act, reduce —
-// is one committed step; the runner counts current_step, enforces budgets
-// and max_steps, and stops when final_result is set.
+// is one committed step; its graph carries the rules of state.Base
+// (flow/baserules): current_step is counted, max_steps and the budgets are
+// enforced, and the run stops when final_result is set.
 type LoopAgent[S any] struct {
 	Name  string
 	Typed *state.Typed[S]
@@ -128,6 +130,7 @@ func (a *LoopAgent[S]) Graph() (*flow.Compiled, error) {
 		AddNode("step", a.step).
 		AddEdge(flow.START, "step").
 		AddEdge("step", "step").
+		WithRules(baserules.Rules()).
 		Compile()
 }
 

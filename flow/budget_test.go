@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/flow/baserules"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/memory"
@@ -358,7 +359,7 @@ func TestUpdateStateStartsARun(t *testing.T) {
 	}
 }
 
-// A QitOS max_steps in the state bounds a run: the default step limit
+// A max_steps in the state (with the rules of state.Base) bounds a run: the default step limit
 // yields to it; an explicit limit does not.
 func TestMaxStepsOverDefaultLimit(t *testing.T) {
 	in := state.Update{"max_steps": 40, "current_step": 0}
@@ -367,7 +368,7 @@ func TestMaxStepsOverDefaultLimit(t *testing.T) {
 		want  state.StopReason
 		steps int
 	}{{0, state.StopMaxSteps, 40}, {30, state.StopRecursionLimit, 30}} {
-		r, _ := flow.NewRunner(loopGraph(t, nil), memory.Open(store.Options{}), flow.Options{RecursionLimit: tc.limit})
+		r, _ := flow.NewRunner(loopGraph(t, nil), memory.Open(store.Options{}), flow.Options{RecursionLimit: tc.limit, Rules: []flow.Rules{baserules.Rules()}})
 		res, err := r.Invoke(context.Background(), "t", in)
 		if err != nil || res.StopReason != tc.want || res.Progress.Steps != tc.steps {
 			t.Fatalf("limit %d: %v %s after %d steps", tc.limit, err, res.StopReason, res.Progress.Steps)

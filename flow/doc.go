@@ -34,8 +34,8 @@
 //   - A run stops after DefaultRecursionLimit (25) steps, as LangGraph's
 //     recursion limit, unless Options.RecursionLimit,
 //     RunOptions.RecursionLimit or Graph.WithRecursionLimit set another
-//     (negative: no limit; the default yields to a QitOS max_steps in the
-//     state), with stop reason "recursion_limit" (a subgraph
+//     (negative: no limit; the default yields to a state that bounds its
+//     runs itself, Rules.Bounded), with stop reason "recursion_limit" (a subgraph
 //     fails its parent's node with ErrRecursionLimit), so a cycle without
 //     a budget cannot run forever.
 //   - A node that fails with an error naming a stop reason (StopReasoner,
@@ -47,6 +47,15 @@
 //     holding the payload; Resume with a value continues exactly there.
 //   - Cancelling the context stops the run with stop reason
 //     "cancelled_immediate"; nothing of the unfinished step is committed.
+//
+// Extension points: the runner knows no field of any particular state.
+// Rules (Graph.WithRules, Options.Rules) give a kind of state its own stop
+// rule, operations added to every step (a step counter) and a say over the
+// default step limit; package flow/baserules gives state.Base's built-ins
+// (stop_reason, final_result, max_steps, current_step) their meaning this
+// way. Options.StopWhen adds stop criteria, Options.Observer sees every
+// event, and a node's RetryPolicy decides what is retried (backoff with
+// full jitter).
 //
 // Secrets: with Options.Redact set, node updates, inputs, UpdateState
 // updates, errors, interrupt payloads, pending writes, Send inputs, events

@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/cairn-dev/cairn/state"
@@ -83,6 +83,7 @@ type Graph struct {
 	routers map[string]RouteFunc
 	errs    []error
 	limit   int
+	rules   []Rules
 }
 
 // NewGraph starts a graph whose state follows schema.
@@ -138,6 +139,13 @@ func (g *Graph) WithRecursionLimit(n int) *Graph {
 	return g
 }
 
+// WithRules adds rules of the graph's kind of state (see Rules): every
+// runner of the graph applies them, before its options' own.
+func (g *Graph) WithRules(rs ...Rules) *Graph {
+	g.rules = append(g.rules, rs...)
+	return g
+}
+
 // Chain adds the nodes as a line: START → first → … → last → END.
 func (g *Graph) Chain(names ...string) *Graph {
 	prev := START
@@ -151,6 +159,7 @@ func (g *Graph) Chain(names ...string) *Graph {
 // Compiled is a validated graph, safe for concurrent runs.
 type Compiled struct {
 	limit   int // WithRecursionLimit
+	rules   []Rules
 	schema  *state.Schema
 	nodes   map[string]*node
 	edges   map[string][]string
@@ -161,37 +170,63 @@ type Compiled struct {
 // way out, every node is reachable from START.
 func (g *Graph) Compile() (*Compiled, error) {
 	errs := slices.Clone(g.errs)
-	known := func(n string) bool { return n == START || n == END || g.nodes[n] != nil }
-	froms := make([]string, 0, len(g.edges))
-	for from := range g.edges {
-		froms = append(froms, from)
+	errs = append(errs, g.edgeErrors()...)
+	seen := g.reachable()
+	for _, n := range g.order {
+		if !seen[n] {
+			errs = append(errs, fmt.Errorf("%w: node %q cannot be reached from START", ErrInvalidGraph, n))
+		}
 	}
-	sort.Strings(froms)
+	if len(errs) > 0 {
+		return nil, joinErrors(errs)
+	}
+	c := &Compiled{schema: g.schema, nodes: g.nodes, edges: map[string][]string{}, routers: map[string]RouteFunc{}, limit: g.limit, rules: slices.Clone(g.rules)}
+	for k, v := range g.edges {
+		c.edges[k] = slices.Clone(v)
+	}
+	for k, v := range g.routers {
+		c.routers[k] = v
+	}
+	return c, nil
+}
+
+func (g *Graph) known(n string) bool { return n == START || n == END || g.nodes[n] != nil }
+
+// edgeErrors checks edges and routers: known nodes at both ends, nothing
+// out of END or into START, and a way out of START.
+func (g *Graph) edgeErrors() []error {
+	var errs []error
+	froms := slices.Sorted(maps.Keys(g.edges))
 	for _, from := range froms {
 		if from == END {
 			errs = append(errs, fmt.Errorf("%w: edge out of END", ErrInvalidGraph))
 		}
-		if !known(from) {
+		if !g.known(from) {
 			errs = append(errs, fmt.Errorf("%w: edge from unknown node %q", ErrInvalidGraph, from))
 		}
 		for _, to := range g.edges[from] {
 			if to == START {
 				errs = append(errs, fmt.Errorf("%w: edge into START from %q", ErrInvalidGraph, from))
 			}
-			if !known(to) {
+			if !g.known(to) {
 				errs = append(errs, fmt.Errorf("%w: edge %q → unknown node %q", ErrInvalidGraph, from, to))
 			}
 		}
 	}
 	for from := range g.routers {
-		if !known(from) || from == END {
+		if !g.known(from) || from == END {
 			errs = append(errs, fmt.Errorf("%w: router on unknown node %q", ErrInvalidGraph, from))
 		}
 	}
 	if len(g.edges[START]) == 0 && g.routers[START] == nil {
 		errs = append(errs, fmt.Errorf("%w: nothing follows START", ErrInvalidGraph))
 	}
-	// Reachability over static edges; a node with a router may reach any.
+	return errs
+}
+
+// reachable is the set of nodes reachable from START over static edges; a
+// node with a router may reach any.
+func (g *Graph) reachable() map[string]bool {
 	seen := map[string]bool{START: true}
 	queue := []string{START}
 	for len(queue) > 0 {
@@ -208,22 +243,7 @@ func (g *Graph) Compile() (*Compiled, error) {
 			}
 		}
 	}
-	for _, n := range g.order {
-		if !seen[n] {
-			errs = append(errs, fmt.Errorf("%w: node %q cannot be reached from START", ErrInvalidGraph, n))
-		}
-	}
-	if len(errs) > 0 {
-		return nil, joinErrors(errs)
-	}
-	c := &Compiled{schema: g.schema, nodes: g.nodes, edges: map[string][]string{}, routers: map[string]RouteFunc{}, limit: g.limit}
-	for k, v := range g.edges {
-		c.edges[k] = slices.Clone(v)
-	}
-	for k, v := range g.routers {
-		c.routers[k] = v
-	}
-	return c, nil
+	return seen
 }
 
 // Schema returns the graph's state schema.

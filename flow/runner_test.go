@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/flow/baserules"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/memory"
@@ -344,11 +345,16 @@ func TestBudgetsAndStops(t *testing.T) {
 		}}}, flow.RunOptions{}, nil, state.StopStagnation, 3},
 		{"final result", flow.NewGraph(schema).AddNode("n", func(ctx context.Context, d state.Doc) (state.Update, error) {
 			return state.Update{"final_result": "42"}, nil
-		}).AddEdge(flow.START, "n").AddEdge("n", "n"), flow.Options{}, flow.RunOptions{}, nil, state.StopFinal, 1},
+		}).AddEdge(flow.START, "n").AddEdge("n", "n").WithRules(baserules.Rules()), flow.Options{}, flow.RunOptions{}, nil, state.StopFinal, 1},
+		// The runner knows no field names: without the rules, final_result
+		// is a field like any other and the loop runs to the step limit.
+		{"final result without rules", flow.NewGraph(schema).AddNode("n", func(ctx context.Context, d state.Doc) (state.Update, error) {
+			return state.Update{"final_result": "42"}, nil
+		}).AddEdge(flow.START, "n").AddEdge("n", "n"), flow.Options{}, flow.RunOptions{}, nil, state.StopRecursionLimit, flow.DefaultRecursionLimit},
 		{"stop reason in state", flow.NewGraph(schema).AddNode("n", func(ctx context.Context, d state.Doc) (state.Update, error) {
 			u, err := state.StopUpdate(state.StopEnvTerminal)
 			return u, err
-		}).AddEdge(flow.START, "n").AddEdge("n", "n"), flow.Options{}, flow.RunOptions{}, nil, state.StopEnvTerminal, 1},
+		}).AddEdge(flow.START, "n").AddEdge("n", "n"), flow.Options{Rules: []flow.Rules{baserules.Rules()}}, flow.RunOptions{}, nil, state.StopEnvTerminal, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -596,7 +602,7 @@ func TestQitOSStepCounter(t *testing.T) {
 	}
 	g := flow.NewGraph(typed.Schema()).AddNode("think", func(ctx context.Context, d state.Doc) (state.Update, error) {
 		return state.Update{"notes": "n"}, nil
-	}).AddEdge(flow.START, "think").AddEdge("think", "think")
+	}).AddEdge(flow.START, "think").AddEdge("think", "think").WithRules(baserules.Rules())
 	var tokens int
 	r := newRunner(t, g, memory.Open(store.Options{}), flow.Options{Observer: func(e flow.Event) {
 		if e.Kind == flow.EventStepEnd && !strings.Contains(string(e.Payload), "/current_step") {

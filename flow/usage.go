@@ -106,9 +106,10 @@ func (run *run) currentUsage() store.Usage {
 // progress is what the run has used since it started (across resumes).
 func (run *run) progress() Progress {
 	return Progress{
-		Steps:  int(run.usage.Steps - run.base.Steps),
-		Tokens: store.Tokens{Input: run.usage.Tokens.Input - run.base.Tokens.Input, Output: run.usage.Tokens.Output - run.base.Tokens.Output},
-		Start:  run.start,
+		Steps:     int(run.usage.Steps - run.base.Steps),
+		Tokens:    store.Tokens{Input: run.usage.Tokens.Input - run.base.Tokens.Input, Output: run.usage.Tokens.Output - run.base.Tokens.Output},
+		Start:     run.start,
+		Scheduled: len(run.tasks),
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/flow/baserules"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/storeurl"
@@ -77,7 +78,9 @@ func workflow(typed *state.Typed[Research]) (*flow.Compiled, error) {
 				"final_result": "Keep patches per step and rare snapshots.", "tokens": 60}
 		}},
 	}
-	g := flow.NewGraph(typed.Schema())
+	// The state embeds state.Base: its rules count current_step, stop at
+	// max_steps and when final_result is set.
+	g := flow.NewGraph(typed.Schema()).WithRules(baserules.Rules())
 	var names []string
 	for _, st := range steps {
 		g.AddNode(st.name, node(typed, st.fn))
