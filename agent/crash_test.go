@@ -10,12 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cairn-dev/cairn/agent"
 	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/internal/crashtest"
 	"github.com/cairn-dev/cairn/model/scripted"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/sqlite"
@@ -99,46 +99,22 @@ func networkChild(db, logPath, proc string) error {
 // agent's model call is not repeated and the final state equals an
 // uninterrupted run's.
 func TestNetworkCrashResume(t *testing.T) {
-	if os.Getenv("CAIRN_NET_CHILD") != "" {
-		if err := networkChild(os.Getenv("CAIRN_NET_DB"), os.Getenv("CAIRN_NET_LOG"), os.Getenv("CAIRN_NET_PROC")); err != nil {
-			fmt.Fprintln(os.Stderr, "child:", err)
-			os.Exit(2)
-		}
-		os.Exit(0)
-	}
+	crashtest.RunChild("CAIRN_NET_CHILD", func() error {
+		return networkChild(os.Getenv("CAIRN_NET_DB"), os.Getenv("CAIRN_NET_LOG"), os.Getenv("CAIRN_NET_PROC"))
+	})
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}
 	dir := t.TempDir()
 	db, logPath := filepath.Join(dir, "net.db"), filepath.Join(dir, "calls.log")
 	start := func(proc string) *exec.Cmd {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestNetworkCrashResume$")
-		cmd.Env = append(os.Environ(), "CAIRN_NET_CHILD=1", "CAIRN_NET_DB="+db, "CAIRN_NET_LOG="+logPath, "CAIRN_NET_PROC="+proc)
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return cmd
+		return crashtest.Start(t, "TestNetworkCrashResume", "CAIRN_NET_CHILD=1", "CAIRN_NET_DB="+db, "CAIRN_NET_LOG="+logPath, "CAIRN_NET_PROC="+proc)
 	}
 	first := start("p1")
 	// Kill once the writer's model call has started (its reply is delayed).
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		b, _ := os.ReadFile(logPath)
-		if strings.Contains(string(b), " writer ") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the writer never started")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	crashtest.WaitFor(t, 20*time.Second, "the writer's model call", func() bool { return crashtest.FileContains(logPath, " writer ") })
 	time.Sleep(50 * time.Millisecond)
-	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	err := first.Wait()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || !ee.Sys().(syscall.WaitStatus).Signaled() {
+	if killed, err := crashtest.Kill(first); !killed {
 		t.Fatalf("first child was not killed: %v", err)
 	}
 	if err := start("p2").Wait(); err != nil {

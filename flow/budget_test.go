@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/flow/baserules"
+	"github.com/cairn-dev/cairn/internal/crashtest"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/memory"
@@ -236,13 +236,9 @@ const budgetSteps = 30
 // step and resumed each time stops at its step budget in total; so does
 // one killed in the same step every time (each crashed attempt counts).
 func TestBudgetSurvivesKill(t *testing.T) {
-	if db := os.Getenv("CAIRN_BUDGET_CHILD"); db != "" {
-		if err := budgetChild(db, os.Getenv("CAIRN_BUDGET_MODE")); err != nil {
-			fmt.Fprintln(os.Stderr, "child:", err)
-			os.Exit(2)
-		}
-		os.Exit(0)
-	}
+	crashtest.RunChild("CAIRN_BUDGET_CHILD", func() error {
+		return budgetChild(os.Getenv("CAIRN_BUDGET_CHILD"), os.Getenv("CAIRN_BUDGET_MODE"))
+	})
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}
@@ -261,11 +257,10 @@ func TestBudgetSurvivesKill(t *testing.T) {
 			db := filepath.Join(t.TempDir(), "b.db")
 			kills := 0
 			for {
-				cmd := exec.Command(os.Args[0], "-test.run=^TestBudgetSurvivesKill$")
-				cmd.Env = append(os.Environ(), "CAIRN_BUDGET_CHILD="+db, "CAIRN_BUDGET_MODE="+tc.mode)
+				cmd := crashtest.Command("TestBudgetSurvivesKill", "CAIRN_BUDGET_CHILD="+db, "CAIRN_BUDGET_MODE="+tc.mode)
+				cmd.Stderr = nil // Output collects it
 				out, err := cmd.Output()
-				var ee *exec.ExitError
-				if errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signaled() {
+				if crashtest.Killed(err) {
 					if kills++; kills > 2*budgetSteps {
 						t.Fatalf("still running after %d kills: the budget restarts on every resume", kills)
 					}

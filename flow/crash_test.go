@@ -12,11 +12,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/internal/crashtest"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/sqlite"
@@ -94,13 +94,9 @@ func crashChild(dbPath, logPath, proc string) error {
 // again: a key seen in a later process must be the step the killed process
 // was in the middle of.
 func TestKillResume(t *testing.T) {
-	if os.Getenv("CAIRN_CRASH_CHILD") != "" {
-		if err := crashChild(os.Getenv("CAIRN_CRASH_DB"), os.Getenv("CAIRN_CRASH_LOG"), os.Getenv("CAIRN_CRASH_PROC")); err != nil {
-			fmt.Fprintln(os.Stderr, "child:", err)
-			os.Exit(2)
-		}
-		os.Exit(0)
-	}
+	crashtest.RunChild("CAIRN_CRASH_CHILD", func() error {
+		return crashChild(os.Getenv("CAIRN_CRASH_DB"), os.Getenv("CAIRN_CRASH_LOG"), os.Getenv("CAIRN_CRASH_PROC"))
+	})
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}
@@ -108,33 +104,17 @@ func TestKillResume(t *testing.T) {
 	db, logPath := filepath.Join(dir, "crash.db"), filepath.Join(dir, "effects.log")
 	rng := rand.New(rand.NewPCG(1, 2))
 	start := func(proc int) *exec.Cmd {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestKillResume$")
-		cmd.Env = append(os.Environ(), "CAIRN_CRASH_CHILD=1", "CAIRN_CRASH_DB="+db, "CAIRN_CRASH_LOG="+logPath, "CAIRN_CRASH_PROC="+strconv.Itoa(proc))
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return cmd
+		return crashtest.Start(t, "TestKillResume", "CAIRN_CRASH_CHILD=1", "CAIRN_CRASH_DB="+db, "CAIRN_CRASH_LOG="+logPath, "CAIRN_CRASH_PROC="+strconv.Itoa(proc))
 	}
 	kills := 0
 	for proc := 0; kills < 50; proc++ {
-		before := fileSize(logPath)
+		before := crashtest.FileSize(logPath)
 		cmd := start(proc)
 		// Kill only once the child is running steps, at a random point.
-		for deadline := time.Now().Add(20 * time.Second); fileSize(logPath) == before; {
-			if time.Now().After(deadline) {
-				t.Fatalf("child %d made no progress", proc)
-			}
-			time.Sleep(200 * time.Microsecond)
-		}
+		crashtest.WaitFor(t, 20*time.Second, fmt.Sprintf("child %d to run a step", proc), func() bool { return crashtest.FileSize(logPath) != before })
 		time.Sleep(time.Duration(rng.IntN(10_000)) * time.Microsecond)
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
-			t.Fatal(err)
-		}
-		err := cmd.Wait()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signaled() {
+		killed, err := crashtest.Kill(cmd)
+		if killed {
 			kills++
 			continue
 		}
@@ -285,14 +265,6 @@ func TestTwoResumersOneThread(t *testing.T) {
 	}
 }
 
-func fileSize(path string) int64 {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return 0
-	}
-	return fi.Size()
-}
-
 // resumeChild resumes thread in the database, for the two-process test:
 // exit 0 when it ran (or found nothing to do), 4 on a conflict.
 func resumeChild(dbPath, thread string) int {
@@ -338,7 +310,7 @@ func slowChain(t testing.TB) *flow.Compiled {
 // other stops with a conflict, having written nothing; history never forks.
 func TestTwoProcessesResumeOneThread(t *testing.T) {
 	if db := os.Getenv("CAIRN_RESUME_CHILD_DB"); db != "" {
-		os.Exit(resumeChild(db, os.Getenv("CAIRN_RESUME_CHILD_THREAD")))
+		os.Exit(resumeChild(db, os.Getenv("CAIRN_RESUME_CHILD_THREAD"))) // its exit code tells a conflict (4)
 	}
 	if testing.Short() {
 		t.Skip("spawns processes")
@@ -363,13 +335,7 @@ func TestTwoProcessesResumeOneThread(t *testing.T) {
 		}
 		var cmds []*exec.Cmd
 		for j := 0; j < 2; j++ {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestTwoProcessesResumeOneThread$")
-			cmd.Env = append(os.Environ(), "CAIRN_RESUME_CHILD_DB="+db, "CAIRN_RESUME_CHILD_THREAD="+thread)
-			cmd.Stderr = os.Stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			cmds = append(cmds, cmd)
+			cmds = append(cmds, crashtest.Start(t, "TestTwoProcessesResumeOneThread", "CAIRN_RESUME_CHILD_DB="+db, "CAIRN_RESUME_CHILD_THREAD="+thread))
 		}
 		codes := []int{}
 		for _, cmd := range cmds {
