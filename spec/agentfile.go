@@ -101,6 +101,8 @@ type AgentFile struct {
 	Instructions string
 	System       string
 	Sections     map[string]string // "step:<id>" → text
+
+	toolLine int // the line of tools:, for errors
 }
 
 // LoadAgentFile reads and checks an agent file.
@@ -118,87 +120,128 @@ var sectionRE = regexp.MustCompile(`^##\s+(Instructions|System prompt|step:\s*([
 // only at "## Instructions", "## System prompt" and "## step:<id>"; other
 // headings stay in the section they are in.
 func ParseAgentFile(path string, data []byte) (*AgentFile, error) {
+	front, body, bodyLine, err := splitFrontMatter(path, data)
+	if err != nil {
+		return nil, err
+	}
+	a := &AgentFile{Path: path}
+	if err := a.decodeFrontMatter(front); err != nil {
+		return nil, err
+	}
+	a.readSections(body)
+	if err := a.check(bodyLine); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// splitFrontMatter splits an agent file into its front matter (between the
+// --- lines) and its body, which starts at line bodyLine.
+func splitFrontMatter(path string, data []byte) (front, body string, bodyLine int, err error) {
 	text := strings.ReplaceAll(string(data), "\r\n", "\n")
 	if !strings.HasPrefix(text, "---\n") {
-		return nil, &SpecError{File: path, Line: 1, Msg: "an agent file starts with YAML front matter between --- lines"}
+		return "", "", 0, &SpecError{File: path, Line: 1, Msg: "an agent file starts with YAML front matter between --- lines"}
 	}
 	end := strings.Index(text[4:], "\n---")
 	if end < 0 {
-		return nil, &SpecError{File: path, Line: 1, Msg: "front matter is not closed by a --- line"}
+		return "", "", 0, &SpecError{File: path, Line: 1, Msg: "front matter is not closed by a --- line"}
 	}
-	front := text[4 : 4+end+1]
-	rest := text[4+end+4:]
-	if i := strings.IndexByte(rest, '\n'); i >= 0 {
-		rest = rest[i+1:]
+	front = text[4 : 4+end+1]
+	body = text[4+end+4:]
+	if i := strings.IndexByte(body, '\n'); i >= 0 {
+		body = body[i+1:]
 	} else {
-		rest = ""
+		body = ""
 	}
-	bodyLine := strings.Count(text[:len(text)-len(rest)], "\n") + 1
+	return front, body, strings.Count(text[:len(text)-len(body)], "\n") + 1, nil
+}
 
-	var a AgentFile
+// decodeFrontMatter decodes the front matter strictly (unknown keys are
+// errors with their line), keeping schemas: as YAML nodes and the lines
+// of the chain steps and the tools for later errors.
+func (a *AgentFile) decodeFrontMatter(front string) error {
 	var root yaml.Node
 	if err := yaml.Unmarshal([]byte(front), &root); err != nil {
-		return nil, yamlError(path, err, 1)
+		return yamlError(a.Path, err, 1)
 	}
 	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
-		return nil, &SpecError{File: path, Line: 2, Msg: "front matter must be a YAML mapping"}
+		return &SpecError{File: a.Path, Line: 2, Msg: "front matter must be a YAML mapping"}
 	}
-	// schemas: holds free-form YAML (paths or inline schemas): take it from
-	// the node tree; decode the rest strictly.
 	m := root.Content[0]
-	rest2 := &yaml.Node{Kind: yaml.MappingNode}
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		k, v := m.Content[i], m.Content[i+1]
-		if k.Value == "schemas" {
-			if v.Kind != yaml.MappingNode {
-				return nil, &SpecError{File: path, Line: v.Line + 1, Msg: "schemas: must map names to schema files or inline schemas"}
-			}
-			a.Schemas = map[string]*yaml.Node{}
-			for j := 0; j+1 < len(v.Content); j += 2 {
-				a.Schemas[v.Content[j].Value] = v.Content[j+1]
-			}
-			continue
-		}
-		rest2.Content = append(rest2.Content, k, v)
-	}
-	strict, err := yaml.Marshal(rest2)
+	rest, err := a.takeSchemas(m)
 	if err != nil {
-		return nil, &SpecError{File: path, Msg: err.Error()}
+		return err
+	}
+	strict, err := yaml.Marshal(rest)
+	if err != nil {
+		return &SpecError{File: a.Path, Msg: err.Error()}
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(strict))
 	dec.KnownFields(true)
-	if err := dec.Decode(&a); err != nil && !errors.Is(err, io.EOF) {
-		return nil, yamlErrorAt(path, err, rest2, 1, "front-matter key")
+	if err := dec.Decode(a); err != nil && !errors.Is(err, io.EOF) {
+		return yamlErrorAt(a.Path, err, rest, 1, "front-matter key")
 	}
-	a.Path = path
-	// Line numbers of chain steps, for later errors.
+	a.noteLines(m)
+	return nil
+}
+
+// takeSchemas takes schemas: (free-form YAML: paths or inline schemas) from
+// the front matter's mapping and returns the other keys.
+func (a *AgentFile) takeSchemas(m *yaml.Node) (*yaml.Node, error) {
+	rest := &yaml.Node{Kind: yaml.MappingNode}
 	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == "chain" && m.Content[i+1].Kind == yaml.SequenceNode {
-			for j, item := range m.Content[i+1].Content {
+		k, v := m.Content[i], m.Content[i+1]
+		if k.Value != "schemas" {
+			rest.Content = append(rest.Content, k, v)
+			continue
+		}
+		if v.Kind != yaml.MappingNode {
+			return nil, &SpecError{File: a.Path, Line: v.Line + 1, Msg: "schemas: must map names to schema files or inline schemas"}
+		}
+		a.Schemas = map[string]*yaml.Node{}
+		for j := 0; j+1 < len(v.Content); j += 2 {
+			a.Schemas[v.Content[j].Value] = v.Content[j+1]
+		}
+	}
+	return rest, nil
+}
+
+// noteLines records the file lines of the chain steps and of tools:.
+func (a *AgentFile) noteLines(m *yaml.Node) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		switch k.Value {
+		case "tools":
+			a.toolLine = k.Line + 1
+		case "chain":
+			for j, item := range v.Content {
 				if j < len(a.Chain) {
 					a.Chain[j].line = item.Line + 1
 				}
 			}
 		}
 	}
+}
 
-	// Sections.
+// readSections splits the body at its "## Instructions", "## System
+// prompt" and "## step:<id>" headings.
+func (a *AgentFile) readSections(body string) {
 	a.Sections = map[string]string{}
 	var cur string
 	var buf []string
 	flush := func() {
-		body := strings.TrimSpace(strings.Join(buf, "\n"))
+		text := strings.TrimSpace(strings.Join(buf, "\n"))
 		switch {
 		case cur == "Instructions":
-			a.Instructions = body
+			a.Instructions = text
 		case cur == "System prompt":
-			a.System = body
+			a.System = text
 		case cur != "":
-			a.Sections[cur] = body
+			a.Sections[cur] = text
 		}
 		buf = buf[:0]
 	}
-	for _, line := range strings.Split(rest, "\n") {
+	for _, line := range strings.Split(body, "\n") {
 		if m := sectionRE.FindStringSubmatch(strings.TrimRight(line, " \t")); m != nil {
 			flush()
 			if m[2] != "" {
@@ -211,10 +254,6 @@ func ParseAgentFile(path string, data []byte) (*AgentFile, error) {
 		buf = append(buf, line)
 	}
 	flush()
-	if err := a.check(bodyLine); err != nil {
-		return nil, err
-	}
-	return &a, nil
 }
 
 var (
@@ -259,11 +298,6 @@ func (a *AgentFile) check(bodyLine int) error {
 	if a.Name == "" {
 		return &SpecError{File: a.Path, Line: 2, Msg: "name: is required"}
 	}
-	switch a.Model.Provider {
-	case "", "scripted", "openai-compatible", "anthropic":
-	default:
-		return &SpecError{File: a.Path, Msg: fmt.Sprintf("model.provider %q: want openai-compatible, anthropic or scripted", a.Model.Provider)}
-	}
 	switch a.Output.Format {
 	case "", "json", "markdown":
 	default:
@@ -302,11 +336,6 @@ func (a *AgentFile) check(bodyLine int) error {
 	}
 	if _, err := redact.New(a.Secrets.config()); err != nil {
 		return &SpecError{File: a.Path, Msg: "secrets: " + err.Error(), Err: err}
-	}
-	for _, t := range a.Tools {
-		if builtinTools[t] == nil {
-			return &SpecError{File: a.Path, Msg: fmt.Sprintf("unknown tool %q (built-in tools: %v)", t, BuiltinTools())}
-		}
 	}
 	return nil
 }

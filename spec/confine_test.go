@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cairn-dev/cairn/agent"
+	"github.com/cairn-dev/cairn/model"
 	"github.com/cairn-dev/cairn/model/scripted"
 	"github.com/cairn-dev/cairn/spec"
 	"github.com/cairn-dev/cairn/store"
@@ -66,6 +68,8 @@ func TestCheckAgentRefusesUpFront(t *testing.T) {
 		{"handoff loop", "model: {provider: scripted, script: r.yaml}\nhandoff: {enabled: true, agent_id: a.md}", nil, "comes back", nil},
 		{"safe_dir above the allowed dir", "model: {provider: scripted, script: r.yaml}\nsafe_dir: ..", nil, "--safe-dir", spec.ErrUnsafePath},
 		{"safe_dir root", "model: {provider: scripted, script: r.yaml}\nsafe_dir: /", nil, "--safe-dir", spec.ErrUnsafePath},
+		{"unknown provider", "model: {provider: magic}", nil, `model.provider: model: unknown provider "magic"`, model.ErrUnknownProvider},
+		{"unknown tool", "model: {provider: scripted, script: r.yaml}\ntools: [shell]", nil, `a.md:4: unknown tool "shell"`, spec.ErrToolName},
 		{"bad secrets pattern", "model: {provider: scripted, script: r.yaml}\nsecrets: {patterns: ['(']}", nil, "secrets", nil},
 	}
 	for _, tc := range tests {
@@ -285,5 +289,40 @@ func TestLongChain(t *testing.T) {
 	res, err := spec.RunAgent(context.Background(), loadAgent(t, filepath.Join(dir, "a.md")), spec.RunConfig{Store: memory.Open(store.Options{}), Thread: "t"})
 	if err != nil || string(res.FinalOutput) != `"r39"` {
 		t.Fatalf("%+v %v", res, err)
+	}
+}
+
+// A Go tool cannot take a built-in's name; an agent file naming a tool the
+// program did not give is refused before anything is stored.
+func TestGoToolsChecked(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"r.yaml": "replies:\n  - text: hi\n",
+		"a.md": "---\nname: a\nmodel: {provider: scripted, script: r.yaml}\ntools: [read_file, stock]\n---\n## Instructions\nx\n"})
+	a, err := spec.LoadAgentFile(filepath.Join(dir, "a.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool := func(name string) agent.Tool {
+		tl, err := agent.NewTool(name, "", func(context.Context, agent.ToolContext, struct{}) (any, error) { return "ok", nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tl
+	}
+	for _, tc := range []struct {
+		name  string
+		tools []agent.Tool
+		want  error
+	}{
+		{"given", []agent.Tool{tool("stock")}, nil},
+		{"missing", nil, spec.ErrToolName},
+		{"taking a built-in's name", []agent.Tool{tool("stock"), tool("read_file")}, spec.ErrToolName},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := spec.CheckAgent(a, spec.RunConfig{Tools: tc.tools})
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("CheckAgent = %v, want %v", err, tc.want)
+			}
+		})
 	}
 }

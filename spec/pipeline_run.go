@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairn-dev/cairn/agent"
 	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/model"
 	"github.com/cairn-dev/cairn/redact"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
@@ -30,6 +31,10 @@ type PipelineConfig struct {
 	Steps    map[string]GateStep
 	Observer func(flow.Event)
 	Getenv   func(string) string
+	// Models and Tools are handed to every gate's agent file (see
+	// RunConfig).
+	Models *model.Registry
+	Tools  []agent.Tool
 	// Warn receives warnings (a previous gate's output unusable).
 	Warn func(string)
 	// OnGate is called after a gate's outcome is committed and its files
@@ -107,7 +112,7 @@ func (p *Pipeline) Check(cfg PipelineConfig) error {
 // agentConfig is how a gate's agent file runs: in the pipeline's folder,
 // with the pipeline's secrets redacted.
 func (p *Pipeline) agentConfig(cfg PipelineConfig, gate int, in json.RawMessage) RunConfig {
-	return RunConfig{Store: cfg.Store, Thread: cfg.Thread, Model: cfg.Model, Observer: cfg.Observer, Getenv: cfg.Getenv,
+	return RunConfig{Store: cfg.Store, Thread: cfg.Thread, Model: cfg.Model, Observer: cfg.Observer, Getenv: cfg.Getenv, Models: cfg.Models, Tools: cfg.Tools,
 		AllowedRoot: filepath.Dir(p.Path), Redact: p.redactor,
 		Input: Input{Source: gateNode(gate) + "-input", Kind: "json", Content: in}}
 }
@@ -128,7 +133,7 @@ func runPipeline(ctx context.Context, p *Pipeline, cfg PipelineConfig) (*Pipelin
 	if err := p.Check(cfg); err != nil {
 		return nil, err
 	}
-	red, err := p.runRedactor(cfg.Getenv)
+	red, err := p.runRedactor(cfg.Getenv, RunConfig{Models: cfg.Models}.models())
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +145,7 @@ func runPipeline(ctx context.Context, p *Pipeline, cfg PipelineConfig) (*Pipelin
 
 // runRedactor is what a run redacts: the pipeline's secrets, the secrets of
 // every gate's agent file, and the values of their API key variables.
-func (p *Pipeline) runRedactor(getenv func(string) string) (*redact.Redactor, error) {
+func (p *Pipeline) runRedactor(getenv func(string) string, models *model.Registry) (*redact.Redactor, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
@@ -156,7 +161,7 @@ func (p *Pipeline) runRedactor(getenv func(string) string) (*redact.Redactor, er
 		}
 		rc.Keys = append(rc.Keys, af.Secrets.Keys...)
 		rc.Patterns = append(rc.Patterns, af.Secrets.Patterns...)
-		if env := keyEnv(af.Model); env != "" {
+		if env := models.KeyEnv(model.Config{Provider: af.Model.Provider, APIKeyEnv: af.Model.APIKeyEnv}); env != "" {
 			keys = append(keys, getenv(env))
 		}
 	}
@@ -165,19 +170,6 @@ func (p *Pipeline) runRedactor(getenv func(string) string) (*redact.Redactor, er
 		return nil, &SpecError{File: p.Path, Msg: "secrets: " + err.Error(), Err: err}
 	}
 	return r.WithSecrets(keys...), nil
-}
-
-// keyEnv is the environment variable holding a model's API key.
-func keyEnv(m ModelSpec) string {
-	switch {
-	case m.APIKeyEnv != "":
-		return m.APIKeyEnv
-	case m.Provider == "openai-compatible":
-		return "OPENAI_API_KEY"
-	case m.Provider == "anthropic":
-		return "ANTHROPIC_API_KEY"
-	}
-	return ""
 }
 
 // run runs the pipeline on cfg.Thread: it starts a new thread, resumes an

@@ -19,9 +19,7 @@ import (
 	"github.com/cairn-dev/cairn/agent"
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/internal/readfile"
-	"github.com/cairn-dev/cairn/model/anthropic"
-	"github.com/cairn-dev/cairn/model/openai"
-	"github.com/cairn-dev/cairn/model/scripted"
+	"github.com/cairn-dev/cairn/model"
 	"github.com/cairn-dev/cairn/redact"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
@@ -74,6 +72,14 @@ type RunConfig struct {
 	Durability flow.Durability
 	Observer   func(flow.Event)
 	Getenv     func(string) string
+	// Models resolves the file's model.provider (nil: model.Defaults(),
+	// the providers this program imports). A Go program registers its own
+	// providers on a copy of the defaults.
+	Models *model.Registry
+	// Tools are a Go program's own tools: an agent file's tools: may name
+	// them (by Tool.Name) beside the built-ins (read_file, write_file,
+	// list_files), which they cannot replace.
+	Tools []agent.Tool
 	// Answer answers an interrupt when resuming.
 	Answer any
 	// AllowedRoot is the directory the user allows the run to reach: an
@@ -90,6 +96,14 @@ type RunConfig struct {
 	// (if it does not exist) once every check passed, so a refused run
 	// leaves nothing behind.
 	NewThread map[string]any
+}
+
+// models is the registry the run resolves providers with.
+func (cfg RunConfig) models() *model.Registry {
+	if cfg.Models != nil {
+		return cfg.Models
+	}
+	return model.Defaults()
 }
 
 // AgentResult is how an agent file's run ended.
@@ -111,54 +125,33 @@ var schema = state.MustSchema(
 	state.WithField("input", state.ReducerReplace),
 )
 
-// buildModel builds the agent's model from its front matter; a scripted
-// model's script is read inside the safe directory.
-func (a *AgentFile) buildModel(c *confinement, getenv func(string) string) (agent.Model, error) {
+// buildModel builds the agent's model from its front matter through the
+// run's model registry; a scripted model's script is read inside the safe
+// directory.
+func (a *AgentFile) buildModel(c *confinement, models *model.Registry, getenv func(string) string) (agent.Model, error) {
 	m := a.Model
-	if getenv == nil {
-		getenv = os.Getenv
+	if m.Provider == "" {
+		return nil, &SpecError{File: a.Path, Msg: fmt.Sprintf("model.provider is required (%s), or pass a model", strings.Join(models.Names(), ", "))}
 	}
-	switch m.Provider {
-	case "scripted":
-		if m.Script == "" {
-			return nil, &SpecError{File: a.Path, Msg: "model.script is required for the scripted provider"}
-		}
-		b, err := c.readFile(m.Script)
-		if err != nil {
-			return nil, &SpecError{File: a.Path, Msg: "model.script: " + err.Error(), Err: err}
-		}
-		sm, err := scripted.Parse(m.Script, b)
-		if err != nil {
-			return nil, &SpecError{File: a.Path, Msg: "model.script: " + err.Error(), Err: err}
-		}
-		return sm, nil
-	case "openai-compatible", "anthropic":
-		// A key variable the file names must be set, even for a server that
-		// needs no key, so a typo is caught before any model call.
-		if m.APIKeyEnv != "" && getenv(m.APIKeyEnv) == "" {
-			return nil, &SpecError{File: a.Path, Msg: fmt.Sprintf("model.api_key_env: environment variable %s is empty or unset", m.APIKeyEnv), Err: ErrMissingKey}
-		}
+	cfg := model.Config{Provider: m.Provider, Model: m.ModelName, BaseURL: m.BaseURL, APIKeyEnv: m.APIKeyEnv,
+		Temperature: m.Temperature, MaxTokens: m.MaxTokens, Script: m.Script, ReadFile: c.readFile, Getenv: getenv}
+	out, err := models.Open(context.Background(), cfg)
+	if err == nil {
+		return out, nil
 	}
-	switch m.Provider {
-	case "openai-compatible":
-		om, err := openai.New(openai.Config{BaseURL: m.BaseURL, APIKeyEnv: m.APIKeyEnv, Model: m.ModelName, Temperature: m.Temperature, MaxTokens: m.MaxTokens, Getenv: getenv})
-		if err != nil {
-			return nil, &SpecError{File: a.Path, Msg: err.Error(), Err: err}
-		}
-		return agent.WithRetry(om, agent.RetryPolicy{}), nil
-	case "anthropic":
-		am, err := anthropic.New(anthropic.Config{BaseURL: m.BaseURL, APIKeyEnv: m.APIKeyEnv, Model: m.ModelName, Temperature: m.Temperature, MaxTokens: m.MaxTokens, Getenv: getenv})
-		if err != nil {
-			return nil, &SpecError{File: a.Path, Msg: err.Error(), Err: err}
-		}
-		return agent.WithRetry(am, agent.RetryPolicy{}), nil
+	var fe *model.FieldError
+	if errors.As(err, &fe) {
+		return nil, &SpecError{File: a.Path, Msg: "model." + fe.Error(), Err: err}
 	}
-	return nil, &SpecError{File: a.Path, Msg: "model.provider is required (openai-compatible, anthropic or scripted), or pass a model"}
+	if errors.Is(err, model.ErrUnknownProvider) {
+		return nil, &SpecError{File: a.Path, Msg: "model.provider: " + err.Error(), Err: err}
+	}
+	return nil, &SpecError{File: a.Path, Msg: err.Error(), Err: err}
 }
 
 // ErrMissingKey: the environment variable an agent file names for its API
 // key is empty or unset.
-var ErrMissingKey = errors.New("spec: API key variable is empty")
+var ErrMissingKey = model.ErrMissingKey
 
 // loadSchemas compiles the schemas the chain uses; schema files are read
 // inside the safe directory.
@@ -198,12 +191,12 @@ func (a *AgentFile) loadSchemas(c *confinement) (map[string]*agent.Schema, error
 
 // compile turns the agent file into a flow graph: one node per chain step
 // (or one "instructions" node for an empty chain).
-func (a *AgentFile) compile(model agent.Model, c *confinement) (*flow.Compiled, error) {
+func (a *AgentFile) compile(model agent.Model, c *confinement, extra []agent.Tool) (*flow.Compiled, error) {
 	schemas, err := a.loadSchemas(c)
 	if err != nil {
 		return nil, err
 	}
-	tools, err := a.tools(c)
+	tools, err := a.tools(c, extra)
 	if err != nil {
 		return nil, err
 	}
@@ -357,6 +350,7 @@ type prepared struct {
 	allowed *os.Root // the allowed directory; closed by the first agent's close
 	conf    *confinement
 	model   agent.Model
+	models  *model.Registry
 	graph   *flow.Compiled
 	next    *prepared
 }
@@ -375,7 +369,7 @@ func prepare(a *AgentFile, cfg RunConfig) (*prepared, error) {
 	if err != nil {
 		return nil, &SpecError{File: a.Path, Msg: fmt.Sprintf("allowed directory %s: %v", allowedDir, err), Err: err}
 	}
-	p := &prepared{allowed: allowed}
+	p := &prepared{allowed: allowed, models: cfg.models()}
 	if err := p.load(a, cfg, allowedPath, map[string]bool{}); err != nil {
 		p.close()
 		return nil, err
@@ -394,15 +388,18 @@ func prepare(a *AgentFile, cfg RunConfig) (*prepared, error) {
 
 // redactor builds the redactor of a handoff chain: the first file's
 // defaults setting, every file's keys and patterns, and the values of the
-// API key variables (those the files name, OPENAI_API_KEY and
-// ANTHROPIC_API_KEY).
+// API key variables (those the files name, and every provider's default,
+// such as OPENAI_API_KEY and ANTHROPIC_API_KEY).
 func (p *prepared) redactor(getenv func(string) string) (*redact.Redactor, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
 	cfg := p.a.Secrets.config()
 	cfg.Keys, cfg.Patterns = nil, nil
-	keys := []string{getenv("OPENAI_API_KEY"), getenv("ANTHROPIC_API_KEY")} // --model reads these
+	var keys []string // the providers' default variables: --model reads these
+	for _, env := range p.models.KeyEnvs() {
+		keys = append(keys, getenv(env))
+	}
 	for q := p; q != nil; q = q.next {
 		cfg.Keys = append(cfg.Keys, q.a.Secrets.Keys...)
 		cfg.Patterns = append(cfg.Patterns, q.a.Secrets.Patterns...)
@@ -429,11 +426,11 @@ func (p *prepared) load(a *AgentFile, cfg RunConfig, allowedPath string, seen ma
 	}
 	p.conf = c
 	if p.model = cfg.Model; p.model == nil {
-		if p.model, err = a.buildModel(c, cfg.Getenv); err != nil {
+		if p.model, err = a.buildModel(c, cfg.models(), cfg.Getenv); err != nil {
 			return err
 		}
 	}
-	if p.graph, err = a.compile(p.model, c); err != nil {
+	if p.graph, err = a.compile(p.model, c, cfg.Tools); err != nil {
 		return err
 	}
 	if a.Output.File != "" {

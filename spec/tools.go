@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/cairn-dev/cairn/agent"
@@ -218,19 +220,43 @@ func BuiltinTools() []string {
 	return out
 }
 
-// tools builds the agent's tools, confined by c.
-func (a *AgentFile) tools(c *confinement) ([]agent.Tool, error) {
+// tools builds the agent's tools, confined by c: built-ins by name, then
+// the Go program's own (extra). A Go tool cannot replace a built-in.
+func (a *AgentFile) tools(c *confinement, extra []agent.Tool) ([]agent.Tool, error) {
+	byName := map[string]agent.Tool{}
+	for _, t := range extra {
+		if builtinTools[t.Name] != nil {
+			return nil, &SpecError{File: a.Path, Msg: fmt.Sprintf("tool %q is built in: a Go tool cannot replace it; give it another name", t.Name), Err: ErrToolName}
+		}
+		byName[t.Name] = t
+	}
 	var out []agent.Tool
 	for _, name := range a.Tools {
-		mk := builtinTools[name]
-		if mk == nil {
-			return nil, &SpecError{File: a.Path, Msg: fmt.Sprintf("unknown tool %q (built-in tools: %v)", name, BuiltinTools())}
+		if mk := builtinTools[name]; mk != nil {
+			t, err := mk(c)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, t)
+			continue
 		}
-		t, err := mk(c)
-		if err != nil {
-			return nil, err
+		t, ok := byName[name]
+		if !ok {
+			return nil, &SpecError{File: a.Path, Line: a.toolLine, Msg: fmt.Sprintf("unknown tool %q (built-in tools: %v%s)", name, BuiltinTools(), goTools(byName)), Err: ErrToolName}
 		}
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// ErrToolName: an agent file names a tool that is neither built in nor
+// given by the program, or a program's tool takes a built-in's name.
+var ErrToolName = errors.New("spec: unknown or reserved tool name")
+
+// goTools lists the program's tools for an error message.
+func goTools(extra map[string]agent.Tool) string {
+	if len(extra) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; the program's: %v", slices.Sorted(maps.Keys(extra)))
 }

@@ -45,11 +45,23 @@
 //     overwritten, a table dropped) is ErrCorrupt naming the file or table;
 //     another program's database is ErrNotStore and is never changed.
 //   - Read-only opening (sqlite.Options.ReadOnly, postgres.Options.ReadOnly,
-//     storeurl.OpenReadOnly) creates no directory, file or table and writes
+//     store.Open with OpenOptions.ReadOnly) creates no directory, file or table and writes
 //     nothing: a missing SQLite file is ErrNotFound, a database without
 //     Cairn's tables ErrNotStore, and writes fail with ErrReadOnly. SQLite
 //     may create its WAL-index (-shm) and an empty -wal beside a WAL-mode
 //     store to coordinate with writers; the database file is untouched.
+//
+// # Opening by URL
+//
+// Open opens a store from a URL through the Driver its scheme registered;
+// each backend registers its scheme when imported, as database/sql
+// drivers do, so a program links only the backends it imports:
+//
+//	import _ "github.com/cairn-dev/cairn/store/sqlite"   // sqlite:PATH[?durability=strict]
+//	import _ "github.com/cairn-dev/cairn/store/postgres" // postgres://user@host/db[?search_path=schema]
+//	import _ "github.com/cairn-dev/cairn/store/memory"   // memory:
+//
+//	s, err := store.Open(ctx, "sqlite:.cairn/state.db", store.OpenOptions{})
 //
 // # Storage format
 //

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/memory"
+	_ "github.com/cairn-dev/cairn/store/sqlite"
 )
 
 // Append checkpoints, load any of them, walk history, fork, and see a
@@ -80,4 +83,42 @@ func ExampleEngine_Namespaces() {
 	// "" head 1, 1 checkpoints
 	// "gate:1" head 2, 2 checkpoints
 	// "gate:2" head 1, 1 checkpoints
+}
+
+// Stores open from a URL through the driver its scheme registered:
+// importing a backend (here store/sqlite) registers it.
+func ExampleOpen() {
+	dir, err := os.MkdirTemp("", "cairn-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	s, err := store.Open(context.Background(), "sqlite:"+filepath.Join(dir, "state.db"), store.OpenOptions{})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(s.Close())
+	// A scheme no imported backend registered is refused, naming those that are.
+	_, err = store.Open(context.Background(), "mysql://db", store.OpenOptions{})
+	fmt.Println(errors.Is(err, store.ErrInvalidArgument))
+	// Output:
+	// <nil>
+	// true
+}
+
+// A read command opens the store read-only: a mistyped path is an error,
+// not a new empty store.
+func ExampleOpen_readOnly() {
+	dir, err := os.MkdirTemp("", "cairn-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	_, err = store.Open(context.Background(), "sqlite:"+filepath.Join(dir, "typo", "state.db"), store.OpenOptions{ReadOnly: true})
+	fmt.Println(errors.Is(err, store.ErrNotFound))
+	_, statErr := os.Stat(filepath.Join(dir, "typo"))
+	fmt.Println(os.IsNotExist(statErr))
+	// Output:
+	// true
+	// true
 }

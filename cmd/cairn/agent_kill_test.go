@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/storeurl"
 )
 
 // TestAgentRunKilledAndResumed kills a real `cairn run` of an agent file
@@ -83,7 +82,7 @@ func stateJSON(t *testing.T, env map[string]string, thread string) string {
 // stepsOnce fails unless each chain step of the thread was committed once.
 func stepsOnce(t *testing.T, url, thread string) {
 	t.Helper()
-	s, err := storeurl.OpenReadOnly(url, store.Options{})
+	s, err := store.Open(context.Background(), url, store.OpenOptions{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

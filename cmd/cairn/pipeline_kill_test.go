@@ -16,7 +16,6 @@ import (
 
 	"github.com/cairn-dev/cairn/spec"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/storeurl"
 )
 
 // TestPipelineKilledAndResumed kills a real `cairn run` of the test
@@ -51,7 +50,7 @@ func TestPipelineKilledAndResumed(t *testing.T) {
 			killedMidRun++
 		}
 		finish(t, env, url, pipeline, thread)
-		s, err := storeurl.OpenReadOnly(url, store.Options{})
+		s, err := store.Open(context.Background(), url, store.OpenOptions{ReadOnly: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +129,7 @@ func gateOutputs(t *testing.T, dir string) map[int]string {
 // before its thread existed or before its first commit).
 func continueRun(t *testing.T, env map[string]string, url, thread string, run ...string) (int, string, string) {
 	t.Helper()
-	s, err := storeurl.OpenReadOnly(url, store.Options{})
+	s, err := store.Open(context.Background(), url, store.OpenOptions{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/cairn-dev/cairn/internal/pgtest"
 	"github.com/cairn-dev/cairn/spec"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/storeurl"
 )
 
 // copyPipeline copies examples/test-pipeline into a temporary directory.
@@ -60,7 +59,7 @@ func threadOf(t *testing.T, stderr string) string {
 // openStore opens a store URL for checks.
 func openStore(t *testing.T, url string) store.Store {
 	t.Helper()
-	s, err := storeurl.Open(url, store.Options{}, "")
+	s, err := store.Open(context.Background(), url, store.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,7 +451,7 @@ func raceOnce(t *testing.T, storeURL, thread string, trial int) int {
 // step (the setup's) and its .state files are those the store gives.
 func checkFilesMatchStore(t *testing.T, storeURL, live, thread string, trial int) {
 	t.Helper()
-	s, err := storeurl.Open(storeURL, store.Options{}, "")
+	s, err := store.Open(context.Background(), storeURL, store.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

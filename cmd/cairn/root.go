@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,7 +13,9 @@ import (
 
 	"github.com/cairn-dev/cairn/redact"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/storeurl"
+	_ "github.com/cairn-dev/cairn/store/memory"
+	_ "github.com/cairn-dev/cairn/store/postgres"
+	"github.com/cairn-dev/cairn/store/sqlite"
 )
 
 // usageError marks errors in how the command was called (exit code 2).
@@ -76,7 +79,7 @@ func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comman
 	root.SetErr(stderr)
 	def := getenv("CAIRN_STORE")
 	if def == "" {
-		def = storeurl.Default
+		def = sqlite.DefaultURL
 	}
 	root.PersistentFlags().StringVar(&a.storeURL, "store", def, "store URL: sqlite:PATH[?durability=strict], postgres://USER@HOST:PORT/DB[?search_path=SCHEMA] or memory: (env CAIRN_STORE)")
 	root.PersistentFlags().BoolVar(&a.json, "json", false, "print JSON")
@@ -100,20 +103,20 @@ func (a *app) shownStore() string { return hideSecrets(a.storeURL) }
 
 // open opens the store named by --store.
 func (a *app) open() (*store.Engine, error) {
-	if _, err := storeurl.Parse(a.storeURL); err != nil {
+	if err := store.CheckURL(a.storeURL); err != nil {
 		return nil, &usageError{fmt.Errorf("--store: %w", err)}
 	}
-	return storeurl.Open(a.storeURL, store.Options{}, "")
+	return store.Open(context.Background(), a.storeURL, store.OpenOptions{})
 }
 
 // openRead opens the store named by --store for reading only: it never
 // creates a file, a directory or a table, and refuses a database that is not
 // a Cairn store without changing it.
 func (a *app) openRead() (*store.Engine, error) {
-	if _, err := storeurl.Parse(a.storeURL); err != nil {
+	if err := store.CheckURL(a.storeURL); err != nil {
 		return nil, &usageError{fmt.Errorf("--store: %w", err)}
 	}
-	s, err := storeurl.OpenReadOnly(a.storeURL, store.Options{})
+	s, err := store.Open(context.Background(), a.storeURL, store.OpenOptions{ReadOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("--store %s: %w", a.shownStore(), err)
 	}

@@ -15,9 +15,7 @@ import (
 
 	"github.com/cairn-dev/cairn/agent"
 	"github.com/cairn-dev/cairn/flow"
-	"github.com/cairn-dev/cairn/model/anthropic"
-	"github.com/cairn-dev/cairn/model/openai"
-	"github.com/cairn-dev/cairn/model/scripted"
+	"github.com/cairn-dev/cairn/model"
 	"github.com/cairn-dev/cairn/redact"
 	"github.com/cairn-dev/cairn/spec"
 	"github.com/cairn-dev/cairn/state"
@@ -34,36 +32,21 @@ func (e *interruptedError) Error() string {
 	return fmt.Sprintf("thread %q is waiting for input: cairn resume %s --answer VALUE", e.thread, e.thread)
 }
 
-// parseModelEnv reads --model: scripted:FILE,
-// openai-compatible:MODEL[@BASE_URL] or anthropic:MODEL, with keys read by
-// getenv (nil: os.Getenv).
+// parseModelEnv opens the model --model names (PROVIDER:ARGS: scripted:FILE,
+// openai-compatible:MODEL[@BASE_URL], anthropic:MODEL, or any provider the
+// binary registered), with keys read by getenv (nil: os.Getenv).
 func parseModelEnv(s string, getenv func(string) string) (agent.Model, error) {
-	kind, rest, ok := strings.Cut(s, ":")
-	if !ok || rest == "" {
-		return nil, usagef("--model %q: want scripted:FILE, openai-compatible:MODEL[@BASE_URL] or anthropic:MODEL", s)
+	models := model.Defaults()
+	cfg, err := models.ParseSpec(s)
+	if err != nil {
+		return nil, &usageError{fmt.Errorf("--model: %w", err)}
 	}
-	switch kind {
-	case "scripted":
-		m, err := scripted.Load(rest)
-		if err != nil {
-			return nil, &usageError{fmt.Errorf("--model: %w", err)}
-		}
-		return m, nil
-	case "openai-compatible":
-		name, base, _ := strings.Cut(rest, "@")
-		m, err := openai.New(openai.Config{Model: name, BaseURL: base, Getenv: getenv})
-		if err != nil {
-			return nil, &usageError{fmt.Errorf("--model: %w", err)}
-		}
-		return agent.WithRetry(m, agent.RetryPolicy{}), nil
-	case "anthropic":
-		m, err := anthropic.New(anthropic.Config{Model: rest, Getenv: getenv})
-		if err != nil {
-			return nil, &usageError{fmt.Errorf("--model: %w", err)}
-		}
-		return agent.WithRetry(m, agent.RetryPolicy{}), nil
+	cfg.Getenv = getenv
+	m, err := models.Open(context.Background(), cfg)
+	if err != nil {
+		return nil, &usageError{fmt.Errorf("--model %s: %w", s, err)}
 	}
-	return nil, usagef("--model %q: unknown provider %q", s, kind)
+	return m, nil
 }
 
 // storableModel returns the --model spec as kept in a thread's metadata, so
@@ -71,28 +54,29 @@ func parseModelEnv(s string, getenv func(string) string) (agent.Model, error) {
 // base URL with credentials in it is refused (keys belong in environment
 // variables, never in the store).
 func storableModel(s string) (string, error) {
-	kind, rest, _ := strings.Cut(s, ":")
-	switch kind {
-	case "scripted":
-		abs, err := filepath.Abs(rest)
-		if err != nil {
+	models := model.Defaults()
+	cfg, err := models.ParseSpec(s)
+	if err != nil {
+		return "", &usageError{fmt.Errorf("--model: %w", err)}
+	}
+	if cfg.Script != "" {
+		if cfg.Script, err = filepath.Abs(cfg.Script); err != nil {
 			return "", &usageError{fmt.Errorf("--model: %w", err)}
 		}
-		return "scripted:" + abs, nil
-	case "openai-compatible":
-		if _, base, ok := strings.Cut(rest, "@"); ok {
-			u, err := url.Parse(base)
-			if err != nil || u.User != nil {
-				return "", usagef("--model: the base URL must not hold credentials; put the key in OPENAI_API_KEY")
-			}
-			for k := range u.Query() {
-				if redact.Default().IsSecretKey(k) {
-					return "", usagef("--model: the base URL's %q parameter is a secret; put the key in OPENAI_API_KEY", k)
-				}
+	}
+	if cfg.BaseURL != "" {
+		key := models.KeyEnv(cfg)
+		u, err := url.Parse(cfg.BaseURL)
+		if err != nil || u.User != nil {
+			return "", usagef("--model: the base URL must not hold credentials; put the key in %s", key)
+		}
+		for k := range u.Query() {
+			if redact.Default().IsSecretKey(k) {
+				return "", usagef("--model: the base URL's %q parameter is a secret; put the key in %s", k, key)
 			}
 		}
 	}
-	return s, nil
+	return models.FormatSpec(cfg)
 }
 
 // progress prints a line per step on stderr with the step's own duration

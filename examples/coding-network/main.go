@@ -20,7 +20,9 @@ import (
 	"github.com/cairn-dev/cairn/model/scripted"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/storeurl"
+	_ "github.com/cairn-dev/cairn/store/memory"
+	_ "github.com/cairn-dev/cairn/store/postgres"
+	"github.com/cairn-dev/cairn/store/sqlite"
 )
 
 type file struct {
@@ -74,7 +76,7 @@ func network(model agent.Model) (*agent.Network, error) {
 }
 
 func main() {
-	storeURL := flag.String("store", envOr("CAIRN_STORE", storeurl.Default), "store URL")
+	storeURL := flag.String("store", envOr("CAIRN_STORE", sqlite.DefaultURL), "store URL")
 	script := flag.String("script", "examples/coding-network/team.yaml", "scripted replies")
 	outDir := flag.String("out", "", "also write the files here")
 	flag.Parse()
@@ -104,7 +106,7 @@ func run(ctx context.Context, out io.Writer, storeURL, script, outDir string) er
 	if err != nil {
 		return err
 	}
-	s, err := storeurl.Open(storeURL, store.Options{}, "")
+	s, err := store.Open(context.Background(), storeURL, store.OpenOptions{})
 	if err != nil {
 		return err
 	}

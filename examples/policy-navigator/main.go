@@ -23,7 +23,9 @@ import (
 	"github.com/cairn-dev/cairn/model/scripted"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/storeurl"
+	_ "github.com/cairn-dev/cairn/store/memory"
+	_ "github.com/cairn-dev/cairn/store/postgres"
+	"github.com/cairn-dev/cairn/store/sqlite"
 	"github.com/cairn-dev/cairn/trace"
 )
 
@@ -233,7 +235,7 @@ func orchestrator(model agent.Model) (*flow.Compiled, error) {
 }
 
 func main() {
-	storeURL := flag.String("store", envOr("CAIRN_STORE", storeurl.Default), "store URL")
+	storeURL := flag.String("store", envOr("CAIRN_STORE", sqlite.DefaultURL), "store URL")
 	script := flag.String("script", "examples/policy-navigator/replies.yaml", "scripted replies")
 	logs := flag.String("logs", "logs", "session log directory")
 	flag.Parse()
@@ -259,7 +261,7 @@ func run(ctx context.Context, out io.Writer, storeURL, script, logs string) erro
 	if err != nil {
 		return err
 	}
-	s, err := storeurl.Open(storeURL, store.Options{}, "")
+	s, err := store.Open(context.Background(), storeURL, store.OpenOptions{})
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/storeurl"
 )
 
 func TestPolicyNavigator(t *testing.T) {
@@ -26,7 +25,7 @@ func TestPolicyNavigator(t *testing.T) {
 			t.Fatalf("output lacks %q:\n%s", want, got)
 		}
 	}
-	s, err := storeurl.Open(url, store.Options{}, "")
+	s, err := store.Open(context.Background(), url, store.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,9 @@ import (
 	"github.com/cairn-dev/cairn/flow/baserules"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/storeurl"
+	_ "github.com/cairn-dev/cairn/store/memory"
+	_ "github.com/cairn-dev/cairn/store/postgres"
+	"github.com/cairn-dev/cairn/store/sqlite"
 )
 
 // Research is the workflow's typed state.
@@ -90,7 +92,7 @@ func workflow(typed *state.Typed[Research]) (*flow.Compiled, error) {
 }
 
 func main() {
-	storeURL := flag.String("store", envOr("CAIRN_STORE", storeurl.Default), "store URL")
+	storeURL := flag.String("store", envOr("CAIRN_STORE", sqlite.DefaultURL), "store URL")
 	thread := flag.String("thread", "quickstart", "thread id")
 	crashAfter := flag.Int("crash-after", 0, "exit with status 3 right after step N is committed, as a crash would")
 	flag.Parse()
@@ -120,7 +122,7 @@ func run(ctx context.Context, out io.Writer, storeURL, thread string, crashAfter
 	if err != nil {
 		return 1, err
 	}
-	s, err := storeurl.Open(storeURL, store.Options{}, "")
+	s, err := store.Open(context.Background(), storeURL, store.OpenOptions{})
 	if err != nil {
 		return 1, err
 	}

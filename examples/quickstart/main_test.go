@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/storeurl"
 )
 
 func TestCrashAndResume(t *testing.T) {
@@ -40,7 +39,7 @@ func TestCrashAndResume(t *testing.T) {
 		t.Fatalf("resume output:\n%s", out.String())
 	}
 
-	s, err := storeurl.Open(url, store.Options{}, "")
+	s, err := store.Open(context.Background(), url, store.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,9 @@ import (
 	"github.com/cairn-dev/cairn/model/scripted"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/storeurl"
+	_ "github.com/cairn-dev/cairn/store/memory"
+	_ "github.com/cairn-dev/cairn/store/postgres"
+	"github.com/cairn-dev/cairn/store/sqlite"
 )
 
 // ResearchState is seed 002's state.
@@ -111,7 +113,7 @@ func researcher(dir string, model agent.Model) (*agent.LoopAgent[ResearchState],
 }
 
 func main() {
-	storeURL := flag.String("store", envOr("CAIRN_STORE", storeurl.Default), "store URL")
+	storeURL := flag.String("store", envOr("CAIRN_STORE", sqlite.DefaultURL), "store URL")
 	dir := flag.String("dir", "examples/research-agent", "the example's directory (corpus/, decisions.yaml)")
 	flag.Parse()
 	if err := run(context.Background(), os.Stdout, *storeURL, *dir); err != nil {
@@ -128,7 +130,7 @@ func envOr(k, def string) string {
 }
 
 func run(ctx context.Context, out io.Writer, storeURL, dir string) error {
-	s, err := storeurl.Open(storeURL, store.Options{}, "")
+	s, err := store.Open(context.Background(), storeURL, store.OpenOptions{})
 	if err != nil {
 		return err
 	}

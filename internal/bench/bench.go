@@ -16,8 +16,9 @@ import (
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
+	_ "github.com/cairn-dev/cairn/store/memory"
+	_ "github.com/cairn-dev/cairn/store/postgres"
 	"github.com/cairn-dev/cairn/store/sqlite"
-	"github.com/cairn-dev/cairn/store/storeurl"
 )
 
 // Config selects a workload.
@@ -110,7 +111,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		if cfg.Store != "" {
 			// The concurrent run needs the same thread ids on an empty store:
 			// a second SQLite file, or, on a server, the threads removed.
-			if spec, err := storeurl.Parse(cfg.Store); err == nil && spec.Scheme == "postgres" {
+			if scheme := store.Scheme(cfg.Store); scheme == "postgres" || scheme == "postgresql" {
 				if err := deleteThreads(ctx, cfg.Store, ids); err != nil {
 					return Result{}, err
 				}
@@ -131,7 +132,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 // deleteThreads removes the benchmark's threads from a shared store.
 func deleteThreads(ctx context.Context, url string, ids []string) error {
-	s, err := storeurl.Open(url, store.Options{}, "")
+	s, err := store.Open(ctx, url, store.OpenOptions{})
 	if err != nil {
 		return err
 	}
@@ -145,12 +146,12 @@ func deleteThreads(ctx context.Context, url string, ids []string) error {
 }
 
 func concurrentURL(u string) string {
-	spec, err := storeurl.Parse(u)
-	if err != nil || spec.Scheme != "sqlite" {
+	path, _, err := sqlite.ParseURL(u)
+	if err != nil {
 		return u
 	}
-	ext := filepath.Ext(spec.Path)
-	return "sqlite:" + strings.TrimSuffix(spec.Path, ext) + "-concurrent" + ext
+	ext := filepath.Ext(path)
+	return "sqlite:" + strings.TrimSuffix(path, ext) + "-concurrent" + ext
 }
 
 func runOnce(ctx context.Context, cfg Config, threads []string, concurrent bool) (Result, error) {
@@ -170,7 +171,7 @@ func runOnce(ctx context.Context, cfg Config, threads []string, concurrent bool)
 		defer os.RemoveAll(dir)
 		url = "sqlite:" + filepath.Join(dir, "bench.db")
 	}
-	s, err := storeurl.Open(url, store.Options{SnapshotRatio: cfg.SnapshotRatio, NoCompression: cfg.NoCompression}, cfg.Durability)
+	s, err := store.Open(ctx, url, store.OpenOptions{Store: store.Options{SnapshotRatio: cfg.SnapshotRatio, NoCompression: cfg.NoCompression}, Durability: string(cfg.Durability)})
 	if err != nil {
 		return Result{}, err
 	}
@@ -200,15 +201,15 @@ func runOnce(ctx context.Context, cfg Config, threads []string, concurrent bool)
 	dur := cfg.Durability
 	if dur == "" {
 		dur = sqlite.DurabilitySync
-		if spec, err := storeurl.Parse(url); err == nil && spec.Durability != "" {
-			dur = spec.Durability
+		if _, d, err := sqlite.ParseURL(url); err == nil && d != "" {
+			dur = d
 		}
 	}
 	res := Result{Workload: cfg.Workload, Engine: cfg.Engine, Store: url, Durability: string(dur), StepsPerThread: cfg.Steps, Threads: len(threads)}
-	switch spec, _ := storeurl.Parse(url); spec.Scheme {
+	switch store.Scheme(url) {
 	case "memory":
 		res.Durability = "none"
-	case "postgres":
+	case "postgres", "postgresql":
 		res.Durability = "server (synchronous_commit)"
 	}
 	stepTimes := make([]time.Duration, cfg.Steps)

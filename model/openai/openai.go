@@ -48,7 +48,7 @@ func New(cfg Config) (*Model, error) {
 		return nil, fmt.Errorf("%w: model name is required", ErrConfig)
 	}
 	if cfg.APIKeyEnv == "" {
-		cfg.APIKeyEnv = "OPENAI_API_KEY"
+		cfg.APIKeyEnv = defaultKeyEnv
 	}
 	if cfg.Getenv == nil {
 		cfg.Getenv = os.Getenv

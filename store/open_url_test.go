@@ -1,4 +1,4 @@
-package storeurl
+package store_test
 
 import (
 	"context"
@@ -16,35 +16,47 @@ import (
 
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
+	_ "github.com/cairn-dev/cairn/store/memory"
+	_ "github.com/cairn-dev/cairn/store/postgres"
 	"github.com/cairn-dev/cairn/store/sqlite"
 )
 
-func TestParse(t *testing.T) {
+func TestCheckURL(t *testing.T) {
 	tests := []struct {
-		in   string
-		want Spec
-		ok   bool
+		in string
+		ok bool
 	}{
-		{"memory:", Spec{Scheme: "memory"}, true},
-		{"sqlite:.cairn/state.db", Spec{Scheme: "sqlite", Path: ".cairn/state.db"}, true},
-		{"sqlite:///tmp/x.db", Spec{Scheme: "sqlite", Path: "/tmp/x.db"}, true},
-		{"sqlite:a.db?durability=strict", Spec{Scheme: "sqlite", Path: "a.db", Durability: sqlite.DurabilityStrict}, true},
-		{"sqlite:a.db?durability=fast", Spec{}, false},
-		{"sqlite:a.db?cache=1", Spec{}, false},
-		{"sqlite:", Spec{}, false},
-		{"memory:x", Spec{}, false},
-		{"postgres://u@h:5432/db", Spec{Scheme: "postgres", DSN: "postgres://u@h:5432/db"}, true},
-		{"postgres:db", Spec{}, false},
-		{"state.db", Spec{}, false},
+		{"memory:", true},
+		{"sqlite:.cairn/state.db", true},
+		{"sqlite:///tmp/x.db", true},
+		{"sqlite:a.db?durability=strict", true},
+		{"sqlite:a.db?durability=fast", false},
+		{"sqlite:a.db?cache=1", false},
+		{"sqlite:", false},
+		{"memory:x", false},
+		{"postgres://u@h:5432/db", true},
+		{"postgresql://u@h:5432/db", true},
+		{"postgres:db", false},
+		{"state.db", false},
+		{"mysql://x", false},
 	}
 	for _, tc := range tests {
-		got, err := Parse(tc.in)
-		if tc.ok != (err == nil) || (tc.ok && got != tc.want) {
-			t.Errorf("Parse(%q) = %+v, %v", tc.in, got, err)
-		}
-		if err != nil && !errors.Is(err, store.ErrInvalidArgument) {
-			t.Errorf("Parse(%q) error not typed: %v", tc.in, err)
-		}
+		t.Run(tc.in, func(t *testing.T) {
+			err := store.CheckURL(tc.in)
+			if tc.ok != (err == nil) {
+				t.Fatalf("CheckURL(%q) = %v", tc.in, err)
+			}
+			if err != nil && !errors.Is(err, store.ErrInvalidArgument) {
+				t.Fatalf("CheckURL(%q) error not typed: %v", tc.in, err)
+			}
+		})
+	}
+}
+
+func TestParseSQLiteURL(t *testing.T) {
+	path, d, err := sqlite.ParseURL("sqlite:a.db?durability=strict")
+	if err != nil || path != "a.db" || d != sqlite.DurabilityStrict {
+		t.Fatalf("ParseURL = %q, %q, %v", path, d, err)
 	}
 }
 
@@ -54,7 +66,7 @@ func TestOpen(t *testing.T) {
 		urls = append(urls, pg)
 	}
 	for _, u := range urls {
-		s, err := Open(u, store.Options{}, "")
+		s, err := store.Open(context.Background(), u, store.OpenOptions{})
 		if err != nil {
 			t.Fatalf("%s: %v", u, err)
 		}
@@ -127,7 +139,7 @@ func TestOpenReadOnlyRefuses(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before := snapshotDir(t, dir)
-			s, err := OpenReadOnly("sqlite:"+tc.path, store.Options{})
+			s, err := store.Open(context.Background(), "sqlite:"+tc.path, store.OpenOptions{ReadOnly: true})
 			if err == nil {
 				s.Close()
 			}
@@ -147,7 +159,7 @@ func TestOpenReadOnlyRefuses(t *testing.T) {
 func TestOpenReadOnlyReads(t *testing.T) {
 	dir := t.TempDir()
 	url := "sqlite:" + filepath.Join(dir, "state.db")
-	s, err := Open(url, store.Options{}, "")
+	s, err := store.Open(context.Background(), url, store.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +174,7 @@ func TestOpenReadOnlyReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := snapshotDir(t, dir)
-	ro, err := OpenReadOnly(url, store.Options{})
+	ro, err := store.Open(context.Background(), url, store.OpenOptions{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,14 +236,14 @@ func TestOpenReadOnlyPostgres(t *testing.T) {
 	q := u.Query()
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
-	if _, err := OpenReadOnly(u.String(), store.Options{}); !errors.Is(err, store.ErrNotStore) {
+	if _, err := store.Open(context.Background(), u.String(), store.OpenOptions{ReadOnly: true}); !errors.Is(err, store.ErrNotStore) {
 		t.Fatalf("read-only open of an empty schema: %v", err)
 	}
 	var n int
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema = $1`, schema).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("read-only open created %d tables (%v)", n, err)
 	}
-	s, err := Open(u.String(), store.Options{}, "")
+	s, err := store.Open(context.Background(), u.String(), store.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +252,7 @@ func TestOpenReadOnlyPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	ro, err := OpenReadOnly(u.String(), store.Options{})
+	ro, err := store.Open(context.Background(), u.String(), store.OpenOptions{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,65 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/cairn-dev/cairn/store"
+)
+
+func init() { store.Register("sqlite", driver{}) }
+
+// DefaultURL is the store the CLI and the examples use when none is given:
+// a SQLite file in .cairn/ under the working directory.
+const DefaultURL = "sqlite:.cairn/state.db"
+
+// driver opens "sqlite:PATH[?durability=sync|strict]" URLs (store.Open).
+type driver struct{}
+
+func (driver) Check(raw string) error {
+	_, _, err := ParseURL(raw)
+	return err
+}
+
+func (driver) Open(_ context.Context, raw string, o store.OpenOptions) (*store.Engine, error) {
+	path, dur, err := ParseURL(raw)
+	if err != nil {
+		return nil, err
+	}
+	if o.Durability != "" {
+		if dur, err = ParseDurability(o.Durability); err != nil {
+			return nil, err
+		}
+	}
+	return OpenStore(path, Options{Durability: dur, ReadOnly: o.ReadOnly}, o.Store)
+}
+
+// ParseURL reads a "sqlite:PATH[?durability=sync|strict]" store URL: the
+// file's path (relative paths are relative to the working directory) and
+// the durability it names ("" when none).
+func ParseURL(raw string) (path string, d Durability, err error) {
+	rest, ok := strings.CutPrefix(raw, "sqlite:")
+	if !ok {
+		return "", "", fmt.Errorf("%w: store URL %q is not a sqlite: URL", store.ErrInvalidArgument, raw)
+	}
+	path, query, _ := strings.Cut(rest, "?")
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return "", "", fmt.Errorf("%w: store URL %q: %v", store.ErrInvalidArgument, raw, err)
+	}
+	for k, v := range q {
+		if k != "durability" {
+			return "", "", fmt.Errorf("%w: store URL %q: unknown option %q", store.ErrInvalidArgument, raw, k)
+		}
+		if d, err = ParseDurability(v[len(v)-1]); err != nil {
+			return "", "", fmt.Errorf("store URL %q: %w", raw, err)
+		}
+	}
+	path = strings.TrimPrefix(path, "//")
+	if path == "" {
+		return "", "", fmt.Errorf("%w: store URL %q needs a file path, e.g. sqlite:.cairn/state.db", store.ErrInvalidArgument, raw)
+	}
+	return path, d, nil
+}
