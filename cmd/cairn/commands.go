@@ -17,7 +17,7 @@ import (
 
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/internal/bench"
-	"github.com/cairn-dev/cairn/spec"
+	"github.com/cairn-dev/cairn/pipeline"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/sqlite"
@@ -520,7 +520,7 @@ func (a *app) exportCmd() *cobra.Command {
 				fmt.Fprintf(a.stdout, "wrote %s\n", path)
 				return nil
 			case "gate-files":
-				paths, err := spec.ExportGateFiles(cmd.Context(), s, args[0], dir)
+				paths, err := pipeline.ExportGateFiles(cmd.Context(), s, args[0], dir)
 				if err != nil {
 					return err
 				}

@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/flow"
-	"github.com/cairn-dev/cairn/spec"
+	"github.com/cairn-dev/cairn/pipeline"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -25,7 +25,7 @@ import (
 // check passes before the thread is created.
 func (a *app) runPipeline(cmd *cobra.Command, path, thread, modelSpec string) error {
 	ctx := cmd.Context()
-	p, err := spec.LoadPipeline(path)
+	p, err := pipeline.Load(path)
 	if err != nil {
 		return &usageError{err}
 	}
@@ -33,7 +33,7 @@ func (a *app) runPipeline(cmd *cobra.Command, path, thread, modelSpec string) er
 	if o.File, err = filepath.Abs(path); err != nil {
 		return &usageError{err}
 	}
-	cfg := spec.PipelineConfig{Getenv: a.getenv}
+	cfg := pipeline.Config{Getenv: a.getenv}
 	if modelSpec != "" {
 		if cfg.Model, err = parseModelEnv(modelSpec, a.getenv); err != nil {
 			return err
@@ -54,8 +54,8 @@ func (a *app) runPipeline(cmd *cobra.Command, path, thread, modelSpec string) er
 		return err
 	}
 	if head, err := s.Load(ctx, store.LoadRequest{Thread: thread}); err == nil {
-		if st, done := spec.PipelineFinished(head); done {
-			return finishedError(&spec.PipelineFinishedError{Thread: thread, Status: st}, path)
+		if st, done := pipeline.Finished(head); done {
+			return finishedError(&pipeline.FinishedError{Thread: thread, Status: st}, path)
 		}
 	}
 	a.announcePipeline(p, thread)
@@ -63,8 +63,8 @@ func (a *app) runPipeline(cmd *cobra.Command, path, thread, modelSpec string) er
 	pr := a.pipelineProgress(p)
 	cfg.Observer, cfg.OnGate = pr.event, pr.gate
 	cfg.Warn = func(w string) { fmt.Fprintln(a.stderr, "  ! "+w) }
-	res, err := spec.RunPipeline(ctx, p, cfg)
-	var fin *spec.PipelineFinishedError
+	res, err := pipeline.Run(ctx, p, cfg)
+	var fin *pipeline.FinishedError
 	switch {
 	case errors.As(err, &fin):
 		return finishedError(fin, path)
@@ -80,7 +80,7 @@ func (a *app) runPipeline(cmd *cobra.Command, path, thread, modelSpec string) er
 }
 
 // finishedError says how to start over on a finished pipeline (exit 1).
-func finishedError(fin *spec.PipelineFinishedError, path string) error {
+func finishedError(fin *pipeline.FinishedError, path string) error {
 	return fmt.Errorf("%w: start a new run with cairn run %s (a new thread), or redo gates from a checkpoint with cairn fork %s --at SEQ --into NEW_THREAD and cairn resume NEW_THREAD",
 		fin, path, fin.Thread)
 }
@@ -108,7 +108,7 @@ func pipelineThread(ctx context.Context, s store.Store, thread string, o runOpti
 
 // announcePipeline prints the thread first: a line on stderr, or a first
 // JSON line with --json.
-func (a *app) announcePipeline(p *spec.Pipeline, thread string) {
+func (a *app) announcePipeline(p *pipeline.Pipeline, thread string) {
 	if a.json {
 		b, _ := json.Marshal(map[string]string{"kind": "thread", "thread": thread, "pipeline": p.Name, "store": a.shownStore(), "dir": p.StateDirOf(thread)}) // strings always marshal
 		fmt.Fprintln(a.stdout, string(b))
@@ -128,7 +128,7 @@ type pipelinePrinter struct {
 	enc    *json.Encoder
 }
 
-func (a *app) pipelineProgress(p *spec.Pipeline) *pipelinePrinter {
+func (a *app) pipelineProgress(p *pipeline.Pipeline) *pipelinePrinter {
 	enc := json.NewEncoder(a.stdout)
 	enc.SetEscapeHTML(false)
 	names := map[string]string{}
@@ -141,9 +141,9 @@ func (a *app) pipelineProgress(p *spec.Pipeline) *pipelinePrinter {
 // gateMark is the sign of a gate status.
 func gateMark(status string) string {
 	switch status {
-	case spec.GateSuccess:
+	case pipeline.GateSuccess:
 		return "✓"
-	case spec.GatePartial:
+	case pipeline.GatePartial:
 		return "~"
 	}
 	return "✗"
@@ -181,7 +181,7 @@ func (pp *pipelinePrinter) event(e flow.Event) {
 }
 
 // gate prints a gate's committed outcome.
-func (pp *pipelinePrinter) gate(r spec.GateReport) {
+func (pp *pipelinePrinter) gate(r pipeline.GateReport) {
 	pp.mu.Lock()
 	defer pp.mu.Unlock()
 	g := r.File
@@ -192,7 +192,7 @@ func (pp *pipelinePrinter) gate(r spec.GateReport) {
 	}
 	mark := gateMark(g.Status)
 	fmt.Fprintf(pp.a.stderr, "  %s gate %d %-18s %-7s score %3g  checkpoint %-4d %6.0f ms\n", mark, g.Gate, g.Agent, g.Status, g.Validation.Score, r.Seq, ms(r.Duration))
-	if g.Status != spec.GateSuccess {
+	if g.Status != pipeline.GateSuccess {
 		for _, is := range g.Validation.Issues {
 			fmt.Fprintf(pp.a.stderr, "      - %s\n", is)
 		}

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairn-dev/cairn/spec"
+	"github.com/cairn-dev/cairn/pipeline"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -111,7 +111,7 @@ func gateOutputs(t *testing.T, dir string) map[int]string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var g spec.GateFile
+		var g pipeline.GateFile
 		if err := json.Unmarshal(b, &g); err != nil {
 			t.Fatal(err)
 		}

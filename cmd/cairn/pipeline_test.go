@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/internal/pgtest"
-	"github.com/cairn-dev/cairn/spec"
+	"github.com/cairn-dev/cairn/pipeline"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -312,7 +312,7 @@ func TestPipelineProgressAndGateFiles(t *testing.T) {
 		t.Fatalf("relative --dir nested into itself: %v", err)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "exported", "demoqa_com-student_registration-pipeline.json"))
-	var pf spec.PipelineFile
+	var pf pipeline.File
 	if err != nil || json.Unmarshal(b, &pf) != nil || pf.Status != "PARTIAL" || pf.CurrentGate != 4 || pf.Metadata.Domain != "demoqa_com" || pf.Metadata.Feature != "student_registration" {
 		t.Fatalf("exported pipeline file %s %v", b, err)
 	}
@@ -476,7 +476,7 @@ func checkFilesMatchStore(t *testing.T, storeURL, live, thread string, trial int
 func filesMatchStore(t *testing.T, s store.Store, live, thread string, trial int) {
 	t.Helper()
 	exp := t.TempDir()
-	if _, err := spec.ExportGateFiles(context.Background(), s, thread, exp); err != nil {
+	if _, err := pipeline.ExportGateFiles(context.Background(), s, thread, exp); err != nil {
 		t.Fatal(err)
 	}
 	entries, _ := os.ReadDir(exp)

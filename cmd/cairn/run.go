@@ -14,10 +14,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/agent"
+	"github.com/cairn-dev/cairn/agentfile"
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/model"
 	"github.com/cairn-dev/cairn/redact"
-	"github.com/cairn-dev/cairn/spec"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 )
@@ -173,7 +173,7 @@ func (a *app) runAgentFile(ctx context.Context, path string, f runFlags) error {
 	}
 	cfg.Store, cfg.Thread, cfg.NewThread = s, thread, o.metadata()
 	a.announce("running", af.Name, thread)
-	res, err := spec.RunAgent(ctx, af, cfg)
+	res, err := agentfile.Run(ctx, af, cfg)
 	return a.report(ctx, s, thread, res, err)
 }
 
@@ -182,7 +182,7 @@ func (a *app) runAgentFile(ctx context.Context, path string, f runFlags) error {
 // checks.
 func (a *app) openForRun(name, thread string) (string, *store.Engine, error) {
 	if thread == "" {
-		thread = spec.NewThreadID(name, time.Now())
+		thread = agentfile.NewThreadID(name, time.Now())
 	}
 	if err := store.ValidateThreadID(thread); err != nil {
 		return "", nil, &usageError{fmt.Errorf("--thread: %w", err)}
@@ -193,8 +193,8 @@ func (a *app) openForRun(name, thread string) (string, *store.Engine, error) {
 
 // agentRun loads and checks an agent file with the flags, touching no
 // store: what to run, how, and the options to keep for cairn resume.
-func (a *app) agentRun(path string, f runFlags) (*spec.AgentFile, spec.RunConfig, runOptions, error) {
-	var cfg spec.RunConfig
+func (a *app) agentRun(path string, f runFlags) (*agentfile.File, agentfile.RunConfig, runOptions, error) {
+	var cfg agentfile.RunConfig
 	d, err := flow.ParseDurability(f.durability)
 	if err != nil {
 		return nil, cfg, runOptions{}, &usageError{fmt.Errorf("--durability: %w", err)}
@@ -203,11 +203,11 @@ func (a *app) agentRun(path string, f runFlags) (*spec.AgentFile, spec.RunConfig
 	if o.File, err = filepath.Abs(path); err != nil {
 		return nil, cfg, o, &usageError{err}
 	}
-	af, err := spec.LoadAgentFile(path)
+	af, err := agentfile.Load(path)
 	if err != nil {
 		return nil, cfg, o, &usageError{err}
 	}
-	cfg = spec.RunConfig{Durability: d, Getenv: a.getenv, Observer: a.progress(), Input: spec.TextInput("inline", f.inputText)}
+	cfg = agentfile.RunConfig{Durability: d, Getenv: a.getenv, Observer: a.progress(), Input: agentfile.TextInput("inline", f.inputText)}
 	if f.model != "" {
 		if cfg.Model, err = parseModelEnv(f.model, a.getenv); err != nil {
 			return nil, cfg, o, err
@@ -223,11 +223,11 @@ func (a *app) agentRun(path string, f runFlags) (*spec.AgentFile, spec.RunConfig
 		cfg.AllowedRoot = o.SafeDir
 	}
 	if f.inputPath != "" {
-		if cfg.Input, err = spec.ReadInput(f.inputPath); err != nil {
+		if cfg.Input, err = agentfile.ReadInput(f.inputPath); err != nil {
 			return nil, cfg, o, &usageError{err}
 		}
 	}
-	if err := spec.CheckAgent(af, cfg); err != nil {
+	if err := agentfile.Check(af, cfg); err != nil {
 		return nil, cfg, o, &usageError{err}
 	}
 	return af, cfg, o, nil
@@ -287,11 +287,11 @@ func (a *app) resumeCmd() *cobra.Command {
 // resumeAgentFile continues an agent file's run on a thread with the
 // options it was started with; value answers an interrupt.
 func (a *app) resumeAgentFile(ctx context.Context, s store.Store, thread string, o runOptions, value any) error {
-	af, err := spec.LoadAgentFile(o.File)
+	af, err := agentfile.Load(o.File)
 	if err != nil {
 		return &usageError{err}
 	}
-	cfg := spec.RunConfig{Store: s, Thread: thread, Observer: a.progress(), Getenv: a.getenv, AllowedRoot: o.SafeDir, Answer: value}
+	cfg := agentfile.RunConfig{Store: s, Thread: thread, Observer: a.progress(), Getenv: a.getenv, AllowedRoot: o.SafeDir, Answer: value}
 	if o.Model != "" {
 		if cfg.Model, err = parseModelEnv(o.Model, a.getenv); err != nil {
 			return fmt.Errorf("thread %q was started with --model %s: %w", thread, o.Model, err)
@@ -301,7 +301,7 @@ func (a *app) resumeAgentFile(ctx context.Context, s store.Store, thread string,
 		return fmt.Errorf("thread %q durability: %w", thread, err)
 	}
 	a.announce("resuming", af.Name, thread)
-	res, err := spec.ResumeAgent(ctx, af, cfg)
+	res, err := agentfile.Resume(ctx, af, cfg)
 	return a.report(ctx, s, thread, res, err)
 }
 
@@ -310,9 +310,9 @@ var errNotResumable = errors.New("thread cannot be resumed")
 
 // report prints how a run ended. A failed run's advice names what works:
 // cairn resume when the thread has a checkpoint to continue from.
-func (a *app) report(ctx context.Context, s store.Store, thread string, res *spec.AgentResult, err error) error {
+func (a *app) report(ctx context.Context, s store.Store, thread string, res *agentfile.Result, err error) error {
 	if err != nil {
-		if errors.Is(err, spec.ErrUnfinished) {
+		if errors.Is(err, agentfile.ErrUnfinished) {
 			return fmt.Errorf("%w; another process may be running it: continue it with cairn resume %s once it stops, or leave out --thread to start a new thread", err, thread)
 		}
 		if errors.Is(err, store.ErrConflict) {
@@ -321,7 +321,7 @@ func (a *app) report(ctx context.Context, s store.Store, thread string, res *spe
 		if th, terr := s.Thread(ctx, thread); terr == nil && th.Head > 0 {
 			return fmt.Errorf("%w (thread %q: fix the cause and run cairn resume %s)", err, thread, thread)
 		}
-		if errors.Is(err, spec.ErrSpec) {
+		if errors.Is(err, agentfile.ErrInvalidFile) {
 			return &usageError{err}
 		}
 		return err

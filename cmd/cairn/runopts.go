@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/cairn-dev/cairn/spec"
+	"github.com/cairn-dev/cairn/agentfile"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -86,7 +86,7 @@ func checkRunThread(ctx context.Context, s store.Store, thread string, o runOpti
 		if err != nil {
 			return err
 		}
-		if spec.Unfinished(head) {
+		if agentfile.Unfinished(head) {
 			return fmt.Errorf("%w: thread %q has an unfinished run (namespace %s checkpoint %d, %s; or another process is running it): continue it with cairn resume %s, or leave out --thread to start a new thread",
 				errThreadBusy, thread, orRoot(n.Name), head.Seq, head.Status, thread)
 		}

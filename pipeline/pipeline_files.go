@@ -1,4 +1,4 @@
-package spec
+package pipeline
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cairn-dev/cairn/agentfile"
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/store"
 )
@@ -21,10 +22,10 @@ import (
 // true: the pipeline file and the gates in its state and, when the
 // checkpoint records a failed gate step, that gate's FAILED file and a
 // FAILED pipeline status.
-func filesOf(cp store.Checkpoint) (PipelineFile, []GateFile, error) {
-	var pf PipelineFile
+func filesOf(cp store.Checkpoint) (File, []GateFile, error) {
+	var pf File
 	if !cp.State.Has("pipeline") {
-		return pf, nil, fmt.Errorf("%w: thread %q is not a gate pipeline", ErrSpec, cp.Thread)
+		return pf, nil, fmt.Errorf("%w: thread %q is not a gate pipeline", agentfile.ErrInvalidFile, cp.Thread)
 	}
 	if err := cp.State.Get("pipeline", &pf); err != nil {
 		return pf, nil, fmt.Errorf("thread %q checkpoint %d: pipeline: %w", cp.Thread, cp.Seq, err)
@@ -67,7 +68,7 @@ func filesOf(cp store.Checkpoint) (PipelineFile, []GateFile, error) {
 
 // writeFiles writes the files into dir, and removes gate files of gates
 // the state does not have (a fork from before them).
-func writeFiles(dir string, pf PipelineFile, gates []GateFile) ([]string, error) {
+func writeFiles(dir string, pf File, gates []GateFile) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}

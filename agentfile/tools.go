@@ -1,4 +1,4 @@
-package spec
+package agentfile
 
 import (
 	"context"
@@ -47,10 +47,10 @@ func within(dir, p string) (string, bool) {
 // confine opens the agent file's safe directory (safe_dir, relative to the
 // agent file; its own folder when unset) inside allowed, the directory the
 // user allows (allowedPath, its real path). A safe_dir outside it is refused.
-func confine(a *AgentFile, allowed *os.Root, allowedPath string) (*confinement, error) {
+func confine(a *File, allowed *os.Root, allowedPath string) (*confinement, error) {
 	base, err := realDir(a.Dir())
 	if err != nil {
-		return nil, &SpecError{File: a.Path, Msg: err.Error(), Err: err}
+		return nil, &FileError{File: a.Path, Msg: err.Error(), Err: err}
 	}
 	safe := base
 	if a.SafeDir != "" {
@@ -59,17 +59,17 @@ func confine(a *AgentFile, allowed *os.Root, allowedPath string) (*confinement, 
 			safe = filepath.Join(base, safe)
 		}
 		if safe, err = realDir(safe); err != nil {
-			return nil, &SpecError{File: a.Path, Msg: fmt.Sprintf("safe_dir %q: %v", a.SafeDir, err), Err: err}
+			return nil, &FileError{File: a.Path, Msg: fmt.Sprintf("safe_dir %q: %v", a.SafeDir, err), Err: err}
 		}
 	}
 	rel, ok := within(allowedPath, safe)
 	if !ok {
-		return nil, &SpecError{File: a.Path, Err: ErrUnsafePath,
+		return nil, &FileError{File: a.Path, Err: ErrUnsafePath,
 			Msg: fmt.Sprintf("safe_dir %s is outside %s, the directory this run allows (allow more with --safe-dir DIR)", safe, allowedPath)}
 	}
 	root, err := allowed.OpenRoot(rel)
 	if err != nil {
-		return nil, &SpecError{File: a.Path, Msg: fmt.Sprintf("safe_dir %s: %v", safe, err), Err: ErrUnsafePath}
+		return nil, &FileError{File: a.Path, Msg: fmt.Sprintf("safe_dir %s: %v", safe, err), Err: ErrUnsafePath}
 	}
 	return &confinement{base: base, safe: safe, root: root}, nil
 }
@@ -222,11 +222,11 @@ func BuiltinTools() []string {
 
 // tools builds the agent's tools, confined by c: built-ins by name, then
 // the Go program's own (extra). A Go tool cannot replace a built-in.
-func (a *AgentFile) tools(c *confinement, extra []agent.Tool) ([]agent.Tool, error) {
+func (a *File) tools(c *confinement, extra []agent.Tool) ([]agent.Tool, error) {
 	byName := map[string]agent.Tool{}
 	for _, t := range extra {
 		if builtinTools[t.Name] != nil {
-			return nil, &SpecError{File: a.Path, Msg: fmt.Sprintf("tool %q is built in: a Go tool cannot replace it; give it another name", t.Name), Err: ErrToolName}
+			return nil, &FileError{File: a.Path, Msg: fmt.Sprintf("tool %q is built in: a Go tool cannot replace it; give it another name", t.Name), Err: ErrToolName}
 		}
 		byName[t.Name] = t
 	}
@@ -242,7 +242,7 @@ func (a *AgentFile) tools(c *confinement, extra []agent.Tool) ([]agent.Tool, err
 		}
 		t, ok := byName[name]
 		if !ok {
-			return nil, &SpecError{File: a.Path, Line: a.toolLine, Msg: fmt.Sprintf("unknown tool %q (built-in tools: %v%s)", name, BuiltinTools(), goTools(byName)), Err: ErrToolName}
+			return nil, &FileError{File: a.Path, Line: a.toolLine, Msg: fmt.Sprintf("unknown tool %q (built-in tools: %v%s)", name, BuiltinTools(), goTools(byName)), Err: ErrToolName}
 		}
 		out = append(out, t)
 	}
@@ -251,7 +251,7 @@ func (a *AgentFile) tools(c *confinement, extra []agent.Tool) ([]agent.Tool, err
 
 // ErrToolName: an agent file names a tool that is neither built in nor
 // given by the program, or a program's tool takes a built-in's name.
-var ErrToolName = errors.New("spec: unknown or reserved tool name")
+var ErrToolName = errors.New("agentfile: unknown or reserved tool name")
 
 // goTools lists the program's tools for an error message.
 func goTools(extra map[string]agent.Tool) string {

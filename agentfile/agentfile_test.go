@@ -1,4 +1,4 @@
-package spec_test
+package agentfile_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cairn-dev/cairn/spec"
+	"github.com/cairn-dev/cairn/agentfile"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/memory"
@@ -40,7 +40,7 @@ Second.
 `
 
 func TestParseAgentFile(t *testing.T) {
-	a, err := spec.ParseAgentFile("demo.md", []byte(good))
+	a, err := agentfile.Parse("demo.md", []byte(good))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,9 +66,9 @@ func TestAgentFileErrors(t *testing.T) {
 		{"bad handoff mode", "---\nname: x\nhandoff: {enabled: true, agent_id: y.md, input_mode: all}\n---\n## Instructions\nx\n", "input_mode"},
 	}
 	for _, tc := range tests {
-		_, err := spec.ParseAgentFile("demo.md", []byte(tc.src))
-		var se *spec.SpecError
-		if !errors.Is(err, spec.ErrSpec) || !errors.As(err, &se) || !strings.Contains(err.Error(), tc.want) {
+		_, err := agentfile.Parse("demo.md", []byte(tc.src))
+		var se *agentfile.FileError
+		if !errors.Is(err, agentfile.ErrInvalidFile) || !errors.As(err, &se) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v (want %q)", tc.name, err, tc.want)
 		}
 	}
@@ -87,16 +87,16 @@ func example(t *testing.T) string {
 
 func TestBusinessExtractText(t *testing.T) {
 	dir := example(t)
-	a, err := spec.LoadAgentFile(filepath.Join(dir, "business-extract.md"))
+	a, err := agentfile.Load(filepath.Join(dir, "business-extract.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := spec.ReadInput(filepath.Join(dir, "input", "company.txt"))
+	in, err := agentfile.ReadInput(filepath.Join(dir, "input", "company.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := memory.Open(store.Options{})
-	res, err := spec.RunAgent(context.Background(), a, spec.RunConfig{Store: s, Thread: "biz", Input: in})
+	res, err := agentfile.Run(context.Background(), a, agentfile.RunConfig{Store: s, Thread: "biz", Input: in})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestBusinessExtractText(t *testing.T) {
 	if n != 4 {
 		t.Fatalf("%d checkpoints", n)
 	}
-	prompt := spec.UserPrompt(in, struct {
+	prompt := agentfile.UserPrompt(in, struct {
 		AgentID     string                     `json:"agent_id"`
 		Steps       map[string]json.RawMessage `json:"steps"`
 		FinalOutput json.RawMessage            `json:"final_output"`
@@ -133,13 +133,13 @@ func TestBusinessExtractText(t *testing.T) {
 
 func TestBusinessExtractStructuredWithHandoff(t *testing.T) {
 	dir := example(t)
-	a, err := spec.LoadAgentFile(filepath.Join(dir, "business-extract-structured.md"))
+	a, err := agentfile.Load(filepath.Join(dir, "business-extract-structured.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, _ := spec.ReadInput(filepath.Join(dir, "input", "company.txt"))
+	in, _ := agentfile.ReadInput(filepath.Join(dir, "input", "company.txt"))
 	s := memory.Open(store.Options{})
-	res, err := spec.RunAgent(context.Background(), a, spec.RunConfig{Store: s, Thread: "biz2", Input: in})
+	res, err := agentfile.Run(context.Background(), a, agentfile.RunConfig{Store: s, Thread: "biz2", Input: in})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestBusinessExtractStructuredWithHandoff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var hin spec.Input
+	var hin agentfile.Input
 	if err := cp.State.Get("input", &hin); err != nil || hin.Kind != "json" || hin.Source != "handoff:business-extract-structured" || !strings.Contains(string(hin.Content), "BusinessSummary") && !strings.Contains(string(hin.Content), "company_name") {
 		t.Fatalf("handoff input %+v %v", hin, err)
 	}
@@ -183,12 +183,12 @@ func TestSafeDir(t *testing.T) {
 	src := "---\nname: escape\nmodel: {provider: scripted, script: r.yaml}\noutput: {file: ../../outside.txt}\n---\n## Instructions\nsay hi\n"
 	p := filepath.Join(agentsDir, "escape.md")
 	os.WriteFile(p, []byte(src), 0o644)
-	a, err := spec.LoadAgentFile(p)
+	a, err := agentfile.Load(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = spec.RunAgent(context.Background(), a, spec.RunConfig{Store: memory.Open(store.Options{}), Thread: "e", Input: spec.TextInput("inline", "x")})
-	if !errors.Is(err, spec.ErrSpec) || !strings.Contains(err.Error(), "outside") {
+	_, err = agentfile.Run(context.Background(), a, agentfile.RunConfig{Store: memory.Open(store.Options{}), Thread: "e", Input: agentfile.TextInput("inline", "x")})
+	if !errors.Is(err, agentfile.ErrInvalidFile) || !strings.Contains(err.Error(), "outside") {
 		t.Fatalf("escape: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "..", "outside.txt")); err == nil {
@@ -197,8 +197,8 @@ func TestSafeDir(t *testing.T) {
 	// An empty chain runs one shot with the instructions.
 	src = "---\nname: oneshot\nmodel: {provider: scripted, script: r.yaml}\n---\n## Instructions\nsay hi\n"
 	os.WriteFile(p, []byte(src), 0o644)
-	a, _ = spec.LoadAgentFile(p)
-	res, err := spec.RunAgent(context.Background(), a, spec.RunConfig{Store: memory.Open(store.Options{}), Thread: "o", Input: spec.TextInput("inline", "x")})
+	a, _ = agentfile.Load(p)
+	res, err := agentfile.Run(context.Background(), a, agentfile.RunConfig{Store: memory.Open(store.Options{}), Thread: "o", Input: agentfile.TextInput("inline", "x")})
 	if err != nil || string(res.FinalOutput) != `"hi"` {
 		t.Fatalf("one shot: %s %v", res.FinalOutput, err)
 	}
@@ -215,11 +215,11 @@ func TestAgentFileTools(t *testing.T) {
 	src := "---\nname: tooled\nmodel: {provider: scripted, script: r.yaml}\ntools: [read_file, write_file, list_files]\n---\n## Instructions\nTurn notes into a todo file.\n"
 	p := filepath.Join(dir, "tooled.md")
 	os.WriteFile(p, []byte(src), 0o644)
-	a, err := spec.LoadAgentFile(p)
+	a, err := agentfile.Load(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := spec.RunAgent(context.Background(), a, spec.RunConfig{Store: memory.Open(store.Options{}), Thread: "tools", Input: spec.TextInput("inline", "go")})
+	res, err := agentfile.Run(context.Background(), a, agentfile.RunConfig{Store: memory.Open(store.Options{}), Thread: "tools", Input: agentfile.TextInput("inline", "go")})
 	if err != nil || string(res.FinalOutput) != `"Done: todo written."` {
 		t.Fatalf("run: %s %v", res.FinalOutput, err)
 	}

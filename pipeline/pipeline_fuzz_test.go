@@ -1,10 +1,11 @@
-package spec_test
+package pipeline_test
 
 import (
 	"errors"
 	"testing"
 
-	"github.com/cairn-dev/cairn/spec"
+	"github.com/cairn-dev/cairn/agentfile"
+	"github.com/cairn-dev/cairn/pipeline"
 )
 
 // FuzzParsePipeline: any bytes give a pipeline with gates or a typed spec
@@ -16,9 +17,9 @@ func FuzzParsePipeline(f *testing.F) {
 	f.Add([]byte(""))
 	f.Add([]byte("gates:\n  - gate: 1\n  - gate: 1\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := spec.ParsePipeline("p.yaml", data)
+		p, err := pipeline.Parse("p.yaml", data)
 		if err != nil {
-			if !errors.Is(err, spec.ErrSpec) && !errors.Is(err, spec.ErrEmptyPipeline) {
+			if !errors.Is(err, agentfile.ErrInvalidFile) && !errors.Is(err, pipeline.ErrEmpty) {
 				t.Fatalf("untyped error %T: %v", err, err)
 			}
 			return

@@ -1,4 +1,4 @@
-package spec
+package agentfile
 
 // The built-in model providers: agent files and pipelines name them in
 // model.provider, so a program that runs agent files has them registered.

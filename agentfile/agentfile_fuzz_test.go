@@ -1,13 +1,13 @@
-package spec_test
+package agentfile_test
 
 import (
 	"errors"
 	"testing"
 
-	"github.com/cairn-dev/cairn/spec"
+	"github.com/cairn-dev/cairn/agentfile"
 )
 
-// FuzzParseAgentFile: any bytes give an agent file or a *SpecError, never
+// FuzzParseAgentFile: any bytes give an agent file or a *FileError, never
 // a panic.
 func FuzzParseAgentFile(f *testing.F) {
 	f.Add([]byte(good))
@@ -15,10 +15,10 @@ func FuzzParseAgentFile(f *testing.F) {
 	f.Add([]byte("---\nname: x\nschemas: {S: {type: object}}\nchain: [{id: a, kind: structured, output_schema: S}]\n---\n## step:a\n"))
 	f.Add([]byte("---\n---\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		a, err := spec.ParseAgentFile("f.md", data)
+		a, err := agentfile.Parse("f.md", data)
 		if err != nil {
-			var se *spec.SpecError
-			if !errors.As(err, &se) || !errors.Is(err, spec.ErrSpec) {
+			var se *agentfile.FileError
+			if !errors.As(err, &se) || !errors.Is(err, agentfile.ErrInvalidFile) {
 				t.Fatalf("untyped error %T: %v", err, err)
 			}
 			return

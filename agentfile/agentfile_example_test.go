@@ -1,4 +1,4 @@
-package spec_test
+package agentfile_test
 
 import (
 	"context"
@@ -6,16 +6,16 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/cairn-dev/cairn/spec"
+	"github.com/cairn-dev/cairn/agentfile"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/memory"
 )
 
-// An agent file runs on a thread: checked first (CheckAgent; RunAgent makes
+// An agent file runs on a thread: checked first (Check; Run makes
 // the same checks before it stores anything), then one committed checkpoint
 // per step, the output file written inside the safe directory, and
 // secrets redacted before anything is stored.
-func ExampleRunAgent() {
+func ExampleRun() {
 	dir, _ := os.MkdirTemp("", "agent")
 	defer os.RemoveAll(dir)
 	os.WriteFile(filepath.Join(dir, "replies.yaml"), []byte("replies:\n  - text: \"Hello! Your password: hunter2hunter2\"\n"), 0o644)
@@ -27,18 +27,18 @@ output: {format: markdown, file: out/greeting.md}
 ## Instructions
 Greet the user.
 `), 0o644)
-	a, err := spec.LoadAgentFile(filepath.Join(dir, "greeter.md"))
+	a, err := agentfile.Load(filepath.Join(dir, "greeter.md"))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	cfg := spec.RunConfig{Store: memory.Open(store.Options{}), Thread: "t1", Input: spec.TextInput("inline", "Ada"),
+	cfg := agentfile.RunConfig{Store: memory.Open(store.Options{}), Thread: "t1", Input: agentfile.TextInput("inline", "Ada"),
 		NewThread: map[string]any{"kind": "agent"}}
-	if err := spec.CheckAgent(a, cfg); err != nil {
+	if err := agentfile.Check(a, cfg); err != nil {
 		fmt.Println(err)
 		return
 	}
-	res, err := spec.RunAgent(context.Background(), a, cfg)
+	res, err := agentfile.Run(context.Background(), a, cfg)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -1,4 +1,4 @@
-package spec_test
+package pipeline_test
 
 import (
 	"bytes"
@@ -15,8 +15,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cairn-dev/cairn/agentfile"
 	"github.com/cairn-dev/cairn/flow"
-	"github.com/cairn-dev/cairn/spec"
+	"github.com/cairn-dev/cairn/pipeline"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/memory"
@@ -32,26 +33,26 @@ func pipelineDir(t *testing.T) string {
 	return dst
 }
 
-func readGate(t *testing.T, p *spec.Pipeline, thread string, n int) spec.GateFile {
+func readGate(t *testing.T, p *pipeline.Pipeline, thread string, n int) pipeline.GateFile {
 	t.Helper()
 	b, err := os.ReadFile(p.GateFilePath(thread, n))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var g spec.GateFile
+	var g pipeline.GateFile
 	if err := json.Unmarshal(b, &g); err != nil {
 		t.Fatal(err)
 	}
 	return g
 }
 
-func readPipelineFile(t *testing.T, p *spec.Pipeline, thread string) spec.PipelineFile {
+func readPipelineFile(t *testing.T, p *pipeline.Pipeline, thread string) pipeline.File {
 	t.Helper()
 	b, err := os.ReadFile(p.PipelineFilePath(thread))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pf spec.PipelineFile
+	var pf pipeline.File
 	if err := json.Unmarshal(b, &pf); err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func readPipelineFile(t *testing.T, p *spec.Pipeline, thread string) spec.Pipeli
 
 func TestPipelineRun(t *testing.T) {
 	dir := pipelineDir(t)
-	p, err := spec.LoadPipeline(filepath.Join(dir, "pipeline.yaml"))
+	p, err := pipeline.Load(filepath.Join(dir, "pipeline.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestPipelineRun(t *testing.T) {
 		t.Fatalf("gate file path %s", got)
 	}
 	s := memory.Open(store.Options{})
-	res, err := spec.RunPipeline(context.Background(), p, spec.PipelineConfig{Store: s, Thread: "pipe"})
+	res, err := pipeline.Run(context.Background(), p, pipeline.Config{Store: s, Thread: "pipe"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestPipelineRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var gateIn spec.Input
+	var gateIn agentfile.Input
 	if err := in.State.Get("input", &gateIn); err != nil || !strings.Contains(string(gateIn.Content), `"metadata":{"domain":"demoqa_com","feature":"student_registration"}`) ||
 		!strings.Contains(string(gateIn.Content), `"userStory":"As a student`) || !strings.Contains(string(gateIn.Content), `"acceptanceCriteria":[`) {
 		t.Fatalf("gate 1 input %s %v", gateIn.Content, err)
@@ -142,15 +143,15 @@ func TestPipelineCrashAtGate3AndResume(t *testing.T) {
 	if err := os.WriteFile(replies, []byte("replies:\n  - step: output\n    error: {status: 500, message: compiler crashed}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, err := spec.LoadPipeline(filepath.Join(dir, "pipeline.yaml"))
+	p, err := pipeline.Load(filepath.Join(dir, "pipeline.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := memory.Open(store.Options{})
 	ctx := context.Background()
-	var reports []spec.GateReport
-	onGate := func(r spec.GateReport) { reports = append(reports, r) }
-	_, err = spec.RunPipeline(ctx, p, spec.PipelineConfig{Store: s, Thread: "pipe", OnGate: onGate})
+	var reports []pipeline.GateReport
+	onGate := func(r pipeline.GateReport) { reports = append(reports, r) }
+	_, err = pipeline.Run(ctx, p, pipeline.Config{Store: s, Thread: "pipe", OnGate: onGate})
 	if err == nil || !strings.Contains(err.Error(), "compiler crashed") {
 		t.Fatalf("gate 3 failure: %v", err)
 	}
@@ -169,7 +170,7 @@ func TestPipelineCrashAtGate3AndResume(t *testing.T) {
 	os.WriteFile(replies, good, 0o644)
 	os.WriteFile(p.GateFilePath("pipe", 2), []byte("{not json"), 0o644)
 	var warnings []string
-	res, err := spec.RunPipeline(ctx, p, spec.PipelineConfig{Store: s, Thread: "pipe", Warn: func(w string) { warnings = append(warnings, w) }})
+	res, err := pipeline.Run(ctx, p, pipeline.Config{Store: s, Thread: "pipe", Warn: func(w string) { warnings = append(warnings, w) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +187,7 @@ func TestPipelineCrashAtGate3AndResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var gateIn spec.Input
+	var gateIn agentfile.Input
 	if err := in.State.Get("input", &gateIn); err != nil || !strings.Contains(string(gateIn.Content), "elementMappings") {
 		t.Fatalf("gate 3 input %s %v", gateIn.Content, err)
 	}
@@ -198,9 +199,9 @@ func TestPipelineCrashAtGate3AndResume(t *testing.T) {
 		t.Fatalf("result %+v", res.Pipeline)
 	}
 	// A finished pipeline is not run again: it says so.
-	_, err = spec.RunPipeline(ctx, p, spec.PipelineConfig{Store: s, Thread: "pipe"})
-	var fin *spec.PipelineFinishedError
-	if !errors.Is(err, spec.ErrPipelineFinished) || !errors.As(err, &fin) || fin.Status != "SUCCESS" {
+	_, err = pipeline.Run(ctx, p, pipeline.Config{Store: s, Thread: "pipe"})
+	var fin *pipeline.FinishedError
+	if !errors.Is(err, pipeline.ErrFinished) || !errors.As(err, &fin) || fin.Status != "SUCCESS" {
 		t.Fatalf("second run: %v", err)
 	}
 	if got := gateRuns(t, s, "pipe"); !reflect.DeepEqual(got, runs) {
@@ -218,11 +219,11 @@ gates:
 `
 	path := filepath.Join(dir, "p.yaml")
 	os.WriteFile(path, []byte(src), 0o644)
-	p, err := spec.LoadPipeline(path)
+	p, err := pipeline.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	steps := map[string]spec.GateStep{
+	steps := map[string]pipeline.GateStep{
 		"count": func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			return json.RawMessage(`{"n":21,"note":"<b> & </b>","q":"\\u003c"}`), nil
 		},
@@ -233,7 +234,7 @@ gates:
 			return b, nil
 		},
 	}
-	if _, err := spec.RunPipeline(context.Background(), p, spec.PipelineConfig{Store: memory.Open(store.Options{}), Thread: "c", Steps: steps}); err != nil {
+	if _, err := pipeline.Run(context.Background(), p, pipeline.Config{Store: memory.Open(store.Options{}), Thread: "c", Steps: steps}); err != nil {
 		t.Fatal(err)
 	}
 	var out struct{ N int }
@@ -248,8 +249,8 @@ gates:
 	}
 	// A registered step is required before anything runs.
 	s := memory.Open(store.Options{})
-	_, err = spec.RunPipeline(context.Background(), p, spec.PipelineConfig{Store: s, Thread: "d"})
-	if !errors.Is(err, spec.ErrSpec) || !strings.Contains(err.Error(), `no registered step "count"`) {
+	_, err = pipeline.Run(context.Background(), p, pipeline.Config{Store: s, Thread: "d"})
+	if !errors.Is(err, agentfile.ErrInvalidFile) || !strings.Contains(err.Error(), `no registered step "count"`) {
 		t.Fatalf("missing step: %v", err)
 	}
 	if _, err := s.Load(context.Background(), store.LoadRequest{Thread: "d"}); !errors.Is(err, store.ErrNotFound) {
@@ -263,14 +264,14 @@ gates:
 // files match its store.
 func TestPipelineThreadsKeepTheirFiles(t *testing.T) {
 	dir := pipelineDir(t)
-	p, err := spec.LoadPipeline(filepath.Join(dir, "pipeline.yaml"))
+	p, err := pipeline.Load(filepath.Join(dir, "pipeline.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
 	s := memory.Open(store.Options{})
 	for _, th := range []string{"one", "two"} {
-		if _, err := spec.RunPipeline(ctx, p, spec.PipelineConfig{Store: s, Thread: th}); err != nil {
+		if _, err := pipeline.Run(ctx, p, pipeline.Config{Store: s, Thread: th}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -287,8 +288,8 @@ func TestPipelineThreadsKeepTheirFiles(t *testing.T) {
 	if _, err := s.Fork(ctx, store.ForkRequest{Thread: "one", At: at, Into: "three"}); err != nil {
 		t.Fatal(err)
 	}
-	var reports []spec.GateReport
-	res, err := spec.RunPipeline(ctx, p, spec.PipelineConfig{Store: s, Thread: "three", OnGate: func(r spec.GateReport) { reports = append(reports, r) }})
+	var reports []pipeline.GateReport
+	res, err := pipeline.Run(ctx, p, pipeline.Config{Store: s, Thread: "three", OnGate: func(r pipeline.GateReport) { reports = append(reports, r) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +301,7 @@ func TestPipelineThreadsKeepTheirFiles(t *testing.T) {
 	}
 	for _, th := range []string{"one", "two", "three"} {
 		exp := t.TempDir()
-		if _, err := spec.ExportGateFiles(ctx, s, th, exp); err != nil {
+		if _, err := pipeline.ExportGateFiles(ctx, s, th, exp); err != nil {
 			t.Fatal(err)
 		}
 		sameFiles(t, p.StateDirOf(th), exp)
@@ -338,12 +339,12 @@ gates:
 `
 	path := filepath.Join(dir, "p.yaml")
 	os.WriteFile(path, []byte(src), 0o644)
-	p, err := spec.LoadPipeline(path)
+	p, err := pipeline.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var seen []string
-	steps := map[string]spec.GateStep{
+	steps := map[string]pipeline.GateStep{
 		"first": func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			return json.RawMessage(`{"v":"a"}`), nil
 		},
@@ -354,15 +355,15 @@ gates:
 	}
 	ctx := context.Background()
 	s := memory.Open(store.Options{})
-	cfg := spec.PipelineConfig{Store: s, Thread: "t", Steps: steps}
-	if _, err := spec.RunPipeline(ctx, p, cfg); err != nil {
+	cfg := pipeline.Config{Store: s, Thread: "t", Steps: steps}
+	if _, err := pipeline.Run(ctx, p, cfg); err != nil {
 		t.Fatal(err)
 	}
 	patch := state.Patch{{Op: state.OpReplace, Path: "/gates/1/output", Value: json.RawMessage(`{"v":"b"}`)}}
 	if _, err := s.Fork(ctx, store.ForkRequest{Thread: "t", At: 2, Patch: patch}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := spec.RunPipeline(ctx, p, cfg)
+	res, err := pipeline.Run(ctx, p, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,7 +384,7 @@ func TestSanitize(t *testing.T) {
 		"Ünïcode-ok_1":          "_n_code-ok_1",
 		strings.Repeat("x", 80): strings.Repeat("x", 50),
 	} {
-		if got := spec.Sanitize(in); got != want {
+		if got := pipeline.Sanitize(in); got != want {
 			t.Errorf("Sanitize(%q) = %q, want %q", in, got, want)
 		}
 	}
@@ -394,8 +395,8 @@ func TestPipelineErrors(t *testing.T) {
 		name, src, want string
 		is              error
 	}{
-		{"empty", "", "p.yaml: pipeline file is empty", spec.ErrEmptyPipeline},
-		{"comments only", "# nothing\n", "p.yaml: pipeline file is empty", spec.ErrEmptyPipeline},
+		{"empty", "", "p.yaml: pipeline file is empty", pipeline.ErrEmpty},
+		{"comments only", "# nothing\n", "p.yaml: pipeline file is empty", pipeline.ErrEmpty},
 		{"no gates", "name: x\nmetadata: {domain: a, feature: b}\n", "at least one gate", nil},
 		{"no metadata", "name: x\ngates: [{gate: 1, step: s}]\n", "metadata.domain", nil},
 		{"dup gate", "name: x\nmetadata: {domain: a, feature: b}\ngates:\n  - {gate: 1, step: s}\n  - {gate: 1, step: t}\n", "p.yaml:5: gate 1 appears twice", nil},
@@ -407,8 +408,8 @@ func TestPipelineErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := spec.ParsePipeline("p.yaml", []byte(tc.src))
-			if !errors.Is(err, spec.ErrSpec) || !strings.Contains(err.Error(), tc.want) || (tc.is != nil && !errors.Is(err, tc.is)) {
+			_, err := pipeline.Parse("p.yaml", []byte(tc.src))
+			if !errors.Is(err, agentfile.ErrInvalidFile) || !strings.Contains(err.Error(), tc.want) || (tc.is != nil && !errors.Is(err, tc.is)) {
 				t.Errorf("%v (want %q)", err, tc.want)
 			}
 		})
@@ -426,7 +427,7 @@ func TestPipelineSecretsDefaults(t *testing.T) {
 		{"off", "secrets: {defaults: false, keys: [code]}\n", `{"code":"[REDACTED]","note":"sk-abcdefghijklmnopqrstu","password":"pw1"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := spec.ParsePipeline("p.yaml", []byte(base+tc.secrets))
+			p, err := pipeline.Parse("p.yaml", []byte(base+tc.secrets))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -455,13 +456,13 @@ func TestPipelineRedactsAPIKeyValue(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "a.md"), []byte("---\nname: echo\nmodel: {provider: openai-compatible, base_url: \""+srv.URL+"/v1\", api_key_env: CAIRN_TEST_KEY, model_name: m}\n"+
 		"chain: [{id: out, kind: structured, output_schema: O}]\nschemas:\n  O: {type: object}\n---\n## step:out\nEcho.\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "p.yaml"), []byte("name: k\nmetadata: {domain: d, feature: f}\ngates: [{gate: 1, name: Echo, agent: a.md}]\n"), 0o644)
-	p, err := spec.LoadPipeline(filepath.Join(dir, "p.yaml"))
+	p, err := pipeline.Load(filepath.Join(dir, "p.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := memory.Open(store.Options{})
 	getenv := func(k string) string { return map[string]string{"CAIRN_TEST_KEY": apiKey}[k] }
-	res, err := spec.RunPipeline(context.Background(), p, spec.PipelineConfig{Store: s, Thread: "k", Getenv: getenv})
+	res, err := pipeline.Run(context.Background(), p, pipeline.Config{Store: s, Thread: "k", Getenv: getenv})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -497,7 +498,7 @@ func TestLongPipeline(t *testing.T) {
 	if err := os.WriteFile(path, []byte(src.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, err := spec.LoadPipeline(path)
+	p, err := pipeline.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -506,7 +507,7 @@ func TestLongPipeline(t *testing.T) {
 		_ = json.Unmarshal(in, &v) // the first gate's input is the request
 		return json.Marshal(map[string]int{"n": v.N + 1})
 	}
-	res, err := spec.RunPipeline(context.Background(), p, spec.PipelineConfig{Store: memory.Open(store.Options{}), Thread: "l", Steps: map[string]spec.GateStep{"inc": inc}})
+	res, err := pipeline.Run(context.Background(), p, pipeline.Config{Store: memory.Open(store.Options{}), Thread: "l", Steps: map[string]pipeline.GateStep{"inc": inc}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -524,7 +525,7 @@ func TestLongPipeline(t *testing.T) {
 // next writer of the thread's folder removes it.
 func TestPipelineRemovesKilledWritersTemps(t *testing.T) {
 	dir := pipelineDir(t)
-	p, err := spec.LoadPipeline(filepath.Join(dir, "pipeline.yaml"))
+	p, err := pipeline.Load(filepath.Join(dir, "pipeline.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -536,7 +537,7 @@ func TestPipelineRemovesKilledWritersTemps(t *testing.T) {
 	if err := os.WriteFile(stale, []byte("{half"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := spec.RunPipeline(context.Background(), p, spec.PipelineConfig{Store: memory.Open(store.Options{}), Thread: "t"}); err != nil {
+	if _, err := pipeline.Run(context.Background(), p, pipeline.Config{Store: memory.Open(store.Options{}), Thread: "t"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {

@@ -1,4 +1,4 @@
-package spec_test
+package agentfile_test
 
 import (
 	"context"
@@ -11,9 +11,9 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/agent"
+	"github.com/cairn-dev/cairn/agentfile"
 	"github.com/cairn-dev/cairn/model"
 	"github.com/cairn-dev/cairn/model/scripted"
-	"github.com/cairn-dev/cairn/spec"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/memory"
 )
@@ -32,9 +32,9 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 	}
 }
 
-func loadAgent(t *testing.T, path string) *spec.AgentFile {
+func loadAgent(t *testing.T, path string) *agentfile.File {
 	t.Helper()
-	a, err := spec.LoadAgentFile(path)
+	a, err := agentfile.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func loadAgent(t *testing.T, path string) *spec.AgentFile {
 }
 
 // TestCheckAgentRefusesUpFront: every reason a run cannot finish is found
-// before the first step, and RunAgent stores nothing for it.
+// before the first step, and Run stores nothing for it.
 func TestCheckAgentRefusesUpFront(t *testing.T) {
 	const replies = "replies:\n  - text: hi\n"
 	tests := []struct {
@@ -52,24 +52,24 @@ func TestCheckAgentRefusesUpFront(t *testing.T) {
 		want  string
 		is    error
 	}{
-		{"output outside the safe dir", "model: {provider: scripted, script: r.yaml}\noutput: {file: ../out.txt}", nil, "output.file", spec.ErrUnsafePath},
-		{"absolute output outside", "model: {provider: scripted, script: r.yaml}\noutput: {file: /tmp/cairn-escape.txt}", nil, "output.file", spec.ErrUnsafePath},
+		{"output outside the safe dir", "model: {provider: scripted, script: r.yaml}\noutput: {file: ../out.txt}", nil, "output.file", agentfile.ErrUnsafePath},
+		{"absolute output outside", "model: {provider: scripted, script: r.yaml}\noutput: {file: /tmp/cairn-escape.txt}", nil, "output.file", agentfile.ErrUnsafePath},
 		{"missing script", "model: {provider: scripted, script: nope.yaml}", nil, "model.script", nil},
-		{"script outside", "model: {provider: scripted, script: ../r.yaml}", nil, "model.script", spec.ErrUnsafePath},
+		{"script outside", "model: {provider: scripted, script: ../r.yaml}", nil, "model.script", agentfile.ErrUnsafePath},
 		{"bad script", "model: {provider: scripted, script: bad.yaml}", map[string]string{"bad.yaml": "replies: 3\n"}, "model.script", nil},
 		{"missing schema file", "model: {provider: scripted, script: r.yaml}\nchain: [{id: a, kind: structured, output_schema: S}]\nschemas: {S: nope.json}", nil, `schema "S"`, nil},
 		{"invalid schema", "model: {provider: scripted, script: r.yaml}\nchain: [{id: a, kind: structured, output_schema: S}]\nschemas: {S: s.json}", map[string]string{"s.json": `{"type": 12}`}, `schema "S"`, nil},
-		{"empty key variable", "model: {provider: openai-compatible, base_url: 'http://127.0.0.1:1/v1', api_key_env: CAIRN_TEST_NO_SUCH_KEY, model_name: m}", nil, "CAIRN_TEST_NO_SUCH_KEY", spec.ErrMissingKey},
+		{"empty key variable", "model: {provider: openai-compatible, base_url: 'http://127.0.0.1:1/v1', api_key_env: CAIRN_TEST_NO_SUCH_KEY, model_name: m}", nil, "CAIRN_TEST_NO_SUCH_KEY", agentfile.ErrMissingKey},
 		{"missing OpenAI key", "model: {provider: openai-compatible, model_name: gpt-4o}", nil, "OPENAI_API_KEY", nil},
 		{"missing Anthropic key", "model: {provider: anthropic, model_name: claude}", nil, "ANTHROPIC_API_KEY", nil},
 		{"unknown handoff", "model: {provider: scripted, script: r.yaml}\nhandoff: {enabled: true, agent_id: ghost.md}", nil, "ghost.md", nil},
-		{"handoff outside", "model: {provider: scripted, script: r.yaml}\nhandoff: {enabled: true, agent_id: ../next.md}", nil, "handoff.agent_id", spec.ErrUnsafePath},
+		{"handoff outside", "model: {provider: scripted, script: r.yaml}\nhandoff: {enabled: true, agent_id: ../next.md}", nil, "handoff.agent_id", agentfile.ErrUnsafePath},
 		{"bad handoff file", "model: {provider: scripted, script: r.yaml}\nhandoff: {enabled: true, agent_id: next}", map[string]string{"next.md": "---\nname: n\ncolour: red\n---\n## Instructions\nx\n"}, "next.md:3", nil},
 		{"handoff loop", "model: {provider: scripted, script: r.yaml}\nhandoff: {enabled: true, agent_id: a.md}", nil, "comes back", nil},
-		{"safe_dir above the allowed dir", "model: {provider: scripted, script: r.yaml}\nsafe_dir: ..", nil, "--safe-dir", spec.ErrUnsafePath},
-		{"safe_dir root", "model: {provider: scripted, script: r.yaml}\nsafe_dir: /", nil, "--safe-dir", spec.ErrUnsafePath},
+		{"safe_dir above the allowed dir", "model: {provider: scripted, script: r.yaml}\nsafe_dir: ..", nil, "--safe-dir", agentfile.ErrUnsafePath},
+		{"safe_dir root", "model: {provider: scripted, script: r.yaml}\nsafe_dir: /", nil, "--safe-dir", agentfile.ErrUnsafePath},
 		{"unknown provider", "model: {provider: magic}", nil, `model.provider: model: unknown provider "magic"`, model.ErrUnknownProvider},
-		{"unknown tool", "model: {provider: scripted, script: r.yaml}\ntools: [shell]", nil, `a.md:4: unknown tool "shell"`, spec.ErrToolName},
+		{"unknown tool", "model: {provider: scripted, script: r.yaml}\ntools: [shell]", nil, `a.md:4: unknown tool "shell"`, agentfile.ErrToolName},
 		{"bad secrets pattern", "model: {provider: scripted, script: r.yaml}\nsecrets: {patterns: ['(']}", nil, "secrets", nil},
 	}
 	for _, tc := range tests {
@@ -81,7 +81,7 @@ func TestCheckAgentRefusesUpFront(t *testing.T) {
 			}
 			writeFiles(t, dir, files)
 			writeFiles(t, filepath.Dir(dir), map[string]string{"r.yaml": replies, "next.md": "---\nname: n\n---\n## Instructions\nx\n"})
-			a, err := spec.LoadAgentFile(filepath.Join(dir, "a.md"))
+			a, err := agentfile.Load(filepath.Join(dir, "a.md"))
 			if err != nil {
 				if strings.Contains(err.Error(), tc.want) {
 					return // refused when loading: earlier still
@@ -89,15 +89,15 @@ func TestCheckAgentRefusesUpFront(t *testing.T) {
 				t.Fatal(err)
 			}
 			getenv := func(string) string { return "" }
-			err = spec.CheckAgent(a, spec.RunConfig{Getenv: getenv})
-			var se *spec.SpecError
-			if !errors.As(err, &se) || !errors.Is(err, spec.ErrSpec) || !strings.Contains(err.Error(), tc.want) || (tc.is != nil && !errors.Is(err, tc.is)) {
-				t.Fatalf("CheckAgent: %v; want a SpecError with %q (%v)", err, tc.want, tc.is)
+			err = agentfile.Check(a, agentfile.RunConfig{Getenv: getenv})
+			var se *agentfile.FileError
+			if !errors.As(err, &se) || !errors.Is(err, agentfile.ErrInvalidFile) || !strings.Contains(err.Error(), tc.want) || (tc.is != nil && !errors.Is(err, tc.is)) {
+				t.Fatalf("Check: %v; want a FileError with %q (%v)", err, tc.want, tc.is)
 			}
 			s := memory.Open(store.Options{})
-			_, err = spec.RunAgent(context.Background(), a, spec.RunConfig{Store: s, Thread: "t", Getenv: getenv, NewThread: map[string]any{"kind": "agent"}})
-			if !errors.Is(err, spec.ErrSpec) {
-				t.Fatalf("RunAgent: %v", err)
+			_, err = agentfile.Run(context.Background(), a, agentfile.RunConfig{Store: s, Thread: "t", Getenv: getenv, NewThread: map[string]any{"kind": "agent"}})
+			if !errors.Is(err, agentfile.ErrInvalidFile) {
+				t.Fatalf("Run: %v", err)
 			}
 			if _, err := s.Thread(context.Background(), "t"); !errors.Is(err, store.ErrNotFound) {
 				t.Fatalf("a refused run left a thread: %v", err)
@@ -117,14 +117,14 @@ func TestSafeDirAllowedRoot(t *testing.T) {
 	writeFiles(t, top, map[string]string{"r.yaml": "replies:\n  - text: hi\n"})
 	writeFiles(t, dir, map[string]string{"a.md": "---\nname: a\nmodel: {provider: scripted, script: ../r.yaml}\nsafe_dir: ..\noutput: {file: ../out/a.txt}\n---\n## Instructions\nx\n"})
 	a := loadAgent(t, filepath.Join(dir, "a.md"))
-	if err := spec.CheckAgent(a, spec.RunConfig{}); !errors.Is(err, spec.ErrUnsafePath) {
+	if err := agentfile.Check(a, agentfile.RunConfig{}); !errors.Is(err, agentfile.ErrUnsafePath) {
 		t.Fatalf("default allowed dir: %v", err)
 	}
-	res, err := spec.RunAgent(context.Background(), a, spec.RunConfig{Store: memory.Open(store.Options{}), Thread: "t", AllowedRoot: top})
+	res, err := agentfile.Run(context.Background(), a, agentfile.RunConfig{Store: memory.Open(store.Options{}), Thread: "t", AllowedRoot: top})
 	if err != nil || res.OutputFile != filepath.Join(mustReal(t, top), "out", "a.txt") {
 		t.Fatalf("allowed wider: %+v %v", res, err)
 	}
-	if err := spec.CheckAgent(a, spec.RunConfig{AllowedRoot: dir}); !errors.Is(err, spec.ErrUnsafePath) {
+	if err := agentfile.Check(a, agentfile.RunConfig{AllowedRoot: dir}); !errors.Is(err, agentfile.ErrUnsafePath) {
 		t.Fatalf("allowed narrower: %v", err)
 	}
 }
@@ -149,8 +149,8 @@ func TestSymlinksCannotEscape(t *testing.T) {
 		front   string
 		replies string
 		links   map[string]string // name in the safe dir → target
-		swap    map[string]string // links made after CheckAgent, before the run
-		refused bool              // CheckAgent refuses
+		swap    map[string]string // links made after Check, before the run
+		refused bool              // Check refuses
 	}{
 		{name: "output through a dangling link", front: "output: {file: out.txt}", links: map[string]string{"out.txt": filepath.Join(outside, "made.txt")}, refused: true},
 		{name: "output swapped in after the check", front: "output: {file: out.txt}", swap: map[string]string{"out.txt": filepath.Join(outside, "made.txt")}},
@@ -187,15 +187,15 @@ func TestSymlinksCannotEscape(t *testing.T) {
 				}
 			}
 			a := loadAgent(t, filepath.Join(dir, "a.md"))
-			err := spec.CheckAgent(a, spec.RunConfig{})
+			err := agentfile.Check(a, agentfile.RunConfig{})
 			if tc.refused {
-				if !errors.Is(err, spec.ErrUnsafePath) && !errors.Is(err, spec.ErrSpec) {
-					t.Fatalf("CheckAgent: %v", err)
+				if !errors.Is(err, agentfile.ErrUnsafePath) && !errors.Is(err, agentfile.ErrInvalidFile) {
+					t.Fatalf("Check: %v", err)
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("CheckAgent: %v", err)
+				t.Fatalf("Check: %v", err)
 			}
 			for name, target := range tc.swap {
 				os.RemoveAll(filepath.Join(dir, name))
@@ -204,7 +204,7 @@ func TestSymlinksCannotEscape(t *testing.T) {
 				}
 			}
 			s := memory.Open(store.Options{})
-			res, err := spec.RunAgent(context.Background(), a, spec.RunConfig{Store: s, Thread: "t"})
+			res, err := agentfile.Run(context.Background(), a, agentfile.RunConfig{Store: s, Thread: "t"})
 			if _, serr := os.Stat(filepath.Join(outside, "made.txt")); serr == nil {
 				t.Fatalf("wrote outside the safe dir (run: %v)", err)
 			}
@@ -219,7 +219,7 @@ func TestSymlinksCannotEscape(t *testing.T) {
 					t.Fatalf("outside content reached the state: %s", b)
 				}
 			}
-			if len(tc.swap) > 0 && !errors.Is(err, spec.ErrSpec) {
+			if len(tc.swap) > 0 && !errors.Is(err, agentfile.ErrInvalidFile) {
 				t.Fatalf("output through a swapped link: %v", err)
 			}
 		})
@@ -241,10 +241,10 @@ func TestRerunOnThreadStartsFresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := spec.RunAgent(ctx, a, spec.RunConfig{Store: s, Thread: "t", Model: model, Input: spec.TextInput("inline", "run 1")}); err != nil {
+	if _, err := agentfile.Run(ctx, a, agentfile.RunConfig{Store: s, Thread: "t", Model: model, Input: agentfile.TextInput("inline", "run 1")}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := spec.RunAgent(ctx, a, spec.RunConfig{Store: s, Thread: "t", Model: model, Input: spec.TextInput("inline", "run 2")})
+	res, err := agentfile.Run(ctx, a, agentfile.RunConfig{Store: s, Thread: "t", Model: model, Input: agentfile.TextInput("inline", "run 2")})
 	if err != nil || string(res.FinalOutput) != `"four"` {
 		t.Fatalf("second run: %+v %v", res, err)
 	}
@@ -286,7 +286,7 @@ func TestLongChain(t *testing.T) {
 		fmt.Fprintf(&replies, "  - text: r%d\n", i)
 	}
 	writeFiles(t, dir, map[string]string{"a.md": front.String() + "---\n" + body.String(), "r.yaml": replies.String()})
-	res, err := spec.RunAgent(context.Background(), loadAgent(t, filepath.Join(dir, "a.md")), spec.RunConfig{Store: memory.Open(store.Options{}), Thread: "t"})
+	res, err := agentfile.Run(context.Background(), loadAgent(t, filepath.Join(dir, "a.md")), agentfile.RunConfig{Store: memory.Open(store.Options{}), Thread: "t"})
 	if err != nil || string(res.FinalOutput) != `"r39"` {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -298,7 +298,7 @@ func TestGoToolsChecked(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"r.yaml": "replies:\n  - text: hi\n",
 		"a.md": "---\nname: a\nmodel: {provider: scripted, script: r.yaml}\ntools: [read_file, stock]\n---\n## Instructions\nx\n"})
-	a, err := spec.LoadAgentFile(filepath.Join(dir, "a.md"))
+	a, err := agentfile.Load(filepath.Join(dir, "a.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,13 +315,13 @@ func TestGoToolsChecked(t *testing.T) {
 		want  error
 	}{
 		{"given", []agent.Tool{tool("stock")}, nil},
-		{"missing", nil, spec.ErrToolName},
-		{"taking a built-in's name", []agent.Tool{tool("stock"), tool("read_file")}, spec.ErrToolName},
+		{"missing", nil, agentfile.ErrToolName},
+		{"taking a built-in's name", []agent.Tool{tool("stock"), tool("read_file")}, agentfile.ErrToolName},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := spec.CheckAgent(a, spec.RunConfig{Tools: tc.tools})
+			err := agentfile.Check(a, agentfile.RunConfig{Tools: tc.tools})
 			if !errors.Is(err, tc.want) {
-				t.Fatalf("CheckAgent = %v, want %v", err, tc.want)
+				t.Fatalf("Check = %v, want %v", err, tc.want)
 			}
 		})
 	}

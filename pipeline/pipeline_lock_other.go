@@ -1,6 +1,6 @@
 //go:build !unix
 
-package spec
+package pipeline
 
 // lockDir is a no-op on systems without flock: each file is still replaced
 // atomically, but two processes writing one thread's files at once are not

@@ -1,4 +1,4 @@
-package spec_test
+package agentfile_test
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/cairn-dev/cairn/agent"
+	"github.com/cairn-dev/cairn/agentfile"
 	"github.com/cairn-dev/cairn/model"
-	"github.com/cairn-dev/cairn/spec"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/memory"
 )
@@ -64,13 +64,13 @@ Is A-17 in stock?
 	models := model.Defaults() // the built-in providers, plus ours
 	models.Register("house", houseProvider{})
 
-	a, err := spec.LoadAgentFile(filepath.Join(dir, "clerk.md"))
+	a, err := agentfile.Load(filepath.Join(dir, "clerk.md"))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	res, err := spec.RunAgent(context.Background(), a, spec.RunConfig{Store: memory.Open(store.Options{}), Thread: "t1",
-		Input: spec.TextInput("inline", "A-17"), Models: models, Tools: []agent.Tool{lookup}, NewThread: map[string]any{}})
+	res, err := agentfile.Run(context.Background(), a, agentfile.RunConfig{Store: memory.Open(store.Options{}), Thread: "t1",
+		Input: agentfile.TextInput("inline", "A-17"), Models: models, Tools: []agent.Tool{lookup}, NewThread: map[string]any{}})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -1,4 +1,4 @@
-package spec
+package pipeline
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/agent"
+	"github.com/cairn-dev/cairn/agentfile"
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/model"
 	"github.com/cairn-dev/cairn/redact"
@@ -23,8 +24,8 @@ import (
 // the pipeline's request) and returns its own output.
 type GateStep func(ctx context.Context, input json.RawMessage) (json.RawMessage, error)
 
-// PipelineConfig says where and how a pipeline runs.
-type PipelineConfig struct {
+// Config says where and how a pipeline runs.
+type Config struct {
 	Store    store.Store
 	Thread   string
 	Model    agent.Model // overrides every gate agent's model
@@ -32,7 +33,7 @@ type PipelineConfig struct {
 	Observer func(flow.Event)
 	Getenv   func(string) string
 	// Models and Tools are handed to every gate's agent file (see
-	// RunConfig).
+	// agentfile.RunConfig).
 	Models *model.Registry
 	Tools  []agent.Tool
 	// Warn receives warnings (a previous gate's output unusable).
@@ -49,32 +50,32 @@ type GateReport struct {
 	Duration time.Duration
 }
 
-// PipelineResult is how a pipeline run ended.
-type PipelineResult struct {
+// Result is how a pipeline run ended.
+type Result struct {
 	Thread   string
 	Result   flow.Result
-	Pipeline PipelineFile
+	Pipeline File
 	Gates    map[int]GateFile
 	// Dir is the folder of the thread's gate and pipeline files.
 	Dir string
 }
 
-// ErrPipelineFinished: the pipeline on this thread has run all its gates;
+// ErrFinished: the pipeline on this thread has run all its gates;
 // a new run needs a new thread (or a fork of this one).
-var ErrPipelineFinished = errors.New("spec: pipeline finished")
+var ErrFinished = errors.New("pipeline: pipeline finished")
 
-// PipelineFinishedError says a thread's pipeline is done, and how.
-type PipelineFinishedError struct {
+// FinishedError says a thread's pipeline is done, and how.
+type FinishedError struct {
 	Thread string
 	Status string
 }
 
-func (e *PipelineFinishedError) Error() string {
+func (e *FinishedError) Error() string {
 	return fmt.Sprintf("pipeline thread %q is finished (%s)", e.Thread, e.Status)
 }
 
-// Unwrap returns ErrPipelineFinished.
-func (e *PipelineFinishedError) Unwrap() error { return ErrPipelineFinished }
+// Unwrap returns ErrFinished.
+func (e *FinishedError) Unwrap() error { return ErrFinished }
 
 var pipelineSchema = state.MustSchema(
 	state.WithField("pipeline", state.ReducerReplace),
@@ -84,56 +85,58 @@ var pipelineSchema = state.MustSchema(
 
 // Check verifies, before anything is stored, that every gate can run: the
 // state_dir (created if missing), each agent file, its handoffs, schemas,
-// script, model and API key, and each Go step. Errors are *SpecError naming the file and line.
-func (p *Pipeline) Check(cfg PipelineConfig) error {
+// script, model and API key, and each Go step. Errors are *agentfile.FileError naming the file and line.
+func (p *Pipeline) Check(cfg Config) error {
 	if err := os.MkdirAll(p.BaseStateDir(), 0o755); err != nil {
-		return &SpecError{File: p.Path, Msg: fmt.Sprintf("state_dir: %v", err), Err: err}
+		return &agentfile.FileError{File: p.Path, Msg: fmt.Sprintf("state_dir: %v", err), Err: err}
 	}
 	for _, g := range p.Gates {
 		if g.Step != "" {
 			if cfg.Steps[g.Step] == nil {
-				return &SpecError{File: p.Path, Line: g.line, Msg: fmt.Sprintf("gate %d: no registered step %q", g.Gate, g.Step)}
+				return &agentfile.FileError{File: p.Path, Line: g.line, Msg: fmt.Sprintf("gate %d: no registered step %q", g.Gate, g.Step)}
 			}
 			continue
 		}
-		af, err := LoadAgentFile(p.rel(g.Agent))
+		af, err := agentfile.Load(p.rel(g.Agent))
 		if err != nil {
-			return &SpecError{File: p.Path, Line: g.line, Msg: fmt.Sprintf("gate %d: %v", g.Gate, err), Err: err}
+			return &agentfile.FileError{File: p.Path, Line: g.line, Msg: fmt.Sprintf("gate %d: %v", g.Gate, err), Err: err}
 		}
-		pr, err := prepare(af, p.agentConfig(cfg, g.Gate, nil))
-		if err != nil {
-			return &SpecError{File: p.Path, Line: g.line, Msg: fmt.Sprintf("gate %d: %v", g.Gate, err), Err: err}
+		if err := agentfile.Check(af, p.agentConfig(cfg, g.Gate, nil)); err != nil {
+			return &agentfile.FileError{File: p.Path, Line: g.line, Msg: fmt.Sprintf("gate %d: %v", g.Gate, err), Err: err}
 		}
-		pr.close()
 	}
 	return nil
 }
 
 // agentConfig is how a gate's agent file runs: in the pipeline's folder,
 // with the pipeline's secrets redacted.
-func (p *Pipeline) agentConfig(cfg PipelineConfig, gate int, in json.RawMessage) RunConfig {
-	return RunConfig{Store: cfg.Store, Thread: cfg.Thread, Model: cfg.Model, Observer: cfg.Observer, Getenv: cfg.Getenv, Models: cfg.Models, Tools: cfg.Tools,
+func (p *Pipeline) agentConfig(cfg Config, gate int, in json.RawMessage) agentfile.RunConfig {
+	return agentfile.RunConfig{Store: cfg.Store, Thread: cfg.Thread, Model: cfg.Model, Observer: cfg.Observer, Getenv: cfg.Getenv, Models: cfg.Models, Tools: cfg.Tools,
 		AllowedRoot: filepath.Dir(p.Path), Redact: p.redactor,
-		Input: Input{Source: gateNode(gate) + "-input", Kind: "json", Content: in}}
+		Input: agentfile.Input{Source: gateNode(gate) + "-input", Kind: "json", Content: in}}
 }
 
-// RunPipeline runs a pipeline on a thread: a new thread starts at the first
+// Run runs a pipeline on a thread: a new thread starts at the first
 // gate; a thread that stopped (a failed gate, a crash) or a fork resumes,
 // and only gates not completed run; a finished one is refused with
-// ErrPipelineFinished. The whole pipeline is checked first (Check): a bad
+// ErrFinished. The whole pipeline is checked first (Check): a bad
 // file stores nothing. The gate and pipeline files in StateDirOf(thread)
 // are written after each commit, from the committed state. Everything
 // stored, written, shown or returned is redacted with the file's secrets.
-func RunPipeline(ctx context.Context, p *Pipeline, cfg PipelineConfig) (*PipelineResult, error) {
+func Run(ctx context.Context, p *Pipeline, cfg Config) (*Result, error) {
 	res, err := runPipeline(ctx, p, cfg)
 	return res, p.redactor.Error(err)
 }
 
-func runPipeline(ctx context.Context, p *Pipeline, cfg PipelineConfig) (*PipelineResult, error) {
+func runPipeline(ctx context.Context, p *Pipeline, cfg Config) (*Result, error) {
 	if err := p.Check(cfg); err != nil {
 		return nil, err
 	}
-	red, err := p.runRedactor(cfg.Getenv, RunConfig{Models: cfg.Models}.models())
+	models := cfg.Models
+	if models == nil {
+		models = model.Defaults()
+	}
+	red, err := p.runRedactor(cfg.Getenv, models)
 	if err != nil {
 		return nil, err
 	}
@@ -149,15 +152,15 @@ func (p *Pipeline) runRedactor(getenv func(string) string, models *model.Registr
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	rc := p.Secrets.config()
+	rc := p.Secrets.RedactConfig()
 	var keys []string
 	for _, g := range p.Gates {
 		if g.Agent == "" {
 			continue
 		}
-		af, err := LoadAgentFile(p.rel(g.Agent))
+		af, err := agentfile.Load(p.rel(g.Agent))
 		if err != nil {
-			return nil, &SpecError{File: p.Path, Line: g.line, Msg: fmt.Sprintf("gate %d: %v", g.Gate, err), Err: err}
+			return nil, &agentfile.FileError{File: p.Path, Line: g.line, Msg: fmt.Sprintf("gate %d: %v", g.Gate, err), Err: err}
 		}
 		rc.Keys = append(rc.Keys, af.Secrets.Keys...)
 		rc.Patterns = append(rc.Patterns, af.Secrets.Patterns...)
@@ -167,22 +170,22 @@ func (p *Pipeline) runRedactor(getenv func(string) string, models *model.Registr
 	}
 	r, err := redact.New(rc)
 	if err != nil {
-		return nil, &SpecError{File: p.Path, Msg: "secrets: " + err.Error(), Err: err}
+		return nil, &agentfile.FileError{File: p.Path, Msg: "secrets: " + err.Error(), Err: err}
 	}
 	return r.WithSecrets(keys...), nil
 }
 
 // run runs the pipeline on cfg.Thread: it starts a new thread, resumes an
 // unfinished one, and refuses a finished one.
-func (p *Pipeline) run(ctx context.Context, cfg PipelineConfig) (*PipelineResult, error) {
+func (p *Pipeline) run(ctx context.Context, cfg Config) (*Result, error) {
 	head, err := cfg.Store.Load(ctx, store.LoadRequest{Thread: cfg.Thread})
 	fresh := errors.Is(err, store.ErrNotFound)
 	if err != nil && !fresh {
 		return nil, err
 	}
 	if !fresh {
-		if st, done := PipelineFinished(head); done {
-			return nil, &PipelineFinishedError{Thread: cfg.Thread, Status: st}
+		if st, done := Finished(head); done {
+			return nil, &FinishedError{Thread: cfg.Thread, Status: st}
 		}
 	}
 	fw := &fileWriter{p: p, s: cfg.Store, thread: cfg.Thread, onGate: cfg.OnGate}
@@ -219,13 +222,13 @@ func (p *Pipeline) run(ctx context.Context, cfg PipelineConfig) (*PipelineResult
 	return p.result(ctx, cfg, res), err
 }
 
-// PipelineFinished reports whether a pipeline thread's head ends the
+// Finished reports whether a pipeline thread's head ends the
 // pipeline, and its final status.
-func PipelineFinished(head store.Checkpoint) (string, bool) {
+func Finished(head store.Checkpoint) (string, bool) {
 	if head.Status != store.StatusSuccess || len(head.Meta.Next) > 0 || len(head.Meta.Tasks) > 0 {
 		return "", false
 	}
-	var pf PipelineFile
+	var pf File
 	if !head.State.Has("pipeline") || head.State.Get("pipeline", &pf) != nil {
 		return "", false
 	}
@@ -239,13 +242,13 @@ func (p *Pipeline) startUpdate() state.Update {
 	for _, g := range p.Gates {
 		names[strconv.Itoa(g.Gate)] = g.Name
 	}
-	pf := PipelineFile{Status: PipelineInProgress, CurrentGate: p.Gates[0].Gate, CompletedGates: []int{}, Metadata: p.sanitizedMetadata()}
+	pf := File{Status: PipelineInProgress, CurrentGate: p.Gates[0].Gate, CompletedGates: []int{}, Metadata: p.sanitizedMetadata()}
 	return state.Update{"pipeline": pf, "agents": names}
 }
 
 // result reads the run's outcome from the committed head.
-func (p *Pipeline) result(ctx context.Context, cfg PipelineConfig, res flow.Result) *PipelineResult {
-	out := &PipelineResult{Thread: cfg.Thread, Result: res, Gates: map[int]GateFile{}, Dir: p.StateDirOf(cfg.Thread)}
+func (p *Pipeline) result(ctx context.Context, cfg Config, res flow.Result) *Result {
+	out := &Result{Thread: cfg.Thread, Result: res, Gates: map[int]GateFile{}, Dir: p.StateDirOf(cfg.Thread)}
 	head, err := cfg.Store.Load(context.WithoutCancel(ctx), store.LoadRequest{Thread: cfg.Thread})
 	if err != nil {
 		return out
@@ -262,7 +265,7 @@ func (p *Pipeline) result(ctx context.Context, cfg PipelineConfig, res flow.Resu
 }
 
 // compile turns the pipeline into a flow graph: one node per gate.
-func (p *Pipeline) compile(cfg PipelineConfig) (*flow.Compiled, error) {
+func (p *Pipeline) compile(cfg Config) (*flow.Compiled, error) {
 	g := flow.NewGraph(pipelineSchema)
 	var names []string
 	for i, gs := range p.Gates {
@@ -282,9 +285,9 @@ func (p *Pipeline) compile(cfg PipelineConfig) (*flow.Compiled, error) {
 // runner records FAILED, and the files say so); a conflict with another
 // writer aborts the run without committing anything (the runner commits
 // nothing for a node error that is a store conflict).
-func (p *Pipeline) gateNode(cfg PipelineConfig, gs GateSpec, prev *GateSpec, last bool) flow.NodeFunc {
+func (p *Pipeline) gateNode(cfg Config, gs GateSpec, prev *GateSpec, last bool) flow.NodeFunc {
 	return func(ctx context.Context, d state.Doc) (state.Update, error) {
-		var pf PipelineFile
+		var pf File
 		if err := d.Get("pipeline", &pf); err != nil {
 			return nil, err
 		}
@@ -325,7 +328,7 @@ func finalStatus(d state.Doc, last GateFile) string {
 	return status
 }
 
-func gateMetadata(m PipelineMetadata) GateMetadata {
+func gateMetadata(m Metadata) GateMetadata {
 	return GateMetadata{Domain: Sanitize(m.Domain), Feature: Sanitize(m.Feature), URL: m.URL}
 }
 
@@ -383,15 +386,15 @@ func (p *Pipeline) gateInput(d state.Doc, prev *GateSpec, warn func(string)) jso
 
 // runGate runs a gate's agent file (in namespace gateN of the thread) or
 // its registered Go step.
-func (p *Pipeline) runGate(ctx context.Context, cfg PipelineConfig, gs GateSpec, input json.RawMessage) (json.RawMessage, error) {
+func (p *Pipeline) runGate(ctx context.Context, cfg Config, gs GateSpec, input json.RawMessage) (json.RawMessage, error) {
 	if gs.Step != "" {
 		fn := cfg.Steps[gs.Step]
 		if fn == nil {
-			return nil, fmt.Errorf("%w: gate %d: no registered step %q", ErrSpec, gs.Gate, gs.Step)
+			return nil, fmt.Errorf("%w: gate %d: no registered step %q", agentfile.ErrInvalidFile, gs.Gate, gs.Step)
 		}
 		return fn(ctx, input)
 	}
-	af, err := LoadAgentFile(p.rel(gs.Agent))
+	af, err := agentfile.Load(p.rel(gs.Agent))
 	if err != nil {
 		return nil, err
 	}
@@ -400,7 +403,13 @@ func (p *Pipeline) runGate(ctx context.Context, cfg PipelineConfig, gs GateSpec,
 	if err != nil {
 		return nil, err
 	}
-	res, err := runAgent(ctx, af, p.agentConfig(cfg, gs.Gate, input), ns, resume)
+	run := agentfile.Run
+	if resume {
+		run = agentfile.Resume
+	}
+	acfg := p.agentConfig(cfg, gs.Gate, input)
+	acfg.Namespace = ns
+	res, err := run(ctx, af, acfg)
 	if err != nil {
 		return nil, err
 	}

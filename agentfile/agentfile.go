@@ -1,4 +1,4 @@
-package spec
+package agentfile
 
 import (
 	"bytes"
@@ -12,15 +12,16 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/cairn-dev/cairn/internal/readfile"
+	"github.com/cairn-dev/cairn/internal/yamlerr"
 	"github.com/cairn-dev/cairn/redact"
 )
 
-// ErrSpec: an agent file or pipeline file is malformed. Errors say which
+// ErrInvalidFile: an agent file or pipeline file is malformed. Errors say which
 // file and line.
-var ErrSpec = errors.New("spec: invalid file")
+var ErrInvalidFile = errors.New("agentfile: invalid file")
 
-// SpecError names the file and line of a problem.
-type SpecError struct {
+// FileError names the file and line of a problem.
+type FileError struct {
 	File string
 	Line int // 0 when the whole file is concerned
 	Msg  string
@@ -29,19 +30,19 @@ type SpecError struct {
 	Err error
 }
 
-func (e *SpecError) Error() string {
+func (e *FileError) Error() string {
 	if e.Line > 0 {
 		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
 	}
 	return fmt.Sprintf("%s: %s", e.File, e.Msg)
 }
 
-// Unwrap returns ErrSpec and the underlying error.
-func (e *SpecError) Unwrap() []error {
+// Unwrap returns ErrInvalidFile and the underlying error.
+func (e *FileError) Unwrap() []error {
 	if e.Err != nil {
-		return []error{ErrSpec, e.Err}
+		return []error{ErrInvalidFile, e.Err}
 	}
-	return []error{ErrSpec}
+	return []error{ErrInvalidFile}
 }
 
 // ModelSpec configures the model of an agent file.
@@ -77,14 +78,23 @@ type HandoffSpec struct {
 	InputMode string `yaml:"input_mode"` // final_output (default)
 }
 
-// config is the redact configuration the spec describes (SecretsSpec is
-// shared with pipeline files).
-func (s SecretsSpec) config() redact.Config {
+// SecretsSpec says what a run redacts before anything is stored, shown or
+// written (pipeline files and agent files). Keys and Patterns add to the
+// defaults of package redact (password, token, api_key, sk-…, Bearer …);
+// defaults: false turns the defaults off.
+type SecretsSpec struct {
+	Keys     []string `yaml:"keys"`     // object keys whose values are redacted
+	Patterns []string `yaml:"patterns"` // regular expressions redacted in strings
+	Defaults *bool    `yaml:"defaults"` // default true
+}
+
+// RedactConfig is the redact configuration the section describes.
+func (s SecretsSpec) RedactConfig() redact.Config {
 	return redact.Config{Keys: s.Keys, Patterns: s.Patterns, NoDefaults: s.Defaults != nil && !*s.Defaults}
 }
 
-// AgentFile is a parsed agent file (Quick Agent's format).
-type AgentFile struct {
+// File is a parsed agent file (Quick Agent's format).
+type File struct {
 	Path        string                `yaml:"-"`
 	Name        string                `yaml:"name"`
 	Description string                `yaml:"description"`
@@ -105,26 +115,26 @@ type AgentFile struct {
 	toolLine int // the line of tools:, for errors
 }
 
-// LoadAgentFile reads and checks an agent file.
-func LoadAgentFile(path string) (*AgentFile, error) {
+// Load reads and checks an agent file.
+func Load(path string) (*File, error) {
 	b, err := readfile.Read(path)
 	if err != nil {
-		return nil, &SpecError{File: path, Msg: err.Error(), Err: err}
+		return nil, &FileError{File: path, Msg: err.Error(), Err: err}
 	}
-	return ParseAgentFile(path, b)
+	return Parse(path, b)
 }
 
 var sectionRE = regexp.MustCompile(`^##\s+(Instructions|System prompt|step:\s*([A-Za-z0-9_.-]+))\s*$`)
 
-// ParseAgentFile parses Markdown with YAML front matter. The body splits
+// Parse parses Markdown with YAML front matter. The body splits
 // only at "## Instructions", "## System prompt" and "## step:<id>"; other
 // headings stay in the section they are in.
-func ParseAgentFile(path string, data []byte) (*AgentFile, error) {
+func Parse(path string, data []byte) (*File, error) {
 	front, body, bodyLine, err := splitFrontMatter(path, data)
 	if err != nil {
 		return nil, err
 	}
-	a := &AgentFile{Path: path}
+	a := &File{Path: path}
 	if err := a.decodeFrontMatter(front); err != nil {
 		return nil, err
 	}
@@ -140,11 +150,11 @@ func ParseAgentFile(path string, data []byte) (*AgentFile, error) {
 func splitFrontMatter(path string, data []byte) (front, body string, bodyLine int, err error) {
 	text := strings.ReplaceAll(string(data), "\r\n", "\n")
 	if !strings.HasPrefix(text, "---\n") {
-		return "", "", 0, &SpecError{File: path, Line: 1, Msg: "an agent file starts with YAML front matter between --- lines"}
+		return "", "", 0, &FileError{File: path, Line: 1, Msg: "an agent file starts with YAML front matter between --- lines"}
 	}
 	end := strings.Index(text[4:], "\n---")
 	if end < 0 {
-		return "", "", 0, &SpecError{File: path, Line: 1, Msg: "front matter is not closed by a --- line"}
+		return "", "", 0, &FileError{File: path, Line: 1, Msg: "front matter is not closed by a --- line"}
 	}
 	front = text[4 : 4+end+1]
 	body = text[4+end+4:]
@@ -159,13 +169,13 @@ func splitFrontMatter(path string, data []byte) (front, body string, bodyLine in
 // decodeFrontMatter decodes the front matter strictly (unknown keys are
 // errors with their line), keeping schemas: as YAML nodes and the lines
 // of the chain steps and the tools for later errors.
-func (a *AgentFile) decodeFrontMatter(front string) error {
+func (a *File) decodeFrontMatter(front string) error {
 	var root yaml.Node
 	if err := yaml.Unmarshal([]byte(front), &root); err != nil {
-		return yamlError(a.Path, err, 1)
+		return YAMLError(a.Path, err, nil, 1, "")
 	}
 	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
-		return &SpecError{File: a.Path, Line: 2, Msg: "front matter must be a YAML mapping"}
+		return &FileError{File: a.Path, Line: 2, Msg: "front matter must be a YAML mapping"}
 	}
 	m := root.Content[0]
 	rest, err := a.takeSchemas(m)
@@ -174,12 +184,12 @@ func (a *AgentFile) decodeFrontMatter(front string) error {
 	}
 	strict, err := yaml.Marshal(rest)
 	if err != nil {
-		return &SpecError{File: a.Path, Msg: err.Error()}
+		return &FileError{File: a.Path, Msg: err.Error()}
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(strict))
 	dec.KnownFields(true)
 	if err := dec.Decode(a); err != nil && !errors.Is(err, io.EOF) {
-		return yamlErrorAt(a.Path, err, rest, 1, "front-matter key")
+		return YAMLError(a.Path, err, rest, 1, "front-matter key")
 	}
 	a.noteLines(m)
 	return nil
@@ -187,7 +197,7 @@ func (a *AgentFile) decodeFrontMatter(front string) error {
 
 // takeSchemas takes schemas: (free-form YAML: paths or inline schemas) from
 // the front matter's mapping and returns the other keys.
-func (a *AgentFile) takeSchemas(m *yaml.Node) (*yaml.Node, error) {
+func (a *File) takeSchemas(m *yaml.Node) (*yaml.Node, error) {
 	rest := &yaml.Node{Kind: yaml.MappingNode}
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k, v := m.Content[i], m.Content[i+1]
@@ -196,7 +206,7 @@ func (a *AgentFile) takeSchemas(m *yaml.Node) (*yaml.Node, error) {
 			continue
 		}
 		if v.Kind != yaml.MappingNode {
-			return nil, &SpecError{File: a.Path, Line: v.Line + 1, Msg: "schemas: must map names to schema files or inline schemas"}
+			return nil, &FileError{File: a.Path, Line: v.Line + 1, Msg: "schemas: must map names to schema files or inline schemas"}
 		}
 		a.Schemas = map[string]*yaml.Node{}
 		for j := 0; j+1 < len(v.Content); j += 2 {
@@ -207,7 +217,7 @@ func (a *AgentFile) takeSchemas(m *yaml.Node) (*yaml.Node, error) {
 }
 
 // noteLines records the file lines of the chain steps and of tools:.
-func (a *AgentFile) noteLines(m *yaml.Node) {
+func (a *File) noteLines(m *yaml.Node) {
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k, v := m.Content[i], m.Content[i+1]
 		switch k.Value {
@@ -225,7 +235,7 @@ func (a *AgentFile) noteLines(m *yaml.Node) {
 
 // readSections splits the body at its "## Instructions", "## System
 // prompt" and "## step:<id>" headings.
-func (a *AgentFile) readSections(body string) {
+func (a *File) readSections(body string) {
 	a.Sections = map[string]string{}
 	var cur string
 	var buf []string
@@ -256,86 +266,66 @@ func (a *AgentFile) readSections(body string) {
 	flush()
 }
 
-var (
-	lineRE    = regexp.MustCompile(`line (\d+): (.*)`)
-	unknownRE = regexp.MustCompile(`field (\S+) not found in type \S+`)
-)
-
-// yamlError turns a YAML error into a SpecError at the file's line (the
-// front matter starts offset lines into the file).
-func yamlError(path string, err error, offset int) error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	msg = strings.TrimPrefix(msg, "unmarshal errors:\n")
-	line := 0
-	if m := lineRE.FindStringSubmatch(msg); m != nil {
-		fmt.Sscan(m[1], &line)
-		line += offset
-		msg = m[2]
-	}
-	return &SpecError{File: path, Line: line, Msg: strings.TrimSpace(msg)}
-}
-
-// yamlErrorAt reports a strict-decoding error at the line of the original
-// key in n (whose lines are offset lines into the file); what names the
-// kind of key ("front-matter key", "pipeline key").
-func yamlErrorAt(path string, err error, n *yaml.Node, offset int, what string) error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n")
-	if m := unknownRE.FindStringSubmatch(msg); m != nil {
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == m[1] {
-				return &SpecError{File: path, Line: n.Content[i].Line + offset, Msg: fmt.Sprintf("unknown %s %q", what, m[1])}
-			}
+// YAMLError turns an error of decoding YAML into a *FileError at its line
+// in the file (the YAML starts offset lines into it). With keys (the
+// mapping that was decoded strictly), an unknown key is reported at its
+// own line as "unknown <what> KEY". Pipelines report their YAML errors
+// through it too.
+func YAMLError(path string, err error, keys *yaml.Node, offset int, what string) error {
+	if keys != nil {
+		if key, line, ok := yamlerr.UnknownKey(err, keys, offset); ok {
+			return &FileError{File: path, Line: line, Msg: fmt.Sprintf("unknown %s %q", what, key)}
 		}
-		return &SpecError{File: path, Msg: fmt.Sprintf("unknown %s %q", what, m[1])}
 	}
-	if m := lineRE.FindStringSubmatch(msg); m != nil {
-		msg = m[2]
+	line, msg := yamlerr.Where(err, offset)
+	if keys != nil {
+		line = 0 // strict decoding re-encodes the YAML: its lines are not the file's
 	}
-	return &SpecError{File: path, Msg: strings.TrimSpace(msg)}
+	return &FileError{File: path, Line: line, Msg: msg}
 }
 
-func (a *AgentFile) check(bodyLine int) error {
+func (a *File) check(bodyLine int) error {
 	if a.Name == "" {
-		return &SpecError{File: a.Path, Line: 2, Msg: "name: is required"}
+		return &FileError{File: a.Path, Line: 2, Msg: "name: is required"}
 	}
 	switch a.Output.Format {
 	case "", "json", "markdown":
 	default:
-		return &SpecError{File: a.Path, Msg: fmt.Sprintf("output.format %q: want json or markdown", a.Output.Format)}
+		return &FileError{File: a.Path, Msg: fmt.Sprintf("output.format %q: want json or markdown", a.Output.Format)}
 	}
 	seen := map[string]bool{}
 	for _, st := range a.Chain {
 		switch {
 		case st.ID == "":
-			return &SpecError{File: a.Path, Line: st.line, Msg: "a chain step needs an id"}
+			return &FileError{File: a.Path, Line: st.line, Msg: "a chain step needs an id"}
 		case seen[st.ID]:
-			return &SpecError{File: a.Path, Line: st.line, Msg: fmt.Sprintf("chain step %q appears twice", st.ID)}
+			return &FileError{File: a.Path, Line: st.line, Msg: fmt.Sprintf("chain step %q appears twice", st.ID)}
 		case st.Kind != "text" && st.Kind != "structured":
-			return &SpecError{File: a.Path, Line: st.line, Msg: fmt.Sprintf("step %q: unknown kind %q (text or structured)", st.ID, st.Kind)}
+			return &FileError{File: a.Path, Line: st.line, Msg: fmt.Sprintf("step %q: unknown kind %q (text or structured)", st.ID, st.Kind)}
 		case st.Kind == "structured" && st.OutputSchema == "":
-			return &SpecError{File: a.Path, Line: st.line, Msg: fmt.Sprintf("structured step %q needs output_schema", st.ID)}
+			return &FileError{File: a.Path, Line: st.line, Msg: fmt.Sprintf("structured step %q needs output_schema", st.ID)}
 		}
 		if st.OutputSchema != "" {
 			if _, ok := a.Schemas[st.OutputSchema]; !ok {
-				return &SpecError{File: a.Path, Line: st.line, Msg: fmt.Sprintf("step %q: unknown schema %q (declare it under schemas:)", st.ID, st.OutputSchema)}
+				return &FileError{File: a.Path, Line: st.line, Msg: fmt.Sprintf("step %q: unknown schema %q (declare it under schemas:)", st.ID, st.OutputSchema)}
 			}
 		}
 		if _, ok := a.Sections[st.section()]; !ok {
-			return &SpecError{File: a.Path, Line: st.line, Msg: fmt.Sprintf("step %q: no \"## %s\" section in the body", st.ID, st.section())}
+			return &FileError{File: a.Path, Line: st.line, Msg: fmt.Sprintf("step %q: no \"## %s\" section in the body", st.ID, st.section())}
 		}
 		seen[st.ID] = true
 	}
 	if len(a.Chain) == 0 && a.Instructions == "" {
-		return &SpecError{File: a.Path, Line: bodyLine, Msg: "an agent without a chain needs a \"## Instructions\" section"}
+		return &FileError{File: a.Path, Line: bodyLine, Msg: "an agent without a chain needs a \"## Instructions\" section"}
 	}
 	if a.Handoff.Enabled && a.Handoff.AgentID == "" {
-		return &SpecError{File: a.Path, Msg: "handoff.enabled needs handoff.agent_id"}
+		return &FileError{File: a.Path, Msg: "handoff.enabled needs handoff.agent_id"}
 	}
 	if m := a.Handoff.InputMode; m != "" && m != "final_output" {
-		return &SpecError{File: a.Path, Msg: fmt.Sprintf("handoff.input_mode %q: only final_output is supported", m)}
+		return &FileError{File: a.Path, Msg: fmt.Sprintf("handoff.input_mode %q: only final_output is supported", m)}
 	}
-	if _, err := redact.New(a.Secrets.config()); err != nil {
-		return &SpecError{File: a.Path, Msg: "secrets: " + err.Error(), Err: err}
+	if _, err := redact.New(a.Secrets.RedactConfig()); err != nil {
+		return &FileError{File: a.Path, Msg: "secrets: " + err.Error(), Err: err}
 	}
 	return nil
 }
@@ -349,8 +339,8 @@ func (s ChainStep) section() string {
 }
 
 // Dir is the directory paths in the file are relative to.
-func (a *AgentFile) Dir() string { return filepath.Dir(a.Path) }
+func (a *File) Dir() string { return filepath.Dir(a.Path) }
 
 // ErrUnsafePath: a path leaves the agent's safe directory, or a safe_dir
 // leaves the directory the command line allows.
-var ErrUnsafePath = errors.New("spec: path outside the safe directory")
+var ErrUnsafePath = errors.New("agentfile: path outside the safe directory")

@@ -1,4 +1,4 @@
-package spec
+package agentfile
 
 import (
 	"context"
@@ -37,11 +37,11 @@ type Input struct {
 func ReadInput(path string) (Input, error) {
 	b, err := readfile.Read(path)
 	if err != nil {
-		return Input{}, fmt.Errorf("%w: input: %w", ErrSpec, err)
+		return Input{}, fmt.Errorf("%w: input: %w", ErrInvalidFile, err)
 	}
 	if strings.EqualFold(filepath.Ext(path), ".json") {
 		if !json.Valid(b) {
-			return Input{}, &SpecError{File: path, Msg: "input file is not valid JSON"}
+			return Input{}, &FileError{File: path, Msg: "input file is not valid JSON"}
 		}
 		return Input{Source: path, Kind: "json", Content: compactJSON(b)}, nil
 	}
@@ -65,8 +65,12 @@ func compactJSON(b []byte) json.RawMessage {
 
 // RunConfig says where and how an agent file runs.
 type RunConfig struct {
-	Store      store.Store
-	Thread     string
+	Store  store.Store
+	Thread string
+	// Namespace runs the file in a namespace of the thread ("" is the
+	// root; a pipeline runs each gate's file in gateN). A run in a
+	// namespace creates no thread (NewThread applies to the root only).
+	Namespace  string
 	Input      Input
 	Model      agent.Model // overrides the file's model
 	Durability flow.Durability
@@ -92,7 +96,7 @@ type RunConfig struct {
 	// those of its handoff files), plus the values of the API key variables.
 	// A pipeline passes its own.
 	Redact *redact.Redactor
-	// NewThread, when set, is the metadata of the thread RunAgent creates
+	// NewThread, when set, is the metadata of the thread Run creates
 	// (if it does not exist) once every check passed, so a refused run
 	// leaves nothing behind.
 	NewThread map[string]any
@@ -106,8 +110,8 @@ func (cfg RunConfig) models() *model.Registry {
 	return model.Defaults()
 }
 
-// AgentResult is how an agent file's run ended.
-type AgentResult struct {
+// Result is how an agent file's run ended.
+type Result struct {
 	Agent       string
 	Thread      string
 	Namespace   string
@@ -115,7 +119,7 @@ type AgentResult struct {
 	FinalOutput json.RawMessage // a JSON string for text outputs, the object for structured ones
 	Structured  bool
 	OutputFile  string
-	Next        *AgentResult // the handoff's run
+	Next        *Result // the handoff's run
 }
 
 var schema = state.MustSchema(
@@ -128,10 +132,10 @@ var schema = state.MustSchema(
 // buildModel builds the agent's model from its front matter through the
 // run's model registry; a scripted model's script is read inside the safe
 // directory.
-func (a *AgentFile) buildModel(c *confinement, models *model.Registry, getenv func(string) string) (agent.Model, error) {
+func (a *File) buildModel(c *confinement, models *model.Registry, getenv func(string) string) (agent.Model, error) {
 	m := a.Model
 	if m.Provider == "" {
-		return nil, &SpecError{File: a.Path, Msg: fmt.Sprintf("model.provider is required (%s), or pass a model", strings.Join(models.Names(), ", "))}
+		return nil, &FileError{File: a.Path, Msg: fmt.Sprintf("model.provider is required (%s), or pass a model", strings.Join(models.Names(), ", "))}
 	}
 	cfg := model.Config{Provider: m.Provider, Model: m.ModelName, BaseURL: m.BaseURL, APIKeyEnv: m.APIKeyEnv,
 		Temperature: m.Temperature, MaxTokens: m.MaxTokens, Script: m.Script, ReadFile: c.readFile, Getenv: getenv}
@@ -141,12 +145,12 @@ func (a *AgentFile) buildModel(c *confinement, models *model.Registry, getenv fu
 	}
 	var fe *model.FieldError
 	if errors.As(err, &fe) {
-		return nil, &SpecError{File: a.Path, Msg: "model." + fe.Error(), Err: err}
+		return nil, &FileError{File: a.Path, Msg: "model." + fe.Error(), Err: err}
 	}
 	if errors.Is(err, model.ErrUnknownProvider) {
-		return nil, &SpecError{File: a.Path, Msg: "model.provider: " + err.Error(), Err: err}
+		return nil, &FileError{File: a.Path, Msg: "model.provider: " + err.Error(), Err: err}
 	}
-	return nil, &SpecError{File: a.Path, Msg: err.Error(), Err: err}
+	return nil, &FileError{File: a.Path, Msg: err.Error(), Err: err}
 }
 
 // ErrMissingKey: the environment variable an agent file names for its API
@@ -155,7 +159,7 @@ var ErrMissingKey = model.ErrMissingKey
 
 // loadSchemas compiles the schemas the chain uses; schema files are read
 // inside the safe directory.
-func (a *AgentFile) loadSchemas(c *confinement) (map[string]*agent.Schema, error) {
+func (a *File) loadSchemas(c *confinement) (map[string]*agent.Schema, error) {
 	out := map[string]*agent.Schema{}
 	for name, n := range a.Schemas {
 		var s *agent.Schema
@@ -164,7 +168,7 @@ func (a *AgentFile) loadSchemas(c *confinement) (map[string]*agent.Schema, error
 		case yaml.ScalarNode:
 			b, rerr := c.readFile(n.Value)
 			if rerr != nil {
-				return nil, &SpecError{File: a.Path, Line: n.Line + 1, Msg: fmt.Sprintf("schema %q: %v", name, rerr), Err: rerr}
+				return nil, &FileError{File: a.Path, Line: n.Line + 1, Msg: fmt.Sprintf("schema %q: %v", name, rerr), Err: rerr}
 			}
 			if ext := strings.ToLower(filepath.Ext(n.Value)); ext == ".yaml" || ext == ".yml" {
 				s, err = agent.SchemaFromYAML(n.Value, b)
@@ -174,14 +178,14 @@ func (a *AgentFile) loadSchemas(c *confinement) (map[string]*agent.Schema, error
 		case yaml.MappingNode:
 			b, merr := yaml.Marshal(n)
 			if merr != nil {
-				return nil, &SpecError{File: a.Path, Line: n.Line + 1, Msg: merr.Error()}
+				return nil, &FileError{File: a.Path, Line: n.Line + 1, Msg: merr.Error()}
 			}
 			s, err = agent.SchemaFromYAML(name, b)
 		default:
 			err = fmt.Errorf("want a schema file path or an inline schema")
 		}
 		if err != nil {
-			return nil, &SpecError{File: a.Path, Line: n.Line + 1, Msg: fmt.Sprintf("schema %q: %v", name, err), Err: err}
+			return nil, &FileError{File: a.Path, Line: n.Line + 1, Msg: fmt.Sprintf("schema %q: %v", name, err), Err: err}
 		}
 		s.Name = name
 		out[name] = s
@@ -191,7 +195,7 @@ func (a *AgentFile) loadSchemas(c *confinement) (map[string]*agent.Schema, error
 
 // compile turns the agent file into a flow graph: one node per chain step
 // (or one "instructions" node for an empty chain).
-func (a *AgentFile) compile(model agent.Model, c *confinement, extra []agent.Tool) (*flow.Compiled, error) {
+func (a *File) compile(model agent.Model, c *confinement, extra []agent.Tool) (*flow.Compiled, error) {
 	schemas, err := a.loadSchemas(c)
 	if err != nil {
 		return nil, err
@@ -238,7 +242,7 @@ func UserPrompt(in Input, st chainState, instructions string) string {
 	return fmt.Sprintf("## Input\nSource: %s (%s)\n\n%s\n\n## State\n%s\n\n## Task\n%s\n", in.Source, in.Kind, content, sj, instructions)
 }
 
-func (a *AgentFile) stepNode(model agent.Model, tools []agent.Tool, st ChainStep, instructions string, sch *agent.Schema, last bool) flow.NodeFunc {
+func (a *File) stepNode(model agent.Model, tools []agent.Tool, st ChainStep, instructions string, sch *agent.Schema, last bool) flow.NodeFunc {
 	return func(ctx context.Context, d state.Doc) (state.Update, error) {
 		var in Input
 		if err := d.Get("input", &in); err != nil {
@@ -311,29 +315,29 @@ func NewThreadID(name string, now time.Time) string {
 	return fmt.Sprintf("%s-%s-%x", ThreadID(name), now.UTC().Format("20060102T150405.000"), b)
 }
 
-// RunAgent starts a new run of an agent file on a thread, writes its output
+// Run starts a new run of an agent file on a thread, writes its output
 // file and follows its handoff. Every check (paths inside the safe
 // directory, the model and its key, schemas, tools, handoff files) passes
 // before anything is stored. On a thread that already has runs, the new run
 // starts a fresh chain state ({agent_id, steps: {}, final_output: null},
 // the new input); the earlier runs stay in the thread's history.
-func RunAgent(ctx context.Context, a *AgentFile, cfg RunConfig) (*AgentResult, error) {
-	return runAgent(ctx, a, cfg, "", false)
+func Run(ctx context.Context, a *File, cfg RunConfig) (*Result, error) {
+	return runAgent(ctx, a, cfg, cfg.Namespace, false)
 }
 
-// ResumeAgent continues an agent file's run on a thread (after a crash, a
+// Resume continues an agent file's run on a thread (after a crash, a
 // failed step, an interrupt or a fork), then writes its output and follows
 // its handoff.
-func ResumeAgent(ctx context.Context, a *AgentFile, cfg RunConfig) (*AgentResult, error) {
-	return runAgent(ctx, a, cfg, "", true)
+func Resume(ctx context.Context, a *File, cfg RunConfig) (*Result, error) {
+	return runAgent(ctx, a, cfg, cfg.Namespace, true)
 }
 
-// CheckAgent makes every check a run of the agent file makes before its
+// Check makes every check a run of the agent file makes before its
 // first step, touching no store: the safe directory inside cfg.AllowedRoot,
 // the output file inside the safe directory, the model (its script, its
 // key variable), the schemas, the tools and every handoff file (loaded and
-// checked the same way). Errors are *SpecError.
-func CheckAgent(a *AgentFile, cfg RunConfig) error {
+// checked the same way). Errors are *FileError.
+func Check(a *File, cfg RunConfig) error {
 	p, err := prepare(a, cfg)
 	if err != nil {
 		return err
@@ -346,7 +350,7 @@ func CheckAgent(a *AgentFile, cfg RunConfig) error {
 // graph compiled, its handoff prepared.
 type prepared struct {
 	redact  *redact.Redactor // shared by the handoff chain
-	a       *AgentFile
+	a       *File
 	allowed *os.Root // the allowed directory; closed by the first agent's close
 	conf    *confinement
 	model   agent.Model
@@ -356,18 +360,18 @@ type prepared struct {
 }
 
 // prepare checks and compiles an agent file and its handoff chain.
-func prepare(a *AgentFile, cfg RunConfig) (*prepared, error) {
+func prepare(a *File, cfg RunConfig) (*prepared, error) {
 	allowedDir := cfg.AllowedRoot
 	if allowedDir == "" {
 		allowedDir = a.Dir()
 	}
 	allowedPath, err := realDir(allowedDir)
 	if err != nil {
-		return nil, &SpecError{File: a.Path, Msg: fmt.Sprintf("allowed directory %s: %v", allowedDir, err), Err: err}
+		return nil, &FileError{File: a.Path, Msg: fmt.Sprintf("allowed directory %s: %v", allowedDir, err), Err: err}
 	}
 	allowed, err := os.OpenRoot(allowedPath)
 	if err != nil {
-		return nil, &SpecError{File: a.Path, Msg: fmt.Sprintf("allowed directory %s: %v", allowedDir, err), Err: err}
+		return nil, &FileError{File: a.Path, Msg: fmt.Sprintf("allowed directory %s: %v", allowedDir, err), Err: err}
 	}
 	p := &prepared{allowed: allowed, models: cfg.models()}
 	if err := p.load(a, cfg, allowedPath, map[string]bool{}); err != nil {
@@ -394,7 +398,7 @@ func (p *prepared) redactor(getenv func(string) string) (*redact.Redactor, error
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	cfg := p.a.Secrets.config()
+	cfg := p.a.Secrets.RedactConfig()
 	cfg.Keys, cfg.Patterns = nil, nil
 	var keys []string // the providers' default variables: --model reads these
 	for _, env := range p.models.KeyEnvs() {
@@ -409,7 +413,7 @@ func (p *prepared) redactor(getenv func(string) string) (*redact.Redactor, error
 	}
 	r, err := redact.New(cfg)
 	if err != nil {
-		return nil, &SpecError{File: p.a.Path, Msg: "secrets: " + err.Error(), Err: err}
+		return nil, &FileError{File: p.a.Path, Msg: "secrets: " + err.Error(), Err: err}
 	}
 	if len(keys) > 0 {
 		r = r.WithSecrets(keys...)
@@ -418,7 +422,7 @@ func (p *prepared) redactor(getenv func(string) string) (*redact.Redactor, error
 }
 
 // load fills p (and its handoff chain) for a.
-func (p *prepared) load(a *AgentFile, cfg RunConfig, allowedPath string, seen map[string]bool) error {
+func (p *prepared) load(a *File, cfg RunConfig, allowedPath string, seen map[string]bool) error {
 	p.a = a
 	c, err := confine(a, p.allowed, allowedPath)
 	if err != nil {
@@ -435,7 +439,7 @@ func (p *prepared) load(a *AgentFile, cfg RunConfig, allowedPath string, seen ma
 	}
 	if a.Output.File != "" {
 		if err := c.checkWritable(a.Output.File); err != nil {
-			return &SpecError{File: a.Path, Msg: "output.file: " + err.Error(), Err: err}
+			return &FileError{File: a.Path, Msg: "output.file: " + err.Error(), Err: err}
 		}
 	}
 	if !a.Handoff.Enabled {
@@ -448,10 +452,10 @@ func (p *prepared) load(a *AgentFile, cfg RunConfig, allowedPath string, seen ma
 	}
 	nextDir, err := realDir(next.Dir())
 	if err != nil {
-		return &SpecError{File: a.Path, Msg: "handoff.agent_id: " + err.Error(), Err: err}
+		return &FileError{File: a.Path, Msg: "handoff.agent_id: " + err.Error(), Err: err}
 	}
 	if seen[filepath.Join(nextDir, filepath.Base(next.Path))] {
-		return &SpecError{File: a.Path, Msg: fmt.Sprintf("handoff.agent_id %q: the handoff chain comes back to %s", a.Handoff.AgentID, next.Path)}
+		return &FileError{File: a.Path, Msg: fmt.Sprintf("handoff.agent_id %q: the handoff chain comes back to %s", a.Handoff.AgentID, next.Path)}
 	}
 	p.next = &prepared{allowed: p.allowed}
 	return p.next.load(next, cfg, allowedPath, seen)
@@ -459,12 +463,12 @@ func (p *prepared) load(a *AgentFile, cfg RunConfig, allowedPath string, seen ma
 
 // loadHandoff reads and parses the handoff's agent file inside the safe
 // directory (".md" is added to a name without an extension).
-func (p *prepared) loadHandoff() (*AgentFile, error) {
+func (p *prepared) loadHandoff() (*File, error) {
 	a, c := p.a, p.conf
 	name := a.Handoff.AgentID
 	rel, err := c.rel(name)
 	if err != nil {
-		return nil, &SpecError{File: a.Path, Msg: "handoff.agent_id: " + err.Error(), Err: err}
+		return nil, &FileError{File: a.Path, Msg: "handoff.agent_id: " + err.Error(), Err: err}
 	}
 	if filepath.Ext(rel) == "" {
 		if _, err := c.root.Stat(rel); errors.Is(err, fs.ErrNotExist) {
@@ -473,9 +477,9 @@ func (p *prepared) loadHandoff() (*AgentFile, error) {
 	}
 	b, err := readfile.FromRoot(c.root, rel)
 	if err != nil {
-		return nil, &SpecError{File: a.Path, Msg: fmt.Sprintf("handoff.agent_id %q: %v", name, err), Err: err}
+		return nil, &FileError{File: a.Path, Msg: fmt.Sprintf("handoff.agent_id %q: %v", name, err), Err: err}
 	}
-	return ParseAgentFile(c.abs(rel), b)
+	return Parse(c.abs(rel), b)
 }
 
 // close releases the confinements.
@@ -488,7 +492,7 @@ func (p *prepared) close() {
 	}
 }
 
-func runAgent(ctx context.Context, a *AgentFile, cfg RunConfig, ns string, resume bool) (*AgentResult, error) {
+func runAgent(ctx context.Context, a *File, cfg RunConfig, ns string, resume bool) (*Result, error) {
 	p, err := prepare(a, cfg)
 	if err != nil {
 		return nil, err
@@ -518,7 +522,7 @@ func createThread(ctx context.Context, s store.Store, thread string, meta map[st
 // ErrUnfinished: a new run was asked for on a thread whose last run has
 // not finished (it failed, was interrupted or crashed, or is a fork waiting
 // to run, or another process is running it). Resume it instead.
-var ErrUnfinished = errors.New("spec: the thread's last run has not finished")
+var ErrUnfinished = errors.New("agentfile: the thread's last run has not finished")
 
 // Unfinished reports whether a namespace's head checkpoint leaves work to
 // do: a FAILED or INTERRUPTED step, or scheduled nodes.
@@ -562,7 +566,7 @@ func freshInput(ctx context.Context, s store.Store, thread, ns, agentID string, 
 
 // run runs (or resumes) the prepared agent in namespace ns of the thread,
 // writes its output file and follows its handoff.
-func (p *prepared) run(ctx context.Context, cfg RunConfig, ns string, resume bool) (*AgentResult, error) {
+func (p *prepared) run(ctx context.Context, cfg RunConfig, ns string, resume bool) (*Result, error) {
 	a := p.a
 	r, err := flow.NewRunner(p.graph, cfg.Store, flow.Options{Durability: cfg.Durability, Observer: cfg.Observer, Namespace: ns, Redact: p.redact,
 		RecursionLimit: -1}) // a chain is a line, it cannot loop: no step limit
@@ -579,7 +583,7 @@ func (p *prepared) run(ctx context.Context, cfg RunConfig, ns string, resume boo
 		}
 		res, err = r.Invoke(ctx, cfg.Thread, in, flow.RunOptions{ExpectHead: &seen})
 	}
-	out := &AgentResult{Agent: a.Name, Thread: cfg.Thread, Namespace: ns, Result: res}
+	out := &Result{Agent: a.Name, Thread: cfg.Thread, Namespace: ns, Result: res}
 	if err != nil {
 		return out, err
 	}
@@ -597,7 +601,7 @@ func (p *prepared) run(ctx context.Context, cfg RunConfig, ns string, resume boo
 	}
 	if a.Output.File != "" {
 		if err := p.writeOutput(out); err != nil {
-			return out, &SpecError{File: a.Path, Msg: "output.file: " + err.Error(), Err: err}
+			return out, &FileError{File: a.Path, Msg: "output.file: " + err.Error(), Err: err}
 		}
 	}
 	if p.next != nil {
@@ -608,7 +612,7 @@ func (p *prepared) run(ctx context.Context, cfg RunConfig, ns string, resume boo
 
 // handoff runs the next agent on the final output in its own namespace:
 // resuming the run there when it holds this very input, else a new run.
-func (p *prepared) handoff(ctx context.Context, cfg RunConfig, ns string, resume bool, out *AgentResult) (*AgentResult, error) {
+func (p *prepared) handoff(ctx context.Context, cfg RunConfig, ns string, resume bool, out *Result) (*Result, error) {
 	in := Input{Source: "handoff:" + p.a.Name, Kind: "json", Content: out.FinalOutput}
 	if !out.Structured {
 		in.Kind = "text"
@@ -623,7 +627,7 @@ func (p *prepared) handoff(ctx context.Context, cfg RunConfig, ns string, resume
 
 // ErrNoOutput: a run stopped with success but its state has no final
 // output (a fork of a checkpoint with nothing left to run).
-var ErrNoOutput = errors.New("spec: no final output")
+var ErrNoOutput = errors.New("agentfile: no final output")
 
 // handoffStarted reports whether the handoff namespace holds a run of this
 // very input, to be resumed (finished or not). After a fork whose final
@@ -646,7 +650,7 @@ func handoffStarted(ctx context.Context, s store.Store, thread, ns string, in In
 
 // writeOutput writes the final output inside the safe directory: indented
 // JSON for structured output, the raw text otherwise.
-func (p *prepared) writeOutput(r *AgentResult) error {
+func (p *prepared) writeOutput(r *Result) error {
 	var data []byte
 	if r.Structured {
 		var v any

@@ -1,4 +1,4 @@
-package spec_test
+package agentfile_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cairn-dev/cairn/spec"
+	"github.com/cairn-dev/cairn/agentfile"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/memory"
 )
@@ -36,7 +36,7 @@ func TestAgentFileSecrets(t *testing.T) {
 			})
 			a := loadAgent(t, filepath.Join(dir, "a.md"))
 			s := memory.Open(store.Options{})
-			res, err := spec.RunAgent(context.Background(), a, spec.RunConfig{Store: s, Thread: "t"})
+			res, err := agentfile.Run(context.Background(), a, agentfile.RunConfig{Store: s, Thread: "t"})
 			if err != nil {
 				t.Fatal(err)
 			}

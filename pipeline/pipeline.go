@@ -1,4 +1,4 @@
-package spec
+package pipeline
 
 import (
 	"bytes"
@@ -15,12 +15,13 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/cairn-dev/cairn/agent"
+	"github.com/cairn-dev/cairn/agentfile"
 	"github.com/cairn-dev/cairn/internal/readfile"
 	"github.com/cairn-dev/cairn/redact"
 )
 
-// PipelineMetadata is the request a pipeline works on (seed 001).
-type PipelineMetadata struct {
+// Metadata is the request a pipeline works on (seed 001).
+type Metadata struct {
 	Domain             string   `yaml:"domain" json:"domain"`
 	Feature            string   `yaml:"feature" json:"feature"`
 	URL                string   `yaml:"url" json:"url"`
@@ -39,68 +40,58 @@ type GateSpec struct {
 	line      int
 }
 
-// SecretsSpec says what a run redacts before anything is stored, shown or
-// written (pipeline files and agent files). Keys and Patterns add to the
-// defaults of package redact (password, token, api_key, sk-…, Bearer …);
-// defaults: false turns the defaults off.
-type SecretsSpec struct {
-	Keys     []string `yaml:"keys"`     // object keys whose values are redacted
-	Patterns []string `yaml:"patterns"` // regular expressions redacted in strings
-	Defaults *bool    `yaml:"defaults"` // default true
-}
-
 // Pipeline is a parsed pipeline file.
 type Pipeline struct {
-	Path     string           `yaml:"-"`
-	Name     string           `yaml:"name"`
-	Metadata PipelineMetadata `yaml:"metadata"`
+	Path     string   `yaml:"-"`
+	Name     string   `yaml:"name"`
+	Metadata Metadata `yaml:"metadata"`
 	// StateDir holds one folder per thread with the gate and pipeline
 	// files (default .state next to the file).
 	StateDir string `yaml:"state_dir"`
 	// Secrets add to the default secret keys and shapes (or, with
 	// defaults: false, replace them).
-	Secrets SecretsSpec `yaml:"secrets"`
-	Gates   []GateSpec  `yaml:"gates"`
+	Secrets agentfile.SecretsSpec `yaml:"secrets"`
+	Gates   []GateSpec            `yaml:"gates"`
 
 	contracts map[int]*agent.Schema
 	redactor  *redact.Redactor
 }
 
-// ErrEmptyPipeline: a pipeline file has no content.
-var ErrEmptyPipeline = errors.New("spec: pipeline file is empty")
+// ErrEmpty: a pipeline file has no content.
+var ErrEmpty = errors.New("pipeline: pipeline file is empty")
 
-// LoadPipeline reads and checks a pipeline file.
-func LoadPipeline(path string) (*Pipeline, error) {
+// Load reads and checks a pipeline file.
+func Load(path string) (*Pipeline, error) {
 	b, err := readfile.Read(path)
 	if err != nil {
-		return nil, &SpecError{File: path, Msg: err.Error(), Err: err}
+		return nil, &agentfile.FileError{File: path, Msg: err.Error(), Err: err}
 	}
-	return ParsePipeline(path, b)
+	return Parse(path, b)
 }
 
-// ParsePipeline parses a pipeline file.
-func ParsePipeline(path string, data []byte) (*Pipeline, error) {
+// Parse parses a pipeline file.
+func Parse(path string, data []byte) (*Pipeline, error) {
 	var p Pipeline
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&p); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, &SpecError{File: path, Msg: "pipeline file is empty", Err: ErrEmptyPipeline}
+			return nil, &agentfile.FileError{File: path, Msg: "pipeline file is empty", Err: ErrEmpty}
 		}
 		var root yaml.Node
 		if yaml.Unmarshal(data, &root) == nil && len(root.Content) > 0 {
-			return nil, yamlErrorAt(path, err, root.Content[0], 0, "pipeline key")
+			return nil, agentfile.YAMLError(path, err, root.Content[0], 0, "pipeline key")
 		}
-		return nil, yamlError(path, err, 0)
+		return nil, agentfile.YAMLError(path, err, nil, 0, "")
 	}
 	p.Path = path
 	p.setGateLines(data)
 	if err := p.check(); err != nil {
 		return nil, err
 	}
-	r, err := redact.New(p.Secrets.config())
+	r, err := redact.New(p.Secrets.RedactConfig())
 	if err != nil {
-		return nil, &SpecError{File: path, Msg: "secrets: " + err.Error(), Err: err}
+		return nil, &agentfile.FileError{File: path, Msg: "secrets: " + err.Error(), Err: err}
 	}
 	p.redactor = r
 	return &p, nil
@@ -129,34 +120,34 @@ func (p *Pipeline) setGateLines(data []byte) {
 func (p *Pipeline) check() error {
 	path := p.Path
 	if p.Name == "" {
-		return &SpecError{File: path, Line: 1, Msg: "name: is required"}
+		return &agentfile.FileError{File: path, Line: 1, Msg: "name: is required"}
 	}
 	if p.Metadata.Domain == "" || p.Metadata.Feature == "" {
-		return &SpecError{File: path, Msg: "metadata.domain and metadata.feature are required (they name the .state files)"}
+		return &agentfile.FileError{File: path, Msg: "metadata.domain and metadata.feature are required (they name the .state files)"}
 	}
 	if len(p.Gates) == 0 {
-		return &SpecError{File: path, Msg: "gates: needs at least one gate"}
+		return &agentfile.FileError{File: path, Msg: "gates: needs at least one gate"}
 	}
 	seen := map[int]bool{}
 	p.contracts = map[int]*agent.Schema{}
 	for i, g := range p.Gates {
 		switch {
 		case seen[g.Gate]:
-			return &SpecError{File: path, Line: g.line, Msg: fmt.Sprintf("gate %d appears twice", g.Gate)}
+			return &agentfile.FileError{File: path, Line: g.line, Msg: fmt.Sprintf("gate %d appears twice", g.Gate)}
 		case g.Gate < 0:
-			return &SpecError{File: path, Line: g.line, Msg: "gate numbers start at 0"}
+			return &agentfile.FileError{File: path, Line: g.line, Msg: "gate numbers start at 0"}
 		case (g.Agent == "") == (g.Step == ""):
-			return &SpecError{File: path, Line: g.line, Msg: fmt.Sprintf("gate %d needs exactly one of agent: or step:", g.Gate)}
+			return &agentfile.FileError{File: path, Line: g.line, Msg: fmt.Sprintf("gate %d needs exactly one of agent: or step:", g.Gate)}
 		case g.Threshold < 0 || g.Threshold > 100:
-			return &SpecError{File: path, Line: g.line, Msg: fmt.Sprintf("gate %d: threshold %v must be within 0–100", g.Gate, g.Threshold)}
+			return &agentfile.FileError{File: path, Line: g.line, Msg: fmt.Sprintf("gate %d: threshold %v must be within 0–100", g.Gate, g.Threshold)}
 		case i > 0 && g.Gate <= p.Gates[i-1].Gate:
-			return &SpecError{File: path, Line: g.line, Msg: "gates must be listed in increasing order"}
+			return &agentfile.FileError{File: path, Line: g.line, Msg: "gates must be listed in increasing order"}
 		}
 		seen[g.Gate] = true
 		if g.Contract != "" {
 			s, err := p.loadContract(g.Contract)
 			if err != nil {
-				return &SpecError{File: path, Line: g.line, Msg: fmt.Sprintf("gate %d contract: %v", g.Gate, err), Err: err}
+				return &agentfile.FileError{File: path, Line: g.line, Msg: fmt.Sprintf("gate %d contract: %v", g.Gate, err), Err: err}
 			}
 			p.contracts[g.Gate] = s
 		}
@@ -178,11 +169,11 @@ func (p *Pipeline) loadContract(name string) (*agent.Schema, error) {
 	if filepath.IsAbs(name) {
 		var err error
 		if rel, err = filepath.Rel(dir, name); err != nil {
-			return nil, fmt.Errorf("%w: %s is outside %s", ErrUnsafePath, name, dir)
+			return nil, fmt.Errorf("%w: %s is outside %s", agentfile.ErrUnsafePath, name, dir)
 		}
 	}
 	if !filepath.IsLocal(rel) {
-		return nil, fmt.Errorf("%w: %s is outside %s, the pipeline file's folder", ErrUnsafePath, name, dir)
+		return nil, fmt.Errorf("%w: %s is outside %s, the pipeline file's folder", agentfile.ErrUnsafePath, name, dir)
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
@@ -224,7 +215,7 @@ func Sanitize(s string) string {
 
 // sanitizedMetadata is the metadata as the seed's files carry it: domain
 // and feature sanitized.
-func (p *Pipeline) sanitizedMetadata() PipelineMetadata {
+func (p *Pipeline) sanitizedMetadata() Metadata {
 	m := p.Metadata
 	m.Domain, m.Feature = Sanitize(m.Domain), Sanitize(m.Feature)
 	if m.AcceptanceCriteria == nil {
@@ -233,7 +224,7 @@ func (p *Pipeline) sanitizedMetadata() PipelineMetadata {
 	return m
 }
 
-func filePrefix(m PipelineMetadata) string {
+func filePrefix(m Metadata) string {
 	return Sanitize(m.Domain) + "-" + Sanitize(m.Feature)
 }
 
@@ -262,11 +253,11 @@ func (p *Pipeline) PipelineFilePath(thread string) string {
 	return pipelineFilePath(p.StateDirOf(thread), p.Metadata)
 }
 
-func gateFilePath(dir string, m PipelineMetadata, n int) string {
+func gateFilePath(dir string, m Metadata, n int) string {
 	return filepath.Join(dir, fmt.Sprintf("%s-gate%d-output.json", filePrefix(m), n))
 }
 
-func pipelineFilePath(dir string, m PipelineMetadata) string {
+func pipelineFilePath(dir string, m Metadata) string {
 	return filepath.Join(dir, filePrefix(m)+"-pipeline.json")
 }
 
@@ -304,12 +295,12 @@ type Validation struct {
 	Passed bool     `json:"passed"`
 }
 
-// PipelineFile is the seed's pipeline state file.
-type PipelineFile struct {
-	Status         string           `json:"status"` // IN_PROGRESS, SUCCESS, PARTIAL, FAILED
-	CurrentGate    int              `json:"currentGate"`
-	CompletedGates []int            `json:"completedGates"`
-	Metadata       PipelineMetadata `json:"metadata"`
+// File is the seed's pipeline state file.
+type File struct {
+	Status         string   `json:"status"` // IN_PROGRESS, SUCCESS, PARTIAL, FAILED
+	CurrentGate    int      `json:"currentGate"`
+	CompletedGates []int    `json:"completedGates"`
+	Metadata       Metadata `json:"metadata"`
 }
 
 // validate scores a gate's output: contract issues, plus the output's own

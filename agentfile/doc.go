@@ -1,0 +1,24 @@
+// Package agentfile reads agent files — Markdown with YAML front matter,
+// Quick Agent's format — and runs them on the flow runner, so they get
+// Cairn's durability, history and resume for free.
+//
+// An agent file's chain of text and structured steps becomes one node per
+// step; the state is {agent_id, steps: {id: output}, final_output, input};
+// each step's prompt carries the input (source and kind), its content, the
+// chain state as JSON and the step's instructions. Structured steps are
+// validated against their schema (with the first-JSON-object fallback).
+// The final output goes to output.file; a handoff passes it to the next
+// agent in the same thread. Every path stays inside the safe directory
+// (an os.Root). Errors are *FileError naming the file and the line.
+//
+// Models and tools: model.provider names a provider of a model.Registry
+// (the built-in openai-compatible, anthropic and scripted, or a Go
+// program's own, RunConfig.Models); tools: names built-in tools
+// (read_file, write_file, list_files) or a Go program's own
+// (RunConfig.Tools). Both are checked before anything is stored.
+//
+// Secrets (the defaults of package redact, the file's secrets:, the API
+// key values) are redacted before anything is stored, shown or written.
+// Gate pipelines, which run agent files gate by gate, are in package
+// pipeline.
+package agentfile
