@@ -348,13 +348,10 @@ func (n *Network) callModel(ctx context.Context, d state.Doc) (state.Update, err
 	if err != nil {
 		return nil, err
 	}
-	var history []Message
-	if d.Has(FieldMessages) {
-		if err := d.Get(FieldMessages, &history); err != nil {
-			return nil, err
-		}
+	p, err := prompt(d, a, view)
+	if err != nil {
+		return nil, err
 	}
-	p := &Prompt{System: a.System, Input: view.Input, History: history}
 	turn := ns.Turn
 	if turn == nil {
 		turn = &InferenceResult{Agent: a.Name, Input: view.Input}
@@ -372,6 +369,43 @@ func (n *Network) callModel(ctx context.Context, d state.Doc) (state.Update, err
 			return withKV(fin, view), nil
 		}
 	}
+	out, err := n.generate(ctx, a, p, turn)
+	if err != nil {
+		return nil, err
+	}
+	if a.Hooks.OnResponse != nil {
+		if err := a.Hooks.OnResponse(ctx, view, turn); err != nil {
+			return nil, err
+		}
+	}
+	ns.Rounds++
+	if len(out.ToolCalls) == 0 || ns.Rounds >= n.maxToolRounds() {
+		fin, err := n.finishTurn(ctx, a, view, ns, turn, nil)
+		if err != nil {
+			return nil, err
+		}
+		fin[FieldMessages] = out
+		return withKV(fin, view), nil
+	}
+	ns.Turn = turn
+	return withKV(state.Update{FieldMessages: out, fieldNet: ns}, view), nil
+}
+
+// prompt is what the agent is asked: its system prompt, the network's
+// input and the shared message history.
+func prompt(d state.Doc, a *Agent, view NetworkView) (*Prompt, error) {
+	var history []Message
+	if d.Has(FieldMessages) {
+		if err := d.Get(FieldMessages, &history); err != nil {
+			return nil, err
+		}
+	}
+	return &Prompt{System: a.System, Input: view.Input, History: history}, nil
+}
+
+// generate makes the model call and records it in the turn; the reply is
+// returned as the agent's assistant message.
+func (n *Network) generate(ctx context.Context, a *Agent, p *Prompt, turn *InferenceResult) (Message, error) {
 	msgs := []Message{}
 	if p.System != "" {
 		msgs = append(msgs, Message{Role: RoleSystem, Content: p.System})
@@ -382,10 +416,6 @@ func (n *Network) callModel(ctx context.Context, d state.Doc) (state.Update, err
 		turn.Prompt = slices.Clone(msgs)
 		turn.History = p.History
 	}
-	maxRounds := n.MaxToolRounds
-	if maxRounds <= 0 {
-		maxRounds = 10
-	}
 	req := Request{Messages: msgs, Step: a.Name}
 	for _, t := range a.Tools {
 		req.Tools = append(req.Tools, t.Spec())
@@ -393,7 +423,7 @@ func (n *Network) callModel(ctx context.Context, d state.Doc) (state.Update, err
 	resp, err := a.Model.Generate(ctx, req)
 	flow.AddTokens(ctx, resp.Usage.Input, resp.Usage.Output)
 	if err != nil {
-		return nil, fmt.Errorf("agent %q: %w", a.Name, err)
+		return Message{}, fmt.Errorf("agent %q: %w", a.Name, err)
 	}
 	out := resp.Message
 	out.Role = RoleAssistant
@@ -403,24 +433,15 @@ func (n *Network) callModel(ctx context.Context, d state.Doc) (state.Update, err
 	turn.Output = append(turn.Output, out)
 	turn.Raw = resp.Raw
 	turn.Usage = turn.Usage.Add(resp.Usage)
-	if a.Hooks.OnResponse != nil {
-		if err := a.Hooks.OnResponse(ctx, view, turn); err != nil {
-			return nil, err
-		}
+	return out, nil
+}
+
+// maxToolRounds caps the tool rounds of one agent's turn (default 10).
+func (n *Network) maxToolRounds() int {
+	if n.MaxToolRounds <= 0 {
+		return 10
 	}
-	upd := state.Update{FieldMessages: out}
-	ns.Rounds++
-	if len(out.ToolCalls) == 0 || ns.Rounds >= maxRounds {
-		fin, err := n.finishTurn(ctx, a, view, ns, turn, nil)
-		if err != nil {
-			return nil, err
-		}
-		fin[FieldMessages] = out
-		return withKV(fin, view), nil
-	}
-	ns.Turn = turn
-	upd[fieldNet] = ns
-	return withKV(upd, view), nil
+	return n.MaxToolRounds
 }
 
 // finishTurn records the agent's inference result and hands back to the

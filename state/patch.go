@@ -178,96 +178,95 @@ func (v *value) applyOp(kind, rest string, val json.RawMessage) (*value, error) 
 		if err != nil {
 			return nil, err
 		}
-		n := len(l.items)
-		if tok == "-" {
-			if deeper == "" && kind == OpAdd {
-				return &value{list: l.appended(val)}, nil
-			}
-			return nil, fmt.Errorf("%w: index - only names the end for add", ErrPathNotFound)
-		}
-		i, err := arrayIndex(tok)
-		if err != nil {
-			return nil, err
-		}
-		if deeper == "" {
-			switch kind {
-			case OpAdd:
-				if i > n {
-					return nil, fmt.Errorf("%w: index %d past end %d", ErrPathNotFound, i, n)
-				}
-				return &value{list: l.inserted(i, val)}, nil
-			case OpReplace, OpRemove, OpTest:
-				if i >= n {
-					return nil, fmt.Errorf("%w: index %d past end %d", ErrPathNotFound, i, n)
-				}
-				switch kind {
-				case OpReplace:
-					return &value{list: l.replaced(i, val)}, nil
-				case OpRemove:
-					return &value{list: l.removed(i)}, nil
-				default:
-					if err := testEqual(l.items[i], val); err != nil {
-						return nil, err
-					}
-					return v, nil
-				}
-			}
-		}
-		if i >= n {
-			return nil, fmt.Errorf("%w: index %d past end %d", ErrPathNotFound, i, n)
-		}
-		elem, err := applyDeep(l.items[i], kind, deeper, val)
-		if err != nil {
-			return nil, err
-		}
-		if kind == OpTest {
-			return v, nil
-		}
-		return &value{list: l.replaced(i, elem)}, nil
+		return v.applyInList(l, kind, tok, deeper, val)
 	case v.obj != nil || firstByte(v.raw) == '{':
 		m, err := v.asObject()
 		if err != nil {
 			return nil, err
 		}
-		old, exists := m[tok]
-		if deeper == "" {
-			switch kind {
-			case OpAdd:
-				return &value{obj: withMember(m, tok, val)}, nil
-			case OpReplace:
-				if !exists {
-					return nil, fmt.Errorf("%w: no member %q", ErrPathNotFound, tok)
-				}
-				return &value{obj: withMember(m, tok, val)}, nil
-			case OpRemove:
-				if !exists {
-					return nil, fmt.Errorf("%w: no member %q", ErrPathNotFound, tok)
-				}
-				return &value{obj: withMember(m, tok, nil)}, nil
-			case OpTest:
-				if !exists {
-					return nil, fmt.Errorf("%w: no member %q", ErrPathNotFound, tok)
-				}
-				if err := testEqual(old, val); err != nil {
-					return nil, err
-				}
-				return v, nil
-			}
-		}
-		if !exists {
-			return nil, fmt.Errorf("%w: no member %q", ErrPathNotFound, tok)
-		}
-		member, err := applyDeep(old, kind, deeper, val)
-		if err != nil {
-			return nil, err
-		}
-		if kind == OpTest {
-			return v, nil
-		}
-		return &value{obj: withMember(m, tok, member)}, nil
+		return v.applyInObject(m, kind, tok, deeper, val)
 	default:
 		return nil, fmt.Errorf("%w: cannot descend into a scalar", ErrPathNotFound)
 	}
+}
+
+// applyInList applies an op at element tok of list l (v's value), or
+// below it when deeper is not empty.
+func (v *value) applyInList(l *list, kind, tok, deeper string, val json.RawMessage) (*value, error) {
+	n := len(l.items)
+	if tok == "-" {
+		if deeper == "" && kind == OpAdd {
+			return &value{list: l.appended(val)}, nil
+		}
+		return nil, fmt.Errorf("%w: index - only names the end for add", ErrPathNotFound)
+	}
+	i, err := arrayIndex(tok)
+	if err != nil {
+		return nil, err
+	}
+	if deeper == "" && kind == OpAdd {
+		if i > n {
+			return nil, fmt.Errorf("%w: index %d past end %d", ErrPathNotFound, i, n)
+		}
+		return &value{list: l.inserted(i, val)}, nil
+	}
+	if i >= n {
+		return nil, fmt.Errorf("%w: index %d past end %d", ErrPathNotFound, i, n)
+	}
+	if deeper == "" {
+		switch kind {
+		case OpReplace:
+			return &value{list: l.replaced(i, val)}, nil
+		case OpRemove:
+			return &value{list: l.removed(i)}, nil
+		case OpTest:
+			if err := testEqual(l.items[i], val); err != nil {
+				return nil, err
+			}
+			return v, nil
+		}
+	}
+	elem, err := applyDeep(l.items[i], kind, deeper, val)
+	if err != nil {
+		return nil, err
+	}
+	if kind == OpTest {
+		return v, nil
+	}
+	return &value{list: l.replaced(i, elem)}, nil
+}
+
+// applyInObject applies an op at member tok of object m (v's value), or
+// below it when deeper is not empty.
+func (v *value) applyInObject(m map[string]json.RawMessage, kind, tok, deeper string, val json.RawMessage) (*value, error) {
+	old, exists := m[tok]
+	if deeper == "" && kind == OpAdd {
+		return &value{obj: withMember(m, tok, val)}, nil
+	}
+	if !exists {
+		return nil, fmt.Errorf("%w: no member %q", ErrPathNotFound, tok)
+	}
+	if deeper == "" {
+		switch kind {
+		case OpReplace:
+			return &value{obj: withMember(m, tok, val)}, nil
+		case OpRemove:
+			return &value{obj: withMember(m, tok, nil)}, nil
+		case OpTest:
+			if err := testEqual(old, val); err != nil {
+				return nil, err
+			}
+			return v, nil
+		}
+	}
+	member, err := applyDeep(old, kind, deeper, val)
+	if err != nil {
+		return nil, err
+	}
+	if kind == OpTest {
+		return v, nil
+	}
+	return &value{obj: withMember(m, tok, member)}, nil
 }
 
 // withMember returns a copy of m with key set to val, or deleted when val is

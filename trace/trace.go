@@ -83,17 +83,10 @@ type FieldDiff struct {
 // Export writes the trace layout of a thread's root namespace into dir
 // (created if needed) and returns the manifest.
 func Export(ctx context.Context, s store.Store, thread, dir string) (Manifest, error) {
-	var cps []store.Checkpoint
-	for cp, err := range s.History(ctx, store.HistoryRequest{Thread: thread, WithState: true}) {
-		if err != nil {
-			return Manifest{}, err
-		}
-		cps = append(cps, cp)
+	cps, err := rootHistory(ctx, s, thread)
+	if err != nil {
+		return Manifest{}, err
 	}
-	if len(cps) == 0 {
-		return Manifest{}, fmt.Errorf("%w: thread %q has no checkpoints", store.ErrNotFound, thread)
-	}
-	sort.Slice(cps, func(i, j int) bool { return cps[i].Seq < cps[j].Seq })
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Manifest{}, err
 	}
@@ -106,52 +99,95 @@ func Export(ctx context.Context, s store.Store, thread, dir string) (Manifest, e
 		if cp.Meta.RunID != "" {
 			runID = cp.Meta.RunID
 		}
-		phase := cp.Meta.Source
-		switch {
-		case cp.Status == store.StatusFailed:
-			phase = "error"
-		case cp.Status == store.StatusInterrupted:
-			phase = "interrupt"
-		case phase == "":
-			phase = "step"
-		}
-		payload := map[string]any{"nodes": cp.Nodes, "next": cp.Meta.Next}
-		if cp.Meta.Tokens != nil {
-			payload["tokens"] = cp.Meta.Tokens
-		}
-		if len(cp.Meta.Interrupt) > 0 {
-			payload["interrupt"] = cp.Meta.Interrupt
-		}
-		if cp.Meta.StopReason != "" {
-			payload["stop_reason"] = cp.Meta.StopReason
-		}
-		events = append(events, Event{RunID: runID, StepID: cp.Seq, Phase: phase, OK: cp.Status == store.StatusSuccess,
-			Payload: payload, Error: cp.Meta.Error, TS: cp.CreatedAt.UTC()})
-		before := states[cp.Parent]
-		diff := map[string]FieldDiff{}
-		for _, op := range cp.Patch {
-			f := topField(op.Path)
-			if f == "" {
-				continue
-			}
-			if _, done := diff[f]; done {
-				continue
-			}
-			b, _ := before.Raw(f)
-			a, _ := cp.State.Raw(f)
-			diff[f] = FieldDiff{Before: orNull(b), After: orNull(a)}
-		}
-		upd := cp.Patch
-		if upd == nil {
-			upd = state.Patch{}
-		}
-		st := Step{StepID: cp.Seq, Parent: cp.Parent, Nodes: cp.Nodes, Status: cp.Status.String(), Update: upd,
-			StateDiff: diff, Timings: cp.Meta.DurationMS, Tokens: cp.Meta.Tokens, TS: cp.CreatedAt.UTC()}
-		if err := st.record(cp.Meta.Extra[stepRecordKey]); err != nil {
+		events = append(events, eventOf(cp, runID))
+		st, err := stepOf(cp, states[cp.Parent])
+		if err != nil {
 			return Manifest{}, fmt.Errorf("trace: step record of %s/%d: %w", thread, cp.Seq, err)
 		}
 		steps = append(steps, st)
 	}
+	m := manifestOf(thread, runID, cps)
+	if err := writeJSON(filepath.Join(dir, "manifest.json"), m); err != nil {
+		return Manifest{}, err
+	}
+	if err := writeLines(filepath.Join(dir, "events.jsonl"), events); err != nil {
+		return Manifest{}, err
+	}
+	if err := writeLines(filepath.Join(dir, "steps.jsonl"), steps); err != nil {
+		return Manifest{}, err
+	}
+	return m, nil
+}
+
+// rootHistory reads every checkpoint of the thread's root namespace with
+// its state, oldest first.
+func rootHistory(ctx context.Context, s store.Store, thread string) ([]store.Checkpoint, error) {
+	var cps []store.Checkpoint
+	for cp, err := range s.History(ctx, store.HistoryRequest{Thread: thread, WithState: true}) {
+		if err != nil {
+			return nil, err
+		}
+		cps = append(cps, cp)
+	}
+	if len(cps) == 0 {
+		return nil, fmt.Errorf("%w: thread %q has no checkpoints", store.ErrNotFound, thread)
+	}
+	sort.Slice(cps, func(i, j int) bool { return cps[i].Seq < cps[j].Seq })
+	return cps, nil
+}
+
+// eventOf is a checkpoint's line in events.jsonl.
+func eventOf(cp store.Checkpoint, runID string) Event {
+	phase := cp.Meta.Source
+	switch {
+	case cp.Status == store.StatusFailed:
+		phase = "error"
+	case cp.Status == store.StatusInterrupted:
+		phase = "interrupt"
+	case phase == "":
+		phase = "step"
+	}
+	payload := map[string]any{"nodes": cp.Nodes, "next": cp.Meta.Next}
+	if cp.Meta.Tokens != nil {
+		payload["tokens"] = cp.Meta.Tokens
+	}
+	if len(cp.Meta.Interrupt) > 0 {
+		payload["interrupt"] = cp.Meta.Interrupt
+	}
+	if cp.Meta.StopReason != "" {
+		payload["stop_reason"] = cp.Meta.StopReason
+	}
+	return Event{RunID: runID, StepID: cp.Seq, Phase: phase, OK: cp.Status == store.StatusSuccess,
+		Payload: payload, Error: cp.Meta.Error, TS: cp.CreatedAt.UTC()}
+}
+
+// stepOf is a checkpoint's line in steps.jsonl: its patch, the fields it
+// changed with their values before and after, and the loop agent's record.
+func stepOf(cp store.Checkpoint, before state.Doc) (Step, error) {
+	diff := map[string]FieldDiff{}
+	for _, op := range cp.Patch {
+		f := topField(op.Path)
+		if f == "" {
+			continue
+		}
+		if _, done := diff[f]; done {
+			continue
+		}
+		b, _ := before.Raw(f)
+		a, _ := cp.State.Raw(f)
+		diff[f] = FieldDiff{Before: orNull(b), After: orNull(a)}
+	}
+	upd := cp.Patch
+	if upd == nil {
+		upd = state.Patch{}
+	}
+	st := Step{StepID: cp.Seq, Parent: cp.Parent, Nodes: cp.Nodes, Status: cp.Status.String(), Update: upd,
+		StateDiff: diff, Timings: cp.Meta.DurationMS, Tokens: cp.Meta.Tokens, TS: cp.CreatedAt.UTC()}
+	return st, st.record(cp.Meta.Extra[stepRecordKey])
+}
+
+// manifestOf summarises the run from its checkpoints.
+func manifestOf(thread, runID string, cps []store.Checkpoint) Manifest {
 	head := cps[len(cps)-1]
 	m := Manifest{RunID: runID, Thread: thread, StartedAt: cps[0].CreatedAt.UTC(), UpdatedAt: head.CreatedAt.UTC()}
 	m.Summary.Steps = len(cps)
@@ -168,38 +204,34 @@ func Export(ctx context.Context, s store.Store, thread, dir string) (Manifest, e
 	if reason == "" && string(m.Summary.FinalResult) != "null" {
 		reason = string(state.StopFinal)
 	}
+	m.Status, m.Summary.StopReason = runStatus(head, reason)
+	if head.Status == store.StatusFailed {
+		m.Summary.FailureReport = &Failure{StepID: head.Seq, Nodes: head.Nodes, Error: head.Meta.Error}
+	}
+	return m
+}
+
+// runStatus is the manifest's status of a run whose newest checkpoint is
+// head, and its stop reason.
+func runStatus(head store.Checkpoint, reason string) (status, stop string) {
 	switch {
 	case head.Status == store.StatusFailed:
-		m.Status = "failed"
-		m.Summary.FailureReport = &Failure{StepID: head.Seq, Nodes: head.Nodes, Error: head.Meta.Error}
 		if reason == "" {
 			reason = string(state.StopUnrecoverableError)
 		}
+		return "failed", reason
 	case head.Status == store.StatusInterrupted:
-		m.Status = "stopped"
-		reason = string(state.StopInterrupt)
+		return "stopped", string(state.StopInterrupt)
 	case len(head.Meta.Next) > 0 && reason == "":
-		m.Status = "running"
-	default:
-		m.Status = "completed"
-		if reason == "" {
-			reason = string(state.StopSuccess)
-		}
-		if reason != string(state.StopSuccess) && reason != string(state.StopFinal) {
-			m.Status = "stopped"
-		}
+		return "running", reason
 	}
-	m.Summary.StopReason = reason
-	if err := writeJSON(filepath.Join(dir, "manifest.json"), m); err != nil {
-		return Manifest{}, err
+	if reason == "" {
+		reason = string(state.StopSuccess)
 	}
-	if err := writeLines(filepath.Join(dir, "events.jsonl"), events); err != nil {
-		return Manifest{}, err
+	if reason != string(state.StopSuccess) && reason != string(state.StopFinal) {
+		return "stopped", reason
 	}
-	if err := writeLines(filepath.Join(dir, "steps.jsonl"), steps); err != nil {
-		return Manifest{}, err
-	}
-	return m, nil
+	return "completed", reason
 }
 
 // stepRecordKey is where loop agents keep a step's record (agent.StepRecordKey).

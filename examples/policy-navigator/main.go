@@ -123,46 +123,52 @@ type node = struct {
 	fn   flow.NodeFunc
 }
 
-// orchestrator builds the main graph.
-func orchestrator(model agent.Model) (*flow.Compiled, error) {
-	policy, err := subgraph[InterpretationState](model, "policy",
+// specialists are the four subgraphs, each with its own state type.
+type specialists struct{ policy, eligibility, benefits, advocacy *flow.Compiled }
+
+// buildSpecialists compiles the subgraphs: each runs its own nodes, then
+// synthesizes a Markdown answer with the model.
+func buildSpecialists(model agent.Model) (sp specialists, err error) {
+	if sp.policy, err = subgraph[InterpretationState](model, "policy",
 		node{"intent", set("intent", "policy_explanation")},
 		node{"rag", set("retrieved_docs", []string{"housing-policy.md#4", "rent-support-faq.md"})},
-		node{"extract", set("analysis_output", map[string]any{"clause": "4", "topic": "rent support"})})
-	if err != nil {
-		return nil, err
+		node{"extract", set("analysis_output", map[string]any{"clause": "4", "topic": "rent support"})}); err != nil {
+		return sp, err
 	}
-	eligibility, err := subgraph[EligibilityState](model, "eligibility",
-		node{"profile", func(ctx context.Context, d state.Doc) (state.Update, error) {
-			var in string
-			_ = d.Get("input_text", &in)
-			profile := map[string]any{}
-			if strings.Contains(in, "67") {
-				profile["age"] = 67
-			}
-			return state.Update{"citizen_profile": profile}, nil
-		}},
-		node{"evaluate", set("analysis_output", map[string]any{"eligible": true, "rule": "senior and rent over 40% of income"})})
-	if err != nil {
-		return nil, err
+	if sp.eligibility, err = subgraph[EligibilityState](model, "eligibility",
+		node{"profile", profile},
+		node{"evaluate", set("analysis_output", map[string]any{"eligible": true, "rule": "senior and rent over 40% of income"})}); err != nil {
+		return sp, err
 	}
-	benefits, err := subgraph[BenefitsState](model, "benefits", node{"match", set("analysis_output", map[string]any{"schemes": []string{"rent support", "senior transport pass"}})})
-	if err != nil {
-		return nil, err
+	if sp.benefits, err = subgraph[BenefitsState](model, "benefits", node{"match", set("analysis_output", map[string]any{"schemes": []string{"rent support", "senior transport pass"}})}); err != nil {
+		return sp, err
 	}
-	advocacy, err := subgraph[AdvocacyState](model, "advocacy", node{"select", set("selected_scheme", "rent support")})
-	if err != nil {
-		return nil, err
+	sp.advocacy, err = subgraph[AdvocacyState](model, "advocacy", node{"select", set("selected_scheme", "rent support")})
+	return sp, err
+}
+
+// profile reads the citizen's profile from the question.
+func profile(ctx context.Context, d state.Doc) (state.Update, error) {
+	var in string
+	_ = d.Get("input_text", &in)
+	p := map[string]any{}
+	if strings.Contains(in, "67") {
+		p["age"] = 67
 	}
-	// Main state is not passed to subgraphs: only input_text (and, for the
-	// eligibility check, the policy interpreted earlier in the thread).
-	in := func(ctx context.Context, d state.Doc) (state.Update, error) {
+	return state.Update{"citizen_profile": p}, nil
+}
+
+// subgraphInput is what a subgraph gets of the main state: only
+// input_text, and, with withPolicy, the policy interpreted earlier in the
+// thread (the eligibility check uses it).
+func subgraphInput(withPolicy bool) func(ctx context.Context, d state.Doc) (state.Update, error) {
+	return func(ctx context.Context, d state.Doc) (state.Update, error) {
 		var s AgentState
 		if err := d.Get("input_text", &s.InputText); err != nil {
 			return nil, err
 		}
 		u := state.Update{"input_text": s.InputText}
-		if d.Has("interpreted_policy") {
+		if withPolicy && d.Has("interpreted_policy") {
 			var p *string
 			_ = d.Get("interpreted_policy", &p)
 			if p != nil {
@@ -171,29 +177,52 @@ func orchestrator(model agent.Model) (*flow.Compiled, error) {
 		}
 		return u, nil
 	}
-	out := func(field string) func(ctx context.Context, d state.Doc) (state.Update, error) {
-		return func(ctx context.Context, d state.Doc) (state.Update, error) {
-			var resp string
-			if err := d.Get("final_markdown_response", &resp); err != nil {
-				return nil, err
-			}
-			u := state.Update{"messages": state.Message{Role: "assistant", Content: resp}}
-			switch field {
-			case "interpreted_policy", "advocacy_plan":
-				u[field] = resp
-			case "eligibility":
-				u["is_eligible"], u["eligibility_reason"] = true, resp
-			case "benefits":
-				u["matched_benefits"] = []string{"rent support", "senior transport pass"}
-			}
-			return u, nil
+}
+
+// subgraphOutput maps a subgraph's answer back into the main state: the
+// answer as a message, and the field the specialist fills.
+func subgraphOutput(field string) func(ctx context.Context, d state.Doc) (state.Update, error) {
+	return func(ctx context.Context, d state.Doc) (state.Update, error) {
+		var resp string
+		if err := d.Get("final_markdown_response", &resp); err != nil {
+			return nil, err
 		}
+		u := state.Update{"messages": state.Message{Role: "assistant", Content: resp}}
+		switch field {
+		case "interpreted_policy", "advocacy_plan":
+			u[field] = resp
+		case "eligibility":
+			u["is_eligible"], u["eligibility_reason"] = true, resp
+		case "benefits":
+			u["matched_benefits"] = []string{"rent support", "senior transport pass"}
+		}
+		return u, nil
 	}
-	inWithPolicy := func(ctx context.Context, d state.Doc) (state.Update, error) { return in(ctx, d) }
-	onlyInput := func(ctx context.Context, d state.Doc) (state.Update, error) {
-		u, err := in(ctx, d)
-		delete(u, "policy")
-		return u, err
+}
+
+// classify is the orchestrator's intent classifier.
+func classify(ctx context.Context, d state.Doc) (state.Update, error) {
+	var text string
+	_ = d.Get("input_text", &text)
+	t := strings.ToLower(text)
+	intent := "POLICY_INTERPRETER"
+	switch {
+	case strings.Contains(t, "eligible"):
+		intent = "ELIGIBILITY_VERIFIER"
+	case strings.Contains(t, "benefit"):
+		intent = "BENEFITS_MATCHER"
+	case strings.Contains(t, "appeal") || strings.Contains(t, "help me"):
+		intent = "ADVOCACY_AGENT"
+	}
+	return state.Update{"current_intent": intent}, nil
+}
+
+// orchestrator builds the main graph: classify the intent, route to the
+// matching specialist subgraph, end.
+func orchestrator(model agent.Model) (*flow.Compiled, error) {
+	sp, err := buildSpecialists(model)
+	if err != nil {
+		return nil, err
 	}
 	typed, err := state.NewTyped[AgentState]()
 	if err != nil {
@@ -201,25 +230,11 @@ func orchestrator(model agent.Model) (*flow.Compiled, error) {
 	}
 	routes := map[string]string{"POLICY_INTERPRETER": "policy", "ELIGIBILITY_VERIFIER": "eligibility", "BENEFITS_MATCHER": "benefits", "ADVOCACY_AGENT": "advocacy"}
 	g := flow.NewGraph(typed.Schema()).
-		AddNode("route", func(ctx context.Context, d state.Doc) (state.Update, error) {
-			var text string
-			_ = d.Get("input_text", &text)
-			t := strings.ToLower(text)
-			intent := "POLICY_INTERPRETER"
-			switch {
-			case strings.Contains(t, "eligible"):
-				intent = "ELIGIBILITY_VERIFIER"
-			case strings.Contains(t, "benefit"):
-				intent = "BENEFITS_MATCHER"
-			case strings.Contains(t, "appeal") || strings.Contains(t, "help me"):
-				intent = "ADVOCACY_AGENT"
-			}
-			return state.Update{"current_intent": intent}, nil
-		}).
-		AddNode("policy", flow.Subgraph(policy, flow.SubgraphOptions{Input: onlyInput, Output: out("interpreted_policy")})).
-		AddNode("eligibility", flow.Subgraph(eligibility, flow.SubgraphOptions{Input: inWithPolicy, Output: out("eligibility")})).
-		AddNode("benefits", flow.Subgraph(benefits, flow.SubgraphOptions{Input: onlyInput, Output: out("benefits")})).
-		AddNode("advocacy", flow.Subgraph(advocacy, flow.SubgraphOptions{Input: onlyInput, Output: out("advocacy_plan")})).
+		AddNode("route", classify).
+		AddNode("policy", flow.Subgraph(sp.policy, flow.SubgraphOptions{Input: subgraphInput(false), Output: subgraphOutput("interpreted_policy")})).
+		AddNode("eligibility", flow.Subgraph(sp.eligibility, flow.SubgraphOptions{Input: subgraphInput(true), Output: subgraphOutput("eligibility")})).
+		AddNode("benefits", flow.Subgraph(sp.benefits, flow.SubgraphOptions{Input: subgraphInput(false), Output: subgraphOutput("benefits")})).
+		AddNode("advocacy", flow.Subgraph(sp.advocacy, flow.SubgraphOptions{Input: subgraphInput(false), Output: subgraphOutput("advocacy_plan")})).
 		AddEdge(flow.START, "route").
 		AddRouter("route", func(ctx context.Context, d state.Doc) ([]flow.Target, error) {
 			var intent string

@@ -154,6 +154,13 @@ func concurrentURL(u string) string {
 	return "sqlite:" + strings.TrimSuffix(path, ext) + "-concurrent" + ext
 }
 
+// threadRunner runs one thread of a workload, recording each step's time
+// in times when it is not nil.
+type threadRunner func(ctx context.Context, s store.Store, schema *state.Schema, thread string, steps int, times []time.Duration) error
+
+// runOnce runs one workload on a fresh store in its phases: open, write
+// the threads (one after another or all at once), then measure the head
+// load, the history walk and what was stored.
 func runOnce(ctx context.Context, cfg Config, threads []string, concurrent bool) (Result, error) {
 	switch cfg.Engine {
 	case "":
@@ -171,88 +178,26 @@ func runOnce(ctx context.Context, cfg Config, threads []string, concurrent bool)
 		defer os.RemoveAll(dir)
 		url = "sqlite:" + filepath.Join(dir, "bench.db")
 	}
-	s, err := store.Open(ctx, url, store.OpenOptions{Store: store.Options{SnapshotRatio: cfg.SnapshotRatio, NoCompression: cfg.NoCompression}, Durability: string(cfg.Durability)})
+	s, err := openEmpty(ctx, cfg, url, threads)
 	if err != nil {
 		return Result{}, err
 	}
 	defer s.Close()
-	for _, id := range threads {
-		if _, err := s.Thread(ctx, id); err == nil {
-			return Result{}, fmt.Errorf("%w: thread %q already exists in %s; benchmarks need an empty store", store.ErrConflict, id, url)
-		} else if !errors.Is(err, store.ErrNotFound) {
-			return Result{}, err
-		}
-	}
 	schema := state.MustSchema(schemaOpts...)
-	runThread := runThreadStore
-	if cfg.Engine == "runner" {
-		g, err := w1Graph(schema, cfg.Steps)
-		if err != nil {
-			return Result{}, err
-		}
-		fd, err := flow.ParseDurability(string(cfg.FlowDurability))
-		if err != nil {
-			return Result{}, err
-		}
-		runThread = func(ctx context.Context, s store.Store, _ *state.Schema, thread string, steps int, times []time.Duration) error {
-			return runThreadFlow(ctx, s, g, fd, thread, steps, times)
-		}
+	runThread, err := cfg.threadRunner(schema)
+	if err != nil {
+		return Result{}, err
 	}
-	dur := cfg.Durability
-	if dur == "" {
-		dur = sqlite.DurabilitySync
-		if _, d, err := sqlite.ParseURL(url); err == nil && d != "" {
-			dur = d
-		}
-	}
-	res := Result{Workload: cfg.Workload, Engine: cfg.Engine, Store: url, Durability: string(dur), StepsPerThread: cfg.Steps, Threads: len(threads)}
-	switch store.Scheme(url) {
-	case "memory":
-		res.Durability = "none"
-	case "postgres", "postgresql":
-		res.Durability = "server (synchronous_commit)"
-	}
+	res := cfg.result(url, len(threads))
 	stepTimes := make([]time.Duration, cfg.Steps)
 	start := time.Now()
-	if concurrent {
-		var wg sync.WaitGroup
-		errs := make([]error, len(threads))
-		for i, id := range threads {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				var times []time.Duration
-				if i == 0 {
-					times = stepTimes
-				}
-				errs[i] = runThread(ctx, s, schema, id, cfg.Steps, times)
-			}()
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
-			return Result{}, err
-		}
-	} else {
-		for i, id := range threads {
-			var times []time.Duration
-			if i == 0 {
-				times = stepTimes
-			}
-			if err := runThread(ctx, s, schema, id, cfg.Steps, times); err != nil {
-				return Result{}, err
-			}
-		}
+	if err := writeThreads(ctx, s, schema, runThread, cfg.Steps, threads, concurrent, stepTimes); err != nil {
+		return Result{}, err
 	}
 	total := time.Since(start)
 	res.TotalMS = ms(total)
 	res.USPerStep = float64(total.Microseconds()) / float64(cfg.Steps*len(threads))
 	res.StepsPerSec = float64(cfg.Steps*len(threads)) / total.Seconds()
-	if cfg.Engine == "runner" {
-		res.FlowDurability = string(cfg.FlowDurability)
-		if res.FlowDurability == "" {
-			res.FlowDurability = string(flow.DurabilitySync)
-		}
-	}
 	tenth := max(1, cfg.Steps/10)
 	res.USFirst10 = meanUS(stepTimes[:tenth])
 	res.USLast10 = meanUS(stepTimes[len(stepTimes)-tenth:])
@@ -260,37 +205,140 @@ func runOnce(ctx context.Context, cfg Config, threads []string, concurrent bool)
 		db, wal := sb.Sizes()
 		res.DBPlusWALBytes = db + wal
 	}
+	if err := measureReads(ctx, s, threads[0], cfg.Steps, &res); err != nil {
+		return Result{}, err
+	}
+	if err := countRows(ctx, s, threads, &res); err != nil {
+		return Result{}, err
+	}
+	res.PeakRSSBytes = peakRSS()
+	return res, nil
+}
 
-	// Each measured phase starts from a collected heap, as Go's benchmarks
-	// do, so one phase's garbage is not charged to the next.
+// openEmpty opens the benchmark's store and checks that none of its
+// threads exist yet.
+func openEmpty(ctx context.Context, cfg Config, url string, threads []string) (*store.Engine, error) {
+	s, err := store.Open(ctx, url, store.OpenOptions{Store: store.Options{SnapshotRatio: cfg.SnapshotRatio, NoCompression: cfg.NoCompression}, Durability: string(cfg.Durability)})
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range threads {
+		if _, err := s.Thread(ctx, id); err == nil {
+			s.Close()
+			return nil, fmt.Errorf("%w: thread %q already exists in %s; benchmarks need an empty store", store.ErrConflict, id, url)
+		} else if !errors.Is(err, store.ErrNotFound) {
+			s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// threadRunner is how the configured engine writes a thread: through the
+// flow runner, or straight into the store.
+func (cfg Config) threadRunner(schema *state.Schema) (threadRunner, error) {
+	if cfg.Engine != "runner" {
+		return runThreadStore, nil
+	}
+	g, err := w1Graph(schema, cfg.Steps)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := flow.ParseDurability(string(cfg.FlowDurability))
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, s store.Store, _ *state.Schema, thread string, steps int, times []time.Duration) error {
+		return runThreadFlow(ctx, s, g, fd, thread, steps, times)
+	}, nil
+}
+
+// result is the part of a Result the configuration decides.
+func (cfg Config) result(url string, threads int) Result {
+	dur := cfg.Durability
+	if dur == "" {
+		dur = sqlite.DurabilitySync
+		if _, d, err := sqlite.ParseURL(url); err == nil && d != "" {
+			dur = d
+		}
+	}
+	res := Result{Workload: cfg.Workload, Engine: cfg.Engine, Store: url, Durability: string(dur), StepsPerThread: cfg.Steps, Threads: threads}
+	switch store.Scheme(url) {
+	case "memory":
+		res.Durability = "none"
+	case "postgres", "postgresql":
+		res.Durability = "server (synchronous_commit)"
+	}
+	if cfg.Engine == "runner" {
+		res.FlowDurability = string(cfg.FlowDurability)
+		if res.FlowDurability == "" {
+			res.FlowDurability = string(flow.DurabilitySync)
+		}
+	}
+	return res
+}
+
+// writeThreads writes every thread, one after another or all at once; the
+// first thread's step times go to stepTimes.
+func writeThreads(ctx context.Context, s store.Store, schema *state.Schema, run threadRunner, steps int, threads []string, concurrent bool, stepTimes []time.Duration) error {
+	timesOf := func(i int) []time.Duration {
+		if i == 0 {
+			return stepTimes
+		}
+		return nil
+	}
+	if !concurrent {
+		for i, id := range threads {
+			if err := run(ctx, s, schema, id, steps, timesOf(i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(threads))
+	for i, id := range threads {
+		wg.Go(func() { errs[i] = run(ctx, s, schema, id, steps, timesOf(i)) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// measureReads times loading thread's head and walking its whole history
+// with every state materialised. Each phase starts from a collected heap,
+// as Go's benchmarks do, so one phase's garbage is not charged to the next.
+func measureReads(ctx context.Context, s store.Store, thread string, steps int, res *Result) error {
 	runtime.GC()
 	t0 := time.Now()
-	head, err := s.Load(ctx, store.LoadRequest{Thread: threads[0]})
+	head, err := s.Load(ctx, store.LoadRequest{Thread: thread})
 	if err != nil {
-		return Result{}, fmt.Errorf("load head: %w", err)
+		return fmt.Errorf("load head: %w", err)
 	}
 	res.GetStateMS = ms(time.Since(t0))
-	if n, _ := head.State.ListLen("messages"); n != cfg.Steps {
-		return Result{}, fmt.Errorf("head state of thread %s has %d messages, want %d", threads[0], n, cfg.Steps)
+	if n, _ := head.State.ListLen("messages"); n != steps {
+		return fmt.Errorf("head state of thread %s has %d messages, want %d", thread, n, steps)
 	}
-
 	runtime.GC()
 	t0 = time.Now()
-	for cp, err := range s.History(ctx, store.HistoryRequest{Thread: threads[0], WithState: true, PageSize: 256}) {
+	for cp, err := range s.History(ctx, store.HistoryRequest{Thread: thread, WithState: true, PageSize: 256}) {
 		if err != nil {
-			return Result{}, fmt.Errorf("history: %w", err)
+			return fmt.Errorf("history: %w", err)
 		}
 		if !cp.HasState {
-			return Result{}, fmt.Errorf("history: checkpoint %d has no state", cp.Seq)
+			return fmt.Errorf("history: checkpoint %d has no state", cp.Seq)
 		}
 		res.HistoryItems++
 	}
 	res.HistoryMS = ms(time.Since(t0))
+	return nil
+}
 
+// countRows counts the checkpoint rows and snapshots the threads stored.
+func countRows(ctx context.Context, s store.Store, threads []string, res *Result) error {
 	for _, id := range threads {
 		for cp, err := range s.History(ctx, store.HistoryRequest{Thread: id, PageSize: 1000}) {
 			if err != nil {
-				return Result{}, err
+				return err
 			}
 			res.CheckpointRows++
 			if cp.Snapshot {
@@ -298,8 +346,7 @@ func runOnce(ctx context.Context, cfg Config, threads []string, concurrent bool)
 			}
 		}
 	}
-	res.PeakRSSBytes = peakRSS()
-	return res, nil
+	return nil
 }
 
 // w1Graph is W1's graph: START → step; after step, back to step while

@@ -71,79 +71,9 @@ func New(cfg Config) (*Model, error) {
 
 // Generate implements agent.Model.
 func (m *Model) Generate(ctx context.Context, req agent.Request) (agent.Response, error) {
-	params := sdk.MessageNewParams{Model: sdk.Model(m.cfg.Model), MaxTokens: int64(max(req.MaxTokens, m.cfg.MaxTokens))}
-	if req.MaxTokens > 0 {
-		params.MaxTokens = int64(req.MaxTokens)
-	}
-	for _, msg := range req.Messages {
-		switch msg.Role {
-		case agent.RoleSystem:
-			params.System = append(params.System, sdk.TextBlockParam{Text: msg.Content})
-		case agent.RoleUser:
-			params.Messages = append(params.Messages, sdk.NewUserMessage(sdk.NewTextBlock(msg.Content)))
-		case agent.RoleAssistant:
-			var blocks []sdk.ContentBlockParamUnion
-			if msg.Content != "" {
-				blocks = append(blocks, sdk.NewTextBlock(msg.Content))
-			}
-			for _, tc := range msg.ToolCalls {
-				var input any = map[string]any{}
-				if len(tc.Args) > 0 {
-					if err := json.Unmarshal(tc.Args, &input); err != nil {
-						return agent.Response{}, fmt.Errorf("%w: tool call %s args: %v", agent.ErrBadRequest, tc.ID, err)
-					}
-				}
-				blocks = append(blocks, sdk.NewToolUseBlock(tc.ID, input, tc.Name))
-			}
-			params.Messages = append(params.Messages, sdk.NewAssistantMessage(blocks...))
-		case agent.RoleTool:
-			isErr := strings.HasPrefix(msg.Content, "error: ")
-			block := sdk.NewToolResultBlock(msg.ToolCallID, msg.Content, isErr)
-			// Consecutive tool results go back in one user turn.
-			if n := len(params.Messages); n > 0 && params.Messages[n-1].Role == sdk.MessageParamRoleUser && hasToolResult(params.Messages[n-1]) {
-				params.Messages[n-1].Content = append(params.Messages[n-1].Content, block)
-			} else {
-				params.Messages = append(params.Messages, sdk.NewUserMessage(block))
-			}
-		default:
-			return agent.Response{}, fmt.Errorf("%w: unknown message role %q", agent.ErrBadRequest, msg.Role)
-		}
-	}
-	for _, t := range req.Tools {
-		var schema map[string]any
-		if err := json.Unmarshal(t.Parameters, &schema); err != nil {
-			return agent.Response{}, fmt.Errorf("%w: tool %q parameters: %v", agent.ErrBadRequest, t.Name, err)
-		}
-		in := sdk.ToolInputSchemaParam{Properties: schema["properties"], ExtraFields: map[string]any{}}
-		if req, ok := schema["required"].([]any); ok {
-			for _, r := range req {
-				if s, ok := r.(string); ok {
-					in.Required = append(in.Required, s)
-				}
-			}
-		}
-		for k, v := range schema {
-			if k != "properties" && k != "required" && k != "type" {
-				in.ExtraFields[k] = v
-			}
-		}
-		tp := sdk.ToolParam{Name: t.Name, InputSchema: in}
-		if t.Description != "" {
-			tp.Description = sdk.String(t.Description)
-		}
-		params.Tools = append(params.Tools, sdk.ToolUnionParam{OfTool: &tp})
-	}
-	if req.Schema != nil {
-		var schema map[string]any
-		if err := json.Unmarshal(req.Schema.JSON, &schema); err != nil {
-			return agent.Response{}, fmt.Errorf("%w: schema: %v", agent.ErrBadRequest, err)
-		}
-		params.OutputConfig = sdk.OutputConfigParam{Format: sdk.JSONOutputFormatParam{Schema: schema}}
-	}
-	if t := req.Temperature; t != nil {
-		params.Temperature = sdk.Float(*t)
-	} else if m.cfg.Temperature != nil {
-		params.Temperature = sdk.Float(*m.cfg.Temperature)
+	params, err := m.params(req)
+	if err != nil {
+		return agent.Response{}, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, m.cfg.Timeout)
 	defer cancel()
@@ -152,6 +82,108 @@ func (m *Model) Generate(ctx context.Context, req agent.Request) (agent.Response
 	if err != nil {
 		return agent.Response{}, m.wrap(ctx, err)
 	}
+	return agent.Response{Message: messageOf(out), Model: string(out.Model), Latency: time.Since(start), Raw: json.RawMessage(out.RawJSON()),
+		Usage: agent.Usage{Input: out.Usage.InputTokens, Output: out.Usage.OutputTokens}}, nil
+}
+
+// params builds the Messages API request.
+func (m *Model) params(req agent.Request) (sdk.MessageNewParams, error) {
+	params := sdk.MessageNewParams{Model: sdk.Model(m.cfg.Model), MaxTokens: int64(max(req.MaxTokens, m.cfg.MaxTokens))}
+	if req.MaxTokens > 0 {
+		params.MaxTokens = int64(req.MaxTokens)
+	}
+	for _, msg := range req.Messages {
+		if err := addMessage(&params, msg); err != nil {
+			return params, err
+		}
+	}
+	for _, t := range req.Tools {
+		tp, err := toolParam(t)
+		if err != nil {
+			return params, err
+		}
+		params.Tools = append(params.Tools, sdk.ToolUnionParam{OfTool: &tp})
+	}
+	if req.Schema != nil {
+		var schema map[string]any
+		if err := json.Unmarshal(req.Schema.JSON, &schema); err != nil {
+			return params, fmt.Errorf("%w: schema: %v", agent.ErrBadRequest, err)
+		}
+		params.OutputConfig = sdk.OutputConfigParam{Format: sdk.JSONOutputFormatParam{Schema: schema}}
+	}
+	if t := req.Temperature; t != nil {
+		params.Temperature = sdk.Float(*t)
+	} else if m.cfg.Temperature != nil {
+		params.Temperature = sdk.Float(*m.cfg.Temperature)
+	}
+	return params, nil
+}
+
+// addMessage adds a message to the request: system messages to the system
+// prompt, tool results (consecutive ones in one user turn) as user turns.
+func addMessage(params *sdk.MessageNewParams, msg agent.Message) error {
+	switch msg.Role {
+	case agent.RoleSystem:
+		params.System = append(params.System, sdk.TextBlockParam{Text: msg.Content})
+	case agent.RoleUser:
+		params.Messages = append(params.Messages, sdk.NewUserMessage(sdk.NewTextBlock(msg.Content)))
+	case agent.RoleAssistant:
+		var blocks []sdk.ContentBlockParamUnion
+		if msg.Content != "" {
+			blocks = append(blocks, sdk.NewTextBlock(msg.Content))
+		}
+		for _, tc := range msg.ToolCalls {
+			var input any = map[string]any{}
+			if len(tc.Args) > 0 {
+				if err := json.Unmarshal(tc.Args, &input); err != nil {
+					return fmt.Errorf("%w: tool call %s args: %v", agent.ErrBadRequest, tc.ID, err)
+				}
+			}
+			blocks = append(blocks, sdk.NewToolUseBlock(tc.ID, input, tc.Name))
+		}
+		params.Messages = append(params.Messages, sdk.NewAssistantMessage(blocks...))
+	case agent.RoleTool:
+		isErr := strings.HasPrefix(msg.Content, "error: ")
+		block := sdk.NewToolResultBlock(msg.ToolCallID, msg.Content, isErr)
+		if n := len(params.Messages); n > 0 && params.Messages[n-1].Role == sdk.MessageParamRoleUser && hasToolResult(params.Messages[n-1]) {
+			params.Messages[n-1].Content = append(params.Messages[n-1].Content, block)
+		} else {
+			params.Messages = append(params.Messages, sdk.NewUserMessage(block))
+		}
+	default:
+		return fmt.Errorf("%w: unknown message role %q", agent.ErrBadRequest, msg.Role)
+	}
+	return nil
+}
+
+// toolParam turns a tool's JSON Schema into Anthropic's input schema.
+func toolParam(t agent.ToolSpec) (sdk.ToolParam, error) {
+	var schema map[string]any
+	if err := json.Unmarshal(t.Parameters, &schema); err != nil {
+		return sdk.ToolParam{}, fmt.Errorf("%w: tool %q parameters: %v", agent.ErrBadRequest, t.Name, err)
+	}
+	in := sdk.ToolInputSchemaParam{Properties: schema["properties"], ExtraFields: map[string]any{}}
+	if req, ok := schema["required"].([]any); ok {
+		for _, r := range req {
+			if s, ok := r.(string); ok {
+				in.Required = append(in.Required, s)
+			}
+		}
+	}
+	for k, v := range schema {
+		if k != "properties" && k != "required" && k != "type" {
+			in.ExtraFields[k] = v
+		}
+	}
+	tp := sdk.ToolParam{Name: t.Name, InputSchema: in}
+	if t.Description != "" {
+		tp.Description = sdk.String(t.Description)
+	}
+	return tp, nil
+}
+
+// messageOf reads the reply: its text blocks joined, its tool calls.
+func messageOf(out *sdk.Message) agent.Message {
 	msg := agent.Message{Role: agent.RoleAssistant}
 	var text []string
 	for _, b := range out.Content {
@@ -167,8 +199,7 @@ func (m *Model) Generate(ctx context.Context, req agent.Request) (agent.Response
 		}
 	}
 	msg.Content = strings.Join(text, "")
-	return agent.Response{Message: msg, Model: string(out.Model), Latency: time.Since(start), Raw: json.RawMessage(out.RawJSON()),
-		Usage: agent.Usage{Input: out.Usage.InputTokens, Output: out.Usage.OutputTokens}}, nil
+	return msg
 }
 
 func hasToolResult(p sdk.MessageParam) bool {

@@ -60,6 +60,24 @@ func Load(path string) (*Model, error) {
 
 // Parse reads a script; name is used in errors.
 func Parse(name string, data []byte) (*Model, error) {
+	list, err := repliesNode(name, data)
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{name: name}
+	for _, n := range list.Content {
+		r, err := parseReply(name, n)
+		if err != nil {
+			return nil, err
+		}
+		m.replies = append(m.replies, r)
+	}
+	m.used = make([]bool, len(m.replies))
+	return m, nil
+}
+
+// repliesNode finds the replies: list, the script's only key.
+func repliesNode(name string, data []byte) (*yaml.Node, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrScript, name, err)
@@ -79,74 +97,77 @@ func Parse(name string, data []byte) (*Model, error) {
 	if list == nil || list.Kind != yaml.SequenceNode {
 		return nil, fmt.Errorf("%w: %s: replies: must be a list", ErrScript, name)
 	}
-	m := &Model{name: name}
-	for _, n := range list.Content {
-		if n.Kind != yaml.MappingNode {
-			return nil, fmt.Errorf("%w: %s:%d: a reply must be a mapping", ErrScript, name, n.Line)
-		}
-		for i := 0; i < len(n.Content); i += 2 {
-			if k := n.Content[i]; !allowedKeys[k.Value] {
-				return nil, fmt.Errorf("%w: %s:%d: unknown key %q (text, json, tool_calls, step, delay_ms, error)", ErrScript, name, k.Line, k.Value)
-			}
-		}
-		var r reply
-		// json: and tool_calls: hold free-form YAML: take their nodes;
-		// decode the rest into the struct.
-		rest := &yaml.Node{Kind: yaml.MappingNode, Tag: n.Tag, Line: n.Line, Column: n.Column}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			switch k.Value {
-			case "json":
-				r.JSON = v
-			case "tool_calls":
-				calls, err := parseToolCalls(name, v)
-				if err != nil {
-					return nil, err
-				}
-				r.ToolCalls = calls
-			default:
-				rest.Content = append(rest.Content, k, v)
-			}
-		}
-		if err := rest.Decode(&r); err != nil {
-			return nil, fmt.Errorf("%w: %s:%d: %v", ErrScript, name, n.Line, strings.TrimPrefix(err.Error(), "yaml: "))
-		}
-		r.line = n.Line
-		kinds := 0
-		for _, set := range []bool{r.Text != nil, r.JSON != nil, r.ToolCalls != nil, r.Error != nil} {
-			if set {
-				kinds++
-			}
-		}
-		if kinds != 1 {
-			return nil, fmt.Errorf("%w: %s:%d: a reply needs exactly one of the keys text, json, tool_calls or error", ErrScript, name, n.Line)
-		}
-		if r.JSON != nil {
-			var v any
-			if err := r.JSON.Decode(&v); err != nil {
-				return nil, fmt.Errorf("%w: %s:%d: json: %v", ErrScript, name, n.Line, err)
-			}
-			b, err := json.Marshal(agent.YAMLValue(v))
-			if err != nil {
-				return nil, fmt.Errorf("%w: %s:%d: json: %v", ErrScript, name, n.Line, err)
-			}
-			r.jsonText = b
-		}
-		for i, tc := range r.ToolCalls {
-			if tc.Name == "" {
-				return nil, fmt.Errorf("%w: %s:%d: tool call %d needs a name", ErrScript, name, n.Line, i)
-			}
-		}
-		if r.Error != nil && r.Error.Status == 0 {
-			return nil, fmt.Errorf("%w: %s:%d: error: needs a status", ErrScript, name, n.Line)
-		}
-		if r.DelayMS < 0 {
-			return nil, fmt.Errorf("%w: %s:%d: delay_ms must not be negative", ErrScript, name, n.Line)
-		}
-		m.replies = append(m.replies, r)
+	return list, nil
+}
+
+// parseReply decodes and checks one reply. json: and tool_calls: hold
+// free-form YAML: their nodes are taken as they are; the rest is decoded
+// into the struct.
+func parseReply(name string, n *yaml.Node) (reply, error) {
+	var r reply
+	if n.Kind != yaml.MappingNode {
+		return r, fmt.Errorf("%w: %s:%d: a reply must be a mapping", ErrScript, name, n.Line)
 	}
-	m.used = make([]bool, len(m.replies))
-	return m, nil
+	rest := &yaml.Node{Kind: yaml.MappingNode, Tag: n.Tag, Line: n.Line, Column: n.Column}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if !allowedKeys[k.Value] {
+			return r, fmt.Errorf("%w: %s:%d: unknown key %q (text, json, tool_calls, step, delay_ms, error)", ErrScript, name, k.Line, k.Value)
+		}
+		switch k.Value {
+		case "json":
+			r.JSON = v
+		case "tool_calls":
+			calls, err := parseToolCalls(name, v)
+			if err != nil {
+				return r, err
+			}
+			r.ToolCalls = calls
+		default:
+			rest.Content = append(rest.Content, k, v)
+		}
+	}
+	if err := rest.Decode(&r); err != nil {
+		return r, fmt.Errorf("%w: %s:%d: %v", ErrScript, name, n.Line, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	r.line = n.Line
+	return r, r.check(name)
+}
+
+// check checks a decoded reply and encodes its json: value.
+func (r *reply) check(name string) error {
+	kinds := 0
+	for _, set := range []bool{r.Text != nil, r.JSON != nil, r.ToolCalls != nil, r.Error != nil} {
+		if set {
+			kinds++
+		}
+	}
+	if kinds != 1 {
+		return fmt.Errorf("%w: %s:%d: a reply needs exactly one of the keys text, json, tool_calls or error", ErrScript, name, r.line)
+	}
+	if r.JSON != nil {
+		var v any
+		if err := r.JSON.Decode(&v); err != nil {
+			return fmt.Errorf("%w: %s:%d: json: %v", ErrScript, name, r.line, err)
+		}
+		b, err := json.Marshal(agent.YAMLValue(v))
+		if err != nil {
+			return fmt.Errorf("%w: %s:%d: json: %v", ErrScript, name, r.line, err)
+		}
+		r.jsonText = b
+	}
+	for i, tc := range r.ToolCalls {
+		if tc.Name == "" {
+			return fmt.Errorf("%w: %s:%d: tool call %d needs a name", ErrScript, name, r.line, i)
+		}
+	}
+	if r.Error != nil && r.Error.Status == 0 {
+		return fmt.Errorf("%w: %s:%d: error: needs a status", ErrScript, name, r.line)
+	}
+	if r.DelayMS < 0 {
+		return fmt.Errorf("%w: %s:%d: delay_ms must not be negative", ErrScript, name, r.line)
+	}
+	return nil
 }
 
 func parseToolCalls(name string, v *yaml.Node) ([]toolCall, error) {

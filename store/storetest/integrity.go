@@ -120,6 +120,14 @@ func testEditedRows(t *testing.T, h Harness) {
 			checkGood(t)
 		})
 	}
+	testEditedThreadRows(t, h, s, checkGood)
+}
+
+// testEditedThreadRows edits each column of thread records: the edited
+// record is a CorruptError naming it, listing threads reports it, and
+// the good thread stays readable.
+func testEditedThreadRows(t *testing.T, h Harness, s store.Store, checkGood func(*testing.T)) {
+	ctx := context.Background()
 	for _, tc := range []struct {
 		column string
 		value  any

@@ -329,25 +329,7 @@ func testForkTree(t *testing.T, h Harness) {
 	for i := 1; i <= 20; i++ {
 		m.step(i)
 	}
-	change, err := state.ParsePatch([]byte(`[{"op":"replace","path":"/count","value":-5}]`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fk, err := s.Fork(ctx, store.ForkRequest{Thread: "tree", At: 8, Patch: change})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fk.Seq != 21 || fk.Parent != 8 || fk.Meta.Source != "fork" || fk.Meta.ForkedFrom.Seq != 8 {
-		t.Fatalf("fork = %+v", fk)
-	}
-	want8, _ := state.ParseDoc([]byte(m.want[8]))
-	want21, err := want8.Apply(change)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.want[21] = want21.String()
-	m.head, m.doc = 21, want21
-	m.ids = messageIDs(t, want21)
+	forkBranch(t, s, m)
 	// Continue the branch, then check every checkpoint of both branches.
 	for i := 22; i <= 40; i++ {
 		m.step(i)
@@ -355,20 +337,7 @@ func testForkTree(t *testing.T, h Harness) {
 	for seq := int64(1); seq <= 40; seq++ {
 		m.checkLoad(seq)
 	}
-	// The old branch is untouched and history lists the whole tree.
-	parents := map[int64]int64{}
-	for cp, err := range s.History(ctx, store.HistoryRequest{Thread: "tree", WithState: true, PageSize: 6}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		parents[cp.Seq] = cp.Parent
-		if cp.State.String() != m.want[cp.Seq] {
-			t.Fatalf("history seq %d state differs", cp.Seq)
-		}
-	}
-	if len(parents) != 40 || parents[21] != 8 || parents[22] != 21 || parents[9] != 8 {
-		t.Fatalf("tree parents wrong: %v", parents)
-	}
+	checkTree(t, s, m)
 	// Appending to the old branch tip is a conflict: only the head grows.
 	if _, err := s.Append(ctx, store.Checkpoint{Thread: "tree", Parent: 20, State: m.doc}); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("append to old tip: %v", err)
@@ -385,15 +354,71 @@ func testForkTree(t *testing.T, h Harness) {
 	if err != nil || cp.State.String() != m.want[30] {
 		t.Fatalf("forked thread state: %v", err)
 	}
-	if _, err := s.Fork(ctx, store.ForkRequest{Thread: "tree", At: 30, Into: "tree-copy"}); !errors.Is(err, store.ErrConflict) {
-		t.Fatalf("fork into existing: %v", err)
+	checkRefusedForks(t, s)
+}
+
+// forkBranch forks thread "tree" at 8 with a changed count: the fork is
+// checkpoint 21, the model's new head.
+func forkBranch(t *testing.T, s store.Store, m *model) {
+	t.Helper()
+	change, err := state.ParsePatch([]byte(`[{"op":"replace","path":"/count","value":-5}]`))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := s.Fork(ctx, store.ForkRequest{Thread: "tree", At: 99}); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("fork at missing seq: %v", err)
+	fk, err := s.Fork(context.Background(), store.ForkRequest{Thread: "tree", At: 8, Patch: change})
+	if err != nil {
+		t.Fatal(err)
 	}
+	if fk.Seq != 21 || fk.Parent != 8 || fk.Meta.Source != "fork" || fk.Meta.ForkedFrom.Seq != 8 {
+		t.Fatalf("fork = %+v", fk)
+	}
+	want8, _ := state.ParseDoc([]byte(m.want[8]))
+	want21, err := want8.Apply(change)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.want[21] = want21.String()
+	m.head, m.doc = 21, want21
+	m.ids = messageIDs(t, want21)
+}
+
+// checkTree checks that the old branch is untouched and history lists the
+// whole tree.
+func checkTree(t *testing.T, s store.Store, m *model) {
+	t.Helper()
+	parents := map[int64]int64{}
+	for cp, err := range s.History(context.Background(), store.HistoryRequest{Thread: "tree", WithState: true, PageSize: 6}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		parents[cp.Seq] = cp.Parent
+		if cp.State.String() != m.want[cp.Seq] {
+			t.Fatalf("history seq %d state differs", cp.Seq)
+		}
+	}
+	if len(parents) != 40 || parents[21] != 8 || parents[22] != 21 || parents[9] != 8 {
+		t.Fatalf("tree parents wrong: %v", parents)
+	}
+}
+
+// checkRefusedForks: forks into an existing thread, from a missing seq or
+// with a patch that does not apply are refused and move nothing.
+func checkRefusedForks(t *testing.T, s store.Store) {
+	t.Helper()
+	ctx := context.Background()
 	bad, _ := state.ParsePatch([]byte(`[{"op":"remove","path":"/nope"}]`))
-	if _, err := s.Fork(ctx, store.ForkRequest{Thread: "tree", At: 3, Patch: bad}); !errors.Is(err, store.ErrInvalidArgument) {
-		t.Fatalf("bad fork patch: %v", err)
+	for _, tc := range []struct {
+		name string
+		req  store.ForkRequest
+		want error
+	}{
+		{"into an existing thread", store.ForkRequest{Thread: "tree", At: 30, Into: "tree-copy"}, store.ErrConflict},
+		{"at a missing seq", store.ForkRequest{Thread: "tree", At: 99}, store.ErrNotFound},
+		{"with a patch that does not apply", store.ForkRequest{Thread: "tree", At: 3, Patch: bad}, store.ErrInvalidArgument},
+	} {
+		if _, err := s.Fork(ctx, tc.req); !errors.Is(err, tc.want) {
+			t.Fatalf("fork %s: %v, want %v", tc.name, err, tc.want)
+		}
 	}
 	if th, _ := s.Thread(ctx, "tree"); th.Head != 40 {
 		t.Fatalf("failed forks moved the head to %d", th.Head)
@@ -489,42 +514,7 @@ func testThreads(t *testing.T, h Harness) {
 	if _, err := s.CreateThread(ctx, store.Thread{ID: "th-00"}); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("duplicate create: %v", err)
 	}
-	count := func(f store.ThreadFilter) []string {
-		var ids []string
-		for th, err := range s.Threads(ctx, f) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids = append(ids, th.ID)
-		}
-		return ids
-	}
-	if ids := count(store.ThreadFilter{PageSize: 4}); len(ids) != 25 || ids[0] != "th-00" || ids[24] != "th-24" {
-		t.Fatalf("all threads: %v", ids)
-	}
-	if ids := count(store.ThreadFilter{Tenant: "b"}); len(ids) != 12 {
-		t.Fatalf("tenant b: %v", ids)
-	}
-	if ids := count(store.ThreadFilter{Metadata: map[string]any{"user": "u1"}, PageSize: 2}); len(ids) != 8 {
-		t.Fatalf("user u1: %v", ids)
-	}
-	if ids := count(store.ThreadFilter{Metadata: map[string]any{"user": "u1", "n": 4}}); len(ids) != 1 || ids[0] != "th-04" {
-		t.Fatalf("user u1 n 4: %v", ids)
-	}
-	if ids := count(store.ThreadFilter{Metadata: map[string]any{"x'); DROP TABLE threads;--": 1}}); len(ids) != 25 {
-		t.Fatalf("hostile key: %v", ids)
-	}
-	if ids := count(store.ThreadFilter{Metadata: map[string]any{"user": "' OR 1=1 --"}}); len(ids) != 0 {
-		t.Fatalf("hostile value matched %v", ids)
-	}
-	if ids := count(store.ThreadFilter{Limit: 3}); len(ids) != 3 {
-		t.Fatalf("limit: %v", ids)
-	}
-	for _, err := range s.Threads(ctx, store.ThreadFilter{Metadata: map[string]any{"user": []int{1}}}) {
-		if !errors.Is(err, store.ErrInvalidArgument) {
-			t.Fatalf("non-scalar filter: %v", err)
-		}
-	}
+	checkThreadFilters(t, s)
 	th, err := s.Thread(ctx, "th-03")
 	if err != nil || th.Tenant != "b" || th.Metadata["user"] != "u0" || th.Head != 0 {
 		t.Fatalf("thread = %+v, %v", th, err)
@@ -547,6 +537,42 @@ func testThreads(t *testing.T, h Harness) {
 	m2 := newModel(t, s, "th-03")
 	m2.step(1)
 	m2.checkLoad(0)
+}
+
+// checkThreadFilters lists the 25 threads testThreads made through
+// filters, pages and limits, hostile keys and values included.
+func checkThreadFilters(t *testing.T, s store.Store) {
+	t.Helper()
+	for _, tc := range []struct {
+		name   string
+		filter store.ThreadFilter
+		want   int
+		first  string // "" when any
+	}{
+		{"all, in pages", store.ThreadFilter{PageSize: 4}, 25, "th-00"},
+		{"tenant b", store.ThreadFilter{Tenant: "b"}, 12, ""},
+		{"user u1, in pages", store.ThreadFilter{Metadata: map[string]any{"user": "u1"}, PageSize: 2}, 8, ""},
+		{"user u1 and n 4", store.ThreadFilter{Metadata: map[string]any{"user": "u1", "n": 4}}, 1, "th-04"},
+		{"a hostile key", store.ThreadFilter{Metadata: map[string]any{"x'); DROP TABLE threads;--": 1}}, 25, ""},
+		{"a hostile value", store.ThreadFilter{Metadata: map[string]any{"user": "' OR 1=1 --"}}, 0, ""},
+		{"limit", store.ThreadFilter{Limit: 3}, 3, ""},
+	} {
+		var ids []string
+		for th, err := range s.Threads(context.Background(), tc.filter) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, th.ID)
+		}
+		if len(ids) != tc.want || (tc.first != "" && ids[0] != tc.first) {
+			t.Fatalf("threads, %s: %v", tc.name, ids)
+		}
+	}
+	for _, err := range s.Threads(context.Background(), store.ThreadFilter{Metadata: map[string]any{"user": []int{1}}}) {
+		if !errors.Is(err, store.ErrInvalidArgument) {
+			t.Fatalf("non-scalar filter: %v", err)
+		}
+	}
 }
 
 func testNamespaces(t *testing.T, h Harness) {
