@@ -28,6 +28,10 @@ var (
 	ErrNotStore = errors.New("store: not a Cairn store")
 	// ErrReadOnly: a write on a store opened read-only.
 	ErrReadOnly = errors.New("store: opened read-only")
+	// ErrMigrationNeeded: the store's layout is older than this code's and
+	// the open was told not to migrate it (OpenOptions.NoMigrate); `cairn
+	// migrate up` (or any read-write open) upgrades it.
+	ErrMigrationNeeded = errors.New("store: migration needed")
 )
 
 // CorruptError says which checkpoint is damaged.

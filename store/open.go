@@ -30,6 +30,10 @@ type OpenOptions struct {
 	ReadOnly bool
 	// Durability, when set, overrides the URL's (sqlite: "sync", "strict").
 	Durability string
+	// NoMigrate makes a read-write open refuse a store whose layout is
+	// older than this code's, or a database without one, with
+	// ErrMigrationNeeded instead of migrating it (the default).
+	NoMigrate bool
 }
 
 // drivers is the registry of URL schemes, filled by the backends' init

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"embed"
 	"errors"
 	"fmt"
 	"strconv"
@@ -14,56 +15,34 @@ import (
 	"github.com/cairn-dev/cairn/store"
 )
 
-// formatVersion is the table layout this code writes. Version 2 adds a
-// checksum (crc) to every thread and checkpoint row; opening a version 1
-// database read-write computes them (see store/doc.go).
-const formatVersion = 2
+// The layout: numbered migrations (migrations/NNNN_name.sql, each
+// perhaps followed by a Go step) and the baseline a new store is made
+// from (schema.sql, the same layout at once). cairn_format holds the
+// number of the store's last migration. Version 2 adds a checksum (crc) to
+// every thread and checkpoint row; version 3 prefixes every table cairn_.
+var (
+	//go:embed migrations/*.sql
+	migrationFiles embed.FS
+	//go:embed schema.sql
+	baseline string
+
+	migrations = mustMigrations()
+	// formatVersion is the layout this code writes.
+	formatVersion = store.Latest(migrations)
+)
+
+func mustMigrations() []store.Migration {
+	list, err := store.LoadMigrations(migrationFiles, "migrations", map[int]string{
+		2: "computes the checksum of every thread and checkpoint row",
+	})
+	if err != nil {
+		panic(err) // the embedded files are part of the build
+	}
+	return list
+}
 
 // tables are the tables of a Cairn store besides cairn_format.
-var tables = []string{"threads", "checkpoints", "snapshots", "writes"}
-
-const ddl = `
-CREATE TABLE IF NOT EXISTS cairn_format (id int PRIMARY KEY, version int NOT NULL);
-CREATE TABLE IF NOT EXISTS threads (
-	id         text PRIMARY KEY,
-	tenant     text NOT NULL DEFAULT '',
-	metadata   jsonb,
-	created_at bigint NOT NULL,
-	crc        bigint NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS checkpoints (
-	thread       text NOT NULL,
-	ns           text NOT NULL,
-	seq          bigint NOT NULL,
-	parent       bigint NOT NULL,
-	base         bigint NOT NULL,
-	since        bigint NOT NULL,
-	base_size    bigint NOT NULL,
-	status       smallint NOT NULL,
-	created_at   bigint NOT NULL,
-	has_snapshot boolean NOT NULL,
-	meta         bytea,
-	patch        bytea NOT NULL,
-	crc          bigint NOT NULL DEFAULT 0,
-	PRIMARY KEY (thread, ns, seq)
-);
-CREATE TABLE IF NOT EXISTS snapshots (
-	thread text NOT NULL,
-	ns     text NOT NULL,
-	seq    bigint NOT NULL,
-	data   bytea NOT NULL,
-	PRIMARY KEY (thread, ns, seq)
-);
-CREATE TABLE IF NOT EXISTS writes (
-	thread text NOT NULL,
-	ns     text NOT NULL,
-	seq    bigint NOT NULL,
-	task   text NOT NULL,
-	node   text NOT NULL,
-	data   bytea NOT NULL,
-	PRIMARY KEY (thread, ns, seq, task)
-);
-`
+var tables = []string{"cairn_threads", "cairn_checkpoints", "cairn_snapshots", "cairn_writes"}
 
 // Options configure the backend.
 type Options struct {
@@ -71,17 +50,19 @@ type Options struct {
 	MaxConns int32
 	// ReadOnly opens an existing store for reading only: no table is
 	// created or changed. A database without Cairn's tables is
-	// ErrNotStore; writes fail with ErrReadOnly.
+	// ErrNotStore; a store of an older format ErrMigrationNeeded; writes
+	// fail with ErrReadOnly.
 	ReadOnly bool
+	// NoMigrate refuses a database whose layout is older than this code's,
+	// or one without a Cairn store, with store.ErrMigrationNeeded instead
+	// of migrating it.
+	NoMigrate bool
 }
 
 // Backend is a store.Backend on PostgreSQL.
 type Backend struct {
 	pool     *pgxpool.Pool
 	readOnly bool
-	// legacy: a version 1 database opened read-only; its rows have no
-	// checksums, so they are computed as rows are read.
-	legacy bool
 }
 
 // Open connects to dsn (a postgres:// URL or key=value string; pgx passes
@@ -103,7 +84,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Backend, error) {
 	if opts.ReadOnly {
 		err = b.checkReadOnly(ctx)
 	} else {
-		err = b.migrate(ctx)
+		err = b.migrate(ctx, opts.NoMigrate)
 	}
 	if err != nil {
 		pool.Close()
@@ -129,6 +110,11 @@ func (b *Backend) checkReadOnly(ctx context.Context) error {
 	if v > formatVersion {
 		return fmt.Errorf("%w: the database has format %d, this Cairn reads up to %d", store.ErrUnsupportedFormat, v, formatVersion)
 	}
+	if v < formatVersion {
+		// Older layouts name their tables otherwise; reading them would
+		// mean migrating, which a read-only open never does.
+		return fmt.Errorf("%w: the store has format %d, this Cairn reads %d: run cairn migrate up (or any command that writes)", store.ErrMigrationNeeded, v, formatVersion)
+	}
 	for _, t := range tables {
 		var ok bool
 		if err := b.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, t).Scan(&ok); err != nil {
@@ -138,7 +124,6 @@ func (b *Backend) checkReadOnly(ctx context.Context) error {
 			return fmt.Errorf("%w: table %q is missing: the store is damaged or not a Cairn store", store.ErrCorrupt, t)
 		}
 	}
-	b.legacy = v < 2
 	return nil
 }
 
@@ -158,8 +143,11 @@ func OpenStore(ctx context.Context, dsn string, opts Options, sopts store.Option
 	return store.New(b, sopts), nil
 }
 
-func (b *Backend) migrate(ctx context.Context) error {
-	// Several processes may start at once: serialise the DDL.
+// migrate brings the database to formatVersion in one transaction, under
+// an advisory lock so that processes opening a new store at once wait for
+// each other: a new store gets the baseline, an older one its pending
+// migrations. With noMigrate, a store that is behind is refused instead.
+func (b *Backend) migrate(ctx context.Context, noMigrate bool) error {
 	tx, err := b.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("store: postgres: %w", err)
@@ -171,29 +159,62 @@ func (b *Backend) migrate(ctx context.Context) error {
 	if err := refuseForeign(ctx, tx); err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, ddl); err != nil {
-		return fmt.Errorf("store: postgres: create tables: %w", err)
-	}
-	var v int
-	err = tx.QueryRow(ctx, `SELECT version FROM cairn_format WHERE id = 1`).Scan(&v)
+	v, err := formatOf(ctx, tx)
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		if _, err := tx.Exec(ctx, `INSERT INTO cairn_format (id, version) VALUES (1, $1)`, formatVersion); err != nil {
-			return fmt.Errorf("store: postgres: %w", err)
-		}
 	case err != nil:
 		return fmt.Errorf("store: postgres: %w", err)
 	case v > formatVersion:
 		return fmt.Errorf("%w: the database has format %d, this Cairn reads up to %d", store.ErrUnsupportedFormat, v, formatVersion)
-	case v < formatVersion:
-		if err := addChecksums(ctx, tx); err != nil {
-			return fmt.Errorf("store: postgres: upgrade to format %d: %w", formatVersion, err)
+	case v == formatVersion:
+		return nil
+	case noMigrate:
+		return fmt.Errorf("%w: the database has format %d, this Cairn writes %d: run cairn migrate up", store.ErrMigrationNeeded, v, formatVersion)
+	case v == 0:
+		if _, err := tx.Exec(ctx, baseline); err != nil {
+			return fmt.Errorf("store: postgres: create tables: %w", err)
 		}
-		if _, err := tx.Exec(ctx, `UPDATE cairn_format SET version = $1 WHERE id = 1`, formatVersion); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO cairn_format (id, version) VALUES (1, $1)`, formatVersion); err != nil {
 			return fmt.Errorf("store: postgres: %w", err)
+		}
+	default:
+		if err := applyMigrations(ctx, tx, v); err != nil {
+			return err
 		}
 	}
 	return tx.Commit(ctx)
+}
+
+// formatOf reads the format version (0: no Cairn store yet).
+func formatOf(ctx context.Context, tx pgx.Tx) (int, error) {
+	var format bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass('cairn_format') IS NOT NULL`).Scan(&format); err != nil || !format {
+		return 0, err
+	}
+	var v int
+	err := tx.QueryRow(ctx, `SELECT version FROM cairn_format WHERE id = 1`).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return v, err
+}
+
+// applyMigrations runs the migrations a store at version v lacks, with
+// their Go steps, and records the new version.
+func applyMigrations(ctx context.Context, tx pgx.Tx, v int) error {
+	for _, m := range store.Pending(migrations, v) {
+		if _, err := tx.Exec(ctx, m.SQL); err != nil {
+			return fmt.Errorf("store: postgres: migration %04d_%s: %w", m.Version, m.Name, err)
+		}
+		if m.Version == 2 {
+			if err := addChecksums(ctx, tx); err != nil {
+				return fmt.Errorf("store: postgres: migration %04d_%s: %w", m.Version, m.Name, err)
+			}
+		}
+	}
+	if _, err := tx.Exec(ctx, `UPDATE cairn_format SET version = $1 WHERE id = 1`, formatVersion); err != nil {
+		return fmt.Errorf("store: postgres: %w", err)
+	}
+	return nil
 }
 
 // refuseForeign refuses a database that has tables named like Cairn's but
@@ -218,14 +239,10 @@ func refuseForeign(ctx context.Context, tx pgx.Tx) error {
 	return nil
 }
 
-// addChecksums adds the crc columns to version 1 tables and computes the
-// checksum of every row, inside the migration transaction.
+// addChecksums computes the checksum of every row of a version 1 store
+// whose tables just got their crc columns (migration 2; the tables are not
+// prefixed yet), inside the migration transaction.
 func addChecksums(ctx context.Context, tx pgx.Tx) error {
-	for _, t := range []string{"threads", "checkpoints"} {
-		if _, err := tx.Exec(ctx, `ALTER TABLE `+t+` ADD COLUMN IF NOT EXISTS crc bigint NOT NULL DEFAULT 0`); err != nil {
-			return err
-		}
-	}
 	rows, err := tx.Query(ctx, `SELECT id, tenant, metadata::text, created_at FROM threads`)
 	if err != nil {
 		return err
@@ -315,7 +332,7 @@ func (b *Backend) CreateThread(ctx context.Context, t store.ThreadRecord) error 
 	if err := b.writable(); err != nil {
 		return err
 	}
-	tag, err := b.pool.Exec(ctx, `INSERT INTO threads (id, tenant, metadata, created_at, crc) VALUES ($1, $2, $3::jsonb, $4, $5) ON CONFLICT DO NOTHING`,
+	tag, err := b.pool.Exec(ctx, `INSERT INTO cairn_threads (id, tenant, metadata, created_at, crc) VALUES ($1, $2, $3::jsonb, $4, $5) ON CONFLICT DO NOTHING`,
 		t.ID, t.Tenant, nullJSON(t.Metadata), t.CreatedAt, int64(t.Sum))
 	if err != nil {
 		return wrap(err, "create", t.ID)
@@ -334,15 +351,10 @@ func nullJSON(b []byte) any {
 }
 
 const threadColumns = `t.id, t.tenant, t.metadata::text, t.created_at,
-	COALESCE((SELECT max(c.seq) FROM checkpoints c WHERE c.thread = t.id AND c.ns = ''), 0),
-	COALESCE((SELECT c.created_at FROM checkpoints c WHERE c.thread = t.id AND c.ns = '' ORDER BY c.seq DESC LIMIT 1), 0)`
+	COALESCE((SELECT max(c.seq) FROM cairn_checkpoints c WHERE c.thread = t.id AND c.ns = ''), 0),
+	COALESCE((SELECT c.created_at FROM cairn_checkpoints c WHERE c.thread = t.id AND c.ns = '' ORDER BY c.seq DESC LIMIT 1), 0)`
 
-func (b *Backend) threadColumns() string {
-	if b.legacy {
-		return threadColumns + `, 0::bigint`
-	}
-	return threadColumns + `, t.crc`
-}
+func (b *Backend) threadColumns() string { return threadColumns + `, t.crc` }
 
 func (b *Backend) scanThread(row pgx.Row) (store.ThreadRecord, error) {
 	var r store.ThreadRecord
@@ -357,15 +369,13 @@ func (b *Backend) scanThread(row pgx.Row) (store.ThreadRecord, error) {
 	r.Sum = uint32(sum)
 	if sum != int64(r.Sum) {
 		r.Sum = ^store.ThreadChecksum(&r)
-	} else if b.legacy {
-		r.Sum = store.ThreadChecksum(&r)
 	}
 	return r, nil
 }
 
 // Thread implements store.Backend.
 func (b *Backend) Thread(ctx context.Context, id string) (store.ThreadRecord, error) {
-	r, err := b.scanThread(b.pool.QueryRow(ctx, `SELECT `+b.threadColumns()+` FROM threads t WHERE t.id = $1`, id))
+	r, err := b.scanThread(b.pool.QueryRow(ctx, `SELECT `+b.threadColumns()+` FROM cairn_threads t WHERE t.id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, fmt.Errorf("%w: thread %q", store.ErrNotFound, id)
 	}
@@ -376,7 +386,7 @@ func (b *Backend) Thread(ctx context.Context, id string) (store.ThreadRecord, er
 // with the key and value as parameters.
 func (b *Backend) Threads(ctx context.Context, q store.ThreadQuery) ([]store.ThreadRecord, error) {
 	var sb strings.Builder
-	sb.WriteString(`SELECT ` + b.threadColumns() + ` FROM threads t WHERE t.id > $1`)
+	sb.WriteString(`SELECT ` + b.threadColumns() + ` FROM cairn_threads t WHERE t.id > $1`)
 	args := []any{q.After}
 	if q.Tenant != "" {
 		args = append(args, q.Tenant)
@@ -414,9 +424,9 @@ func (b *Backend) DeleteThread(ctx context.Context, id string) error {
 	}
 	return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		var n int64
-		for _, table := range []string{"threads", "checkpoints", "snapshots", "writes"} {
+		for _, table := range []string{"cairn_threads", "cairn_checkpoints", "cairn_snapshots", "cairn_writes"} {
 			col := "thread"
-			if table == "threads" {
+			if table == "cairn_threads" {
 				col = "id"
 			}
 			tag, err := tx.Exec(ctx, `DELETE FROM `+table+` WHERE `+col+` = $1`, id)
@@ -444,15 +454,15 @@ func (b *Backend) Insert(ctx context.Context, r store.Row) error {
 		create := r.Create != nil && r.Seq == 1
 		if create {
 			t := r.Create
-			batch.Queue(`INSERT INTO threads (id, tenant, metadata, created_at, crc) VALUES ($1, $2, $3::jsonb, $4, $5) ON CONFLICT DO NOTHING`,
+			batch.Queue(`INSERT INTO cairn_threads (id, tenant, metadata, created_at, crc) VALUES ($1, $2, $3::jsonb, $4, $5) ON CONFLICT DO NOTHING`,
 				t.ID, t.Tenant, nullJSON(t.Metadata), t.CreatedAt, int64(t.Sum))
 		}
-		batch.Queue(`INSERT INTO checkpoints (thread, ns, seq, parent, base, since, base_size, status, created_at, has_snapshot, meta, patch, crc)
+		batch.Queue(`INSERT INTO cairn_checkpoints (thread, ns, seq, parent, base, since, base_size, status, created_at, has_snapshot, meta, patch, crc)
 			SELECT $1::text, $2::text, $3::bigint, $4::bigint, $5::bigint, $6::bigint, $7::bigint, $8::smallint, $9::bigint, $10::boolean, $11::bytea, $12::bytea, $13::bigint
-			WHERE $4::bigint = 0 OR EXISTS (SELECT 1 FROM checkpoints WHERE thread = $1::text AND ns = $2::text AND seq = $4::bigint)`,
+			WHERE $4::bigint = 0 OR EXISTS (SELECT 1 FROM cairn_checkpoints WHERE thread = $1::text AND ns = $2::text AND seq = $4::bigint)`,
 			r.Thread, r.Namespace, r.Seq, r.Parent, r.Base, r.Since, r.BaseSize, int16(r.Status), r.CreatedAt, r.HasSnapshot, r.Meta, r.Patch, int64(r.Sum))
 		if r.HasSnapshot {
-			batch.Queue(`INSERT INTO snapshots (thread, ns, seq, data) VALUES ($1, $2, $3, $4)
+			batch.Queue(`INSERT INTO cairn_snapshots (thread, ns, seq, data) VALUES ($1, $2, $3, $4)
 				ON CONFLICT (thread, ns, seq) DO UPDATE SET data = EXCLUDED.data`, r.Thread, r.Namespace, r.Seq, r.Snapshot)
 		}
 		res := tx.SendBatch(ctx, batch)
@@ -493,13 +503,8 @@ func (b *Backend) Insert(ctx context.Context, r store.Row) error {
 // Rows implements store.Backend.
 func (b *Backend) Rows(ctx context.Context, q store.RowQuery) ([]store.Row, error) {
 	var sb strings.Builder
-	sb.WriteString(`SELECT seq, parent, base, has_snapshot, since, base_size, status, created_at, meta, patch`)
-	if b.legacy {
-		sb.WriteString(`, 0::bigint`)
-	} else {
-		sb.WriteString(`, crc`)
-	}
-	sb.WriteString(` FROM checkpoints WHERE thread = $1 AND ns = $2 AND seq >= $3`)
+	sb.WriteString(`SELECT seq, parent, base, has_snapshot, since, base_size, status, created_at, meta, patch, crc`)
+	sb.WriteString(` FROM cairn_checkpoints WHERE thread = $1 AND ns = $2 AND seq >= $3`)
 	args := []any{q.Thread, q.Namespace, q.From}
 	if q.To > 0 {
 		args = append(args, q.To)
@@ -534,8 +539,6 @@ func (b *Backend) Rows(ctx context.Context, q store.RowQuery) ([]store.Row, erro
 		}
 		if int16(r.Status) != status || sum != int64(r.Sum) {
 			r.Sum = ^store.RowChecksum(&r) // what was read is not what was written
-		} else if b.legacy {
-			r.Sum = store.RowChecksum(&r)
 		}
 		out = append(out, r)
 	}
@@ -562,7 +565,7 @@ func (b *Backend) fillSnapshots(ctx context.Context, q store.RowQuery, out []sto
 	if len(seqs) == 0 {
 		return nil
 	}
-	rows, err := b.pool.Query(ctx, `SELECT seq, data FROM snapshots WHERE thread = $1 AND ns = $2 AND seq = ANY($3)`, q.Thread, q.Namespace, seqs)
+	rows, err := b.pool.Query(ctx, `SELECT seq, data FROM cairn_snapshots WHERE thread = $1 AND ns = $2 AND seq = ANY($3)`, q.Thread, q.Namespace, seqs)
 	if err != nil {
 		return wrap(err, "snapshots", q.Thread)
 	}
@@ -580,7 +583,7 @@ func (b *Backend) fillSnapshots(ctx context.Context, q store.RowQuery, out []sto
 
 // Namespaces implements store.Backend.
 func (b *Backend) Namespaces(ctx context.Context, thread string) ([]store.NamespaceRecord, error) {
-	rows, err := b.pool.Query(ctx, `SELECT ns, max(seq), count(*) FROM checkpoints WHERE thread = $1 GROUP BY ns ORDER BY ns COLLATE "C"`, thread)
+	rows, err := b.pool.Query(ctx, `SELECT ns, max(seq), count(*) FROM cairn_checkpoints WHERE thread = $1 GROUP BY ns ORDER BY ns COLLATE "C"`, thread)
 	if err != nil {
 		return nil, wrap(err, "namespaces", thread)
 	}
@@ -599,12 +602,12 @@ func (b *Backend) DeleteBelow(ctx context.Context, thread, ns string, below int6
 	}
 	var n int64
 	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `DELETE FROM checkpoints WHERE thread = $1 AND ns = $2 AND seq < $3`, thread, ns, below)
+		tag, err := tx.Exec(ctx, `DELETE FROM cairn_checkpoints WHERE thread = $1 AND ns = $2 AND seq < $3`, thread, ns, below)
 		if err != nil {
 			return err
 		}
 		n = tag.RowsAffected()
-		for _, table := range []string{"snapshots", "writes"} {
+		for _, table := range []string{"cairn_snapshots", "cairn_writes"} {
 			if _, err := tx.Exec(ctx, `DELETE FROM `+table+` WHERE thread = $1 AND ns = $2 AND seq < $3`, thread, ns, below); err != nil {
 				return err
 			}
@@ -621,14 +624,14 @@ func (b *Backend) PutWrites(ctx context.Context, thread, ns string, seq int64, w
 	}
 	return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		var exists bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM threads WHERE id = $1)`, thread).Scan(&exists); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM cairn_threads WHERE id = $1)`, thread).Scan(&exists); err != nil {
 			return wrap(err, "pending writes", thread)
 		}
 		if !exists {
 			return fmt.Errorf("%w: thread %q", store.ErrNotFound, thread)
 		}
 		for _, w := range ws {
-			if _, err := tx.Exec(ctx, `INSERT INTO writes (thread, ns, seq, task, node, data) VALUES ($1, $2, $3, $4, $5, $6)
+			if _, err := tx.Exec(ctx, `INSERT INTO cairn_writes (thread, ns, seq, task, node, data) VALUES ($1, $2, $3, $4, $5, $6)
 				ON CONFLICT (thread, ns, seq, task) DO UPDATE SET node = EXCLUDED.node, data = EXCLUDED.data`,
 				thread, ns, seq, w.Task, w.Node, []byte(w.Update)); err != nil {
 				return wrap(err, "pending writes", thread)
@@ -640,7 +643,7 @@ func (b *Backend) PutWrites(ctx context.Context, thread, ns string, seq int64, w
 
 // Writes implements store.Backend.
 func (b *Backend) Writes(ctx context.Context, thread, ns string, seq int64) ([]store.Write, error) {
-	rows, err := b.pool.Query(ctx, `SELECT task, node, data FROM writes WHERE thread = $1 AND ns = $2 AND seq = $3 ORDER BY task`, thread, ns, seq)
+	rows, err := b.pool.Query(ctx, `SELECT task, node, data FROM cairn_writes WHERE thread = $1 AND ns = $2 AND seq = $3 ORDER BY task`, thread, ns, seq)
 	if err != nil {
 		return nil, wrap(err, "pending writes", thread)
 	}

@@ -56,11 +56,11 @@ func TestConformance(t *testing.T) {
 			var q string
 			switch column {
 			case "patch":
-				q = `UPDATE checkpoints SET patch = overlay(patch placing '\x00'::bytea from length(patch) for 1) WHERE thread = $1 AND ns = $2 AND seq = $3`
+				q = `UPDATE cairn_checkpoints SET patch = overlay(patch placing '\x00'::bytea from length(patch) for 1) WHERE thread = $1 AND ns = $2 AND seq = $3`
 			case "snapshot":
-				q = `UPDATE snapshots SET data = overlay(data placing '\x5a'::bytea from 9 for 1) WHERE thread = $1 AND ns = $2 AND seq = $3`
+				q = `UPDATE cairn_snapshots SET data = overlay(data placing '\x5a'::bytea from 9 for 1) WHERE thread = $1 AND ns = $2 AND seq = $3`
 			case "meta":
-				q = `UPDATE checkpoints SET meta = convert_to('{"nodes":', 'UTF8') WHERE thread = $1 AND ns = $2 AND seq = $3`
+				q = `UPDATE cairn_checkpoints SET meta = convert_to('{"nodes":', 'UTF8') WHERE thread = $1 AND ns = $2 AND seq = $3`
 			}
 			tag, err := conn.Exec(context.Background(), q, ref.Thread, ref.Namespace, ref.Seq)
 			if err != nil || tag.RowsAffected() != 1 {
@@ -83,12 +83,12 @@ func editColumn(t *testing.T, dsn string, ref store.Ref, column string, value an
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	table, col, where, args := "checkpoints", column, "thread = $2 AND ns = $3 AND seq = $4", []any{ref.Thread, ref.Namespace, ref.Seq}
+	table, col, where, args := "cairn_checkpoints", column, "thread = $2 AND ns = $3 AND seq = $4", []any{ref.Thread, ref.Namespace, ref.Seq}
 	switch {
 	case column == "snapshot":
-		table, col = "snapshots", "data"
+		table, col = "cairn_snapshots", "data"
 	case strings.HasPrefix(column, "thread."):
-		table, col, where, args = "threads", strings.TrimPrefix(column, "thread."), "id = $2", []any{ref.Thread}
+		table, col, where, args = "cairn_threads", strings.TrimPrefix(column, "thread."), "id = $2", []any{ref.Thread}
 	}
 	set := col + " = $1"
 	switch v := value.(type) {

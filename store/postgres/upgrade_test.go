@@ -27,16 +27,30 @@ func execSQL(t *testing.T, dsn string, queries ...string) {
 	}
 }
 
-// TestUpgradeFormat1 opens a database written before row checksums:
-// read-only it reads as before, read-write it is upgraded, and from then
-// on an edited column is caught.
+// toFormat1 turns a store of the current layout back into format 1: no
+// checksums, tables without the cairn_ prefix.
+func toFormat1(t *testing.T, dsn string) {
+	t.Helper()
+	var qs []string
+	for _, tb := range []string{"threads", "checkpoints", "snapshots", "writes"} {
+		qs = append(qs, `ALTER TABLE cairn_`+tb+` RENAME CONSTRAINT cairn_`+tb+`_pkey TO `+tb+`_pkey`, `ALTER TABLE cairn_`+tb+` RENAME TO `+tb)
+	}
+	qs = append(qs, `ALTER TABLE threads DROP COLUMN crc`, `ALTER TABLE checkpoints DROP COLUMN crc`, `UPDATE cairn_format SET version = 1`)
+	execSQL(t, dsn, qs...)
+}
+
+// TestUpgradeFormat1 opens a database written before row checksums and
+// table prefixes: read-only it is refused (reading it would need a
+// migration) and changed in nothing; with auto-migration off it is
+// refused too; read-write it is migrated, every thread reads as before,
+// and from then on an edited column is caught.
 func TestUpgradeFormat1(t *testing.T) {
 	dsn := schemaDSN(t)
 	ctx := context.Background()
 	s := open(t, dsn, store.Options{})
 	want := storetest.WriteThreads(t, s, 30, map[string]any{"n": 1e2}) // jsonb rewrites 1e2 as 100
 	s.Close()
-	execSQL(t, dsn, `ALTER TABLE threads DROP COLUMN crc`, `ALTER TABLE checkpoints DROP COLUMN crc`, `UPDATE cairn_format SET version = 1`)
+	toFormat1(t, dsn)
 	check := func(s store.Store) {
 		t.Helper()
 		for th, w := range want {
@@ -49,15 +63,21 @@ func TestUpgradeFormat1(t *testing.T) {
 			}
 		}
 	}
+	for _, o := range []postgres.Options{{ReadOnly: true}, {NoMigrate: true}} {
+		if _, err := postgres.OpenStore(ctx, dsn, o, store.Options{}); !errors.Is(err, store.ErrMigrationNeeded) {
+			t.Fatalf("open %+v of a format 1 store: %v, want ErrMigrationNeeded", o, err)
+		}
+	}
+	execSQL(t, dsn, `SELECT 1 FROM threads LIMIT 1`) // still format 1: nothing was migrated
+	s = open(t, dsn, store.Options{})
+	check(s)
+	s.Close()
 	ro, err := postgres.OpenStore(ctx, dsn, postgres.Options{ReadOnly: true}, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	check(ro)
 	ro.Close()
-	s = open(t, dsn, store.Options{})
-	check(s)
-	s.Close()
 	editColumn(t, dsn, store.Ref{Thread: "a", Seq: 20}, "parent", int64(3))
 	editColumn(t, dsn, store.Ref{Thread: "b"}, "thread.metadata", `{"file":"evil.md","n":100}`)
 	s = open(t, dsn, store.Options{})
@@ -72,4 +92,15 @@ func TestUpgradeFormat1(t *testing.T) {
 	if cp, err := s.Load(ctx, store.LoadRequest{Thread: "b"}); err != nil || cp.State.String() != want["b"] {
 		t.Fatalf("untouched rows after the upgrade: %v", err)
 	}
+}
+
+// A Cairn store shares its schema with another program's tables named
+// like Cairn's own before format 3.
+func TestSharedSchema(t *testing.T) {
+	dsn := schemaDSN(t)
+	execSQL(t, dsn, `CREATE TABLE threads (id int PRIMARY KEY, title text)`, `INSERT INTO threads VALUES (1, 'theirs')`)
+	s := open(t, dsn, store.Options{})
+	storetest.WriteThreads(t, s, 3, nil)
+	s.Close()
+	execSQL(t, dsn, `DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM threads WHERE id = 1 AND title = 'theirs') THEN RAISE EXCEPTION 'their row is gone'; END IF; END $$`)
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 func init() {
@@ -26,5 +28,34 @@ func (driver) Check(raw string) error {
 }
 
 func (driver) Open(ctx context.Context, raw string, o store.OpenOptions) (*store.Engine, error) {
-	return OpenStore(ctx, raw, Options{ReadOnly: o.ReadOnly}, o.Store)
+	return OpenStore(ctx, raw, Options{ReadOnly: o.ReadOnly, NoMigrate: o.NoMigrate}, o.Store)
+}
+
+// Migrations lists the migrations and the baseline (store.MigratingDriver).
+func (driver) Migrations() ([]store.Migration, string) { return migrations, baseline }
+
+// Version reads the format version of the store in the database (and
+// search path) a URL names, changing nothing: 0 when there is none
+// (store.MigratingDriver).
+func (driver) Version(ctx context.Context, raw string) (int, error) {
+	cfg, err := pgxpool.ParseConfig(raw)
+	if err != nil {
+		return 0, fmt.Errorf("%w: postgres DSN: %v", store.ErrInvalidArgument, err)
+	}
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return 0, fmt.Errorf("store: postgres: %w", err)
+	}
+	defer pool.Close()
+	tx, err := pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return 0, fmt.Errorf("store: postgres: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	v, err := formatOf(ctx, tx)
+	if err != nil {
+		return 0, fmt.Errorf("store: postgres: %w", err)
+	}
+	return v, nil
 }

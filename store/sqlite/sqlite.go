@@ -3,8 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"embed"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -59,58 +61,40 @@ type Options struct {
 	// file is ErrNotFound ("no store at PATH"); a database that is not a
 	// Cairn store is ErrNotStore. Writes fail with ErrReadOnly.
 	ReadOnly bool
+	// NoMigrate refuses a file whose layout is older than this code's, or
+	// a new file, with store.ErrMigrationNeeded instead of migrating it
+	// (creating nothing).
+	NoMigrate bool
 }
 
-// schemaVersion is the format this code writes (PRAGMA user_version).
-// Version 2 adds a checksum (crc) to every thread and checkpoint row;
-// opening a version 1 store read-write computes them (see store/doc.go).
-const schemaVersion = 2
+// The layout: numbered migrations (migrations/NNNN_name.sql, each
+// perhaps followed by a Go step) and the baseline a new store is made
+// from (schema.sql, the same layout at once). The store's format version
+// (PRAGMA user_version) is the number of its last migration. Version 2
+// adds a checksum (crc) to every thread and checkpoint row.
+var (
+	//go:embed migrations/*.sql
+	migrationFiles embed.FS
+	//go:embed schema.sql
+	baseline string
+
+	migrations = mustMigrations()
+	// schemaVersion is the format this code writes.
+	schemaVersion = store.Latest(migrations)
+)
+
+func mustMigrations() []store.Migration {
+	list, err := store.LoadMigrations(migrationFiles, "migrations", map[int]string{
+		2: "computes the checksum of every thread and checkpoint row",
+	})
+	if err != nil {
+		panic(err) // the embedded files are part of the build
+	}
+	return list
+}
 
 // tables are the tables of a Cairn store.
 var tables = []string{"threads", "checkpoints", "snapshots", "writes"}
-
-const ddl = `
-CREATE TABLE IF NOT EXISTS threads (
-	id         TEXT PRIMARY KEY,
-	tenant     TEXT NOT NULL DEFAULT '',
-	metadata   BLOB,
-	created_at INTEGER NOT NULL,
-	crc        INTEGER NOT NULL DEFAULT 0
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS checkpoints (
-	thread       TEXT NOT NULL,
-	ns           TEXT NOT NULL,
-	seq          INTEGER NOT NULL,
-	parent       INTEGER NOT NULL,
-	base         INTEGER NOT NULL,
-	since        INTEGER NOT NULL,
-	base_size    INTEGER NOT NULL,
-	status       INTEGER NOT NULL,
-	created_at   INTEGER NOT NULL,
-	has_snapshot INTEGER NOT NULL,
-	meta         BLOB,
-	patch        BLOB NOT NULL,
-	crc          INTEGER NOT NULL DEFAULT 0,
-	PRIMARY KEY (thread, ns, seq)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS snapshots (
-	id     INTEGER PRIMARY KEY,
-	thread TEXT NOT NULL,
-	ns     TEXT NOT NULL,
-	seq    INTEGER NOT NULL,
-	data   BLOB NOT NULL
-);
-CREATE UNIQUE INDEX IF NOT EXISTS snapshots_key ON snapshots (thread, ns, seq);
-CREATE TABLE IF NOT EXISTS writes (
-	thread TEXT NOT NULL,
-	ns     TEXT NOT NULL,
-	seq    INTEGER NOT NULL,
-	task   TEXT NOT NULL,
-	node   TEXT NOT NULL,
-	data   BLOB NOT NULL,
-	PRIMARY KEY (thread, ns, seq, task)
-) WITHOUT ROWID;
-`
 
 // Backend is a store.Backend on one SQLite file.
 type Backend struct {
@@ -220,6 +204,9 @@ func Open(path string, opts Options) (*Backend, error) {
 	if opts.ReadOnly {
 		return openReadOnly(path, opts)
 	}
+	if _, err := os.Stat(path); opts.NoMigrate && errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: no store at %s: cairn migrate up creates it", store.ErrMigrationNeeded, path)
+	}
 	if dir := filepath.Dir(path); dir != "." {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("store: create directory for %s: %w", path, err)
@@ -255,7 +242,7 @@ func Open(path string, opts Options) (*Backend, error) {
 	if b.conn, err = w.Conn(ctx); err != nil {
 		return fail(b.wrapOpen(err))
 	}
-	if err := b.migrate(ctx, opts.BusyTimeout); err != nil {
+	if err := b.migrate(ctx, opts.BusyTimeout, opts.NoMigrate); err != nil {
 		return fail(err)
 	}
 	if b.read, err = sql.Open("sqlite", base+"?"+common+"&_pragma=query_only(1)"); err != nil {
@@ -411,12 +398,15 @@ func tableNames(ctx context.Context, c *sql.Conn) (map[string]bool, error) {
 // format) only reads. Otherwise the tables are created or upgraded in one
 // IMMEDIATE transaction, so processes opening a new store at once wait for
 // each other and the loser finds the work done.
-func (b *Backend) migrate(ctx context.Context, busy time.Duration) error {
+func (b *Backend) migrate(ctx context.Context, busy time.Duration, noMigrate bool) error {
 	// Look before changing anything: another program's file is refused as
 	// it is.
 	v, err := b.checkFormat(ctx, b.conn)
 	if err != nil {
 		return b.wrapOpen(err)
+	}
+	if noMigrate && v < schemaVersion {
+		return fmt.Errorf("%w: %s has format %d, this Cairn writes %d: run cairn migrate up", store.ErrMigrationNeeded, b.path, v, schemaVersion)
 	}
 	if err := b.walMode(ctx, busy); err != nil {
 		return b.wrapOpen(err)
@@ -464,7 +454,7 @@ func (b *Backend) upgrade(ctx context.Context) error {
 	case schemaVersion:
 		return nil
 	case 0:
-		if _, err := b.conn.ExecContext(ctx, ddl); err != nil {
+		if _, err := b.conn.ExecContext(ctx, baseline); err != nil {
 			return err
 		}
 		// A crash of an older Cairn may have left version 1 tables without
@@ -472,13 +462,29 @@ func (b *Backend) upgrade(ctx context.Context) error {
 		if err := b.addChecksums(ctx); err != nil {
 			return err
 		}
-	case 1:
-		if err := b.addChecksums(ctx); err != nil {
-			return err
+	default:
+		for _, m := range store.Pending(migrations, v) {
+			if err := b.apply(ctx, m); err != nil {
+				return fmt.Errorf("migration %04d_%s: %w", m.Version, m.Name, err)
+			}
 		}
 	}
 	_, err = b.conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, schemaVersion))
 	return err
+}
+
+// apply runs one migration and its Go step.
+func (b *Backend) apply(ctx context.Context, m store.Migration) error {
+	if _, err := b.conn.ExecContext(ctx, m.SQL); err != nil {
+		return err
+	}
+	if m.Version == 2 {
+		if err := b.sumThreads(ctx); err != nil {
+			return err
+		}
+		return b.sumCheckpoints(ctx)
+	}
+	return nil
 }
 
 func isBusy(err error) bool {

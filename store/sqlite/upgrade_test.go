@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/cairn-dev/cairn/store"
@@ -79,12 +81,23 @@ func TestUpgradeFormat1(t *testing.T) {
 	if v := userVersion(t, path); v != 1 {
 		t.Fatalf("a read-only open changed the format to %d", v)
 	}
+	if _, err := sqlite.OpenStore(path, sqlite.Options{NoMigrate: true}, store.Options{}); !errors.Is(err, store.ErrMigrationNeeded) {
+		t.Fatalf("open without migrating: %v, want ErrMigrationNeeded", err)
+	}
+	if v := userVersion(t, path); v != 1 {
+		t.Fatalf("an open without migrating changed the format to %d", v)
+	}
 	s := openAt(t, path)
 	checkHeads(t, s, want)
 	s.Close()
 	if v := userVersion(t, path); v != 2 {
 		t.Fatalf("format after a read-write open: %d", v)
 	}
+	s, err = sqlite.OpenStore(path, sqlite.Options{NoMigrate: true}, store.Options{})
+	if err != nil {
+		t.Fatalf("open without migrating, once migrated: %v", err)
+	}
+	s.Close()
 	editColumn(t, path, store.Ref{Thread: "a", Seq: 20}, "parent", int64(3))
 	editColumn(t, path, store.Ref{Thread: "b"}, "thread.metadata", `{"file":"evil.md"}`)
 	s = openAt(t, path)
@@ -125,5 +138,45 @@ func TestUnversionedTables(t *testing.T) {
 	checkHeads(t, s, want)
 	if v := userVersion(t, path); v != 2 {
 		t.Fatalf("format %d after opening", v)
+	}
+}
+
+// A store made from the baseline has the layout the migrations make of a
+// format 1 store: the same tables with the same columns.
+func TestBaselineIsTheMigrations(t *testing.T) {
+	dir := t.TempDir()
+	fresh, upgraded := filepath.Join(dir, "fresh.db"), filepath.Join(dir, "v1.db")
+	s := openAt(t, fresh)
+	s.Close()
+	writeV1Store(t, upgraded)
+	s = openAt(t, upgraded)
+	s.Close()
+	layout := func(path string) string {
+		db, err := sql.Open("sqlite", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		rows, err := db.Query(`SELECT m.name, p.name, p.type, p."notnull", coalesce(p.dflt_value, ''), p.pk FROM sqlite_master m, pragma_table_info(m.name) p WHERE m.type = 'table' ORDER BY m.name, p.name`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var table, col, typ, dflt string
+			var notNull, pk int
+			if err := rows.Scan(&table, &col, &typ, &notNull, &dflt, &pk); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fmt.Sprint(table, col, typ, notNull, dflt, pk))
+		}
+		return strings.Join(out, "\n")
+	}
+	if a, b := layout(fresh), layout(upgraded); a != b {
+		t.Fatalf("baseline layout:\n%s\n\nmigrated layout:\n%s", a, b)
+	}
+	if userVersion(t, fresh) != userVersion(t, upgraded) {
+		t.Fatal("baseline and migrated stores have different versions")
 	}
 }

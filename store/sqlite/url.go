@@ -33,7 +33,7 @@ func (driver) Open(_ context.Context, raw string, o store.OpenOptions) (*store.E
 			return nil, err
 		}
 	}
-	return OpenStore(path, Options{Durability: dur, ReadOnly: o.ReadOnly}, o.Store)
+	return OpenStore(path, Options{Durability: dur, ReadOnly: o.ReadOnly, NoMigrate: o.NoMigrate}, o.Store)
 }
 
 // ParseURL reads a "sqlite:PATH[?durability=sync|strict]" store URL: the
@@ -62,4 +62,24 @@ func ParseURL(raw string) (path string, d Durability, err error) {
 		return "", "", fmt.Errorf("%w: store URL %q needs a file path, e.g. sqlite:.cairn/state.db", store.ErrInvalidArgument, raw)
 	}
 	return path, d, nil
+}
+
+// Migrations lists the migrations and the baseline (store.MigratingDriver).
+func (driver) Migrations() ([]store.Migration, string) { return migrations, baseline }
+
+// Version reads the format version of the file a URL names, opening it
+// read-only (store.MigratingDriver).
+func (driver) Version(ctx context.Context, raw string) (int, error) {
+	path, _, err := ParseURL(raw)
+	if err != nil {
+		return 0, err
+	}
+	b, err := Open(path, Options{ReadOnly: true})
+	if err != nil {
+		return 0, err
+	}
+	defer b.Close()
+	var v int
+	err = b.read.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v)
+	return v, err
 }

@@ -1,0 +1,42 @@
+-- The layout of a new Cairn store on PostgreSQL, at the latest migration:
+-- what migrations 0001, 0002, … make of an empty schema, at once.
+CREATE TABLE IF NOT EXISTS cairn_format (id int PRIMARY KEY, version int NOT NULL);
+CREATE TABLE IF NOT EXISTS cairn_threads (
+	id         text PRIMARY KEY,
+	tenant     text NOT NULL DEFAULT '',
+	metadata   jsonb,
+	created_at bigint NOT NULL,
+	crc        bigint NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS cairn_checkpoints (
+	thread       text NOT NULL,
+	ns           text NOT NULL,
+	seq          bigint NOT NULL,
+	parent       bigint NOT NULL,
+	base         bigint NOT NULL,
+	since        bigint NOT NULL,
+	base_size    bigint NOT NULL,
+	status       smallint NOT NULL,
+	created_at   bigint NOT NULL,
+	has_snapshot boolean NOT NULL,
+	meta         bytea,
+	patch        bytea NOT NULL,
+	crc          bigint NOT NULL DEFAULT 0,
+	PRIMARY KEY (thread, ns, seq)
+);
+CREATE TABLE IF NOT EXISTS cairn_snapshots (
+	thread text NOT NULL,
+	ns     text NOT NULL,
+	seq    bigint NOT NULL,
+	data   bytea NOT NULL,
+	PRIMARY KEY (thread, ns, seq)
+);
+CREATE TABLE IF NOT EXISTS cairn_writes (
+	thread text NOT NULL,
+	ns     text NOT NULL,
+	seq    bigint NOT NULL,
+	task   text NOT NULL,
+	node   text NOT NULL,
+	data   bytea NOT NULL,
+	PRIMARY KEY (thread, ns, seq, task)
+);
