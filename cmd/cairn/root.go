@@ -84,7 +84,7 @@ func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comman
 	root.PersistentFlags().StringVar(&a.storeURL, "store", def, "store URL: sqlite:PATH[?durability=strict], postgres://USER@HOST:PORT/DB[?search_path=SCHEMA] or memory: (env CAIRN_STORE)")
 	root.PersistentFlags().BoolVar(&a.json, "json", false, "print JSON")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
-	root.AddCommand(a.threadsCmd(), a.stateCmd(), a.historyCmd(), a.namespacesCmd(), a.runCmd(), a.resumeCmd(), a.forkCmd(), a.pruneCmd(), a.exportCmd(), a.benchCmd(), a.versionCmd())
+	root.AddCommand(a.threadsCmd(), a.stateCmd(), a.historyCmd(), a.namespacesCmd(), a.runCmd(), a.resumeCmd(), a.forkCmd(), a.pruneCmd(), a.exportCmd(), a.migrateCmd(), a.benchCmd(), a.versionCmd())
 	usageArgs(root)
 	return root
 }
