@@ -2,15 +2,12 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/cairn-dev/cairn/internal/backoff"
 	"github.com/cairn-dev/cairn/state"
 )
 
@@ -80,24 +77,6 @@ func Retryable(err error) bool {
 	return errors.Is(err, ErrRateLimited) || errors.Is(err, ErrServer) || errors.Is(err, ErrTimeout)
 }
 
-// ErrorForStatus maps an HTTP status to a sentinel.
-func ErrorForStatus(status int) error {
-	switch {
-	case status == 401 || status == 403:
-		return ErrAuth
-	case status == 404:
-		return ErrModelNotFound
-	case status == 408:
-		return ErrTimeout
-	case status == 429:
-		return ErrRateLimited
-	case status >= 500:
-		return ErrServer
-	default:
-		return ErrBadRequest
-	}
-}
-
 // RetryPolicy retries retryable model errors with exponential backoff and
 // full jitter, waiting at least a provider's Retry-After.
 type RetryPolicy struct {
@@ -126,7 +105,7 @@ type retrying struct {
 }
 
 func (r *retrying) Generate(ctx context.Context, req Request) (Response, error) {
-	backoff := r.p.Initial
+	wait := backoff.Policy{Initial: r.p.Initial, Max: r.p.Max}
 	var usage Usage
 	for a := 1; ; a++ {
 		resp, err := r.m.Generate(ctx, req)
@@ -138,65 +117,15 @@ func (r *retrying) Generate(ctx context.Context, req Request) (Response, error) 
 		if a >= r.p.Attempts || !Retryable(err) {
 			return Response{Usage: usage}, err
 		}
-		wait := time.Duration(rand.Int64N(int64(backoff)) + 1)
+		var floor time.Duration
 		var pe *ProviderError
-		if errors.As(err, &pe) && pe.RetryAfter > wait {
-			wait = pe.RetryAfter
+		if errors.As(err, &pe) {
+			floor = pe.RetryAfter
 		}
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return Response{Usage: usage}, ctx.Err()
+		if err := backoff.Sleep(ctx, wait.Delay(a, floor)); err != nil {
+			return Response{Usage: usage}, err
 		}
-		backoff = min(backoff*2, r.p.Max)
 	}
-}
-
-// RetryAfter reads an HTTP Retry-After header: seconds, or an HTTP date.
-func RetryAfter(v string) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
-		return time.Duration(s * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(time.Until(t), 0)
-	}
-	return 0
-}
-
-// StatusError is the typed error of an HTTP answer with a failing status:
-// the message is the provider's, retryAfter the Retry-After header.
-func StatusError(provider string, status int, message, retryAfter string) *ProviderError {
-	err := ErrorForStatus(status)
-	if status == 529 { // Anthropic's "overloaded"
-		err = ErrServer
-	}
-	if message == "" {
-		message = http.StatusText(status)
-	}
-	return &ProviderError{Provider: provider, Status: status, Message: message, RetryAfter: RetryAfter(retryAfter), Err: err}
-}
-
-// CallError is the typed error of a call that got no HTTP answer: a
-// timeout of the call itself (ErrTimeout), a body that does not decode
-// (ErrMalformed), or a transport failure (ErrServer). When ctx itself ended,
-// its error is returned as it is.
-func CallError(ctx context.Context, provider string, err error, timeout time.Duration) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	pe := &ProviderError{Provider: provider, Err: ErrServer, Message: err.Error()}
-	var se *json.SyntaxError
-	var ue *json.UnmarshalTypeError
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		pe.Err, pe.Message = ErrTimeout, fmt.Sprintf("no answer within %s", timeout)
-	case errors.As(err, &se), errors.As(err, &ue):
-		pe.Err = ErrMalformed
-	}
-	return pe
 }
 
 // Redact removes secret (an API key) from the error's message.

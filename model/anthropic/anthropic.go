@@ -14,6 +14,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/option"
 
 	"github.com/cairn-dev/cairn/agent"
+	"github.com/cairn-dev/cairn/model/internal/httperr"
 )
 
 // Config configures the model.
@@ -220,13 +221,13 @@ func (m *Model) wrap(ctx context.Context, err error) error {
 			retry = apiErr.Response.Header.Get("Retry-After")
 		}
 		msg := providerMessage(apiErr.RawJSON())
-		pe := agent.StatusError("anthropic", apiErr.StatusCode, msg, retry)
+		pe := httperr.Status("anthropic", apiErr.StatusCode, msg, retry)
 		if contextOverflow(apiErr.StatusCode, msg) {
 			pe.Err = agent.ErrContextOverflow
 		}
 		return pe.Redact(m.key)
 	}
-	if ce, ok := agent.CallError(ctx, "anthropic", err, m.cfg.Timeout).(*agent.ProviderError); ok {
+	if ce, ok := httperr.Call(ctx, "anthropic", err, m.cfg.Timeout).(*agent.ProviderError); ok {
 		return ce.Redact(m.key)
 	}
 	return ctx.Err()

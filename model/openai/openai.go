@@ -16,6 +16,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/cairn-dev/cairn/agent"
+	"github.com/cairn-dev/cairn/model/internal/httperr"
 )
 
 // Config configures the model.
@@ -183,13 +184,13 @@ func (m *Model) wrap(ctx context.Context, err error) error {
 		if msg == "" && apiErr.Response != nil && apiErr.Response.Body != nil {
 			msg = topLevelMessage(apiErr.Response.Body)
 		}
-		pe := agent.StatusError("openai", apiErr.StatusCode, msg, retry)
+		pe := httperr.Status("openai", apiErr.StatusCode, msg, retry)
 		if contextOverflow(apiErr, msg) {
 			pe.Err = agent.ErrContextOverflow
 		}
 		return pe.Redact(m.key)
 	}
-	if ce, ok := agent.CallError(ctx, "openai", err, m.cfg.Timeout).(*agent.ProviderError); ok {
+	if ce, ok := httperr.Call(ctx, "openai", err, m.cfg.Timeout).(*agent.ProviderError); ok {
 		return ce.Redact(m.key)
 	}
 	return ctx.Err()

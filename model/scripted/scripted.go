@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairn-dev/cairn/agent"
 	"github.com/cairn-dev/cairn/internal/readfile"
+	"github.com/cairn-dev/cairn/model/internal/httperr"
 )
 
 // ErrScript: the script file is malformed.
@@ -246,7 +247,7 @@ func (m *Model) Generate(ctx context.Context, req agent.Request) (agent.Response
 	}
 	if r.Error != nil {
 		return agent.Response{}, &agent.ProviderError{Provider: "scripted", Status: r.Error.Status, Message: r.Error.Message,
-			RetryAfter: time.Duration(r.Error.RetryAfterMS) * time.Millisecond, Err: agent.ErrorForStatus(r.Error.Status)}
+			RetryAfter: time.Duration(r.Error.RetryAfterMS) * time.Millisecond, Err: httperr.ForStatus(r.Error.Status)}
 	}
 	msg := agent.Message{Role: agent.RoleAssistant}
 	switch {
