@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -103,4 +104,44 @@ func TestSharedSchema(t *testing.T) {
 	storetest.WriteThreads(t, s, 3, nil)
 	s.Close()
 	execSQL(t, dsn, `DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM threads WHERE id = 1 AND title = 'theirs') THEN RAISE EXCEPTION 'their row is gone'; END IF; END $$`)
+}
+
+// layout lists the tables, columns and constraints of the schema a DSN's
+// search path names.
+func layout(t *testing.T, dsn string) string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable || ' ' || coalesce(column_default, '')
+		FROM information_schema.columns WHERE table_schema = current_schema()
+		UNION ALL SELECT table_name || ' ' || constraint_type || ' ' || constraint_name
+		FROM information_schema.table_constraints WHERE table_schema = current_schema() AND constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY')
+		ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// A store made from the baseline has the layout the migrations make of a
+// format 1 store.
+func TestBaselineIsTheMigrations(t *testing.T) {
+	fresh, old := schemaDSN(t), schemaDSN(t)
+	open(t, fresh, store.Options{}).Close()
+	s := open(t, old, store.Options{})
+	storetest.WriteThreads(t, s, 3, nil)
+	s.Close()
+	toFormat1(t, old)
+	open(t, old, store.Options{}).Close()
+	if a, b := layout(t, fresh), layout(t, old); a != b || a == "" {
+		t.Fatalf("baseline layout:\n%s\n\nmigrated layout:\n%s", a, b)
+	}
 }
