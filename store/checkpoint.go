@@ -1,0 +1,51 @@
+package store
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/cairn-dev/cairn/state"
+)
+
+// Ref names a checkpoint.
+type Ref struct {
+	Thread    string `json:"thread"`
+	Namespace string `json:"ns,omitempty"`
+	Seq       int64  `json:"seq"`
+}
+
+// Checkpoint is one step of a thread's history.
+type Checkpoint struct {
+	Thread    string
+	Namespace string
+	// Seq numbers checkpoints within a thread namespace from 1.
+	Seq int64
+	// Parent is the seq this checkpoint extends; 0 for the first.
+	Parent int64
+	// Nodes ran in the step.
+	Nodes  []string
+	Status Status
+	// Patch turns the parent's state into this checkpoint's state.
+	Patch state.Patch
+	// State is the full state after the step. Append requires it (the store
+	// snapshots it when its policy says so); reads fill it when asked.
+	State state.Doc
+	// HasState reports whether State was filled by a read.
+	HasState  bool
+	Meta      Meta
+	CreatedAt time.Time
+	// Snapshot reports whether the row stores a full snapshot.
+	Snapshot bool
+}
+
+// Ref returns the checkpoint's reference.
+func (c *Checkpoint) Ref() Ref { return Ref{Thread: c.Thread, Namespace: c.Namespace, Seq: c.Seq} }
+
+// Write is a pending write: the update of one node of a step that has not
+// committed yet (a parallel sibling failed or the process stopped). The
+// runner re-applies pending writes on resume instead of re-running the node.
+type Write struct {
+	Task   string          // unique within the step, e.g. the node name and index
+	Node   string          // the node that produced the update
+	Update json.RawMessage // the node's update, as JSON
+}
