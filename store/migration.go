@@ -121,6 +121,17 @@ func LoadMigrations(fsys fs.FS, dir string, goSteps map[int]string) ([]Migration
 	return out, nil
 }
 
+// MustLoadMigrations is LoadMigrations for files embedded in the binary:
+// they are part of the build, so an error is a bug and panics, as
+// template.Must does.
+func MustLoadMigrations(fsys fs.FS, dir string, goSteps map[int]string) []Migration {
+	list, err := LoadMigrations(fsys, dir, goSteps)
+	if err != nil {
+		panic(err)
+	}
+	return list
+}
+
 // Latest is the version of the newest migration.
 func Latest(list []Migration) int {
 	if len(list) == 0 {

@@ -26,20 +26,12 @@ var (
 	//go:embed schema.sql
 	baseline string
 
-	migrations = mustMigrations()
+	migrations = store.MustLoadMigrations(migrationFiles, "migrations", map[int]string{
+		2: "computes the checksum of every thread and checkpoint row",
+	})
 	// formatVersion is the layout this code writes.
 	formatVersion = store.Latest(migrations)
 )
-
-func mustMigrations() []store.Migration {
-	list, err := store.LoadMigrations(migrationFiles, "migrations", map[int]string{
-		2: "computes the checksum of every thread and checkpoint row",
-	})
-	if err != nil {
-		panic(err) // the embedded files are part of the build
-	}
-	return list
-}
 
 // tables are the tables of a Cairn store besides cairn_format.
 var tables = []string{"cairn_threads", "cairn_checkpoints", "cairn_snapshots", "cairn_writes"}

@@ -78,20 +78,12 @@ var (
 	//go:embed schema.sql
 	baseline string
 
-	migrations = mustMigrations()
+	migrations = store.MustLoadMigrations(migrationFiles, "migrations", map[int]string{
+		2: "computes the checksum of every thread and checkpoint row",
+	})
 	// schemaVersion is the format this code writes.
 	schemaVersion = store.Latest(migrations)
 )
-
-func mustMigrations() []store.Migration {
-	list, err := store.LoadMigrations(migrationFiles, "migrations", map[int]string{
-		2: "computes the checksum of every thread and checkpoint row",
-	})
-	if err != nil {
-		panic(err) // the embedded files are part of the build
-	}
-	return list
-}
 
 // tables are the tables of a Cairn store.
 var tables = []string{"threads", "checkpoints", "snapshots", "writes"}
