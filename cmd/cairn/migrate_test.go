@@ -1,14 +1,11 @@
 package main
 
 import (
-	"context"
 	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/cairn-dev/cairn/internal/pgtest"
 )
@@ -23,28 +20,6 @@ func toSQLiteFormat1(t *testing.T, path string) {
 	defer db.Close()
 	for _, q := range []string{`ALTER TABLE threads DROP COLUMN crc`, `ALTER TABLE checkpoints DROP COLUMN crc`, `PRAGMA user_version = 1`} {
 		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-}
-
-// toPostgresFormat1 turns a PostgreSQL store back into format 1: no
-// checksums, tables without the cairn_ prefix.
-func toPostgresFormat1(t *testing.T, dsn string) {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	var qs []string
-	for _, tb := range []string{"threads", "checkpoints", "snapshots", "writes"} {
-		qs = append(qs, `ALTER TABLE cairn_`+tb+` RENAME CONSTRAINT cairn_`+tb+`_pkey TO `+tb+`_pkey`, `ALTER TABLE cairn_`+tb+` RENAME TO `+tb)
-	}
-	qs = append(qs, `ALTER TABLE threads DROP COLUMN crc`, `ALTER TABLE checkpoints DROP COLUMN crc`, `UPDATE cairn_format SET version = 1`)
-	for _, q := range qs {
-		if _, err := conn.Exec(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
@@ -120,7 +95,7 @@ func TestMigratePostgres(t *testing.T) {
 	old, _ := pgtest.Schema(t, "cairn_mig_old")
 	wantCLI(t, 0, nil, "bench", "w1", "--steps", "20", "--store", old)
 	before := wantCLI(t, 0, nil, "state", "0", "--store", old)
-	toPostgresFormat1(t, old)
+	pgtest.ToFormat1(t, old)
 	wantCLI(t, 1, []string{"migration needed", "cairn migrate up"}, "state", "0", "--store", old)
 	wantCLI(t, 0, []string{"format 1, latest 3", "0002_checksums    pending", "0003_prefix       pending"}, "migrate", "status", "--store", old)
 	wantCLI(t, 0, []string{"ALTER TABLE threads RENAME TO cairn_threads"}, "migrate", "sql", "--store", old)

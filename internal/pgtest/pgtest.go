@@ -57,3 +57,33 @@ func Schema(t testing.TB, prefix string) (dsn, schema string) {
 	u.RawQuery = q.Encode()
 	return u.String(), schema
 }
+
+// Exec runs statements on the database a DSN names, failing the test on
+// the first error.
+func Exec(t testing.TB, dsn string, queries ...string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for _, q := range queries {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// ToFormat1 turns the Cairn store in the schema a DSN names back into
+// format 1, as a Cairn of that time wrote it: no row checksums, tables
+// without the cairn_ prefix. Migration tests start from it.
+func ToFormat1(t testing.TB, dsn string) {
+	t.Helper()
+	var qs []string
+	for _, tb := range []string{"threads", "checkpoints", "snapshots", "writes"} {
+		qs = append(qs, `ALTER TABLE cairn_`+tb+` RENAME CONSTRAINT cairn_`+tb+`_pkey TO `+tb+`_pkey`, `ALTER TABLE cairn_`+tb+` RENAME TO `+tb)
+	}
+	qs = append(qs, `ALTER TABLE threads DROP COLUMN crc`, `ALTER TABLE checkpoints DROP COLUMN crc`, `UPDATE cairn_format SET version = 1`)
+	Exec(t, dsn, qs...)
+}

@@ -8,37 +8,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cairn-dev/cairn/internal/pgtest"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/postgres"
 	"github.com/cairn-dev/cairn/store/storetest"
 )
-
-func execSQL(t *testing.T, dsn string, queries ...string) {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	for _, q := range queries {
-		if _, err := conn.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-}
-
-// toFormat1 turns a store of the current layout back into format 1: no
-// checksums, tables without the cairn_ prefix.
-func toFormat1(t *testing.T, dsn string) {
-	t.Helper()
-	var qs []string
-	for _, tb := range []string{"threads", "checkpoints", "snapshots", "writes"} {
-		qs = append(qs, `ALTER TABLE cairn_`+tb+` RENAME CONSTRAINT cairn_`+tb+`_pkey TO `+tb+`_pkey`, `ALTER TABLE cairn_`+tb+` RENAME TO `+tb)
-	}
-	qs = append(qs, `ALTER TABLE threads DROP COLUMN crc`, `ALTER TABLE checkpoints DROP COLUMN crc`, `UPDATE cairn_format SET version = 1`)
-	execSQL(t, dsn, qs...)
-}
 
 // TestUpgradeFormat1 opens a database written before row checksums and
 // table prefixes: read-only it is refused (reading it would need a
@@ -51,7 +25,7 @@ func TestUpgradeFormat1(t *testing.T) {
 	s := open(t, dsn, store.Options{})
 	want := storetest.WriteThreads(t, s, 30, map[string]any{"n": 1e2}) // jsonb rewrites 1e2 as 100
 	s.Close()
-	toFormat1(t, dsn)
+	pgtest.ToFormat1(t, dsn)
 	check := func(s store.Store) {
 		t.Helper()
 		for th, w := range want {
@@ -69,7 +43,7 @@ func TestUpgradeFormat1(t *testing.T) {
 			t.Fatalf("open %+v of a format 1 store: %v, want ErrMigrationNeeded", o, err)
 		}
 	}
-	execSQL(t, dsn, `SELECT 1 FROM threads LIMIT 1`) // still format 1: nothing was migrated
+	pgtest.Exec(t, dsn, `SELECT 1 FROM threads LIMIT 1`) // still format 1: nothing was migrated
 	s = open(t, dsn, store.Options{})
 	check(s)
 	s.Close()
@@ -99,11 +73,11 @@ func TestUpgradeFormat1(t *testing.T) {
 // like Cairn's own before format 3.
 func TestSharedSchema(t *testing.T) {
 	dsn := schemaDSN(t)
-	execSQL(t, dsn, `CREATE TABLE threads (id int PRIMARY KEY, title text)`, `INSERT INTO threads VALUES (1, 'theirs')`)
+	pgtest.Exec(t, dsn, `CREATE TABLE threads (id int PRIMARY KEY, title text)`, `INSERT INTO threads VALUES (1, 'theirs')`)
 	s := open(t, dsn, store.Options{})
 	storetest.WriteThreads(t, s, 3, nil)
 	s.Close()
-	execSQL(t, dsn, `DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM threads WHERE id = 1 AND title = 'theirs') THEN RAISE EXCEPTION 'their row is gone'; END IF; END $$`)
+	pgtest.Exec(t, dsn, `DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM threads WHERE id = 1 AND title = 'theirs') THEN RAISE EXCEPTION 'their row is gone'; END IF; END $$`)
 }
 
 // layout lists the tables, columns and constraints of the schema a DSN's
@@ -139,7 +113,7 @@ func TestBaselineIsTheMigrations(t *testing.T) {
 	s := open(t, old, store.Options{})
 	storetest.WriteThreads(t, s, 3, nil)
 	s.Close()
-	toFormat1(t, old)
+	pgtest.ToFormat1(t, old)
 	open(t, old, store.Options{}).Close()
 	if a, b := layout(t, fresh), layout(t, old); a != b || a == "" {
 		t.Fatalf("baseline layout:\n%s\n\nmigrated layout:\n%s", a, b)
