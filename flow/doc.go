@@ -48,6 +48,19 @@
 //   - Cancelling the context stops the run with stop reason
 //     "cancelled_immediate"; nothing of the unfinished step is committed.
 //
+// Streaming: Stream, StreamResume and StreamFrom run as Invoke, Resume and
+// RunFrom do and yield the run's events as they happen (iter.Seq2), in the
+// modes asked for (values: the whole state after each step, shared, not
+// copied; updates; custom: what nodes send with Emit; checkpoints; tasks;
+// debug: everything), then a result event with the Result and the run's
+// error. Interrupt and error events are always part of a stream;
+// subgraph events (with their Namespace) only with StreamOptions.Subgraphs.
+// Backpressure: events wait in a small buffer (StreamOptions.Buffer); when
+// it is full the run waits for the consumer, so a slow consumer slows the
+// run and memory stays bounded, and no event is dropped. Breaking out of
+// the loop cancels the run (nothing of the step in flight is committed).
+// Token streaming from models comes with streaming providers.
+//
 // Extension points: the runner knows no field of any particular state.
 // Rules (Graph.WithRules, Options.Rules) give a kind of state its own stop
 // rule, operations added to every step (a step counter) and a say over the

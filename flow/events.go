@@ -23,6 +23,15 @@ const (
 	EventError     EventKind = "error"
 	EventTokens    EventKind = "tokens"
 	EventUpdate    EventKind = "update"
+	// EventValues carries the whole state after a step (State), for
+	// Stream's values mode; EventCheckpoint a commit (Seq, Parent, Status,
+	// Next), for checkpoints mode; EventCustom what a node sent with Emit.
+	// Runners emit them only while streaming them.
+	EventValues     EventKind = "values"
+	EventCheckpoint EventKind = "checkpoint"
+	EventCustom     EventKind = "custom"
+	// EventResult ends a Stream: Result is how the run ended.
+	EventResult EventKind = "result"
 )
 
 // Event is one thing a run did, for progress displays and traces. An
@@ -45,6 +54,18 @@ type Event struct {
 	Payload    json.RawMessage  `json:"payload,omitempty"`
 	StopReason state.StopReason `json:"stop_reason,omitempty"`
 	Err        string           `json:"error,omitempty"`
+	// Namespace is where the event happened: "" for the root, the
+	// subgraph's, gate's or handoff's namespace otherwise.
+	Namespace string `json:"ns,omitempty"`
+	// State is the whole state after a step (values events): the
+	// immutable document itself, shared, not a copy.
+	State *state.Doc `json:"values,omitempty"`
+	// Parent, Status and Next describe a commit (checkpoint events).
+	Parent int64    `json:"parent,omitempty"`
+	Status string   `json:"status,omitempty"`
+	Next   []string `json:"next,omitempty"`
+	// Result is how the run ended (the result event that ends a Stream).
+	Result *Result `json:"-"`
 }
 
 // emit delivers an event to the observer, one at a time.
@@ -53,6 +74,7 @@ func (r *Runner) emit(ev Event) {
 		return
 	}
 	ev.Time = r.opts.Now()
+	ev.Namespace = r.opts.Namespace
 	if r.opts.Redact != nil {
 		r.redactEvent(&ev)
 	}

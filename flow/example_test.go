@@ -51,3 +51,34 @@ func Example() {
 	// interrupt "publish the last draft?" 3
 	// success {"approved":true,"drafts":["draft 1","draft 2","draft 3"]}
 }
+
+// Stream yields a run's events as they happen, in the modes asked for,
+// then its result; nodes send their own with Emit.
+func ExampleRunner_Stream() {
+	schema := state.MustSchema(state.WithField("log", state.ReducerAppend))
+	step := func(name string) flow.NodeFunc {
+		return func(ctx context.Context, d state.Doc) (state.Update, error) {
+			_ = flow.Emit(ctx, "working on "+name)
+			return state.Update{"log": name}, nil
+		}
+	}
+	g, _ := flow.NewGraph(schema).AddNode("draft", step("draft")).AddNode("review", step("review")).Chain("draft", "review").Compile()
+	r, _ := flow.NewRunner(g, memory.Open(store.Options{}), flow.Options{})
+	modes := []flow.StreamMode{flow.StreamUpdates, flow.StreamCustom}
+	for ev, err := range r.Stream(context.Background(), "thread-1", nil, flow.StreamOptions{Modes: modes}) {
+		switch {
+		case err != nil:
+			fmt.Println("error:", err)
+		case ev.Kind == flow.EventResult:
+			fmt.Println("result:", ev.Result.StopReason, ev.Result.State)
+		default:
+			fmt.Println(ev.Kind, ev.Node, string(ev.Payload))
+		}
+	}
+	// Output:
+	// custom draft "working on draft"
+	// update draft {"log":"draft"}
+	// custom review "working on review"
+	// update review {"log":"review"}
+	// result: success {"log":["draft","review"]}
+}

@@ -163,6 +163,7 @@ func (run *run) commit(ctx context.Context, cp store.Checkpoint) error {
 	if run.async != nil {
 		run.async.put(cp)
 		run.head++
+		run.r.emitCheckpoint(run, cp)
 		return nil
 	}
 	out, err := run.r.s.Append(ctx, cp)
@@ -170,6 +171,7 @@ func (run *run) commit(ctx context.Context, cp store.Checkpoint) error {
 		return err
 	}
 	run.head = out.Seq
+	run.r.emitCheckpoint(run, cp)
 	return nil
 }
 
@@ -210,6 +212,7 @@ func (run *run) flushExit(ctx context.Context, reason state.StopReason) error {
 		return err
 	}
 	run.head = out.Seq
+	run.r.emitCheckpoint(run, acc)
 	return nil
 }
 
@@ -255,7 +258,7 @@ func (run *run) finish(ctx context.Context, reason state.StopReason, interrupt j
 		}
 	}
 	runErr = r.opts.Redact.Error(runErr)
-	res := Result{Thread: run.thread, Head: run.head, State: run.doc, StopReason: reason, Interrupt: interrupt, Next: run.tasks,
+	res := Result{Thread: run.thread, RunID: run.id, Head: run.head, State: run.doc, StopReason: reason, Interrupt: interrupt, Next: run.tasks,
 		Progress: run.progress()}
 	ev := Event{Kind: EventRunEnd, RunID: run.id, Thread: run.thread, Seq: run.head, StopReason: reason}
 	if runErr != nil {

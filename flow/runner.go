@@ -70,6 +70,10 @@ type Options struct {
 	// interrupt payloads, pending writes, Send inputs, metadata extras,
 	// events and the errors runs return. Subgraphs inherit it.
 	Redact *redact.Redactor
+
+	// stream: the modes a Stream asked for (nil when not streaming);
+	// subgraphs inherit it.
+	stream *streamModes
 }
 
 // DefaultRecursionLimit is the step limit of a run when Options and
@@ -109,7 +113,8 @@ func NewRunner(g *Compiled, s store.Store, opts Options) (*Runner, error) {
 // Result is how a run ended.
 type Result struct {
 	Thread     string
-	Head       int64 // the newest checkpoint
+	RunID      string // the run's id, as its events and checkpoints carry it
+	Head       int64  // the newest checkpoint
 	State      state.Doc
 	StopReason state.StopReason
 	Progress   Progress
@@ -171,6 +176,7 @@ func (r *Runner) Invoke(ctx context.Context, thread string, input state.Update, 
 	}
 	run.doc = doc
 	r.emit(Event{Kind: EventRunStart, RunID: run.id, Thread: thread, Seq: run.head})
+	r.emitValues(run)
 	return r.loop(ctx, run)
 }
 

@@ -237,6 +237,7 @@ func (r *Runner) commitStep(ctx context.Context, run *run, m merged, results []t
 	}
 	run.doc, run.readSeq, run.pending = m.doc, 0, nil
 	r.emitStep(run, m)
+	r.emitValues(run)
 	if after != "" {
 		payload, _ := json.Marshal(map[string]string{"after": after, "node": after})
 		r.emit(Event{Kind: EventInterrupt, RunID: run.id, Thread: run.thread, Seq: run.head, Node: after, Payload: payload})

@@ -579,7 +579,7 @@ func (a *app) pruneCmd() *cobra.Command {
 
 func (a *app) benchCmd() *cobra.Command {
 	var cfg bench.Config
-	var durability, flowDurability, cpuProfile string
+	var durability, flowDurability, cpuProfile, streamModes string
 	cmd := &cobra.Command{
 		Use:   "bench w1|w2",
 		Short: "Run the benchmark workloads of docs/bench/W1.md",
@@ -604,6 +604,9 @@ func (a *app) benchCmd() *cobra.Command {
 				return &usageError{fmt.Errorf("--flow-durability: %w", err)}
 			}
 			cfg.FlowDurability = fd
+			if cfg.Stream, err = parseStreamModes(streamModes); err != nil {
+				return err
+			}
 			if cmd.Flags().Changed("store") {
 				cfg.Store = a.storeURL
 			}
@@ -645,6 +648,7 @@ func (a *app) benchCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&cfg.NoCompression, "no-compression", false, "store blobs uncompressed")
 	cmd.Flags().StringVar(&cfg.Engine, "engine", "runner", "runner (the flow runner) or store (a plain loop over the store, to measure the runner's overhead)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	cmd.Flags().StringVar(&streamModes, "stream", "", "run through Runner.Stream in these modes (comma-separated: values, updates, custom, checkpoints, tasks, debug), reading every event")
 	cmd.Flags().StringVar(&flowDurability, "flow-durability", "sync", "the runner's durability: sync (commit each step before the next), async (commit in the background, in order), exit (commit when the run stops)")
 	return cmd
 }
@@ -678,4 +682,20 @@ func humanBytes(n int64) string {
 		return strconv.FormatFloat(float64(n)/(1<<10), 'f', 1, 64) + " KiB"
 	}
 	return strconv.FormatInt(n, 10) + " B"
+}
+
+// parseStreamModes reads a comma-separated list of stream modes ("" for none).
+func parseStreamModes(s string) ([]flow.StreamMode, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []flow.StreamMode
+	for _, m := range strings.Split(s, ",") {
+		mode := flow.StreamMode(strings.TrimSpace(m))
+		if !slices.Contains(flow.StreamModes(), mode) {
+			return nil, usagef("--stream: unknown mode %q (values, updates, custom, checkpoints, tasks, debug)", mode)
+		}
+		out = append(out, mode)
+	}
+	return out, nil
 }

@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,11 +41,15 @@ type Config struct {
 	// steps applied and committed by a plain loop: the store alone, to
 	// measure the runner's overhead).
 	Engine string
+	// Stream, when set, runs the runner's threads through Runner.Stream in
+	// these modes, the consumer reading every event, instead of Invoke.
+	Stream []flow.StreamMode
 }
 
 // Result holds the figures W1.md asks for.
 type Result struct {
 	Workload       string  `json:"workload"`
+	Stream         string  `json:"stream,omitempty"`
 	Mode           string  `json:"mode,omitempty"`
 	Engine         string  `json:"engine"`
 	Store          string  `json:"store"`
@@ -249,7 +255,7 @@ func (cfg Config) threadRunner(schema *state.Schema) (threadRunner, error) {
 		return nil, err
 	}
 	return func(ctx context.Context, s store.Store, _ *state.Schema, thread string, steps int, times []time.Duration) error {
-		return runThreadFlow(ctx, s, g, fd, thread, steps, times)
+		return runThreadFlow(ctx, s, g, fd, cfg.Stream, thread, steps, times)
 	}, nil
 }
 
@@ -262,7 +268,7 @@ func (cfg Config) result(url string, threads int) Result {
 			dur = d
 		}
 	}
-	res := Result{Workload: cfg.Workload, Engine: cfg.Engine, Store: url, Durability: string(dur), StepsPerThread: cfg.Steps, Threads: threads}
+	res := Result{Workload: cfg.Workload, Stream: joinModes(cfg.Stream), Engine: cfg.Engine, Store: url, Durability: string(dur), StepsPerThread: cfg.Steps, Threads: threads}
 	switch store.Scheme(url) {
 	case "memory":
 		res.Durability = "none"
@@ -276,6 +282,14 @@ func (cfg Config) result(url string, threads int) Result {
 		}
 	}
 	return res
+}
+
+func joinModes(modes []flow.StreamMode) string {
+	s := make([]string, len(modes))
+	for i, m := range modes {
+		s[i] = string(m)
+	}
+	return strings.Join(s, ",")
 }
 
 // writeThreads writes every thread, one after another or all at once; the
@@ -383,7 +397,7 @@ func w1Graph(schema *state.Schema, steps int) (*flow.Compiled, error) {
 
 // runThreadFlow runs one W1 thread through the flow runner, timing each
 // step of thread 0 by the runner's step events.
-func runThreadFlow(ctx context.Context, s store.Store, g *flow.Compiled, d flow.Durability, thread string, steps int, times []time.Duration) error {
+func runThreadFlow(ctx context.Context, s store.Store, g *flow.Compiled, d flow.Durability, modes []flow.StreamMode, thread string, steps int, times []time.Duration) error {
 	opts := flow.Options{Durability: d, RecursionLimit: -1} // W1 runs thousands of steps
 	if times != nil {
 		last := time.Now()
@@ -406,7 +420,14 @@ func runThreadFlow(ctx context.Context, s store.Store, g *flow.Compiled, d flow.
 	if err != nil {
 		return err
 	}
-	res, err := r.Invoke(ctx, thread, state.Update{"messages": []state.Message{}, "count": 0, "last": ""})
+	input := state.Update{"messages": []state.Message{}, "count": 0, "last": ""}
+	var res flow.Result
+	if len(modes) > 0 {
+		wantState := slices.Contains(modes, flow.StreamValues) || slices.Contains(modes, flow.StreamDebug)
+		res, err = consume(r.Stream(ctx, thread, input, flow.StreamOptions{Modes: modes}), wantState)
+	} else {
+		res, err = r.Invoke(ctx, thread, input)
+	}
 	if err != nil {
 		return fmt.Errorf("thread %s: %w", thread, err)
 	}
@@ -414,6 +435,27 @@ func runThreadFlow(ctx context.Context, s store.Store, g *flow.Compiled, d flow.
 		return fmt.Errorf("thread %s stopped with %s after %d steps", thread, res.StopReason, res.Progress.Steps)
 	}
 	return nil
+}
+
+// consume reads a stream to its end, as a consumer that looks at every
+// event would, and returns the run's result.
+func consume(events iter.Seq2[flow.Event, error], wantState bool) (flow.Result, error) {
+	seen := 0
+	for ev, err := range events {
+		if err != nil {
+			return flow.Result{}, err
+		}
+		if ev.State != nil && ev.State.Len() > 0 {
+			seen++
+		}
+		if ev.Result != nil {
+			if wantState && seen == 0 {
+				return *ev.Result, fmt.Errorf("the stream carried no state")
+			}
+			return *ev.Result, nil
+		}
+	}
+	return flow.Result{}, fmt.Errorf("the stream ended without a result")
 }
 
 // runThreadStore runs one W1 thread as a plain loop over the store: the

@@ -46,7 +46,7 @@ func BenchmarkW1Engine(b *testing.B) {
 				for i := 0; b.Loop(); i++ {
 					thread := strconv.Itoa(i)
 					if engine == "runner" {
-						err = runThreadFlow(ctx, s, g, flow.DurabilitySync, thread, steps, nil)
+						err = runThreadFlow(ctx, s, g, flow.DurabilitySync, nil, thread, steps, nil)
 					} else {
 						err = runThreadStore(ctx, s, schema, thread, steps, nil)
 					}
@@ -113,5 +113,18 @@ func TestRunW2Postgres(t *testing.T) {
 	}
 	if res.CheckpointRows != 18 || res.Concurrent == nil || res.Concurrent.CheckpointRows != 18 {
 		t.Fatalf("w2 on postgres: %+v", res)
+	}
+}
+
+// W1 through Runner.Stream commits the same steps and reports its modes.
+func TestStreamWorkload(t *testing.T) {
+	for _, modes := range [][]flow.StreamMode{{flow.StreamValues}, {flow.StreamUpdates, flow.StreamCheckpoints}} {
+		res, err := Run(context.Background(), Config{Workload: "w1", Steps: 20, Store: "memory:", Stream: modes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.CheckpointRows != 21 || res.Stream != joinModes(modes) {
+			t.Fatalf("%v: %d rows, stream %q", modes, res.CheckpointRows, res.Stream)
+		}
 	}
 }

@@ -1,0 +1,218 @@
+package flow
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"slices"
+
+	"github.com/cairn-dev/cairn/state"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// StreamMode selects what a Stream yields, as LangGraph's stream modes do.
+type StreamMode string
+
+// Stream modes.
+const (
+	// StreamValues: the whole state after each step (and after the input),
+	// EventValues with State.
+	StreamValues StreamMode = "values"
+	// StreamUpdates: each node's update, EventUpdate with Node and Payload.
+	StreamUpdates StreamMode = "updates"
+	// StreamCustom: what nodes and tools send with Emit, EventCustom.
+	StreamCustom StreamMode = "custom"
+	// StreamCheckpoints: each commit, EventCheckpoint with Seq, Parent,
+	// Status and Next.
+	StreamCheckpoints StreamMode = "checkpoints"
+	// StreamTasks: each task's start and end (EventNodeStart,
+	// EventNodeEnd, with the error of a failed attempt).
+	StreamTasks StreamMode = "tasks"
+	// StreamDebug: every event the run emits.
+	StreamDebug StreamMode = "debug"
+)
+
+// StreamModes lists the modes a Stream accepts.
+func StreamModes() []StreamMode {
+	return []StreamMode{StreamValues, StreamUpdates, StreamCustom, StreamCheckpoints, StreamTasks, StreamDebug}
+}
+
+// StreamOptions tune a Stream.
+type StreamOptions struct {
+	// Modes to stream, several at once (default: values).
+	Modes []StreamMode
+	// Subgraphs includes the events of subgraphs, gates and handoffs
+	// (their Namespace says where they happened).
+	Subgraphs bool
+	// Buffer is how many events may wait for the consumer (default 16).
+	// When it is full the run waits: a slow consumer slows the run down
+	// and memory stays bounded; no event is dropped.
+	Buffer int
+	// Run tunes the run itself.
+	Run RunOptions
+}
+
+// streamModes is the set a Stream asked for.
+type streamModes struct {
+	modes     map[StreamMode]bool
+	subgraphs bool
+	root      string // the streaming runner's namespace
+}
+
+// wants reports whether a runner should emit events of kind for the stream.
+func (m *streamModes) wants(kind EventKind) bool {
+	if m == nil {
+		return false
+	}
+	if m.modes[StreamDebug] {
+		return true
+	}
+	switch kind {
+	case EventValues:
+		return m.modes[StreamValues]
+	case EventUpdate:
+		return m.modes[StreamUpdates]
+	case EventCustom:
+		return m.modes[StreamCustom]
+	case EventCheckpoint:
+		return m.modes[StreamCheckpoints]
+	case EventNodeStart, EventNodeEnd:
+		return m.modes[StreamTasks]
+	case EventInterrupt, EventError:
+		return true // how a run stops is always part of its stream
+	}
+	return false
+}
+
+// passes reports whether an emitted event goes to the consumer.
+func (m *streamModes) passes(ev Event) bool {
+	return m.wants(ev.Kind) && (m.subgraphs || ev.Namespace == m.root)
+}
+
+func (o StreamOptions) modes(root string) (*streamModes, error) {
+	m := &streamModes{modes: map[StreamMode]bool{}, subgraphs: o.Subgraphs, root: root}
+	if len(o.Modes) == 0 {
+		m.modes[StreamValues] = true
+	}
+	for _, mode := range o.Modes {
+		if !slices.Contains(StreamModes(), mode) {
+			return nil, fmt.Errorf("%w: stream mode %q (values, updates, custom, checkpoints, tasks, debug)", store.ErrInvalidArgument, mode)
+		}
+		m.modes[mode] = true
+	}
+	if o.Buffer < 0 {
+		return nil, fmt.Errorf("%w: stream buffer %d", store.ErrInvalidArgument, o.Buffer)
+	}
+	return m, nil
+}
+
+// Stream runs the graph as Invoke does and yields its events as they
+// happen, in order, then a last EventResult holding the Result, with the
+// run's error if it failed. An interrupt yields EventInterrupt with its
+// payload before the result. Breaking out of the loop cancels the run
+// (nothing of the unfinished step is committed) and waits for it to stop.
+func (r *Runner) Stream(ctx context.Context, thread string, input state.Update, so StreamOptions) iter.Seq2[Event, error] {
+	return r.stream(ctx, so, func(ctx context.Context, sr *Runner) (Result, error) {
+		return sr.Invoke(ctx, thread, input, so.Run)
+	})
+}
+
+// StreamResume is Resume as a stream (see Stream).
+func (r *Runner) StreamResume(ctx context.Context, thread string, value any, so StreamOptions) iter.Seq2[Event, error] {
+	return r.stream(ctx, so, func(ctx context.Context, sr *Runner) (Result, error) {
+		return sr.Resume(ctx, thread, value, so.Run)
+	})
+}
+
+// StreamFrom is RunFrom as a stream (see Stream).
+func (r *Runner) StreamFrom(ctx context.Context, thread string, seq int64, patch state.Patch, so StreamOptions) iter.Seq2[Event, error] {
+	return r.stream(ctx, so, func(ctx context.Context, sr *Runner) (Result, error) {
+		return sr.RunFrom(ctx, thread, seq, patch, so.Run)
+	})
+}
+
+func (r *Runner) stream(ctx context.Context, so StreamOptions, run func(context.Context, *Runner) (Result, error)) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		modes, err := so.modes(r.opts.Namespace)
+		if err != nil {
+			yield(Event{Kind: EventResult}, err)
+			return
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		events := make(chan Event, cmpOr(so.Buffer, 16))
+		opts := r.opts
+		opts.stream = modes
+		opts.Observer = func(ev Event) {
+			if r.opts.Observer != nil {
+				r.opts.Observer(ev)
+			}
+			if modes.passes(ev) {
+				select {
+				case events <- ev:
+				case <-ctx.Done():
+				}
+			}
+		}
+		sr := &Runner{g: r.g, s: r.s, opts: opts}
+		var res Result
+		var runErr error
+		go func() {
+			defer close(events)
+			res, runErr = run(ctx, sr)
+		}()
+		for ev := range events {
+			if !yield(ev, nil) {
+				cancel()
+				for range events {
+				}
+				return
+			}
+		}
+		yield(Event{Kind: EventResult, RunID: res.RunID, Thread: res.Thread, Seq: res.Head, StopReason: res.StopReason, Namespace: r.opts.Namespace, Result: &res}, runErr)
+	}
+}
+
+func cmpOr(n, def int) int {
+	if n > 0 {
+		return n
+	}
+	return def
+}
+
+// Emit sends v (encoded as JSON) to the streams of the running task's run
+// (custom mode), from a node or a tool it calls, with the task's node and
+// namespace. Outside a node, or when nobody streams custom events, it does
+// nothing. v is redacted like every event.
+func Emit(ctx context.Context, v any) error {
+	t := taskOf(ctx)
+	if t == nil || !t.runner.opts.stream.wants(EventCustom) {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("flow: emit: %w", err)
+	}
+	t.runner.emit(Event{Kind: EventCustom, RunID: t.info.RunID, Thread: t.info.Thread, Seq: t.info.ReadSeq, Node: t.info.Node, Key: t.info.Key, Payload: b})
+	return nil
+}
+
+// emitValues sends the run's state to a stream in values mode.
+func (r *Runner) emitValues(run *run) {
+	if r.opts.stream.wants(EventValues) {
+		doc := run.doc
+		r.emit(Event{Kind: EventValues, RunID: run.id, Thread: run.thread, Seq: run.head, State: &doc})
+	}
+}
+
+// emitCheckpoint sends a commit to a stream in checkpoints mode.
+func (r *Runner) emitCheckpoint(run *run, cp store.Checkpoint) {
+	if r.opts.stream.wants(EventCheckpoint) {
+		st := cp.Status
+		if st == 0 {
+			st = store.StatusSuccess
+		}
+		r.emit(Event{Kind: EventCheckpoint, RunID: run.id, Thread: run.thread, Seq: run.head, Parent: cp.Parent, Status: st.String(), Next: cp.Meta.Next, Nodes: cp.Nodes})
+	}
+}
