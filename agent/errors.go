@@ -105,16 +105,45 @@ type retrying struct {
 }
 
 func (r *retrying) Generate(ctx context.Context, req Request) (Response, error) {
+	return r.retry(ctx, func() (Response, bool, error) {
+		resp, err := r.m.Generate(ctx, req)
+		return resp, false, err
+	})
+}
+
+// GenerateStream streams through the wrapped model when it streams (else
+// its whole reply is one chunk). A failed attempt is tried again only when
+// it sent no chunk, so a stream never repeats a piece.
+func (r *retrying) GenerateStream(ctx context.Context, req Request, onChunk func(Chunk)) (Response, error) {
+	sm, ok := r.m.(StreamingModel)
+	return r.retry(ctx, func() (Response, bool, error) {
+		if !ok {
+			resp, err := r.m.Generate(ctx, req)
+			if err == nil {
+				sendWhole(resp.Message, onChunk)
+			}
+			return resp, false, err
+		}
+		sent := false
+		resp, err := sm.GenerateStream(ctx, req, func(c Chunk) { sent = true; onChunk(c) })
+		return resp, sent, err
+	})
+}
+
+// retry calls attempt until it succeeds, fails for good (not retryable,
+// out of attempts, or after sending part of a stream) or ctx ends. Every
+// attempt's usage is counted.
+func (r *retrying) retry(ctx context.Context, attempt func() (resp Response, streamed bool, err error)) (Response, error) {
 	wait := backoff.Policy{Initial: r.p.Initial, Max: r.p.Max}
 	var usage Usage
 	for a := 1; ; a++ {
-		resp, err := r.m.Generate(ctx, req)
+		resp, streamed, err := attempt()
 		usage = usage.Add(resp.Usage)
 		if err == nil {
 			resp.Usage = usage
 			return resp, nil
 		}
-		if a >= r.p.Attempts || !Retryable(err) {
+		if a >= r.p.Attempts || !Retryable(err) || streamed {
 			return Response{Usage: usage}, err
 		}
 		var floor time.Duration

@@ -312,7 +312,7 @@ func (n *Network) routingAgent(ctx context.Context, v NetworkView, enabled []str
 		{Name: "select_agent", Description: "Pick the next agent", Parameters: params.JSON},
 		{Name: "done", Description: "Finish: the task is complete", Parameters: json.RawMessage(`{"type":"object"}`)},
 	}}
-	resp, err := n.DefaultModel.Generate(ctx, req)
+	resp, err := generate(ctx, n.DefaultModel, req, "router", "route")
 	if err != nil {
 		return nil, resp.Usage, err
 	}
@@ -420,7 +420,7 @@ func (n *Network) generate(ctx context.Context, a *Agent, p *Prompt, turn *Infer
 	for _, t := range a.Tools {
 		req.Tools = append(req.Tools, t.Spec())
 	}
-	resp, err := a.Model.Generate(ctx, req)
+	resp, err := generate(ctx, a.Model, req, a.Name, "model")
 	flow.AddTokens(ctx, resp.Usage.Input, resp.Usage.Output)
 	if err != nil {
 		return Message{}, fmt.Errorf("agent %q: %w", a.Name, err)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	gschema "github.com/google/jsonschema-go/jsonschema"
@@ -279,7 +280,7 @@ func GenerateStructured(ctx context.Context, m Model, req Request, schema *Schem
 	var lastErr error
 	for a := 1; a <= attempts; a++ {
 		req.Messages = msgs
-		resp, err := m.Generate(ctx, req)
+		resp, err := generate(ctx, m, req, "", "structured/"+strconv.Itoa(a))
 		res.Usage = res.Usage.Add(resp.Usage)
 		flow.AddTokens(ctx, resp.Usage.Input, resp.Usage.Output)
 		if err != nil {

@@ -103,7 +103,7 @@ func RunTools(ctx context.Context, m Model, req Request, tools []Tool, opts Loop
 	var res LoopResult
 	for i := 0; i < maxIter; i++ {
 		req.Messages = msgs
-		resp, err := m.Generate(ctx, req)
+		resp, err := generate(ctx, m, req, "", "model/"+strconv.Itoa(i))
 		res.Usage = res.Usage.Add(resp.Usage)
 		flow.AddTokens(ctx, resp.Usage.Input, resp.Usage.Output) // counts against a running flow's budget
 		if err != nil {

@@ -30,6 +30,7 @@ const (
 	EventValues     EventKind = "values"
 	EventCheckpoint EventKind = "checkpoint"
 	EventCustom     EventKind = "custom"
+	EventMessage    EventKind = "message"
 	// EventResult ends a Stream: Result is how the run ended.
 	EventResult EventKind = "result"
 )

@@ -29,13 +29,17 @@ const (
 	// StreamTasks: each task's start and end (EventNodeStart,
 	// EventNodeEnd, with the error of a failed attempt).
 	StreamTasks StreamMode = "tasks"
+	// StreamMessages: model output as it arrives (EventMessage: a chunk
+	// of a reply, with the node and task key), from models that stream
+	// (agent.StreamingModel) called by nodes through package agent.
+	StreamMessages StreamMode = "messages"
 	// StreamDebug: every event the run emits.
 	StreamDebug StreamMode = "debug"
 )
 
 // StreamModes lists the modes a Stream accepts.
 func StreamModes() []StreamMode {
-	return []StreamMode{StreamValues, StreamUpdates, StreamCustom, StreamCheckpoints, StreamTasks, StreamDebug}
+	return []StreamMode{StreamValues, StreamUpdates, StreamMessages, StreamCustom, StreamCheckpoints, StreamTasks, StreamDebug}
 }
 
 // StreamOptions tune a Stream.
@@ -75,6 +79,8 @@ func (m *streamModes) wants(kind EventKind) bool {
 		return m.modes[StreamUpdates]
 	case EventCustom:
 		return m.modes[StreamCustom]
+	case EventMessage:
+		return m.modes[StreamMessages]
 	case EventCheckpoint:
 		return m.modes[StreamCheckpoints]
 	case EventNodeStart, EventNodeEnd:
@@ -97,7 +103,7 @@ func (o StreamOptions) modes(root string) (*streamModes, error) {
 	}
 	for _, mode := range o.Modes {
 		if !slices.Contains(StreamModes(), mode) {
-			return nil, fmt.Errorf("%w: stream mode %q (values, updates, custom, checkpoints, tasks, debug)", store.ErrInvalidArgument, mode)
+			return nil, fmt.Errorf("%w: stream mode %q (values, updates, messages, custom, checkpoints, tasks, debug)", store.ErrInvalidArgument, mode)
 		}
 		m.modes[mode] = true
 	}
@@ -181,20 +187,43 @@ func cmpOr(n, def int) int {
 	return def
 }
 
+// Streaming reports whether the running task's run is streamed in mode,
+// so that a node asks a model to stream only when someone listens.
+func Streaming(ctx context.Context, mode StreamMode) bool {
+	t := taskOf(ctx)
+	if t == nil || t.runner.opts.stream == nil {
+		return false
+	}
+	m := t.runner.opts.stream
+	return m.modes[mode] || m.modes[StreamDebug]
+}
+
+// EmitMessage sends a piece of model output (encoded as JSON) to the
+// streams of the running task's run (messages mode), with the task's node,
+// key and namespace. Outside a node, or when nobody streams messages, it
+// does nothing.
+func EmitMessage(ctx context.Context, chunk any) error {
+	return emitKind(ctx, EventMessage, chunk)
+}
+
 // Emit sends v (encoded as JSON) to the streams of the running task's run
 // (custom mode), from a node or a tool it calls, with the task's node and
 // namespace. Outside a node, or when nobody streams custom events, it does
 // nothing. v is redacted like every event.
 func Emit(ctx context.Context, v any) error {
+	return emitKind(ctx, EventCustom, v)
+}
+
+func emitKind(ctx context.Context, kind EventKind, v any) error {
 	t := taskOf(ctx)
-	if t == nil || !t.runner.opts.stream.wants(EventCustom) {
+	if t == nil || !t.runner.opts.stream.wants(kind) {
 		return nil
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("flow: emit: %w", err)
+		return fmt.Errorf("flow: emit %s: %w", kind, err)
 	}
-	t.runner.emit(Event{Kind: EventCustom, RunID: t.info.RunID, Thread: t.info.Thread, Seq: t.info.ReadSeq, Node: t.info.Node, Key: t.info.Key, Payload: b})
+	t.runner.emit(Event{Kind: kind, RunID: t.info.RunID, Thread: t.info.Thread, Seq: t.info.ReadSeq, Node: t.info.Node, Key: t.info.Key, Payload: b})
 	return nil
 }
 

@@ -217,7 +217,7 @@ func TestStreamSubgraphs(t *testing.T) {
 func TestStreamOptionsChecked(t *testing.T) {
 	st := memory.Open(store.Options{})
 	r := newRunner(t, emitting(), st, flow.Options{})
-	for _, so := range []flow.StreamOptions{{Modes: []flow.StreamMode{"messages!"}}, {Buffer: -1}} {
+	for _, so := range []flow.StreamOptions{{Modes: []flow.StreamMode{"tokens"}}, {Buffer: -1}} {
 		_, _, _, err := collect(t, r.Stream(context.Background(), "t", nil, so))
 		if !errors.Is(err, store.ErrInvalidArgument) {
 			t.Fatalf("%+v: %v", so, err)

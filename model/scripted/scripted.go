@@ -20,14 +20,16 @@ import (
 var ErrScript = errors.New("scripted: invalid script")
 
 type reply struct {
-	Text      *string        `yaml:"text"`
-	JSON      *yaml.Node     `yaml:"json"`
-	ToolCalls []toolCall     `yaml:"tool_calls"`
-	Step      string         `yaml:"step"`
-	DelayMS   int            `yaml:"delay_ms"`
-	Error     *scriptedError `yaml:"error"`
-	line      int
-	jsonText  json.RawMessage
+	Text      *string    `yaml:"text"`
+	JSON      *yaml.Node `yaml:"json"`
+	ToolCalls []toolCall `yaml:"tool_calls"`
+	Step      string     `yaml:"step"`
+	DelayMS   int        `yaml:"delay_ms"`
+	// ChunkDelayMS spaces the chunks of a streamed reply.
+	ChunkDelayMS int            `yaml:"chunk_delay_ms"`
+	Error        *scriptedError `yaml:"error"`
+	line         int
+	jsonText     json.RawMessage
 }
 
 type toolCall struct {
@@ -113,7 +115,7 @@ func parseReply(name string, n *yaml.Node) (reply, error) {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if !allowedKeys[k.Value] {
-			return r, fmt.Errorf("%w: %s:%d: unknown key %q (text, json, tool_calls, step, delay_ms, error)", ErrScript, name, k.Line, k.Value)
+			return r, fmt.Errorf("%w: %s:%d: unknown key %q (text, json, tool_calls, step, delay_ms, chunk_delay_ms, error)", ErrScript, name, k.Line, k.Value)
 		}
 		switch k.Value {
 		case "json":
@@ -165,8 +167,8 @@ func (r *reply) check(name string) error {
 	if r.Error != nil && r.Error.Status == 0 {
 		return fmt.Errorf("%w: %s:%d: error: needs a status", ErrScript, name, r.line)
 	}
-	if r.DelayMS < 0 {
-		return fmt.Errorf("%w: %s:%d: delay_ms must not be negative", ErrScript, name, r.line)
+	if r.DelayMS < 0 || r.ChunkDelayMS < 0 {
+		return fmt.Errorf("%w: %s:%d: delay_ms and chunk_delay_ms must not be negative", ErrScript, name, r.line)
 	}
 	return nil
 }
@@ -200,7 +202,7 @@ func parseToolCalls(name string, v *yaml.Node) ([]toolCall, error) {
 	return calls, nil
 }
 
-var allowedKeys = map[string]bool{"text": true, "json": true, "tool_calls": true, "step": true, "delay_ms": true, "error": true}
+var allowedKeys = map[string]bool{"text": true, "json": true, "tool_calls": true, "step": true, "delay_ms": true, "chunk_delay_ms": true, "error": true}
 
 // Generate implements agent.Model.
 func (m *Model) Generate(ctx context.Context, req agent.Request) (agent.Response, error) {

@@ -1,0 +1,69 @@
+package agent
+
+import (
+	"context"
+
+	"github.com/cairn-dev/cairn/flow"
+)
+
+// Chunk is a piece of a model's reply as it arrives: a text delta, or a
+// delta of a tool call's arguments.
+type Chunk struct {
+	Text     string         `json:"text,omitempty"`
+	ToolCall *ToolCallChunk `json:"tool_call,omitempty"`
+}
+
+// ToolCallChunk is a delta of tool call Index: its ID and Name come with
+// its first chunk, Args is the next piece of the JSON arguments.
+type ToolCallChunk struct {
+	Index int    `json:"index"`
+	ID    string `json:"id,omitempty"`
+	Name  string `json:"name,omitempty"`
+	Args  string `json:"args,omitempty"`
+}
+
+// StreamingModel is a Model that can send its reply as it arrives.
+// GenerateStream calls onChunk for each piece, in order, from the calling
+// goroutine, and returns the complete response, as Generate would.
+type StreamingModel interface {
+	Model
+	GenerateStream(ctx context.Context, req Request, onChunk func(Chunk)) (Response, error)
+}
+
+// MessageChunk is what a flow stream in messages mode receives: a chunk
+// of the reply of one model call. ID names the call — the task's
+// idempotency key and the call within the task ("thread/seq/node/model/0"
+// for the first call of a tool loop), the same for every chunk of one
+// reply and when the step runs again; Agent is the calling agent, if any.
+type MessageChunk struct {
+	ID    string `json:"id"`
+	Agent string `json:"agent,omitempty"`
+	Chunk
+}
+
+// generate calls the model. When the running flow task's run is streamed
+// in messages mode and the model streams, its chunks go to the stream as
+// they arrive; the response is the complete one either way, and it is
+// what the step commits. call names the call within the task.
+func generate(ctx context.Context, m Model, req Request, agentName, call string) (Response, error) {
+	sm, ok := m.(StreamingModel)
+	if !ok || !flow.Streaming(ctx, flow.StreamMessages) {
+		return m.Generate(ctx, req)
+	}
+	info, _ := flow.Info(ctx)
+	id := info.Key + "/" + call
+	return sm.GenerateStream(ctx, req, func(c Chunk) {
+		_ = flow.EmitMessage(ctx, MessageChunk{ID: id, Agent: agentName, Chunk: c}) // a Chunk always encodes
+	})
+}
+
+// sendWhole sends a complete reply as chunks: its text, then each tool
+// call whole.
+func sendWhole(msg Message, onChunk func(Chunk)) {
+	if msg.Content != "" {
+		onChunk(Chunk{Text: msg.Content})
+	}
+	for i, tc := range msg.ToolCalls {
+		onChunk(Chunk{ToolCall: &ToolCallChunk{Index: i, ID: tc.ID, Name: tc.Name, Args: string(tc.Args)}})
+	}
+}
