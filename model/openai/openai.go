@@ -76,18 +76,71 @@ func New(cfg Config) (*Model, error) {
 
 // Generate implements agent.Model.
 func (m *Model) Generate(ctx context.Context, req agent.Request) (agent.Response, error) {
+	params, err := m.params(req)
+	if err != nil {
+		return agent.Response{}, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, m.cfg.Timeout)
+	defer cancel()
+	start := time.Now()
+	out, err := m.client.Chat.Completions.New(cctx, params)
+	if err != nil {
+		return agent.Response{}, m.wrap(ctx, err)
+	}
+	return responseOf(out, start)
+}
+
+// GenerateStream implements agent.StreamingModel: chat completions with
+// stream: true (and the usage in the last chunk); each text and tool-call
+// argument delta goes to onChunk as it arrives; the response is the
+// accumulated completion, as Generate's.
+func (m *Model) GenerateStream(ctx context.Context, req agent.Request, onChunk func(agent.Chunk)) (agent.Response, error) {
+	params, err := m.params(req)
+	if err != nil {
+		return agent.Response{}, err
+	}
+	params.StreamOptions = sdk.ChatCompletionStreamOptionsParam{IncludeUsage: sdk.Bool(true)}
+	cctx, cancel := context.WithTimeout(ctx, m.cfg.Timeout)
+	defer cancel()
+	start := time.Now()
+	stream := m.client.Chat.Completions.NewStreaming(cctx, params)
+	defer stream.Close()
+	var acc sdk.ChatCompletionAccumulator
+	for stream.Next() {
+		chunk := stream.Current()
+		acc.AddChunk(chunk)
+		for _, c := range chunk.Choices {
+			if c.Index != 0 {
+				continue
+			}
+			if c.Delta.Content != "" {
+				onChunk(agent.Chunk{Text: c.Delta.Content})
+			}
+			for _, tc := range c.Delta.ToolCalls {
+				onChunk(agent.Chunk{ToolCall: &agent.ToolCallChunk{Index: int(tc.Index), ID: tc.ID, Name: tc.Function.Name, Args: tc.Function.Arguments}})
+			}
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return agent.Response{}, m.wrap(ctx, err)
+	}
+	return responseOf(&acc.ChatCompletion, start)
+}
+
+// params builds the chat completion request.
+func (m *Model) params(req agent.Request) (sdk.ChatCompletionNewParams, error) {
 	params := sdk.ChatCompletionNewParams{Model: shared.ChatModel(m.cfg.Model)}
 	for _, msg := range req.Messages {
 		p, err := toParam(msg)
 		if err != nil {
-			return agent.Response{}, err
+			return params, err
 		}
 		params.Messages = append(params.Messages, p)
 	}
 	for _, t := range req.Tools {
 		var schema map[string]any
 		if err := json.Unmarshal(t.Parameters, &schema); err != nil {
-			return agent.Response{}, fmt.Errorf("%w: tool %q parameters: %v", agent.ErrBadRequest, t.Name, err)
+			return params, fmt.Errorf("%w: tool %q parameters: %v", agent.ErrBadRequest, t.Name, err)
 		}
 		fd := shared.FunctionDefinitionParam{Name: t.Name, Parameters: shared.FunctionParameters(schema)}
 		if t.Description != "" {
@@ -98,7 +151,7 @@ func (m *Model) Generate(ctx context.Context, req agent.Request) (agent.Response
 	if req.Schema != nil {
 		var schema map[string]any
 		if err := json.Unmarshal(req.Schema.JSON, &schema); err != nil {
-			return agent.Response{}, fmt.Errorf("%w: schema: %v", agent.ErrBadRequest, err)
+			return params, fmt.Errorf("%w: schema: %v", agent.ErrBadRequest, err)
 		}
 		params.ResponseFormat = sdk.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
 			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: schemaName(req.Schema.Name), Schema: schema}}}
@@ -111,13 +164,11 @@ func (m *Model) Generate(ctx context.Context, req agent.Request) (agent.Response
 	if n := max(req.MaxTokens, m.cfg.MaxTokens); n > 0 {
 		params.MaxCompletionTokens = sdk.Int(int64(n))
 	}
-	cctx, cancel := context.WithTimeout(ctx, m.cfg.Timeout)
-	defer cancel()
-	start := time.Now()
-	out, err := m.client.Chat.Completions.New(cctx, params)
-	if err != nil {
-		return agent.Response{}, m.wrap(ctx, err)
-	}
+	return params, nil
+}
+
+// responseOf reads a completion (whole, or accumulated from a stream).
+func responseOf(out *sdk.ChatCompletion, start time.Time) (agent.Response, error) {
 	if len(out.Choices) == 0 {
 		return agent.Response{}, &agent.ProviderError{Provider: "openai", Err: agent.ErrMalformed, Message: "response has no choices"}
 	}
@@ -133,7 +184,11 @@ func (m *Model) Generate(ctx context.Context, req agent.Request) (agent.Response
 		}
 		msg.ToolCalls = append(msg.ToolCalls, agent.ToolCall{ID: tc.ID, Name: tc.Function.Name, Args: args})
 	}
-	return agent.Response{Message: msg, Model: out.Model, Latency: time.Since(start), Raw: json.RawMessage(out.RawJSON()),
+	raw := json.RawMessage(out.RawJSON())
+	if len(raw) == 0 { // accumulated from a stream: no body of its own
+		raw, _ = json.Marshal(out)
+	}
+	return agent.Response{Message: msg, Model: out.Model, Latency: time.Since(start), Raw: raw,
 		Usage: agent.Usage{Input: out.Usage.PromptTokens, Output: out.Usage.CompletionTokens}}, nil
 }
 
