@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"strings"
 
 	"github.com/cairn-dev/cairn/flow"
 )
@@ -41,6 +42,14 @@ type MessageChunk struct {
 	Chunk
 }
 
+// Generate calls m from a flow node: when the node's run is streamed in
+// messages mode and m streams, the reply goes to the stream as it arrives
+// (MessageChunk, ID "<task key>/model"); the complete response is returned
+// either way. Count its tokens with flow.AddTokens as for any call.
+func Generate(ctx context.Context, m Model, req Request) (Response, error) {
+	return generate(ctx, m, req, "", "model")
+}
+
 // generate calls the model. When the running flow task's run is streamed
 // in messages mode and the model streams, its chunks go to the stream as
 // they arrive; the response is the complete one either way, and it is
@@ -52,9 +61,59 @@ func generate(ctx context.Context, m Model, req Request, agentName, call string)
 	}
 	info, _ := flow.Info(ctx)
 	id := info.Key + "/" + call
-	return sm.GenerateStream(ctx, req, func(c Chunk) {
+	send := func(c Chunk) {
 		_ = flow.EmitMessage(ctx, MessageChunk{ID: id, Agent: agentName, Chunk: c}) // a Chunk always encodes
-	})
+	}
+	if !flow.Redacting(ctx) {
+		return sm.GenerateStream(ctx, req, send)
+	}
+	// The run hides secrets: send text line by line and tool calls whole,
+	// so the redactor sees each secret in one piece.
+	var lb lineBuffer
+	resp, err := sm.GenerateStream(ctx, req, func(c Chunk) { lb.add(c, send) })
+	lb.flush(send)
+	return resp, err
+}
+
+// lineBuffer holds streamed text until a line is complete, and tool calls
+// until the reply ends.
+type lineBuffer struct {
+	text  strings.Builder
+	calls []ToolCallChunk
+}
+
+func (b *lineBuffer) add(c Chunk, send func(Chunk)) {
+	if tc := c.ToolCall; tc != nil {
+		for len(b.calls) <= tc.Index {
+			b.calls = append(b.calls, ToolCallChunk{Index: len(b.calls)})
+		}
+		call := &b.calls[tc.Index]
+		call.ID, call.Name = cmpOr(tc.ID, call.ID), cmpOr(tc.Name, call.Name)
+		call.Args += tc.Args
+	}
+	b.text.WriteString(c.Text)
+	if s := b.text.String(); strings.Contains(s, "\n") {
+		i := strings.LastIndexByte(s, '\n') + 1
+		send(Chunk{Text: s[:i]})
+		b.text.Reset()
+		b.text.WriteString(s[i:])
+	}
+}
+
+func (b *lineBuffer) flush(send func(Chunk)) {
+	if b.text.Len() > 0 {
+		send(Chunk{Text: b.text.String()})
+	}
+	for i := range b.calls {
+		send(Chunk{ToolCall: &b.calls[i]})
+	}
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 // sendWhole sends a complete reply as chunks: its text, then each tool

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"iter"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -75,7 +76,11 @@ type RunConfig struct {
 	Model      agent.Model // overrides the file's model
 	Durability flow.Durability
 	Observer   func(flow.Event)
-	Getenv     func(string) string
+	// Stream, when set, runs through flow's Runner.Stream in these modes
+	// (flow.StreamMessages: the models' tokens as they arrive), so the
+	// Observer receives their events too.
+	Stream []flow.StreamMode
+	Getenv func(string) string
 	// Models resolves the file's model.provider (nil: model.Defaults(),
 	// the providers this program imports). A Go program registers its own
 	// providers on a copy of the defaults.
@@ -276,7 +281,7 @@ func (a *File) stepNode(model agent.Model, tools []agent.Tool, st ChainStep, ins
 			}
 			out, _ = json.Marshal(res.Final.Content) // a string always marshals
 		} else {
-			resp, err := model.Generate(ctx, req)
+			resp, err := agent.Generate(ctx, model, req)
 			flow.AddTokens(ctx, resp.Usage.Input, resp.Usage.Output)
 			if err != nil {
 				return nil, fmt.Errorf("step %q: %w", st.ID, err)
@@ -564,6 +569,23 @@ func freshInput(ctx context.Context, s store.Store, thread, ns, agentID string, 
 	return upd, head.Seq, nil
 }
 
+// invoke runs plainly, or through a stream whose events the runner's
+// Observer already receives, returning the stream's result.
+func invoke(streaming bool, plain func() (flow.Result, error), stream func() iter.Seq2[flow.Event, error]) (flow.Result, error) {
+	if !streaming {
+		return plain()
+	}
+	for ev, err := range stream() {
+		if ev.Result != nil || err != nil {
+			if ev.Result == nil {
+				return flow.Result{}, err
+			}
+			return *ev.Result, err
+		}
+	}
+	return flow.Result{}, fmt.Errorf("agentfile: the run's stream ended without a result")
+}
+
 // run runs (or resumes) the prepared agent in namespace ns of the thread,
 // writes its output file and follows its handoff.
 func (p *prepared) run(ctx context.Context, cfg RunConfig, ns string, resume bool) (*Result, error) {
@@ -574,14 +596,18 @@ func (p *prepared) run(ctx context.Context, cfg RunConfig, ns string, resume boo
 		return nil, err
 	}
 	var res flow.Result
+	so := flow.StreamOptions{Modes: cfg.Stream, Subgraphs: true}
 	if resume {
-		res, err = r.Resume(ctx, cfg.Thread, cfg.Answer)
+		res, err = invoke(len(cfg.Stream) > 0, func() (flow.Result, error) { return r.Resume(ctx, cfg.Thread, cfg.Answer) },
+			func() iter.Seq2[flow.Event, error] { return r.StreamResume(ctx, cfg.Thread, cfg.Answer, so) })
 	} else {
 		in, seen, ferr := freshInput(ctx, cfg.Store, cfg.Thread, ns, a.Name, cfg.Input)
 		if ferr != nil {
 			return nil, ferr
 		}
-		res, err = r.Invoke(ctx, cfg.Thread, in, flow.RunOptions{ExpectHead: &seen})
+		so.Run = flow.RunOptions{ExpectHead: &seen}
+		res, err = invoke(len(cfg.Stream) > 0, func() (flow.Result, error) { return r.Invoke(ctx, cfg.Thread, in, so.Run) },
+			func() iter.Seq2[flow.Event, error] { return r.Stream(ctx, cfg.Thread, in, so) })
 	}
 	out := &Result{Agent: a.Name, Thread: cfg.Thread, Namespace: ns, Result: res}
 	if err != nil {

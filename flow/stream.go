@@ -198,6 +198,15 @@ func Streaming(ctx context.Context, mode StreamMode) bool {
 	return m.modes[mode] || m.modes[StreamDebug]
 }
 
+// Redacting reports whether the running task's run hides secrets
+// (Options.Redact): what a node streams piece by piece must then be sent in
+// pieces the redactor can judge whole (a line, a whole tool call), since a
+// secret split across two pieces would pass unseen.
+func Redacting(ctx context.Context) bool {
+	t := taskOf(ctx)
+	return t != nil && t.runner.opts.Redact != nil
+}
+
 // EmitMessage sends a piece of model output (encoded as JSON) to the
 // streams of the running task's run (messages mode), with the task's node,
 // key and namespace. Outside a node, or when nobody streams messages, it

@@ -36,6 +36,8 @@ type Config struct {
 	// agentfile.RunConfig).
 	Models *model.Registry
 	Tools  []agent.Tool
+	// Stream: see agentfile.RunConfig.Stream.
+	Stream []flow.StreamMode
 	// Warn receives warnings (a previous gate's output unusable).
 	Warn func(string)
 	// OnGate is called after a gate's outcome is committed and its files
@@ -111,7 +113,7 @@ func (p *Pipeline) Check(cfg Config) error {
 // agentConfig is how a gate's agent file runs: in the pipeline's folder,
 // with the pipeline's secrets redacted.
 func (p *Pipeline) agentConfig(cfg Config, gate int, in json.RawMessage) agentfile.RunConfig {
-	return agentfile.RunConfig{Store: cfg.Store, Thread: cfg.Thread, Model: cfg.Model, Observer: cfg.Observer, Getenv: cfg.Getenv, Models: cfg.Models, Tools: cfg.Tools,
+	return agentfile.RunConfig{Store: cfg.Store, Thread: cfg.Thread, Model: cfg.Model, Observer: cfg.Observer, Getenv: cfg.Getenv, Models: cfg.Models, Tools: cfg.Tools, Stream: cfg.Stream,
 		AllowedRoot: filepath.Dir(p.Path), Redact: p.redactor,
 		Input: agentfile.Input{Source: gateNode(gate) + "-input", Kind: "json", Content: in}}
 }

@@ -605,7 +605,7 @@ func (a *app) benchCmd() *cobra.Command {
 			}
 			cfg.FlowDurability = fd
 			if cfg.Stream, err = parseStreamModes(streamModes); err != nil {
-				return err
+				return usagef("--stream: %v", errors.Unwrap(err))
 			}
 			if cmd.Flags().Changed("store") {
 				cfg.Store = a.storeURL
@@ -648,7 +648,7 @@ func (a *app) benchCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&cfg.NoCompression, "no-compression", false, "store blobs uncompressed")
 	cmd.Flags().StringVar(&cfg.Engine, "engine", "runner", "runner (the flow runner) or store (a plain loop over the store, to measure the runner's overhead)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
-	cmd.Flags().StringVar(&streamModes, "stream", "", "run through Runner.Stream in these modes (comma-separated: values, updates, custom, checkpoints, tasks, debug), reading every event")
+	cmd.Flags().StringVar(&streamModes, "stream", "", "run through Runner.Stream in these modes (comma-separated: values, updates, messages, custom, checkpoints, tasks, debug), reading every event")
 	cmd.Flags().StringVar(&flowDurability, "flow-durability", "sync", "the runner's durability: sync (commit each step before the next), async (commit in the background, in order), exit (commit when the run stops)")
 	return cmd
 }
@@ -693,7 +693,7 @@ func parseStreamModes(s string) ([]flow.StreamMode, error) {
 	for _, m := range strings.Split(s, ",") {
 		mode := flow.StreamMode(strings.TrimSpace(m))
 		if !slices.Contains(flow.StreamModes(), mode) {
-			return nil, usagef("--stream: unknown mode %q (values, updates, custom, checkpoints, tasks, debug)", mode)
+			return nil, usagef("unknown stream mode %q (values, updates, messages, custom, checkpoints, tasks, debug)", mode)
 		}
 		out = append(out, mode)
 	}

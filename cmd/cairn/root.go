@@ -48,9 +48,11 @@ func usageArgs(c *cobra.Command) {
 type app struct {
 	storeURL string
 	json     bool
-	stdout   io.Writer
-	stderr   io.Writer
-	getenv   func(string) string
+	// streamMode is --stream-mode of run and resume ("" for the default).
+	streamMode string
+	stdout     io.Writer
+	stderr     io.Writer
+	getenv     func(string) string
 }
 
 func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {

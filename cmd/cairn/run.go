@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -86,12 +88,21 @@ func (a *app) progress() func(flow.Event) {
 	var mu sync.Mutex
 	starts := map[string]time.Time{} // run id → start of its current step
 	enc := json.NewEncoder(a.stdout)
+	live := "" // the model call whose tokens are being printed
 	return func(e flow.Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		if a.json {
 			_ = enc.Encode(e)
 			return
+		}
+		if e.Kind == flow.EventMessage {
+			live = a.printTokens(e, live)
+			return
+		}
+		if live != "" && (e.Kind == flow.EventStepEnd || e.Kind == flow.EventError || e.Kind == flow.EventInterrupt) {
+			fmt.Fprintln(a.stderr)
+			live = ""
 		}
 		switch e.Kind {
 		case flow.EventStepStart:
@@ -113,6 +124,58 @@ func (a *app) progress() func(flow.Event) {
 			fmt.Fprintf(a.stderr, "  ? %s is waiting for input: %s\n", e.Node, e.Payload)
 		}
 	}
+}
+
+// printTokens prints a model's text as it arrives, on one line per model
+// call that starts with the node's name; live is the call being printed.
+func (a *app) printTokens(e flow.Event, live string) string {
+	var c agent.MessageChunk
+	if json.Unmarshal(e.Payload, &c) != nil || c.Text == "" {
+		return live
+	}
+	if c.ID != live {
+		if live != "" {
+			fmt.Fprintln(a.stderr)
+		}
+		fmt.Fprintf(a.stderr, "  … %-16s ", e.Node)
+	}
+	fmt.Fprint(a.stderr, c.Text)
+	return c.ID
+}
+
+// streamFlag adds --stream-mode to run and resume.
+func (a *app) streamFlag(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&a.streamMode, "stream-mode", "", "stream modes, comma-separated (messages, updates, values, custom, checkpoints, tasks, debug) or none; "+
+		"default: messages (tokens as they arrive) on a terminal and with --json, none otherwise (one line per step)")
+}
+
+// streams is what run and resume stream: --stream-mode, or by default the
+// models' tokens when they can be shown (a terminal, or --json).
+func (a *app) streams() ([]flow.StreamMode, error) {
+	switch a.streamMode {
+	case "none":
+		return nil, nil
+	case "":
+		if a.json || isTerminal(a.stderr) {
+			return []flow.StreamMode{flow.StreamMessages}, nil
+		}
+		return nil, nil
+	}
+	modes, err := parseStreamModes(a.streamMode)
+	if err != nil {
+		return nil, usagef("--stream-mode: %v", errors.Unwrap(err))
+	}
+	return modes, nil
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 // runFlags are cairn run's flags.
@@ -150,6 +213,7 @@ func (a *app) runCmd() *cobra.Command {
 	cmd.Flags().StringVar(&f.thread, "thread", "", "run on this thread (default: a new thread named after the agent, the time and a random suffix)")
 	cmd.Flags().StringVar(&f.model, "model", "", "override the file's model: scripted:FILE, openai-compatible:MODEL[@BASE_URL], anthropic:MODEL (kept for cairn resume)")
 	cmd.Flags().StringVar(&f.durability, "durability", "sync", "sync, async or exit (kept for cairn resume)")
+	a.streamFlag(cmd)
 	cmd.Flags().StringVar(&f.safeDir, "safe-dir", "", "the directory the agent files may reach; their safe_dir must be inside it (default: the agent file's folder)")
 	return cmd
 }
@@ -208,6 +272,9 @@ func (a *app) agentRun(path string, f runFlags) (*agentfile.File, agentfile.RunC
 		return nil, cfg, o, &usageError{err}
 	}
 	cfg = agentfile.RunConfig{Durability: d, Getenv: a.getenv, Observer: a.progress(), Input: agentfile.TextInput("inline", f.inputText)}
+	if cfg.Stream, err = a.streams(); err != nil {
+		return nil, cfg, o, err
+	}
 	if f.model != "" {
 		if cfg.Model, err = parseModelEnv(f.model, a.getenv); err != nil {
 			return nil, cfg, o, err
@@ -281,6 +348,7 @@ func (a *app) resumeCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&answer, "answer", "", "the answer to an interrupt (JSON, or plain text)")
+	a.streamFlag(cmd)
 	return cmd
 }
 
@@ -292,6 +360,9 @@ func (a *app) resumeAgentFile(ctx context.Context, s store.Store, thread string,
 		return &usageError{err}
 	}
 	cfg := agentfile.RunConfig{Store: s, Thread: thread, Observer: a.progress(), Getenv: a.getenv, AllowedRoot: o.SafeDir, Answer: value}
+	if cfg.Stream, err = a.streams(); err != nil {
+		return err
+	}
 	if o.Model != "" {
 		if cfg.Model, err = parseModelEnv(o.Model, a.getenv); err != nil {
 			return fmt.Errorf("thread %q was started with --model %s: %w", thread, o.Model, err)

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// cairn run streams the models' tokens as they arrive: printed live on
+// stderr in messages mode, as message events with --json; none when not
+// asked for off a terminal; a bad mode is a usage error.
+func TestRunStreamsTokens(t *testing.T) {
+	dir := copyExample(t)
+	file := filepath.Join(dir, "business-extract.md")
+	store := "sqlite:" + filepath.Join(t.TempDir(), "s.db")
+	tests := []struct {
+		name    string
+		args    []string
+		code    int
+		stdout  []string
+		stderr  []string
+		without []string
+	}{
+		{"live tokens", []string{"--stream-mode", "messages"}, 0, nil,
+			[]string{"  … company_name     Acme Anvils GmbH\n", "  … summary          Acme Anvils GmbH is a Berlin family firm", "✓ summary"}, nil},
+		{"json message events, a line at a time (the run redacts)", []string{"--json"}, 0, []string{`"kind":"message"`, `"text":"Acme Anvils GmbH"`, `"node":"location"`}, nil, nil},
+		{"off a terminal: one line per step", nil, 0, nil, []string{"✓ company_name"}, []string{"…"}},
+		{"none", []string{"--json", "--stream-mode", "none"}, 0, []string{`"kind":"step_end"`}, nil, []string{`"kind":"message"`}},
+		{"a bad mode", []string{"--stream-mode", "tokens"}, 2, nil, []string{`unknown stream mode "tokens"`}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"run", file, "--input-text", "Acme Anvils GmbH, Berlin", "--store", store}, tc.args...)
+			code, out, errOut := cli(t, nil, args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\n%s%s", code, tc.code, out, errOut)
+			}
+			for _, w := range tc.stdout {
+				if !strings.Contains(out, w) {
+					t.Fatalf("stdout lacks %q:\n%s", w, out)
+				}
+			}
+			for _, w := range tc.stderr {
+				if !strings.Contains(errOut, w) {
+					t.Fatalf("stderr lacks %q:\n%s", w, errOut)
+				}
+			}
+			for _, w := range tc.without {
+				if strings.Contains(out+errOut, w) {
+					t.Fatalf("output has %q:\n%s%s", w, out, errOut)
+				}
+			}
+		})
+	}
+}
