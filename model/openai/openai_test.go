@@ -18,7 +18,7 @@ import (
 const key = "sk-test-SECRET-123456"
 
 // server answers /chat/completions with the handler's body and status.
-func server(t *testing.T, handle func(w http.ResponseWriter, body map[string]any)) *httptest.Server {
+func server(t testing.TB, handle func(w http.ResponseWriter, body map[string]any)) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/v1/chat/completions" {
@@ -42,7 +42,7 @@ func server(t *testing.T, handle func(w http.ResponseWriter, body map[string]any
 	return srv
 }
 
-func model(t *testing.T, url string, env string) *openai.Model {
+func model(t testing.TB, url string, env string) *openai.Model {
 	t.Helper()
 	m, err := openai.New(openai.Config{BaseURL: url + "/v1", Model: "gpt-test", APIKeyEnv: "TEST_KEY", Timeout: 3 * time.Second, // generous: the machine may be loaded
 		Getenv: func(k string) string {
