@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -83,6 +84,9 @@ type RetryPolicy struct {
 	Attempts int           // total attempts (default 3)
 	Initial  time.Duration // first backoff (default 500ms)
 	Max      time.Duration // cap (default 30s)
+	// Logger receives each retry at debug level (attempt, wait, error).
+	// Nil: no logging.
+	Logger *slog.Logger
 }
 
 // WithRetry wraps a model with a retry policy.
@@ -151,7 +155,11 @@ func (r *retrying) retry(ctx context.Context, attempt func() (resp Response, str
 		if errors.As(err, &pe) {
 			floor = pe.RetryAfter
 		}
-		if err := backoff.Sleep(ctx, wait.Delay(a, floor)); err != nil {
+		d := wait.Delay(a, floor)
+		if r.p.Logger != nil {
+			r.p.Logger.Debug("model retry", "attempt", a, "wait", d, "error", err.Error())
+		}
+		if err := backoff.Sleep(ctx, d); err != nil {
 			return Response{Usage: usage}, err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"iter"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -76,6 +77,9 @@ type RunConfig struct {
 	Model      agent.Model // overrides the file's model
 	Durability flow.Durability
 	Observer   func(flow.Event)
+	// Logger receives what the run does (flow.Options.Logger) and the
+	// model's retries. Nil: no logging.
+	Logger *slog.Logger
 	// Stream, when set, runs through flow's Runner.Stream in these modes
 	// (flow.StreamMessages: the models' tokens as they arrive), so the
 	// Observer receives their events too.
@@ -137,13 +141,13 @@ var schema = state.MustSchema(
 // buildModel builds the agent's model from its front matter through the
 // run's model registry; a scripted model's script is read inside the safe
 // directory.
-func (a *File) buildModel(c *confinement, models *model.Registry, getenv func(string) string) (agent.Model, error) {
+func (a *File) buildModel(c *confinement, models *model.Registry, getenv func(string) string, log *slog.Logger) (agent.Model, error) {
 	m := a.Model
 	if m.Provider == "" {
 		return nil, &FileError{File: a.Path, Msg: fmt.Sprintf("model.provider is required (%s), or pass a model", strings.Join(models.Names(), ", "))}
 	}
 	cfg := model.Config{Provider: m.Provider, Model: m.ModelName, BaseURL: m.BaseURL, APIKeyEnv: m.APIKeyEnv,
-		Temperature: m.Temperature, MaxTokens: m.MaxTokens, Script: m.Script, ReadFile: c.readFile, Getenv: getenv}
+		Temperature: m.Temperature, MaxTokens: m.MaxTokens, Script: m.Script, ReadFile: c.readFile, Getenv: getenv, Logger: log}
 	out, err := models.Open(context.Background(), cfg)
 	if err == nil {
 		return out, nil
@@ -435,7 +439,7 @@ func (p *prepared) load(a *File, cfg RunConfig, allowedPath string, seen map[str
 	}
 	p.conf = c
 	if p.model = cfg.Model; p.model == nil {
-		if p.model, err = a.buildModel(c, cfg.models(), cfg.Getenv); err != nil {
+		if p.model, err = a.buildModel(c, cfg.models(), cfg.Getenv, cfg.Logger); err != nil {
 			return err
 		}
 	}
@@ -590,7 +594,7 @@ func invoke(streaming bool, plain func() (flow.Result, error), stream func() ite
 // writes its output file and follows its handoff.
 func (p *prepared) run(ctx context.Context, cfg RunConfig, ns string, resume bool) (*Result, error) {
 	a := p.a
-	r, err := flow.NewRunner(p.graph, cfg.Store, flow.Options{Durability: cfg.Durability, Observer: cfg.Observer, Namespace: ns, Redact: p.redact,
+	r, err := flow.NewRunner(p.graph, cfg.Store, flow.Options{Durability: cfg.Durability, Observer: cfg.Observer, Namespace: ns, Redact: p.redact, Logger: cfg.Logger,
 		RecursionLimit: -1}) // a chain is a line, it cannot loop: no step limit
 	if err != nil {
 		return nil, err

@@ -1,7 +1,9 @@
 package flow
 
 import (
+	"context"
 	"encoding/json"
+	"log/slog"
 	"strings"
 
 	"github.com/cairn-dev/cairn/state"
@@ -37,6 +39,17 @@ func (r *Runner) redactUpdate(upd state.Update) (json.RawMessage, bool) {
 		return nil, false
 	}
 	return r.opts.Redact.JSON(b), true
+}
+
+// redacted reports whether redaction changed an update (the runner
+// warns: a node produced a secret), encoding it again only when someone
+// listens at warn level.
+func (r *Runner) redacted(upd state.Update, raw json.RawMessage) bool {
+	if !r.opts.Logger.Enabled(context.Background(), slog.LevelWarn) {
+		return false
+	}
+	b, err := json.Marshal(upd)
+	return err == nil && string(b) != string(raw)
 }
 
 // redactPatch redacts the values of a patch: secret shapes everywhere, the

@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -166,11 +168,18 @@ func (run *run) commit(ctx context.Context, cp store.Checkpoint) error {
 		run.r.emitCheckpoint(run, cp)
 		return nil
 	}
+	start := time.Now()
 	out, err := run.r.s.Append(ctx, cp)
 	if err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			run.r.log(ctx, slog.LevelDebug, "commit conflict: another writer moved the head", run, slog.Int64("parent", cp.Parent))
+		}
 		return err
 	}
 	run.head = out.Seq
+	if took := time.Since(start); took > SlowCommit {
+		run.r.log(ctx, slog.LevelWarn, "slow commit", run, slog.Int64("seq", out.Seq), slog.Duration("took", took))
+	}
 	run.r.emitCheckpoint(run, cp)
 	return nil
 }
@@ -258,6 +267,11 @@ func (run *run) finish(ctx context.Context, reason state.StopReason, interrupt j
 		}
 	}
 	runErr = r.opts.Redact.Error(runErr)
+	attrs := []slog.Attr{slog.Int64("head", run.head), slog.String("stop_reason", string(reason)), slog.Int("steps", run.progress().Steps)}
+	if runErr != nil {
+		attrs = append(attrs, slog.String("error", runErr.Error()))
+	}
+	r.log(ctx, slog.LevelInfo, "run end", run, attrs...)
 	res := Result{Thread: run.thread, RunID: run.id, Head: run.head, State: run.doc, StopReason: reason, Interrupt: interrupt, Next: run.tasks,
 		Progress: run.progress()}
 	ev := Event{Kind: EventRunEnd, RunID: run.id, Thread: run.thread, Seq: run.head, StopReason: reason}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -70,6 +71,11 @@ type Options struct {
 	// interrupt payloads, pending writes, Send inputs, metadata extras,
 	// events and the errors runs return. Subgraphs inherit it.
 	Redact *redact.Redactor
+	// Logger receives what a run does: runs starting and ending (info),
+	// steps committed, retries and conflicts (debug), secrets redacted
+	// from updates and slow commits (warn). Never a state value or a
+	// message. Nil: no logging. Subgraphs inherit it.
+	Logger *slog.Logger
 
 	// stream: the modes a Stream asked for (nil when not streaming);
 	// subgraphs inherit it.
@@ -98,6 +104,9 @@ func NewRunner(g *Compiled, s store.Store, opts Options) (*Runner, error) {
 	opts.Durability = d
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = discard
 	}
 	for _, n := range append(slices.Clone(opts.InterruptBefore), opts.InterruptAfter...) {
 		if g.nodes[n] == nil {
@@ -176,6 +185,7 @@ func (r *Runner) Invoke(ctx context.Context, thread string, input state.Update, 
 	}
 	run.doc = doc
 	r.emit(Event{Kind: EventRunStart, RunID: run.id, Thread: thread, Seq: run.head})
+	r.log(ctx, slog.LevelInfo, "run start", run, slog.Int64("head", run.head))
 	r.emitValues(run)
 	return r.loop(ctx, run)
 }
@@ -239,6 +249,7 @@ func (r *Runner) Resume(ctx context.Context, thread string, value any, ro ...Run
 		}
 	}
 	r.emit(Event{Kind: EventRunStart, RunID: run.id, Thread: thread, Seq: run.head})
+	r.log(ctx, slog.LevelInfo, "run resume", run, slog.Int64("head", run.head), slog.String("status", head.Status.String()))
 	return r.loop(ctx, run)
 }
 

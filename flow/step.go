@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -236,6 +237,9 @@ func (r *Runner) commitStep(ctx context.Context, run *run, m merged, results []t
 		return stepOutcome{stop: state.StopUnrecoverableError}, err
 	}
 	run.doc, run.readSeq, run.pending = m.doc, 0, nil
+	if r.opts.Logger.Enabled(ctx, slog.LevelDebug) { // the hot path: no attributes built for nobody
+		r.log(ctx, slog.LevelDebug, "step committed", run, slog.Int64("seq", run.head), slog.Any("nodes", m.nodes), slog.Int64("tokens", m.tokens.Input+m.tokens.Output))
+	}
 	r.emitStep(run, m)
 	r.emitValues(run)
 	if after != "" {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/cairn-dev/cairn/internal/backoff"
@@ -55,7 +56,10 @@ func (r *Runner) runTask(ctx context.Context, run *run, tk *task, doc state.Doc)
 		if errors.Is(err, ErrInterrupted) || ctx.Err() != nil || a == attempts || (p.Retryable != nil && !p.Retryable(err)) {
 			break
 		}
-		if serr := backoff.Sleep(ctx, wait.Delay(a, 0)); serr != nil {
+		d := wait.Delay(a, 0)
+		r.log(ctx, slog.LevelDebug, "node retry", run, slog.String("node", tk.info.Node), slog.Int("attempt", a), slog.Duration("wait", d),
+			slog.String("error", r.opts.Redact.String(err.Error())))
+		if serr := backoff.Sleep(ctx, d); serr != nil {
 			return taskResult{err: serr}
 		}
 	}
@@ -86,6 +90,9 @@ func (r *Runner) succeeded(run *run, tk *task, upd state.Update, took time.Durat
 		// applied.
 		if raw, ok := r.redactUpdate(upd); ok {
 			res.raw, res.update = raw, nil
+			if r.redacted(upd, raw) {
+				r.log(context.Background(), slog.LevelWarn, "secret redacted from a node's update", run, slog.String("node", tk.info.Node))
+			}
 		}
 	}
 	if r.opts.Observer != nil {

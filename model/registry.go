@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"os"
 	"slices"
@@ -39,6 +40,8 @@ type Config struct {
 	ReadFile func(name string) ([]byte, error)
 	// Getenv reads environment variables (API keys). Nil: os.Getenv.
 	Getenv func(string) string
+	// Logger receives the provider's retries (debug). Nil: no logging.
+	Logger *slog.Logger
 }
 
 func (c Config) getenv(k string) string {

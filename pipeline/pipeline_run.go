@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -36,8 +37,9 @@ type Config struct {
 	// agentfile.RunConfig).
 	Models *model.Registry
 	Tools  []agent.Tool
-	// Stream: see agentfile.RunConfig.Stream.
+	// Stream and Logger: see agentfile.RunConfig.
 	Stream []flow.StreamMode
+	Logger *slog.Logger
 	// Warn receives warnings (a previous gate's output unusable).
 	Warn func(string)
 	// OnGate is called after a gate's outcome is committed and its files
@@ -113,7 +115,7 @@ func (p *Pipeline) Check(cfg Config) error {
 // agentConfig is how a gate's agent file runs: in the pipeline's folder,
 // with the pipeline's secrets redacted.
 func (p *Pipeline) agentConfig(cfg Config, gate int, in json.RawMessage) agentfile.RunConfig {
-	return agentfile.RunConfig{Store: cfg.Store, Thread: cfg.Thread, Model: cfg.Model, Observer: cfg.Observer, Getenv: cfg.Getenv, Models: cfg.Models, Tools: cfg.Tools, Stream: cfg.Stream,
+	return agentfile.RunConfig{Store: cfg.Store, Thread: cfg.Thread, Model: cfg.Model, Observer: cfg.Observer, Getenv: cfg.Getenv, Models: cfg.Models, Tools: cfg.Tools, Stream: cfg.Stream, Logger: cfg.Logger,
 		AllowedRoot: filepath.Dir(p.Path), Redact: p.redactor,
 		Input: agentfile.Input{Source: gateNode(gate) + "-input", Kind: "json", Content: in}}
 }
@@ -202,7 +204,7 @@ func (p *Pipeline) run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	// A pipeline is a line of gates, it cannot loop: no step limit.
-	r, err := flow.NewRunner(g, cfg.Store, flow.Options{Observer: obs, Redact: p.redactor, RecursionLimit: -1})
+	r, err := flow.NewRunner(g, cfg.Store, flow.Options{Observer: obs, Redact: p.redactor, RecursionLimit: -1, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}

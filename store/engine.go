@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,11 +32,17 @@ type Options struct {
 	// SnapshotCache is the byte budget for decoded snapshot states kept in
 	// memory (default 64 MiB; negative disables the cache).
 	SnapshotCache int64
+	// Logger receives the store's doings at debug level (snapshots
+	// written, stale writers refused) and the backends' (migrations at
+	// info, group-commit batches at debug) when they are opened through
+	// Open. Never a state value. Nil: no logging.
+	Logger *slog.Logger
 }
 
 // Engine implements Store over a Backend: it owns the storage format (patch
 // rows, snapshot policy, blob encoding) and the rebuilding of states.
 type Engine struct {
+	log     *slog.Logger
 	b       Backend
 	ratio   float64
 	minSnap int64
@@ -66,7 +73,10 @@ const maxCachedHeads = 1 << 16
 
 // New returns an Engine over b. The Engine owns b: Close closes it.
 func New(b Backend, opts Options) *Engine {
-	e := &Engine{b: b, ratio: opts.SnapshotRatio, comp: !opts.NoCompression, now: opts.Now, heads: map[headKey]rowInfo{}}
+	e := &Engine{b: b, ratio: opts.SnapshotRatio, comp: !opts.NoCompression, now: opts.Now, heads: map[headKey]rowInfo{}, log: opts.Logger}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
 	if e.ratio <= 0 {
 		e.ratio = 1
 	}
@@ -262,6 +272,9 @@ func (e *Engine) insert(ctx context.Context, cp Checkpoint, seq int64, parent ro
 	if cp.Parent == 0 || (since > e.minSnap && float64(since) > e.ratio*float64(parent.baseSize)) {
 		row.Snapshot, snapBytes = e.encodeSnapshot(cp.State)
 		row.HasSnapshot = true
+		if e.log.Enabled(context.Background(), slog.LevelDebug) {
+			e.log.Debug("snapshot written", "thread", cp.Thread, "ns", cp.Namespace, "seq", seq, "bytes", len(row.Snapshot), "patch_bytes_since", since)
+		}
 		row.Base, row.Since, row.BaseSize = seq, 0, int64(len(row.Snapshot))
 	} else {
 		row.Base, row.Since, row.BaseSize = parent.base, since, parent.baseSize
@@ -276,6 +289,7 @@ func (e *Engine) insert(ctx context.Context, cp Checkpoint, seq int64, parent ro
 			e.mu.Lock()
 			delete(e.heads, key)
 			e.mu.Unlock()
+			e.log.Debug("stale writer refused", "thread", cp.Thread, "ns", cp.Namespace, "parent", cp.Parent)
 			return Checkpoint{}, fmt.Errorf("%w: thread %q namespace %q: checkpoint %d is no longer the head", ErrConflict, cp.Thread, cp.Namespace, cp.Parent)
 		}
 		return Checkpoint{}, err

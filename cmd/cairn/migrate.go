@@ -92,7 +92,7 @@ func (a *app) migrateUp(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	s, err := store.Open(cmd.Context(), a.storeURL, store.OpenOptions{})
+	s, err := store.Open(cmd.Context(), a.storeURL, store.OpenOptions{Store: store.Options{Logger: a.logger}})
 	if err != nil {
 		return fmt.Errorf("--store %s: %w", a.shownStore(), err)
 	}

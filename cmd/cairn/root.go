@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"regexp"
 	"strings"
 
@@ -50,9 +51,13 @@ type app struct {
 	json     bool
 	// streamMode is --stream-mode of run and resume ("" for the default).
 	streamMode string
-	stdout     io.Writer
-	stderr     io.Writer
-	getenv     func(string) string
+	// logLevel and logFormat are --log-level and --log-format; logger is
+	// what they make (set before a command runs).
+	logLevel, logFormat string
+	logger              *slog.Logger
+	stdout              io.Writer
+	stderr              io.Writer
+	getenv              func(string) string
 }
 
 func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
@@ -85,6 +90,9 @@ func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comman
 	}
 	root.PersistentFlags().StringVar(&a.storeURL, "store", def, "store URL: sqlite:PATH[?durability=strict], postgres://USER@HOST:PORT/DB[?search_path=SCHEMA] or memory: (env CAIRN_STORE)")
 	root.PersistentFlags().BoolVar(&a.json, "json", false, "print JSON")
+	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "warn", "log on stderr from this level: debug, info, warn, error (never a state value or a secret)")
+	root.PersistentFlags().StringVar(&a.logFormat, "log-format", "text", "log format: text or json")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error { return a.setLogger() }
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	root.AddCommand(a.threadsCmd(), a.stateCmd(), a.historyCmd(), a.namespacesCmd(), a.runCmd(), a.resumeCmd(), a.forkCmd(), a.pruneCmd(), a.exportCmd(), a.migrateCmd(), a.benchCmd(), a.versionCmd())
 	usageArgs(root)
@@ -108,7 +116,7 @@ func (a *app) open() (*store.Engine, error) {
 	if err := store.CheckURL(a.storeURL); err != nil {
 		return nil, &usageError{fmt.Errorf("--store: %w", err)}
 	}
-	return store.Open(context.Background(), a.storeURL, store.OpenOptions{})
+	return store.Open(context.Background(), a.storeURL, store.OpenOptions{Store: store.Options{Logger: a.logger}})
 }
 
 // openRead opens the store named by --store for reading only: it never
@@ -118,7 +126,7 @@ func (a *app) openRead() (*store.Engine, error) {
 	if err := store.CheckURL(a.storeURL); err != nil {
 		return nil, &usageError{fmt.Errorf("--store: %w", err)}
 	}
-	s, err := store.Open(context.Background(), a.storeURL, store.OpenOptions{ReadOnly: true})
+	s, err := store.Open(context.Background(), a.storeURL, store.OpenOptions{ReadOnly: true, Store: store.Options{Logger: a.logger}})
 	if err != nil {
 		return nil, fmt.Errorf("--store %s: %w", a.shownStore(), err)
 	}
@@ -153,4 +161,28 @@ func argError(err error) error {
 		return &usageError{err}
 	}
 	return err
+}
+
+// setLogger makes the logger --log-level and --log-format ask for: on
+// stderr, with secrets redacted from every message and attribute.
+func (a *app) setLogger() error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(a.logLevel)); err != nil {
+		return usagef("--log-level %q: want debug, info, warn or error", a.logLevel)
+	}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: func(_ []string, at slog.Attr) slog.Attr {
+		if at.Value.Kind() == slog.KindString {
+			at.Value = slog.StringValue(hideSecrets(at.Value.String()))
+		}
+		return at
+	}}
+	switch a.logFormat {
+	case "text":
+		a.logger = slog.New(slog.NewTextHandler(a.stderr, opts))
+	case "json":
+		a.logger = slog.New(slog.NewJSONHandler(a.stderr, opts))
+	default:
+		return usagef("--log-format %q: want text or json", a.logFormat)
+	}
+	return nil
 }

@@ -271,7 +271,7 @@ func (a *app) agentRun(path string, f runFlags) (*agentfile.File, agentfile.RunC
 	if err != nil {
 		return nil, cfg, o, &usageError{err}
 	}
-	cfg = agentfile.RunConfig{Durability: d, Getenv: a.getenv, Observer: a.progress(), Input: agentfile.TextInput("inline", f.inputText)}
+	cfg = agentfile.RunConfig{Durability: d, Getenv: a.getenv, Observer: a.progress(), Input: agentfile.TextInput("inline", f.inputText), Logger: a.logger}
 	if cfg.Stream, err = a.streams(); err != nil {
 		return nil, cfg, o, err
 	}
@@ -359,7 +359,7 @@ func (a *app) resumeAgentFile(ctx context.Context, s store.Store, thread string,
 	if err != nil {
 		return &usageError{err}
 	}
-	cfg := agentfile.RunConfig{Store: s, Thread: thread, Observer: a.progress(), Getenv: a.getenv, AllowedRoot: o.SafeDir, Answer: value}
+	cfg := agentfile.RunConfig{Store: s, Thread: thread, Observer: a.progress(), Getenv: a.getenv, AllowedRoot: o.SafeDir, Answer: value, Logger: a.logger}
 	if cfg.Stream, err = a.streams(); err != nil {
 		return err
 	}

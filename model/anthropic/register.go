@@ -18,7 +18,7 @@ func (provider) Open(_ context.Context, c model.Config) (agent.Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	return agent.WithRetry(m, agent.RetryPolicy{}), nil
+	return agent.WithRetry(m, agent.RetryPolicy{Logger: c.Logger}), nil
 }
 
 func (provider) KeyEnv() string { return defaultKeyEnv }

@@ -5,6 +5,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 
@@ -49,6 +50,8 @@ type Options struct {
 	// or one without a Cairn store, with store.ErrMigrationNeeded instead
 	// of migrating it.
 	NoMigrate bool
+	// Logger receives migrations (info). Nil: no logging.
+	Logger *slog.Logger
 }
 
 // Backend is a store.Backend on PostgreSQL.
@@ -76,7 +79,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Backend, error) {
 	if opts.ReadOnly {
 		err = b.checkReadOnly(ctx)
 	} else {
-		err = b.migrate(ctx, opts.NoMigrate)
+		err = b.migrate(ctx, opts.NoMigrate, opts.Logger)
 	}
 	if err != nil {
 		pool.Close()
@@ -139,7 +142,7 @@ func OpenStore(ctx context.Context, dsn string, opts Options, sopts store.Option
 // an advisory lock so that processes opening a new store at once wait for
 // each other: a new store gets the baseline, an older one its pending
 // migrations. With noMigrate, a store that is behind is refused instead.
-func (b *Backend) migrate(ctx context.Context, noMigrate bool) error {
+func (b *Backend) migrate(ctx context.Context, noMigrate bool, log *slog.Logger) error {
 	tx, err := b.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("store: postgres: %w", err)
@@ -173,7 +176,13 @@ func (b *Backend) migrate(ctx context.Context, noMigrate bool) error {
 			return err
 		}
 	}
-	return tx.Commit(ctx)
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("store: postgres: %w", err)
+	}
+	if log != nil {
+		log.Info("store migrated", "from", v, "to", formatVersion)
+	}
+	return nil
 }
 
 // formatOf reads the format version (0: no Cairn store yet).

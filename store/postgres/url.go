@@ -28,7 +28,7 @@ func (driver) Check(raw string) error {
 }
 
 func (driver) Open(ctx context.Context, raw string, o store.OpenOptions) (*store.Engine, error) {
-	return OpenStore(ctx, raw, Options{ReadOnly: o.ReadOnly, NoMigrate: o.NoMigrate}, o.Store)
+	return OpenStore(ctx, raw, Options{ReadOnly: o.ReadOnly, NoMigrate: o.NoMigrate, Logger: o.Store.Logger}, o.Store)
 }
 
 // Migrations lists the migrations and the baseline (store.MigratingDriver).

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -61,6 +62,9 @@ type Options struct {
 	// file is ErrNotFound ("no store at PATH"); a database that is not a
 	// Cairn store is ErrNotStore. Writes fail with ErrReadOnly.
 	ReadOnly bool
+	// Logger receives migrations (info) and group-commit batches (debug).
+	// Nil: no logging.
+	Logger *slog.Logger
 	// NoMigrate refuses a file whose layout is older than this code's, or
 	// a new file, with store.ErrMigrationNeeded instead of migrating it
 	// (creating nothing).
@@ -90,6 +94,7 @@ var tables = []string{"threads", "checkpoints", "snapshots", "writes"}
 
 // Backend is a store.Backend on one SQLite file.
 type Backend struct {
+	log   *slog.Logger
 	path  string
 	write *sql.DB   // nil when read-only
 	conn  *sql.Conn // nil when read-only
@@ -218,7 +223,10 @@ func Open(path string, opts Options) (*Backend, error) {
 	}
 	w.SetMaxOpenConns(1)
 	w.SetConnMaxLifetime(0)
-	b := &Backend{path: path, write: w, maxBatch: opts.MaxBatch}
+	b := &Backend{path: path, write: w, maxBatch: opts.MaxBatch, log: opts.Logger}
+	if b.log == nil {
+		b.log = slog.New(slog.DiscardHandler)
+	}
 	b.idle = sync.NewCond(&b.wmu)
 	ctx := context.Background()
 	fail := func(err error) (*Backend, error) {
@@ -417,6 +425,7 @@ func (b *Backend) migrate(ctx context.Context, busy time.Duration, noMigrate boo
 		_, _ = b.conn.ExecContext(ctx, `ROLLBACK`)
 		return b.wrapOpen(err)
 	}
+	b.log.Info("store migrated", "path", b.path, "from", v, "to", schemaVersion)
 	return nil
 }
 
@@ -616,6 +625,9 @@ func (b *Backend) run(batch []*job) {
 	b.stats.Jobs += int64(len(batch))
 	b.stats.Transactions++
 	b.wmu.Unlock()
+	if len(batch) > 1 && b.log.Enabled(ctx, slog.LevelDebug) {
+		b.log.Debug("group commit", "path", b.path, "jobs", len(batch))
+	}
 	for i, j := range batch {
 		j.done <- errs[i]
 	}

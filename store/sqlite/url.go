@@ -33,7 +33,7 @@ func (driver) Open(_ context.Context, raw string, o store.OpenOptions) (*store.E
 			return nil, err
 		}
 	}
-	return OpenStore(path, Options{Durability: dur, ReadOnly: o.ReadOnly, NoMigrate: o.NoMigrate}, o.Store)
+	return OpenStore(path, Options{Durability: dur, ReadOnly: o.ReadOnly, NoMigrate: o.NoMigrate, Logger: o.Store.Logger}, o.Store)
 }
 
 // ParseURL reads a "sqlite:PATH[?durability=sync|strict]" store URL: the
