@@ -106,7 +106,7 @@ func Export(ctx context.Context, s store.Store, thread, dir string) (Manifest, e
 		}
 		steps = append(steps, st)
 	}
-	m := manifestOf(thread, runID, cps)
+	m := manifestOf(thread, runID, cps[0], cps[len(cps)-1], len(cps))
 	if err := writeJSON(filepath.Join(dir, "manifest.json"), m); err != nil {
 		return Manifest{}, err
 	}
@@ -186,11 +186,11 @@ func stepOf(cp store.Checkpoint, before state.Doc) (Step, error) {
 	return st, st.record(cp.Meta.Extra[stepRecordKey])
 }
 
-// manifestOf summarises the run from its checkpoints.
-func manifestOf(thread, runID string, cps []store.Checkpoint) Manifest {
-	head := cps[len(cps)-1]
-	m := Manifest{RunID: runID, Thread: thread, StartedAt: cps[0].CreatedAt.UTC(), UpdatedAt: head.CreatedAt.UTC()}
-	m.Summary.Steps = len(cps)
+// manifestOf summarises the run from its first and newest checkpoints and
+// their number.
+func manifestOf(thread, runID string, first, head store.Checkpoint, n int) Manifest {
+	m := Manifest{RunID: runID, Thread: thread, StartedAt: first.CreatedAt.UTC(), UpdatedAt: head.CreatedAt.UTC()}
+	m.Summary.Steps = n
 	m.Summary.FinalResult = json.RawMessage("null")
 	if fr, ok := head.State.Raw("final_result"); ok {
 		m.Summary.FinalResult = fr

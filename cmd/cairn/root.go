@@ -49,8 +49,9 @@ func usageArgs(c *cobra.Command) {
 type app struct {
 	storeURL string
 	json     bool
-	// streamMode is --stream-mode of run and resume ("" for the default).
-	streamMode string
+	// streamMode is --stream-mode of run and resume ("" for the default);
+	// traceDir their --trace-dir.
+	streamMode, traceDir string
 	// logLevel and logFormat are --log-level and --log-format; logger is
 	// what they make (set before a command runs).
 	logLevel, logFormat string

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/cairn-dev/cairn/redact"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/trace"
 )
 
 // exitInterrupted is the exit code of a run that stopped to wait for input.
@@ -143,8 +145,32 @@ func (a *app) printTokens(e flow.Event, live string) string {
 	return c.ID
 }
 
-// streamFlag adds --stream-mode to run and resume.
+// traced runs run with a live trace in --trace-dir when one is asked for:
+// the run is streamed in checkpoints mode so the trace follows each commit.
+func (a *app) traced(ctx context.Context, s store.Store, cfg *agentfile.RunConfig, run func() (*agentfile.Result, error)) (*agentfile.Result, error) {
+	if a.traceDir == "" {
+		return run()
+	}
+	l, err := trace.NewLive(ctx, s, cfg.Thread, a.traceDir)
+	if err != nil {
+		return nil, fmt.Errorf("--trace-dir: %w", err)
+	}
+	progress := cfg.Observer
+	observe := l.Observer(ctx)
+	cfg.Observer = func(ev flow.Event) { progress(ev); observe(ev) }
+	if !slices.Contains(cfg.Stream, flow.StreamCheckpoints) {
+		cfg.Stream = append(cfg.Stream, flow.StreamCheckpoints)
+	}
+	res, err := run()
+	if cerr := l.Close(context.WithoutCancel(ctx)); cerr != nil && err == nil {
+		err = fmt.Errorf("--trace-dir: %w", cerr)
+	}
+	return res, err
+}
+
+// streamFlag adds --stream-mode (and --trace-dir) to run and resume.
 func (a *app) streamFlag(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&a.traceDir, "trace-dir", "", "write the run's trace (manifest.json, events.jsonl, steps.jsonl) in this folder as it proceeds; the same files cairn export --format trace writes afterwards (agent files)")
 	cmd.Flags().StringVar(&a.streamMode, "stream-mode", "", "stream modes, comma-separated (messages, updates, values, custom, checkpoints, tasks, debug) or none; "+
 		"default: messages (tokens as they arrive) on a terminal and with --json, none otherwise (one line per step)")
 }
@@ -198,7 +224,7 @@ func (a *app) runCmd() *cobra.Command {
 				return usagef("give --input or --input-text, not both")
 			}
 			if ext := strings.ToLower(filepath.Ext(args[0])); ext == ".yaml" || ext == ".yml" {
-				for _, name := range []string{"input", "input-text", "safe-dir", "durability"} {
+				for _, name := range []string{"input", "input-text", "safe-dir", "durability", "trace-dir"} {
 					if cmd.Flags().Changed(name) {
 						return usagef("--%s applies to agent files; a pipeline takes its input from its metadata and its gates' agent files", name)
 					}
@@ -237,7 +263,7 @@ func (a *app) runAgentFile(ctx context.Context, path string, f runFlags) error {
 	}
 	cfg.Store, cfg.Thread, cfg.NewThread = s, thread, o.metadata()
 	a.announce("running", af.Name, thread)
-	res, err := agentfile.Run(ctx, af, cfg)
+	res, err := a.traced(ctx, s, &cfg, func() (*agentfile.Result, error) { return agentfile.Run(ctx, af, cfg) })
 	return a.report(ctx, s, thread, res, err)
 }
 
@@ -336,6 +362,9 @@ func (a *app) resumeCmd() *cobra.Command {
 					errNotResumable, args[0], o.File, args[0])
 			}
 			if o.Kind == "pipeline" {
+				if a.traceDir != "" {
+					return usagef("--trace-dir applies to agent files; export a pipeline's trace with cairn export --format trace")
+				}
 				return a.runPipeline(cmd, o.File, args[0], o.Model)
 			}
 			var value any
@@ -372,7 +401,7 @@ func (a *app) resumeAgentFile(ctx context.Context, s store.Store, thread string,
 		return fmt.Errorf("thread %q durability: %w", thread, err)
 	}
 	a.announce("resuming", af.Name, thread)
-	res, err := agentfile.Resume(ctx, af, cfg)
+	res, err := a.traced(ctx, s, &cfg, func() (*agentfile.Result, error) { return agentfile.Resume(ctx, af, cfg) })
 	return a.report(ctx, s, thread, res, err)
 }
 

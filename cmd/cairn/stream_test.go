@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -52,4 +53,36 @@ func TestRunStreamsTokens(t *testing.T) {
 			}
 		})
 	}
+}
+
+// cairn run --trace-dir writes the trace as the run proceeds: the same
+// files cairn export --format trace writes afterwards.
+func TestRunTraceDir(t *testing.T) {
+	dir := copyExample(t)
+	env := map[string]string{"CAIRN_STORE": "sqlite:" + filepath.Join(t.TempDir(), "s.db")}
+	live, exported := filepath.Join(t.TempDir(), "live"), filepath.Join(t.TempDir(), "export")
+	mustCLI(t, env, "run", filepath.Join(dir, "business-extract.md"), "--input-text", "Acme Anvils GmbH, Berlin", "--thread", "traced", "--trace-dir", live)
+	mustCLI(t, env, "export", "traced", "--format", "trace", "--dir", exported)
+	for _, f := range []string{"manifest.json", "events.jsonl", "steps.jsonl"} {
+		a, _ := os.ReadFile(filepath.Join(live, f))
+		b, _ := os.ReadFile(filepath.Join(exported, f))
+		if len(a) == 0 || string(a) != string(b) {
+			t.Fatalf("%s differs from the export:\n%s\nexport:\n%s", f, a, b)
+		}
+	}
+	if !strings.Contains(mustRead(t, filepath.Join(live, "manifest.json")), `"status": "completed"`) {
+		t.Fatal("the live manifest is not completed")
+	}
+	if code, _, errOut := cli(t, env, "run", filepath.Join("..", "..", "examples", "test-pipeline", "pipeline.yaml"), "--trace-dir", live); code != 2 || !strings.Contains(errOut, "--trace-dir applies to agent files") {
+		t.Fatalf("pipeline with --trace-dir: %d %s", code, errOut)
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
