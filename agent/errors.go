@@ -172,3 +172,11 @@ func (e *ProviderError) Redact(secret string) *ProviderError {
 	}
 	return e
 }
+
+// Provider is the wrapped model's provider name, when it has one.
+func (r *retrying) Provider() string {
+	if p, ok := r.m.(interface{ Provider() string }); ok {
+		return p.Provider()
+	}
+	return ""
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/state"
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // Agent is a model with a system prompt and tools.
@@ -335,7 +336,7 @@ func (n *Network) routingAgent(ctx context.Context, v NetworkView, enabled []str
 }
 
 // callModel runs one model call of the current agent.
-func (n *Network) callModel(ctx context.Context, d state.Doc) (state.Update, error) {
+func (n *Network) callModel(ctx context.Context, d state.Doc) (_ state.Update, err error) {
 	ns, err := readNet(d)
 	if err != nil {
 		return nil, err
@@ -348,6 +349,8 @@ func (n *Network) callModel(ctx context.Context, d state.Doc) (state.Update, err
 	if err != nil {
 		return nil, err
 	}
+	ctx, span := startSpan(ctx, "invoke_agent "+a.Name, attribute.String("gen_ai.operation.name", "invoke_agent"), attribute.String("gen_ai.agent.name", a.Name))
+	defer func() { endSpan(span, err) }()
 	p, err := prompt(d, a, view)
 	if err != nil {
 		return nil, err

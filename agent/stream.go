@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/cairn-dev/cairn/flow"
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // Chunk is a piece of a model's reply as it arrives: a text delta, or a
@@ -54,7 +55,16 @@ func Generate(ctx context.Context, m Model, req Request) (Response, error) {
 // in messages mode and the model streams, its chunks go to the stream as
 // they arrive; the response is the complete one either way, and it is
 // what the step commits. call names the call within the task.
-func generate(ctx context.Context, m Model, req Request, agentName, call string) (Response, error) {
+func generate(ctx context.Context, m Model, req Request, agentName, call string) (resp Response, err error) {
+	attrs := []attribute.KeyValue{attribute.String("gen_ai.operation.name", "chat"), attribute.String("cairn.call", call)}
+	if p, ok := m.(interface{ Provider() string }); ok {
+		attrs = append(attrs, attribute.String("gen_ai.provider.name", p.Provider()))
+	}
+	if agentName != "" {
+		attrs = append(attrs, attribute.String("gen_ai.agent.name", agentName))
+	}
+	ctx, span := startSpan(ctx, "chat", attrs...)
+	defer func() { modelSpan(span, resp, err) }()
 	sm, ok := m.(StreamingModel)
 	if !ok || !flow.Streaming(ctx, flow.StreamMessages) {
 		return m.Generate(ctx, req)
@@ -70,7 +80,7 @@ func generate(ctx context.Context, m Model, req Request, agentName, call string)
 	// The run hides secrets: send text line by line and tool calls whole,
 	// so the redactor sees each secret in one piece.
 	var lb lineBuffer
-	resp, err := sm.GenerateStream(ctx, req, func(c Chunk) { lb.add(c, send) })
+	resp, err = sm.GenerateStream(ctx, req, func(c Chunk) { lb.add(c, send) })
 	lb.flush(send)
 	return resp, err
 }

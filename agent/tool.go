@@ -9,6 +9,7 @@ import (
 
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/state"
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // ToolContext is what a tool handler can reach.
@@ -149,6 +150,15 @@ func toolContext(base ToolContext, round, index int) ToolContext {
 // result's error text.
 func runTool(ctx context.Context, byName map[string]Tool, call ToolCall, tc ToolContext) (tr ToolResult) {
 	tr = ToolResult{ID: call.ID, Name: call.Name}
+	ctx, span := startSpan(ctx, "execute_tool "+call.Name, attribute.String("gen_ai.operation.name", "execute_tool"),
+		attribute.String("gen_ai.tool.name", call.Name), attribute.String("gen_ai.tool.call.id", call.ID))
+	defer func() {
+		var err error
+		if tr.Error != "" {
+			err = errors.New(tr.Error)
+		}
+		endSpan(span, err)
+	}()
 	t, ok := byName[call.Name]
 	if !ok {
 		tr.Error = fmt.Sprintf("%v %q", ErrUnknownTool, call.Name)

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/cairn-dev/cairn/agent"
@@ -80,6 +81,8 @@ type RunConfig struct {
 	// Logger receives what the run does (flow.Options.Logger) and the
 	// model's retries. Nil: no logging.
 	Logger *slog.Logger
+	// TracerProvider receives the run's spans (flow.Options.TracerProvider).
+	TracerProvider trace.TracerProvider
 	// Stream, when set, runs through flow's Runner.Stream in these modes
 	// (flow.StreamMessages: the models' tokens as they arrive), so the
 	// Observer receives their events too.
@@ -594,7 +597,7 @@ func invoke(streaming bool, plain func() (flow.Result, error), stream func() ite
 // writes its output file and follows its handoff.
 func (p *prepared) run(ctx context.Context, cfg RunConfig, ns string, resume bool) (*Result, error) {
 	a := p.a
-	r, err := flow.NewRunner(p.graph, cfg.Store, flow.Options{Durability: cfg.Durability, Observer: cfg.Observer, Namespace: ns, Redact: p.redact, Logger: cfg.Logger,
+	r, err := flow.NewRunner(p.graph, cfg.Store, flow.Options{Durability: cfg.Durability, Observer: cfg.Observer, Namespace: ns, Redact: p.redact, Logger: cfg.Logger, TracerProvider: cfg.TracerProvider,
 		RecursionLimit: -1}) // a chain is a line, it cannot loop: no step limit
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-dev/cairn/redact"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Durability says when steps are committed.
@@ -71,6 +72,13 @@ type Options struct {
 	// interrupt payloads, pending writes, Send inputs, metadata extras,
 	// events and the errors runs return. Subgraphs inherit it.
 	Redact *redact.Redactor
+	// TracerProvider receives the run's spans (OpenTelemetry, GenAI
+	// conventions): invoke_workflow per run, step per step, execute_task
+	// per task, and, through package agent, chat per model call,
+	// execute_tool per tool call, invoke_agent per network agent. Nil: the
+	// global provider (a no-op unless the program set one). Subgraphs
+	// inherit it.
+	TracerProvider trace.TracerProvider
 	// Logger receives what a run does: runs starting and ending (info),
 	// steps committed, retries and conflicts (debug), secrets redacted
 	// from updates and slow commits (warn). Never a state value or a
@@ -148,8 +156,9 @@ type RunOptions struct {
 // Invoke applies input to the thread's state as a new input checkpoint and
 // runs the graph from START. On an existing thread the state carries over
 // (a conversation's next turn).
-func (r *Runner) Invoke(ctx context.Context, thread string, input state.Update, ro ...RunOptions) (_ Result, err error) {
-	defer func() { err = r.opts.Redact.Error(err) }()
+func (r *Runner) Invoke(ctx context.Context, thread string, input state.Update, ro ...RunOptions) (res Result, err error) {
+	ctx, span := r.startRun(ctx, "invoke", thread)
+	defer func() { err = r.opts.Redact.Error(err); endSpan(span, res, err) }()
 	run, err := r.newRun(ctx, thread, ro)
 	if err != nil {
 		return Result{}, err
@@ -192,8 +201,9 @@ func (r *Runner) Invoke(ctx context.Context, thread string, input state.Update, 
 
 // Resume continues a thread from its head: after a crash, a failed step or
 // an interrupt. value answers an interrupt (nil for none).
-func (r *Runner) Resume(ctx context.Context, thread string, value any, ro ...RunOptions) (_ Result, err error) {
-	defer func() { err = r.opts.Redact.Error(err) }()
+func (r *Runner) Resume(ctx context.Context, thread string, value any, ro ...RunOptions) (res Result, err error) {
+	ctx, span := r.startRun(ctx, "resume", thread)
+	defer func() { err = r.opts.Redact.Error(err); endSpan(span, res, err) }()
 	run, err := r.newRun(ctx, thread, ro)
 	if err != nil {
 		return Result{}, err

@@ -12,6 +12,8 @@ import (
 
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // loop runs steps until the run stops.
@@ -100,8 +102,14 @@ type merged struct {
 // step runs one step in phases: run the scheduled tasks; settle failures
 // and interrupts (committing what must survive them); merge the updates in
 // task order and let the rules add theirs; decide what runs next; commit.
-func (r *Runner) step(ctx context.Context, run *run) (stepOutcome, error) {
+func (r *Runner) step(ctx context.Context, run *run) (out stepOutcome, err error) {
 	plan := &stepPlan{readSeq: run.readSeqOrHead(), tasks: run.tasks}
+	ctx, span := r.tracer().Start(ctx, "step", trace.WithAttributes(attribute.Int64("cairn.read_seq", plan.readSeq),
+		attribute.String("gen_ai.conversation.id", run.thread)))
+	defer func() {
+		span.SetAttributes(attribute.Int64("cairn.seq", run.head))
+		endWithError(span, r.opts.Redact.Error(err))
+	}()
 	plan.keys = taskKeys(run.thread, r.opts.Namespace, plan.readSeq, plan.tasks)
 	r.emit(Event{Kind: EventStepStart, RunID: run.id, Thread: run.thread, Seq: plan.readSeq})
 	results := r.runTasks(ctx, run, plan)

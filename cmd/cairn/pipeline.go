@@ -33,7 +33,12 @@ func (a *app) runPipeline(cmd *cobra.Command, path, thread, modelSpec string) er
 	if o.File, err = filepath.Abs(path); err != nil {
 		return &usageError{err}
 	}
-	cfg := pipeline.Config{Getenv: a.getenv, Logger: a.logger}
+	tp, stop, err := a.tracing(ctx)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	cfg := pipeline.Config{Getenv: a.getenv, Logger: a.logger, TracerProvider: tp}
 	if modelSpec != "" {
 		if cfg.Model, err = parseModelEnv(modelSpec, a.getenv); err != nil {
 			return err

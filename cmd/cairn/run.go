@@ -145,9 +145,17 @@ func (a *app) printTokens(e flow.Event, live string) string {
 	return c.ID
 }
 
-// traced runs run with a live trace in --trace-dir when one is asked for:
-// the run is streamed in checkpoints mode so the trace follows each commit.
+// traced runs run with OpenTelemetry export when the environment asks
+// for it, and with a live trace in --trace-dir when one is asked for (the
+// run is then streamed in checkpoints mode so the trace follows each
+// commit).
 func (a *app) traced(ctx context.Context, s store.Store, cfg *agentfile.RunConfig, run func() (*agentfile.Result, error)) (*agentfile.Result, error) {
+	tp, stop, err := a.tracing(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	cfg.TracerProvider = tp
 	if a.traceDir == "" {
 		return run()
 	}

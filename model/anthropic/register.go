@@ -31,3 +31,6 @@ func (provider) FormatSpec(c model.Config) string { return c.Model }
 
 // defaultKeyEnv holds the key when a config names no variable.
 const defaultKeyEnv = "ANTHROPIC_API_KEY"
+
+// Provider names the provider in traces (gen_ai.provider.name).
+func (m *Model) Provider() string { return "anthropic" }

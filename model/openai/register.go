@@ -38,3 +38,6 @@ func (provider) FormatSpec(c model.Config) string {
 
 // defaultKeyEnv holds the key when a config names no variable.
 const defaultKeyEnv = "OPENAI_API_KEY"
+
+// Provider names the provider in traces (gen_ai.provider.name).
+func (m *Model) Provider() string { return "openai" }

@@ -44,3 +44,6 @@ func (provider) ParseSpec(rest string) (model.Config, error) {
 }
 
 func (provider) FormatSpec(c model.Config) string { return c.Script }
+
+// Provider names the provider in traces (gen_ai.provider.name).
+func (m *Model) Provider() string { return "scripted" }

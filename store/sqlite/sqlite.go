@@ -174,6 +174,22 @@ type job struct {
 // errLead is sent to a queued job's owner to make it the next leader.
 var errLead = errors.New("lead")
 
+// setDefaults fills the options left at zero.
+func (o *Options) setDefaults() {
+	if o.ReadConns <= 0 {
+		o.ReadConns = 4
+	}
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = 10 * time.Second
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = 256
+	}
+	if o.WALPages <= 0 {
+		o.WALPages = 128
+	}
+}
+
 // Open opens the database at path, creating the file, its directory and
 // the tables when needed (with opts.ReadOnly: see Options.ReadOnly).
 // Several processes may open a new store at once: the tables are created in
@@ -186,18 +202,7 @@ func Open(path string, opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.ReadConns <= 0 {
-		opts.ReadConns = 4
-	}
-	if opts.BusyTimeout <= 0 {
-		opts.BusyTimeout = 10 * time.Second
-	}
-	if opts.MaxBatch <= 0 {
-		opts.MaxBatch = 256
-	}
-	if opts.WALPages <= 0 {
-		opts.WALPages = 128
-	}
+	opts.setDefaults()
 	if opts.ReadOnly {
 		return openReadOnly(path, opts)
 	}

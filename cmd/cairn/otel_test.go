@@ -1,0 +1,120 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// otlpServer is an OTLP/HTTP endpoint that keeps the spans it receives.
+func otlpServer(t *testing.T) (*httptest.Server, func() []*tracepb.Span) {
+	t.Helper()
+	var mu sync.Mutex
+	var spans []*tracepb.Span
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		var req coltrace.ExportTraceServiceRequest
+		if err != nil || r.URL.Path != "/v1/traces" || proto.Unmarshal(body, &req) != nil {
+			http.Error(w, "bad export", 400)
+			return
+		}
+		mu.Lock()
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				spans = append(spans, ss.Spans...)
+			}
+		}
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		b, _ := proto.Marshal(&coltrace.ExportTraceServiceResponse{})
+		w.Write(b)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, func() []*tracepb.Span { mu.Lock(); defer mu.Unlock(); return spans }
+}
+
+func attr(s *tracepb.Span, key string) string {
+	for _, kv := range s.Attributes {
+		if kv.Key == key {
+			if v := kv.Value.GetStringValue(); v != "" {
+				return v
+			}
+			return kv.Value.String()
+		}
+	}
+	return ""
+}
+
+// An agent-file run with a tool call sends its spans to a real OTLP/HTTP
+// endpoint: invoke_workflow ⊃ step ⊃ execute_task ⊃ chat and execute_tool,
+// with the GenAI attributes; without an endpoint nothing is sent.
+func TestOTLPTraces(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"notes.txt": "remember the milk",
+		"r.yaml":    "replies:\n  - tool_calls: [{name: list_files, args: {dir: .}}]\n  - text: \"The folder holds notes.txt.\"\n",
+		"a.md":      "---\nname: lister\nmodel: {provider: scripted, script: r.yaml}\ntools: [list_files]\n---\n## Instructions\nList the folder.\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv, spans := otlpServer(t)
+	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL, "CAIRN_STORE": "sqlite:" + filepath.Join(dir, "s.db")}
+	mustCLI(t, env, "run", filepath.Join(dir, "a.md"), "--input-text", "go", "--thread", "traced")
+	byName := map[string]*tracepb.Span{}
+	byID := map[string]*tracepb.Span{}
+	for _, s := range spans() {
+		byName[strings.Fields(s.Name)[0]] = s
+		byID[string(s.SpanId)] = s
+	}
+	parent := func(s *tracepb.Span) string {
+		if p := byID[string(s.ParentSpanId)]; p != nil {
+			return strings.Fields(p.Name)[0]
+		}
+		return ""
+	}
+	for name, want := range map[string]string{"invoke_workflow": "", "step": "invoke_workflow", "execute_task": "step", "chat": "execute_task", "execute_tool": "execute_task"} {
+		s := byName[name]
+		if s == nil {
+			t.Fatalf("no %s span among %d", name, len(spans()))
+		}
+		if got := parent(s); got != want {
+			t.Errorf("%s's parent is %q, want %q", name, got, want)
+		}
+		if attr(s, "gen_ai.conversation.id") != "traced" {
+			t.Errorf("%s: gen_ai.conversation.id %q", name, attr(s, "gen_ai.conversation.id"))
+		}
+	}
+	chat, tool := byName["chat"], byName["execute_tool"]
+	if attr(chat, "gen_ai.operation.name") != "chat" || attr(chat, "gen_ai.provider.name") != "scripted" || attr(chat, "gen_ai.usage.output_tokens") == "" {
+		t.Errorf("chat attributes %v", chat.Attributes)
+	}
+	if tool.Name != "execute_tool list_files" || attr(tool, "gen_ai.tool.name") != "list_files" {
+		t.Errorf("tool span %s %v", tool.Name, tool.Attributes)
+	}
+	if attr(byName["invoke_workflow"], "cairn.stop_reason") != "success" {
+		t.Errorf("workflow attributes %v", byName["invoke_workflow"].Attributes)
+	}
+	// No endpoint, no export; a gRPC protocol is refused.
+	n := len(spans())
+	delete(env, "OTEL_EXPORTER_OTLP_ENDPOINT")
+	mustCLI(t, env, "run", filepath.Join(dir, "a.md"), "--input-text", "go", "--thread", "untraced")
+	if len(spans()) != n {
+		t.Fatal("spans were exported without an endpoint")
+	}
+	env["OTEL_EXPORTER_OTLP_ENDPOINT"], env["OTEL_EXPORTER_OTLP_PROTOCOL"] = srv.URL, "grpc"
+	if code, _, errOut := cli(t, env, "run", filepath.Join(dir, "a.md"), "--input-text", "go"); code != 2 || !strings.Contains(errOut, "http/protobuf") {
+		t.Fatalf("grpc: %d %s", code, errOut)
+	}
+}
