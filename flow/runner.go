@@ -73,8 +73,9 @@ type Options struct {
 	// events and the errors runs return. Subgraphs inherit it.
 	Redact *redact.Redactor
 	// TracerProvider receives the run's spans (OpenTelemetry, GenAI
-	// conventions): invoke_workflow per run, step per step, execute_task
-	// per task, and, through package agent, chat per model call,
+	// conventions): invoke_workflow per run, step per step (its nodes as
+	// cairn.nodes), and, through package agent, chat per model call (with
+	// the task's key),
 	// execute_tool per tool call, invoke_agent per network agent. Nil: the
 	// global provider (a no-op unless the program set one). Subgraphs
 	// inherit it.

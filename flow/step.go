@@ -106,6 +106,13 @@ func (r *Runner) step(ctx context.Context, run *run) (out stepOutcome, err error
 	plan := &stepPlan{readSeq: run.readSeqOrHead(), tasks: run.tasks}
 	ctx, span := r.tracer().Start(ctx, "step", trace.WithAttributes(attribute.Int64("cairn.read_seq", plan.readSeq),
 		attribute.String("gen_ai.conversation.id", run.thread)))
+	if span.IsRecording() {
+		nodes := make([]string, len(plan.tasks))
+		for i, t := range plan.tasks {
+			nodes[i] = t.Node
+		}
+		span.SetAttributes(attribute.StringSlice("cairn.nodes", nodes))
+	}
 	defer func() {
 		span.SetAttributes(attribute.Int64("cairn.seq", run.head))
 		endWithError(span, r.opts.Redact.Error(err))

@@ -10,8 +10,6 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/backoff"
 	"github.com/cairn-dev/cairn/state"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // taskResult is one task's outcome.
@@ -48,10 +46,7 @@ func (r *Runner) runTask(ctx context.Context, run *run, tk *task, doc state.Doc)
 		wait.Max = defaultRetryMax
 	}
 	start := time.Now()
-	ctx, span := r.tracer().Start(ctx, "execute_task "+tk.info.Node, trace.WithAttributes(attribute.String("cairn.node", tk.info.Node),
-		attribute.String("cairn.task.key", tk.info.Key), attribute.String("gen_ai.conversation.id", tk.info.Thread)))
 	var err error
-	defer func() { endWithError(span, r.opts.Redact.Error(err)) }()
 	for a := 1; a <= attempts; a++ {
 		tk.info.Attempt = a
 		var upd state.Update

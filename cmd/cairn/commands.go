@@ -607,6 +607,12 @@ func (a *app) benchCmd() *cobra.Command {
 			if cfg.Stream, err = parseStreamModes(streamModes); err != nil {
 				return usagef("--stream: %v", errors.Unwrap(err))
 			}
+			tp, stop, err := a.tracing(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer stop()
+			cfg.TracerProvider = tp
 			if cmd.Flags().Changed("store") {
 				cfg.Store = a.storeURL
 			}

@@ -55,7 +55,7 @@ func attr(s *tracepb.Span, key string) string {
 }
 
 // An agent-file run with a tool call sends its spans to a real OTLP/HTTP
-// endpoint: invoke_workflow ⊃ step ⊃ execute_task ⊃ chat and execute_tool,
+// endpoint: invoke_workflow ⊃ step ⊃ chat and execute_tool,
 // with the GenAI attributes; without an endpoint nothing is sent.
 func TestOTLPTraces(t *testing.T) {
 	dir := t.TempDir()
@@ -84,7 +84,7 @@ func TestOTLPTraces(t *testing.T) {
 		}
 		return ""
 	}
-	for name, want := range map[string]string{"invoke_workflow": "", "step": "invoke_workflow", "execute_task": "step", "chat": "execute_task", "execute_tool": "execute_task"} {
+	for name, want := range map[string]string{"invoke_workflow": "", "step": "invoke_workflow", "chat": "step", "execute_tool": "step"} {
 		s := byName[name]
 		if s == nil {
 			t.Fatalf("no %s span among %d", name, len(spans()))

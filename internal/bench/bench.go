@@ -21,6 +21,7 @@ import (
 	_ "github.com/cairn-dev/cairn/store/memory"
 	_ "github.com/cairn-dev/cairn/store/postgres"
 	"github.com/cairn-dev/cairn/store/sqlite"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config selects a workload.
@@ -44,6 +45,8 @@ type Config struct {
 	// Stream, when set, runs the runner's threads through Runner.Stream in
 	// these modes, the consumer reading every event, instead of Invoke.
 	Stream []flow.StreamMode
+	// TracerProvider receives the runner's spans (nil: the global no-op).
+	TracerProvider trace.TracerProvider
 }
 
 // Result holds the figures W1.md asks for.
@@ -255,7 +258,7 @@ func (cfg Config) threadRunner(schema *state.Schema) (threadRunner, error) {
 		return nil, err
 	}
 	return func(ctx context.Context, s store.Store, _ *state.Schema, thread string, steps int, times []time.Duration) error {
-		return runThreadFlow(ctx, s, g, fd, cfg.Stream, thread, steps, times)
+		return runThreadFlow(ctx, s, g, flow.Options{Durability: fd, TracerProvider: cfg.TracerProvider}, cfg.Stream, thread, steps, times)
 	}, nil
 }
 
@@ -397,8 +400,8 @@ func w1Graph(schema *state.Schema, steps int) (*flow.Compiled, error) {
 
 // runThreadFlow runs one W1 thread through the flow runner, timing each
 // step of thread 0 by the runner's step events.
-func runThreadFlow(ctx context.Context, s store.Store, g *flow.Compiled, d flow.Durability, modes []flow.StreamMode, thread string, steps int, times []time.Duration) error {
-	opts := flow.Options{Durability: d, RecursionLimit: -1} // W1 runs thousands of steps
+func runThreadFlow(ctx context.Context, s store.Store, g *flow.Compiled, opts flow.Options, modes []flow.StreamMode, thread string, steps int, times []time.Duration) error {
+	opts.RecursionLimit = -1 // W1 runs thousands of steps
 	if times != nil {
 		last := time.Now()
 		i := 0

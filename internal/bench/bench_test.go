@@ -46,7 +46,7 @@ func BenchmarkW1Engine(b *testing.B) {
 				for i := 0; b.Loop(); i++ {
 					thread := strconv.Itoa(i)
 					if engine == "runner" {
-						err = runThreadFlow(ctx, s, g, flow.DurabilitySync, nil, thread, steps, nil)
+						err = runThreadFlow(ctx, s, g, flow.Options{Durability: flow.DurabilitySync}, nil, thread, steps, nil)
 					} else {
 						err = runThreadStore(ctx, s, schema, thread, steps, nil)
 					}
