@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 	yaml "go.yaml.in/yaml/v3"
 
@@ -81,8 +82,10 @@ type RunConfig struct {
 	// Logger receives what the run does (flow.Options.Logger) and the
 	// model's retries. Nil: no logging.
 	Logger *slog.Logger
-	// TracerProvider receives the run's spans (flow.Options.TracerProvider).
+	// TracerProvider and MeterProvider receive the run's spans and
+	// metrics (flow.Options).
 	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
 	// Stream, when set, runs through flow's Runner.Stream in these modes
 	// (flow.StreamMessages: the models' tokens as they arrive), so the
 	// Observer receives their events too.
@@ -597,7 +600,7 @@ func invoke(streaming bool, plain func() (flow.Result, error), stream func() ite
 // writes its output file and follows its handoff.
 func (p *prepared) run(ctx context.Context, cfg RunConfig, ns string, resume bool) (*Result, error) {
 	a := p.a
-	r, err := flow.NewRunner(p.graph, cfg.Store, flow.Options{Durability: cfg.Durability, Observer: cfg.Observer, Namespace: ns, Redact: p.redact, Logger: cfg.Logger, TracerProvider: cfg.TracerProvider,
+	r, err := flow.NewRunner(p.graph, cfg.Store, flow.Options{Durability: cfg.Durability, Observer: cfg.Observer, Namespace: ns, Redact: p.redact, Logger: cfg.Logger, TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider,
 		RecursionLimit: -1}) // a chain is a line, it cannot loop: no step limit
 	if err != nil {
 		return nil, err

@@ -173,11 +173,15 @@ func (run *run) commit(ctx context.Context, cp store.Checkpoint) error {
 	if err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			run.r.log(ctx, slog.LevelDebug, "commit conflict: another writer moved the head", run, slog.Int64("parent", cp.Parent))
+			record(ctx, run.r.m.conflict, 1)
 		}
 		return err
 	}
 	run.head = out.Seq
-	if took := time.Since(start); took > SlowCommit {
+	took := time.Since(start)
+	run.r.m.commit.Record(ctx, seconds(took))
+	record(ctx, run.r.m.commits, 1)
+	if took > SlowCommit {
 		run.r.log(ctx, slog.LevelWarn, "slow commit", run, slog.Int64("seq", out.Seq), slog.Duration("took", took))
 	}
 	run.r.emitCheckpoint(run, cp)

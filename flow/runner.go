@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-dev/cairn/redact"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -80,6 +81,11 @@ type Options struct {
 	// global provider (a no-op unless the program set one). Subgraphs
 	// inherit it.
 	TracerProvider trace.TracerProvider
+	// MeterProvider receives the runner's metrics: cairn.step.duration and
+	// cairn.commit.duration (histograms, seconds), cairn.commits,
+	// cairn.conflicts, cairn.retries and gen_ai.client.token.usage
+	// (counters). Nil: the global provider (a no-op unless set).
+	MeterProvider metric.MeterProvider
 	// Logger receives what a run does: runs starting and ending (info),
 	// steps committed, retries and conflicts (debug), secrets redacted
 	// from updates and slow commits (warn). Never a state value or a
@@ -98,6 +104,7 @@ const DefaultRecursionLimit = 25
 // Runner executes a compiled graph against a store. It is safe for
 // concurrent runs on different threads.
 type Runner struct {
+	m    *instruments
 	g    *Compiled
 	s    store.Store
 	opts Options
@@ -125,7 +132,7 @@ func NewRunner(g *Compiled, s store.Store, opts Options) (*Runner, error) {
 	if err := store.ValidateNamespace(opts.Namespace); err != nil {
 		return nil, err
 	}
-	return &Runner{g: g, s: s, opts: opts}, nil
+	return &Runner{g: g, s: s, opts: opts, m: newInstruments(opts.MeterProvider)}, nil
 }
 
 // Result is how a run ended.

@@ -85,6 +85,7 @@ type stepOutcome struct {
 // stepPlan is what a step runs: the checkpoint its tasks read, the tasks
 // and their idempotency keys.
 type stepPlan struct {
+	start   time.Time
 	readSeq int64
 	tasks   []store.Task
 	keys    []string
@@ -103,7 +104,7 @@ type merged struct {
 // and interrupts (committing what must survive them); merge the updates in
 // task order and let the rules add theirs; decide what runs next; commit.
 func (r *Runner) step(ctx context.Context, run *run) (out stepOutcome, err error) {
-	plan := &stepPlan{readSeq: run.readSeqOrHead(), tasks: run.tasks}
+	plan := &stepPlan{readSeq: run.readSeqOrHead(), tasks: run.tasks, start: time.Now()}
 	ctx, span := r.tracer().Start(ctx, "step", trace.WithAttributes(attribute.Int64("cairn.read_seq", plan.readSeq),
 		attribute.String("gen_ai.conversation.id", run.thread)))
 	if span.IsRecording() {
@@ -136,7 +137,7 @@ func (r *Runner) step(ctx context.Context, run *run) (out stepOutcome, err error
 		return stepOutcome{stop: state.StopUnrecoverableError}, err
 	}
 	run.tasks = next
-	return r.commitStep(ctx, run, m, results)
+	return r.commitStep(ctx, run, m, results, plan.start)
 }
 
 // runTasks runs the step's tasks, in parallel when there are several; a
@@ -232,7 +233,7 @@ func (r *Runner) decideNext(ctx context.Context, tasks []store.Task, doc state.D
 
 // commitStep commits a merged step with the schedule that follows it and
 // tells the observer; a node in Options.InterruptAfter stops the run.
-func (r *Runner) commitStep(ctx context.Context, run *run, m merged, results []taskResult) (stepOutcome, error) {
+func (r *Runner) commitStep(ctx context.Context, run *run, m merged, results []taskResult, stepStart time.Time) (stepOutcome, error) {
 	meta := store.Meta{Extra: annotations(results)} // Source "" is an ordinary step
 	if m.tokens != (store.Tokens{}) {
 		meta.Tokens = &m.tokens
@@ -252,6 +253,9 @@ func (r *Runner) commitStep(ctx context.Context, run *run, m merged, results []t
 		return stepOutcome{stop: state.StopUnrecoverableError}, err
 	}
 	run.doc, run.readSeq, run.pending = m.doc, 0, nil
+	r.m.step.Record(ctx, seconds(time.Since(stepStart)))
+	record(ctx, r.m.tokens, m.tokens.Input, r.m.in)
+	record(ctx, r.m.tokens, m.tokens.Output, r.m.out)
 	if r.opts.Logger.Enabled(ctx, slog.LevelDebug) { // the hot path: no attributes built for nobody
 		r.log(ctx, slog.LevelDebug, "step committed", run, slog.Int64("seq", run.head), slog.Any("nodes", m.nodes), slog.Int64("tokens", m.tokens.Input+m.tokens.Output))
 	}

@@ -161,7 +161,7 @@ func (r *Runner) stream(ctx context.Context, so StreamOptions, run func(context.
 				}
 			}
 		}
-		sr := &Runner{g: r.g, s: r.s, opts: opts}
+		sr := &Runner{g: r.g, s: r.s, opts: opts, m: r.m}
 		var res Result
 		var runErr error
 		go func() {

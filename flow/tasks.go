@@ -10,6 +10,8 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/backoff"
 	"github.com/cairn-dev/cairn/state"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 )
 
 // taskResult is one task's outcome.
@@ -57,6 +59,7 @@ func (r *Runner) runTask(ctx context.Context, run *run, tk *task, doc state.Doc)
 			break
 		}
 		d := wait.Delay(a, 0)
+		record(ctx, r.m.retries, 1, metric.WithAttributes(attribute.String("cairn.node", tk.info.Node)))
 		r.log(ctx, slog.LevelDebug, "node retry", run, slog.String("node", tk.info.Node), slog.Int("attempt", a), slog.Duration("wait", d),
 			slog.String("error", r.opts.Redact.String(err.Error())))
 		if serr := backoff.Sleep(ctx, d); serr != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/cairn-dev/cairn/redact"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -42,6 +43,7 @@ type Config struct {
 	Stream         []flow.StreamMode
 	Logger         *slog.Logger
 	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
 	// Warn receives warnings (a previous gate's output unusable).
 	Warn func(string)
 	// OnGate is called after a gate's outcome is committed and its files
@@ -117,7 +119,7 @@ func (p *Pipeline) Check(cfg Config) error {
 // agentConfig is how a gate's agent file runs: in the pipeline's folder,
 // with the pipeline's secrets redacted.
 func (p *Pipeline) agentConfig(cfg Config, gate int, in json.RawMessage) agentfile.RunConfig {
-	return agentfile.RunConfig{Store: cfg.Store, Thread: cfg.Thread, Model: cfg.Model, Observer: cfg.Observer, Getenv: cfg.Getenv, Models: cfg.Models, Tools: cfg.Tools, Stream: cfg.Stream, Logger: cfg.Logger, TracerProvider: cfg.TracerProvider,
+	return agentfile.RunConfig{Store: cfg.Store, Thread: cfg.Thread, Model: cfg.Model, Observer: cfg.Observer, Getenv: cfg.Getenv, Models: cfg.Models, Tools: cfg.Tools, Stream: cfg.Stream, Logger: cfg.Logger, TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider,
 		AllowedRoot: filepath.Dir(p.Path), Redact: p.redactor,
 		Input: agentfile.Input{Source: gateNode(gate) + "-input", Kind: "json", Content: in}}
 }
@@ -206,7 +208,7 @@ func (p *Pipeline) run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	// A pipeline is a line of gates, it cannot loop: no step limit.
-	r, err := flow.NewRunner(g, cfg.Store, flow.Options{Observer: obs, Redact: p.redactor, RecursionLimit: -1, Logger: cfg.Logger, TracerProvider: cfg.TracerProvider})
+	r, err := flow.NewRunner(g, cfg.Store, flow.Options{Observer: obs, Redact: p.redactor, RecursionLimit: -1, Logger: cfg.Logger, TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider})
 	if err != nil {
 		return nil, err
 	}

@@ -631,20 +631,7 @@ func (a *app) benchCmd() *cobra.Command {
 			if err != nil {
 				return argError(err)
 			}
-			res.Store = hideSecrets(res.Store)
-			if res.Concurrent != nil {
-				res.Concurrent.Store = hideSecrets(res.Concurrent.Store)
-			}
-			if a.json {
-				enc := json.NewEncoder(a.stdout)
-				return enc.Encode(res)
-			}
-			printBench(a, res)
-			if res.Concurrent != nil {
-				fmt.Fprintln(a.stdout)
-				printBench(a, *res.Concurrent)
-			}
-			return nil
+			return a.printBenchResult(res)
 		},
 	}
 	cmd.Flags().IntVar(&cfg.Steps, "steps", 0, "steps per thread S (default 1000 for w1, 100 for w2)")
@@ -657,6 +644,24 @@ func (a *app) benchCmd() *cobra.Command {
 	cmd.Flags().StringVar(&streamModes, "stream", "", "run through Runner.Stream in these modes (comma-separated: values, updates, messages, custom, checkpoints, tasks, debug), reading every event")
 	cmd.Flags().StringVar(&flowDurability, "flow-durability", "sync", "the runner's durability: sync (commit each step before the next), async (commit in the background, in order), exit (commit when the run stops)")
 	return cmd
+}
+
+// printBenchResult shows a benchmark's figures, store URLs without their
+// secrets: as JSON with --json, else as tables.
+func (a *app) printBenchResult(res bench.Result) error {
+	res.Store = hideSecrets(res.Store)
+	if res.Concurrent != nil {
+		res.Concurrent.Store = hideSecrets(res.Concurrent.Store)
+	}
+	if a.json {
+		return json.NewEncoder(a.stdout).Encode(res)
+	}
+	printBench(a, res)
+	if res.Concurrent != nil {
+		fmt.Fprintln(a.stdout)
+		printBench(a, *res.Concurrent)
+	}
+	return nil
 }
 
 func printBench(a *app, r bench.Result) {

@@ -4,7 +4,10 @@ import (
 	"context"
 	"strings"
 
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.39.0"
@@ -18,12 +21,7 @@ import (
 // endpoint nothing is exported (nil provider, stop does nothing). stop
 // flushes the spans still batched.
 func (a *app) tracing(ctx context.Context) (tp trace.TracerProvider, stop func(), err error) {
-	endpoint := a.getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-	if endpoint == "" {
-		if base := a.getenv("OTEL_EXPORTER_OTLP_ENDPOINT"); base != "" {
-			endpoint = strings.TrimSuffix(base, "/") + "/v1/traces"
-		}
-	}
+	endpoint := a.otlpEndpoint("TRACES", "/v1/traces")
 	if endpoint == "" {
 		return nil, func() {}, nil
 	}
@@ -42,5 +40,37 @@ func (a *app) tracing(ctx context.Context) (tp trace.TracerProvider, stop func()
 	}
 	sdk := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp),
 		sdktrace.WithResource(resource.NewSchemaless(semconv.ServiceName(name))))
+	return sdk, func() { _ = sdk.Shutdown(context.WithoutCancel(ctx)) }, nil
+}
+
+// otlpEndpoint is the OTLP/HTTP URL of a signal (TRACES, METRICS): its own
+// variable, else the base endpoint with the signal's path ("" for none).
+func (a *app) otlpEndpoint(signal, path string) string {
+	if e := a.getenv("OTEL_EXPORTER_OTLP_" + signal + "_ENDPOINT"); e != "" {
+		return e
+	}
+	if base := a.getenv("OTEL_EXPORTER_OTLP_ENDPOINT"); base != "" {
+		return strings.TrimSuffix(base, "/") + path
+	}
+	return ""
+}
+
+// metering makes the meter provider the environment asks for, exporting
+// over OTLP/HTTP like tracing; stop sends what was measured.
+func (a *app) metering(ctx context.Context) (mp metric.MeterProvider, stop func(), err error) {
+	endpoint := a.otlpEndpoint("METRICS", "/v1/metrics")
+	if endpoint == "" {
+		return nil, func() {}, nil
+	}
+	exp, err := otlpmetrichttp.New(ctx, otlpmetrichttp.WithEndpointURL(endpoint))
+	if err != nil {
+		return nil, nil, usagef("OTLP endpoint %s: %v", hideSecrets(endpoint), err)
+	}
+	name := a.getenv("OTEL_SERVICE_NAME")
+	if name == "" {
+		name = "cairn"
+	}
+	sdk := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)),
+		sdkmetric.WithResource(resource.NewSchemaless(semconv.ServiceName(name))))
 	return sdk, func() { _ = sdk.Shutdown(context.WithoutCancel(ctx)) }, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -10,36 +11,62 @@ import (
 	"sync"
 	"testing"
 
+	colmetric "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 )
 
-// otlpServer is an OTLP/HTTP endpoint that keeps the spans it receives.
-func otlpServer(t *testing.T) (*httptest.Server, func() []*tracepb.Span) {
+// otlpServer is an OTLP/HTTP endpoint that keeps the spans and the names
+// of the metrics it receives.
+func otlpServer(t *testing.T) (*httptest.Server, func() []*tracepb.Span, func() map[string]bool) {
 	t.Helper()
 	var mu sync.Mutex
 	var spans []*tracepb.Span
+	metrics := map[string]bool{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
-		var req coltrace.ExportTraceServiceRequest
-		if err != nil || r.URL.Path != "/v1/traces" || proto.Unmarshal(body, &req) != nil {
-			http.Error(w, "bad export", 400)
+		mu.Lock()
+		defer mu.Unlock()
+		var resp proto.Message
+		switch r.URL.Path {
+		case "/v1/traces":
+			var req coltrace.ExportTraceServiceRequest
+			if err != nil || proto.Unmarshal(body, &req) != nil {
+				http.Error(w, "bad export", 400)
+				return
+			}
+			for _, rs := range req.ResourceSpans {
+				for _, ss := range rs.ScopeSpans {
+					spans = append(spans, ss.Spans...)
+				}
+			}
+			resp = &coltrace.ExportTraceServiceResponse{}
+		case "/v1/metrics":
+			var req colmetric.ExportMetricsServiceRequest
+			if err != nil || proto.Unmarshal(body, &req) != nil {
+				http.Error(w, "bad export", 400)
+				return
+			}
+			for _, rm := range req.ResourceMetrics {
+				for _, sm := range rm.ScopeMetrics {
+					for _, m := range sm.Metrics {
+						metrics[m.Name] = true
+					}
+				}
+			}
+			resp = &colmetric.ExportMetricsServiceResponse{}
+		default:
+			http.Error(w, "unknown signal", 404)
 			return
 		}
-		mu.Lock()
-		for _, rs := range req.ResourceSpans {
-			for _, ss := range rs.ScopeSpans {
-				spans = append(spans, ss.Spans...)
-			}
-		}
-		mu.Unlock()
 		w.Header().Set("Content-Type", "application/x-protobuf")
-		b, _ := proto.Marshal(&coltrace.ExportTraceServiceResponse{})
+		b, _ := proto.Marshal(resp)
 		w.Write(b)
 	}))
 	t.Cleanup(srv.Close)
-	return srv, func() []*tracepb.Span { mu.Lock(); defer mu.Unlock(); return spans }
+	return srv, func() []*tracepb.Span { mu.Lock(); defer mu.Unlock(); return spans },
+		func() map[string]bool { mu.Lock(); defer mu.Unlock(); return maps.Clone(metrics) }
 }
 
 func attr(s *tracepb.Span, key string) string {
@@ -56,7 +83,8 @@ func attr(s *tracepb.Span, key string) string {
 
 // An agent-file run with a tool call sends its spans to a real OTLP/HTTP
 // endpoint: invoke_workflow ⊃ step ⊃ chat and execute_tool,
-// with the GenAI attributes; without an endpoint nothing is sent.
+// with the GenAI attributes, and the runner's metrics; without an endpoint
+// nothing is sent.
 func TestOTLPTraces(t *testing.T) {
 	dir := t.TempDir()
 	files := map[string]string{
@@ -69,7 +97,7 @@ func TestOTLPTraces(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	srv, spans := otlpServer(t)
+	srv, spans, metrics := otlpServer(t)
 	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL, "CAIRN_STORE": "sqlite:" + filepath.Join(dir, "s.db")}
 	mustCLI(t, env, "run", filepath.Join(dir, "a.md"), "--input-text", "go", "--thread", "traced")
 	byName := map[string]*tracepb.Span{}
@@ -94,6 +122,11 @@ func TestOTLPTraces(t *testing.T) {
 		}
 		if attr(s, "gen_ai.conversation.id") != "traced" {
 			t.Errorf("%s: gen_ai.conversation.id %q", name, attr(s, "gen_ai.conversation.id"))
+		}
+	}
+	for _, m := range []string{"cairn.commits", "cairn.step.duration", "cairn.commit.duration", "gen_ai.client.token.usage"} {
+		if !metrics()[m] {
+			t.Errorf("metric %s not exported (got %v)", m, metrics())
 		}
 	}
 	chat, tool := byName["chat"], byName["execute_tool"]

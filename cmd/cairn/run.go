@@ -156,6 +156,12 @@ func (a *app) traced(ctx context.Context, s store.Store, cfg *agentfile.RunConfi
 	}
 	defer stop()
 	cfg.TracerProvider = tp
+	mp, stopMetrics, err := a.metering(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer stopMetrics()
+	cfg.MeterProvider = mp
 	if a.traceDir == "" {
 		return run()
 	}
