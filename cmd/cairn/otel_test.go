@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +17,7 @@ import (
 	colmetric "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -139,15 +143,60 @@ func TestOTLPTraces(t *testing.T) {
 	if attr(byName["invoke_workflow"], "cairn.stop_reason") != "success" {
 		t.Errorf("workflow attributes %v", byName["invoke_workflow"].Attributes)
 	}
-	// No endpoint, no export; a gRPC protocol is refused.
+	// No endpoint, no export; an unknown protocol is refused.
 	n := len(spans())
 	delete(env, "OTEL_EXPORTER_OTLP_ENDPOINT")
 	mustCLI(t, env, "run", filepath.Join(dir, "a.md"), "--input-text", "go", "--thread", "untraced")
 	if len(spans()) != n {
 		t.Fatal("spans were exported without an endpoint")
 	}
-	env["OTEL_EXPORTER_OTLP_ENDPOINT"], env["OTEL_EXPORTER_OTLP_PROTOCOL"] = srv.URL, "grpc"
-	if code, _, errOut := cli(t, env, "run", filepath.Join(dir, "a.md"), "--input-text", "go"); code != 2 || !strings.Contains(errOut, "http/protobuf") {
-		t.Fatalf("grpc: %d %s", code, errOut)
+	env["OTEL_EXPORTER_OTLP_ENDPOINT"], env["OTEL_EXPORTER_OTLP_PROTOCOL"] = srv.URL, "http/json"
+	if code, _, errOut := cli(t, env, "run", filepath.Join(dir, "a.md"), "--input-text", "go"); code != 2 || !strings.Contains(errOut, "want http/protobuf or grpc") {
+		t.Fatalf("http/json: %d %s", code, errOut)
+	}
+}
+
+// traceCollector is an OTLP/gRPC trace service that keeps span names.
+type traceCollector struct {
+	coltrace.UnimplementedTraceServiceServer
+	mu    sync.Mutex
+	names []string
+}
+
+func (c *traceCollector) Export(_ context.Context, req *coltrace.ExportTraceServiceRequest) (*coltrace.ExportTraceServiceResponse, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, rs := range req.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			for _, sp := range ss.Spans {
+				c.names = append(c.names, sp.Name)
+			}
+		}
+	}
+	return &coltrace.ExportTraceServiceResponse{}, nil
+}
+
+// With OTEL_EXPORTER_OTLP_PROTOCOL=grpc the spans go to an OTLP/gRPC
+// collector.
+func TestOTLPGRPC(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	col := &traceCollector{}
+	coltrace.RegisterTraceServiceServer(srv, col)
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "r.yaml"), []byte("replies:\n  - text: done\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "a.md"), []byte("---\nname: g\nmodel: {provider: scripted, script: r.yaml}\n---\n## Instructions\nx\n"), 0o644)
+	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + lis.Addr().String(), "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+		"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "", "CAIRN_STORE": "sqlite:" + filepath.Join(dir, "s.db")}
+	mustCLI(t, env, "run", filepath.Join(dir, "a.md"), "--input-text", "go")
+	col.mu.Lock()
+	defer col.mu.Unlock()
+	if !slices.Contains(col.names, "invoke_workflow") || !slices.Contains(col.names, "step") {
+		t.Fatalf("spans over gRPC: %v", col.names)
 	}
 }
