@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 
 	"github.com/cairn-dev/cairn/flow"
@@ -65,6 +66,14 @@ func generate(ctx context.Context, m Model, req Request, agentName, call string)
 	}
 	ctx, span := startSpan(ctx, "chat", attrs...)
 	defer func() { modelSpan(span, resp, err) }()
+	if redact, ok := flow.CaptureContent(ctx); ok {
+		in, _ := json.Marshal(req.Messages) // messages always encode
+		span.SetAttributes(attribute.String("gen_ai.input.messages", string(redact(in))))
+		defer func() {
+			out, _ := json.Marshal([]Message{resp.Message})
+			span.SetAttributes(attribute.String("gen_ai.output.messages", string(redact(out))))
+		}()
+	}
 	sm, ok := m.(StreamingModel)
 	if !ok || !flow.Streaming(ctx, flow.StreamMessages) {
 		return m.Generate(ctx, req)

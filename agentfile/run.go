@@ -86,6 +86,8 @@ type RunConfig struct {
 	// metrics (flow.Options).
 	TracerProvider trace.TracerProvider
 	MeterProvider  metric.MeterProvider
+	// CaptureContent puts (redacted) message content on model-call spans.
+	CaptureContent bool
 	// Stream, when set, runs through flow's Runner.Stream in these modes
 	// (flow.StreamMessages: the models' tokens as they arrive), so the
 	// Observer receives their events too.
@@ -600,7 +602,7 @@ func invoke(streaming bool, plain func() (flow.Result, error), stream func() ite
 // writes its output file and follows its handoff.
 func (p *prepared) run(ctx context.Context, cfg RunConfig, ns string, resume bool) (*Result, error) {
 	a := p.a
-	r, err := flow.NewRunner(p.graph, cfg.Store, flow.Options{Durability: cfg.Durability, Observer: cfg.Observer, Namespace: ns, Redact: p.redact, Logger: cfg.Logger, TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider,
+	r, err := flow.NewRunner(p.graph, cfg.Store, flow.Options{Durability: cfg.Durability, Observer: cfg.Observer, Namespace: ns, Redact: p.redact, Logger: cfg.Logger, TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider, CaptureContent: cfg.CaptureContent,
 		RecursionLimit: -1}) // a chain is a line, it cannot loop: no step limit
 	if err != nil {
 		return nil, err

@@ -86,6 +86,10 @@ type Options struct {
 	// cairn.conflicts, cairn.retries and gen_ai.client.token.usage
 	// (counters). Nil: the global provider (a no-op unless set).
 	MeterProvider metric.MeterProvider
+	// CaptureContent puts message content on model-call spans
+	// (gen_ai.input.messages, gen_ai.output.messages), redacted like
+	// everything else; off by default, as the GenAI conventions ask.
+	CaptureContent bool
 	// Logger receives what a run does: runs starting and ending (info),
 	// steps committed, retries and conflicts (debug), secrets redacted
 	// from updates and slow commits (warn). Never a state value or a

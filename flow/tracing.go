@@ -52,3 +52,14 @@ func endWithError(span trace.Span, err error) {
 	}
 	span.End()
 }
+
+// CaptureContent returns, for the running task's run, whether message
+// content may go on spans (Options.CaptureContent) and the function that
+// redacts it first; ok is false outside a node or when it may not.
+func CaptureContent(ctx context.Context) (redact func([]byte) []byte, ok bool) {
+	t := taskOf(ctx)
+	if t == nil || !t.runner.opts.CaptureContent {
+		return nil, false
+	}
+	return t.runner.opts.Redact.JSON, true
+}

@@ -143,6 +143,22 @@ func TestOTLPTraces(t *testing.T) {
 	if attr(byName["invoke_workflow"], "cairn.stop_reason") != "success" {
 		t.Errorf("workflow attributes %v", byName["invoke_workflow"].Attributes)
 	}
+	if attr(chat, "gen_ai.output.messages") != "" {
+		t.Error("message content on a span without the capture switch")
+	}
+	// With the capture switch, content goes on chat spans, redacted.
+	env["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "true"
+	mustCLI(t, env, "run", filepath.Join(dir, "a.md"), "--input-text", "go", "--thread", "captured")
+	var outputs []string
+	for _, s := range spans() {
+		if strings.HasPrefix(s.Name, "chat") && attr(s, "gen_ai.conversation.id") == "captured" {
+			outputs = append(outputs, attr(s, "gen_ai.output.messages"))
+		}
+	}
+	if all := strings.Join(outputs, "\n"); !strings.Contains(all, "notes.txt") || strings.Contains(all, "hunter2hunter2") || !strings.Contains(all, "list_files") {
+		t.Fatalf("captured content %q", outputs)
+	}
+	delete(env, "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
 	// No endpoint, no export; an unknown protocol is refused.
 	n := len(spans())
 	delete(env, "OTEL_EXPORTER_OTLP_ENDPOINT")

@@ -162,6 +162,7 @@ func (a *app) traced(ctx context.Context, s store.Store, cfg *agentfile.RunConfi
 	}
 	defer stopMetrics()
 	cfg.MeterProvider = mp
+	cfg.CaptureContent = a.getenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT") == "true"
 	if a.traceDir == "" {
 		return run()
 	}
