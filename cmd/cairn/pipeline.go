@@ -67,6 +67,9 @@ func (a *app) runPipeline(cmd *cobra.Command, path, thread, modelSpec string) er
 	cfg.Store, cfg.Thread = s, thread
 	pr := a.pipelineProgress(p)
 	cfg.Observer, cfg.OnGate = pr.event, pr.gate
+	if cfg.Stream, err = a.streams(); err != nil {
+		return err
+	}
 	cfg.Warn = func(w string) { fmt.Fprintln(a.stderr, "  ! "+w) }
 	res, err := pipeline.Run(ctx, p, cfg)
 	var fin *pipeline.FinishedError
@@ -131,6 +134,7 @@ type pipelinePrinter struct {
 	root   string               // the run id of the pipeline's own runner
 	starts map[string]time.Time // run id → start of its current step
 	enc    *json.Encoder
+	live   string // the model call whose reply is being printed
 }
 
 func (a *app) pipelineProgress(p *pipeline.Pipeline) *pipelinePrinter {
@@ -167,6 +171,14 @@ func (pp *pipelinePrinter) event(e flow.Event) {
 		pp.root = e.RunID
 	}
 	w := pp.a.stderr
+	if e.Kind == flow.EventMessage {
+		pp.live = pp.a.printTokens(e, pp.live)
+		return
+	}
+	if pp.live != "" && (e.Kind == flow.EventStepEnd || e.Kind == flow.EventError) {
+		fmt.Fprintln(w)
+		pp.live = ""
+	}
 	switch {
 	case e.Kind == flow.EventStepStart:
 		pp.starts[e.RunID] = e.Time
