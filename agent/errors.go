@@ -180,3 +180,11 @@ func (r *retrying) Provider() string {
 	}
 	return ""
 }
+
+// ModelName is the wrapped model's requested model, when it has one.
+func (r *retrying) ModelName() string {
+	if n, ok := r.m.(interface{ ModelName() string }); ok {
+		return n.ModelName()
+	}
+	return ""
+}

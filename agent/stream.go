@@ -64,7 +64,12 @@ func generate(ctx context.Context, m Model, req Request, agentName, call string)
 	if agentName != "" {
 		attrs = append(attrs, attribute.String("gen_ai.agent.name", agentName))
 	}
-	ctx, span := startSpan(ctx, "chat", attrs...)
+	name := "chat"
+	if n, ok := m.(interface{ ModelName() string }); ok && n.ModelName() != "" {
+		attrs = append(attrs, attribute.String("gen_ai.request.model", n.ModelName()))
+		name += " " + n.ModelName()
+	}
+	ctx, span := startSpan(ctx, name, attrs...)
 	defer func() { modelSpan(span, resp, err) }()
 	if redact, ok := flow.CaptureContent(ctx); ok {
 		in, _ := json.Marshal(req.Messages) // messages always encode

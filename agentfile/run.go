@@ -16,6 +16,9 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 	yaml "go.yaml.in/yaml/v3"
@@ -581,6 +584,21 @@ func freshInput(ctx context.Context, s store.Store, thread, ns, agentID string, 
 	return upd, head.Seq, nil
 }
 
+// agentSpan opens the run's invoke_agent span (GenAI conventions): the
+// agent file's name, the thread as the conversation.
+func (p *prepared) agentSpan(ctx context.Context, cfg RunConfig, ns string) (context.Context, trace.Span) {
+	tp := cfg.TracerProvider
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	attrs := []attribute.KeyValue{attribute.String("gen_ai.operation.name", "invoke_agent"), attribute.String("gen_ai.agent.name", p.a.Name),
+		attribute.String("gen_ai.conversation.id", cfg.Thread)}
+	if ns != "" {
+		attrs = append(attrs, attribute.String("cairn.namespace", ns))
+	}
+	return tp.Tracer("github.com/cairn-dev/cairn/agentfile").Start(ctx, "invoke_agent "+p.a.Name, trace.WithAttributes(attrs...))
+}
+
 // invoke runs plainly, or through a stream whose events the runner's
 // Observer already receives, returning the stream's result.
 func invoke(streaming bool, plain func() (flow.Result, error), stream func() iter.Seq2[flow.Event, error]) (flow.Result, error) {
@@ -600,8 +618,15 @@ func invoke(streaming bool, plain func() (flow.Result, error), stream func() ite
 
 // run runs (or resumes) the prepared agent in namespace ns of the thread,
 // writes its output file and follows its handoff.
-func (p *prepared) run(ctx context.Context, cfg RunConfig, ns string, resume bool) (*Result, error) {
+func (p *prepared) run(ctx context.Context, cfg RunConfig, ns string, resume bool) (_ *Result, err error) {
 	a := p.a
+	ctx, span := p.agentSpan(ctx, cfg, ns)
+	defer func() {
+		if err != nil {
+			span.SetStatus(codes.Error, p.redact.Error(err).Error())
+		}
+		span.End()
+	}()
 	r, err := flow.NewRunner(p.graph, cfg.Store, flow.Options{Durability: cfg.Durability, Observer: cfg.Observer, Namespace: ns, Redact: p.redact, Logger: cfg.Logger, TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider, CaptureContent: cfg.CaptureContent,
 		RecursionLimit: -1}) // a chain is a line, it cannot loop: no step limit
 	if err != nil {

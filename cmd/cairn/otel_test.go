@@ -86,7 +86,7 @@ func attr(s *tracepb.Span, key string) string {
 }
 
 // An agent-file run with a tool call sends its spans to a real OTLP/HTTP
-// endpoint: invoke_workflow ⊃ step ⊃ chat and execute_tool,
+// endpoint: invoke_agent ⊃ invoke_workflow ⊃ step ⊃ chat and execute_tool,
 // with the GenAI attributes, and the runner's metrics; without an endpoint
 // nothing is sent.
 func TestOTLPTraces(t *testing.T) {
@@ -116,7 +116,7 @@ func TestOTLPTraces(t *testing.T) {
 		}
 		return ""
 	}
-	for name, want := range map[string]string{"invoke_workflow": "", "step": "invoke_workflow", "chat": "step", "execute_tool": "step"} {
+	for name, want := range map[string]string{"invoke_agent": "", "invoke_workflow": "invoke_agent", "step": "invoke_workflow", "chat": "step", "execute_tool": "step"} {
 		s := byName[name]
 		if s == nil {
 			t.Fatalf("no %s span among %d", name, len(spans()))
@@ -139,6 +139,9 @@ func TestOTLPTraces(t *testing.T) {
 	}
 	if tool.Name != "execute_tool list_files" || attr(tool, "gen_ai.tool.name") != "list_files" {
 		t.Errorf("tool span %s %v", tool.Name, tool.Attributes)
+	}
+	if byName["invoke_agent"].Name != "invoke_agent lister" || attr(byName["invoke_agent"], "gen_ai.agent.name") != "lister" {
+		t.Errorf("agent span %s %v", byName["invoke_agent"].Name, byName["invoke_agent"].Attributes)
 	}
 	if attr(byName["invoke_workflow"], "cairn.stop_reason") != "success" {
 		t.Errorf("workflow attributes %v", byName["invoke_workflow"].Attributes)

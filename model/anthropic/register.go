@@ -34,3 +34,6 @@ const defaultKeyEnv = "ANTHROPIC_API_KEY"
 
 // Provider names the provider in traces (gen_ai.provider.name).
 func (m *Model) Provider() string { return "anthropic" }
+
+// ModelName is the model requested (gen_ai.request.model in traces).
+func (m *Model) ModelName() string { return m.cfg.Model }
