@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"strings"
@@ -112,7 +113,7 @@ func (b *lineBuffer) add(c Chunk, send func(Chunk)) {
 			b.calls = append(b.calls, ToolCallChunk{Index: len(b.calls)})
 		}
 		call := &b.calls[tc.Index]
-		call.ID, call.Name = cmpOr(tc.ID, call.ID), cmpOr(tc.Name, call.Name)
+		call.ID, call.Name = cmp.Or(tc.ID, call.ID), cmp.Or(tc.Name, call.Name)
 		call.Args += tc.Args
 	}
 	b.text.WriteString(c.Text)
@@ -131,13 +132,6 @@ func (b *lineBuffer) flush(send func(Chunk)) {
 	for i := range b.calls {
 		send(Chunk{ToolCall: &b.calls[i]})
 	}
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // sendWhole sends a complete reply as chunks: its text, then each tool

@@ -2,7 +2,6 @@ package flow
 
 import (
 	"context"
-	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -41,8 +40,6 @@ func newInstruments(mp metric.MeterProvider) *instruments {
 	in.out = metric.WithAttributes(attribute.String("gen_ai.token.type", "output"))
 	return in
 }
-
-func seconds(d time.Duration) float64 { return d.Seconds() }
 
 // record adds one to c unless it is nil.
 func record(ctx context.Context, c metric.Int64Counter, n int64, opts ...metric.AddOption) {

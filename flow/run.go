@@ -179,7 +179,7 @@ func (run *run) commit(ctx context.Context, cp store.Checkpoint) error {
 	}
 	run.head = out.Seq
 	took := time.Since(start)
-	run.r.m.commit.Record(ctx, seconds(took))
+	run.r.m.commit.Record(ctx, took.Seconds())
 	record(ctx, run.r.m.commits, 1)
 	if took > SlowCommit {
 		run.r.log(ctx, slog.LevelWarn, "slow commit", run, slog.Int64("seq", out.Seq), slog.Duration("took", took))

@@ -253,7 +253,7 @@ func (r *Runner) commitStep(ctx context.Context, run *run, m merged, results []t
 		return stepOutcome{stop: state.StopUnrecoverableError}, err
 	}
 	run.doc, run.readSeq, run.pending = m.doc, 0, nil
-	r.m.step.Record(ctx, seconds(time.Since(stepStart)))
+	r.m.step.Record(ctx, time.Since(stepStart).Seconds())
 	record(ctx, r.m.tokens, m.tokens.Input, r.m.in)
 	record(ctx, r.m.tokens, m.tokens.Output, r.m.out)
 	if r.opts.Logger.Enabled(ctx, slog.LevelDebug) { // the hot path: no attributes built for nobody

@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -147,7 +148,7 @@ func (r *Runner) stream(ctx context.Context, so StreamOptions, run func(context.
 		}
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		events := make(chan Event, cmpOr(so.Buffer, 16))
+		events := make(chan Event, cmp.Or(so.Buffer, 16))
 		opts := r.opts
 		opts.stream = modes
 		opts.Observer = func(ev Event) {
@@ -178,13 +179,6 @@ func (r *Runner) stream(ctx context.Context, so StreamOptions, run func(context.
 		}
 		yield(Event{Kind: EventResult, RunID: res.RunID, Thread: res.Thread, Seq: res.Head, StopReason: res.StopReason, Namespace: r.opts.Namespace, Result: &res}, runErr)
 	}
-}
-
-func cmpOr(n, def int) int {
-	if n > 0 {
-		return n
-	}
-	return def
 }
 
 // Streaming reports whether the running task's run is streamed in mode,

@@ -3,7 +3,6 @@ package trace
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -146,9 +145,7 @@ func (l *Live) add(cp store.Checkpoint) error {
 // appendLine writes v as one JSON line, as writeLines does.
 func appendLine(f *os.File, v any) error {
 	w := bufio.NewWriter(f)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	if err := lineEncoder(w).Encode(v); err != nil {
 		return err
 	}
 	return w.Flush()

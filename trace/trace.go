@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -307,8 +308,7 @@ func writeLines[T any](path string, items []T) error {
 		return err
 	}
 	w := bufio.NewWriter(f)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
+	enc := lineEncoder(w)
 	for _, it := range items {
 		if err := enc.Encode(it); err != nil {
 			f.Close()
@@ -320,4 +320,12 @@ func writeLines[T any](path string, items []T) error {
 		return err
 	}
 	return f.Close()
+}
+
+// lineEncoder writes JSON lines as the trace files hold them: one value a
+// line, without HTML escaping.
+func lineEncoder(w io.Writer) *json.Encoder {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc
 }

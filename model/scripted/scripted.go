@@ -206,6 +206,13 @@ var allowedKeys = map[string]bool{"text": true, "json": true, "tool_calls": true
 
 // Generate implements agent.Model.
 func (m *Model) Generate(ctx context.Context, req agent.Request) (agent.Response, error) {
+	resp, _, err := m.respond(ctx, req)
+	return resp, err
+}
+
+// respond answers a call with the next reply that fits it, and returns
+// that reply too.
+func (m *Model) respond(ctx context.Context, req agent.Request) (agent.Response, reply, error) {
 	start := time.Now()
 	m.mu.Lock()
 	m.calls++
@@ -232,7 +239,7 @@ func (m *Model) Generate(ctx context.Context, req agent.Request) (agent.Response
 	}
 	m.mu.Unlock()
 	if idx < 0 {
-		return agent.Response{}, &agent.ProviderError{Provider: "scripted", Err: agent.ErrScriptDone,
+		return agent.Response{}, reply{}, &agent.ProviderError{Provider: "scripted", Err: agent.ErrScriptDone,
 			Message: fmt.Sprintf("no reply left in %s for call %d (step %q)", m.name, call, req.Step)}
 	}
 	r := m.replies[idx]
@@ -240,7 +247,7 @@ func (m *Model) Generate(ctx context.Context, req agent.Request) (agent.Response
 		select {
 		case <-time.After(time.Duration(r.DelayMS) * time.Millisecond):
 		case <-ctx.Done():
-			return agent.Response{}, ctx.Err()
+			return agent.Response{}, reply{}, ctx.Err()
 		}
 	}
 	in := 0
@@ -248,7 +255,7 @@ func (m *Model) Generate(ctx context.Context, req agent.Request) (agent.Response
 		in += len(msg.Content)
 	}
 	if r.Error != nil {
-		return agent.Response{}, &agent.ProviderError{Provider: "scripted", Status: r.Error.Status, Message: r.Error.Message,
+		return agent.Response{}, reply{}, &agent.ProviderError{Provider: "scripted", Status: r.Error.Status, Message: r.Error.Message,
 			RetryAfter: time.Duration(r.Error.RetryAfterMS) * time.Millisecond, Err: httperr.ForStatus(r.Error.Status)}
 	}
 	msg := agent.Message{Role: agent.RoleAssistant}
@@ -263,14 +270,14 @@ func (m *Model) Generate(ctx context.Context, req agent.Request) (agent.Response
 			if tc.Args == nil {
 				v = map[string]any{}
 			} else if err := tc.Args.Decode(&v); err != nil {
-				return agent.Response{}, &agent.ProviderError{Provider: "scripted", Err: agent.ErrMalformed, Message: fmt.Sprintf("%s:%d: args: %v", m.name, r.line, err)}
+				return agent.Response{}, reply{}, &agent.ProviderError{Provider: "scripted", Err: agent.ErrMalformed, Message: fmt.Sprintf("%s:%d: args: %v", m.name, r.line, err)}
 			}
 			if v == nil {
 				v = map[string]any{}
 			}
 			args, err := json.Marshal(agent.YAMLValue(v))
 			if err != nil {
-				return agent.Response{}, &agent.ProviderError{Provider: "scripted", Err: agent.ErrMalformed, Message: err.Error()}
+				return agent.Response{}, reply{}, &agent.ProviderError{Provider: "scripted", Err: agent.ErrMalformed, Message: err.Error()}
 			}
 			msg.ToolCalls = append(msg.ToolCalls, agent.ToolCall{ID: fmt.Sprintf("call_%d_%d", r.line, i), Name: tc.Name, Args: args})
 		}
@@ -281,7 +288,7 @@ func (m *Model) Generate(ctx context.Context, req agent.Request) (agent.Response
 	}
 	raw, _ := json.Marshal(map[string]any{"script": m.name, "line": r.line}) // plain values always marshal
 	return agent.Response{Message: msg, Usage: agent.Usage{Input: int64(in/4 + 1), Output: int64(out/4 + 1)},
-		Model: "scripted", Latency: time.Since(start), Raw: raw}, nil
+		Model: "scripted", Latency: time.Since(start), Raw: raw}, r, nil
 }
 
 var _ agent.Model = (*Model)(nil)

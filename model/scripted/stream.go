@@ -2,7 +2,6 @@ package scripted
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"time"
 
@@ -17,11 +16,11 @@ const chunkSize = 16
 // give, sent word by word (tool calls: their arguments in pieces), each
 // chunk chunk_delay_ms after the one before.
 func (m *Model) GenerateStream(ctx context.Context, req agent.Request, onChunk func(agent.Chunk)) (agent.Response, error) {
-	resp, err := m.Generate(ctx, req)
+	resp, r, err := m.respond(ctx, req)
 	if err != nil {
 		return resp, err
 	}
-	delay := time.Duration(m.chunkDelay(resp)) * time.Millisecond
+	delay := time.Duration(r.ChunkDelayMS) * time.Millisecond
 	for _, c := range chunks(resp.Message) {
 		if delay > 0 {
 			select {
@@ -33,20 +32,6 @@ func (m *Model) GenerateStream(ctx context.Context, req agent.Request, onChunk f
 		onChunk(c)
 	}
 	return resp, nil
-}
-
-// chunkDelay finds the chunk delay of the reply resp came from.
-func (m *Model) chunkDelay(resp agent.Response) int {
-	var ref struct{ Line int }
-	if err := json.Unmarshal(resp.Raw, &ref); err != nil {
-		return 0
-	}
-	for _, r := range m.replies {
-		if r.line == ref.Line {
-			return r.ChunkDelayMS
-		}
-	}
-	return 0
 }
 
 // chunks splits a reply: its text after each space, then each tool call,
