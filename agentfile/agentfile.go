@@ -105,7 +105,10 @@ type File struct {
 	Output      OutputSpec            `yaml:"output"`
 	Handoff     HandoffSpec           `yaml:"handoff"`
 	SafeDir     string                `yaml:"safe_dir"`
-	Secrets     SecretsSpec           `yaml:"secrets"`
+	// InterruptBefore pauses a run before these chain steps (by id), for
+	// a person to look before the step runs; resuming goes on.
+	InterruptBefore []string    `yaml:"interrupt_before"`
+	Secrets         SecretsSpec `yaml:"secrets"`
 
 	// From the body.
 	Instructions string
@@ -314,6 +317,11 @@ func (a *File) check(bodyLine int) error {
 			return &FileError{File: a.Path, Line: st.line, Msg: fmt.Sprintf("step %q: no \"## %s\" section in the body", st.ID, st.section())}
 		}
 		seen[st.ID] = true
+	}
+	for _, id := range a.InterruptBefore {
+		if !seen[id] && (len(a.Chain) > 0 || id != "instructions") {
+			return &FileError{File: a.Path, Msg: fmt.Sprintf("interrupt_before: %q is not a chain step", id)}
+		}
 	}
 	if len(a.Chain) == 0 && a.Instructions == "" {
 		return &FileError{File: a.Path, Line: bodyLine, Msg: "an agent without a chain needs a \"## Instructions\" section"}

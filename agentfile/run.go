@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -106,6 +107,13 @@ type RunConfig struct {
 	Tools []agent.Tool
 	// Answer answers an interrupt when resuming.
 	Answer any
+	// RunID names the run in its checkpoints and events (flow.RunOptions);
+	// empty: a random id.
+	RunID string
+	// InterruptBefore and InterruptAfter pause this run before or after
+	// these steps, besides the file's own interrupt_before (steps that an
+	// agent of the handoff chain does not have are ignored for it).
+	InterruptBefore, InterruptAfter []string
 	// AllowedRoot is the directory the user allows the run to reach: an
 	// agent file's safe_dir (default: the agent file's folder) must be
 	// inside it. Empty means the agent file's folder. Handoffs inherit it;
@@ -627,22 +635,21 @@ func (p *prepared) run(ctx context.Context, cfg RunConfig, ns string, resume boo
 		}
 		span.End()
 	}()
-	r, err := flow.NewRunner(p.graph, cfg.Store, flow.Options{Durability: cfg.Durability, Observer: cfg.Observer, Namespace: ns, Redact: p.redact, Logger: cfg.Logger, TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider, CaptureContent: cfg.CaptureContent,
-		RecursionLimit: -1}) // a chain is a line, it cannot loop: no step limit
+	r, err := p.runner(cfg, ns)
 	if err != nil {
 		return nil, err
 	}
 	var res flow.Result
-	so := flow.StreamOptions{Modes: cfg.Stream, Subgraphs: true}
+	so := flow.StreamOptions{Modes: cfg.Stream, Subgraphs: true, Run: flow.RunOptions{RunID: cfg.RunID}}
 	if resume {
-		res, err = invoke(len(cfg.Stream) > 0, func() (flow.Result, error) { return r.Resume(ctx, cfg.Thread, cfg.Answer) },
+		res, err = invoke(len(cfg.Stream) > 0, func() (flow.Result, error) { return r.Resume(ctx, cfg.Thread, cfg.Answer, so.Run) },
 			func() iter.Seq2[flow.Event, error] { return r.StreamResume(ctx, cfg.Thread, cfg.Answer, so) })
 	} else {
 		in, seen, ferr := freshInput(ctx, cfg.Store, cfg.Thread, ns, a.Name, cfg.Input)
 		if ferr != nil {
 			return nil, ferr
 		}
-		so.Run = flow.RunOptions{ExpectHead: &seen}
+		so.Run.ExpectHead = &seen
 		res, err = invoke(len(cfg.Stream) > 0, func() (flow.Result, error) { return r.Invoke(ctx, cfg.Thread, in, so.Run) },
 			func() iter.Seq2[flow.Event, error] { return r.Stream(ctx, cfg.Thread, in, so) })
 	}
@@ -671,6 +678,54 @@ func (p *prepared) run(ctx context.Context, cfg RunConfig, ns string, resume boo
 		out.Next, err = p.handoff(ctx, cfg, ns, resume, out)
 	}
 	return out, err
+}
+
+// runner is the flow runner of the prepared agent in namespace ns.
+func (p *prepared) runner(cfg RunConfig, ns string) (*flow.Runner, error) {
+	return flow.NewRunner(p.graph, cfg.Store, flow.Options{Durability: cfg.Durability, Observer: cfg.Observer, Namespace: ns, Redact: p.redact, Logger: cfg.Logger, TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider, CaptureContent: cfg.CaptureContent,
+		InterruptBefore: p.steps(p.a.InterruptBefore, cfg.InterruptBefore), InterruptAfter: p.steps(nil, cfg.InterruptAfter),
+		RecursionLimit: -1}) // a chain is a line, it cannot loop: no step limit
+}
+
+// steps keeps the file's own steps and those of the run's that this
+// agent's graph has.
+func (p *prepared) steps(own, run []string) []string {
+	out := slices.Clone(own)
+	nodes := p.graph.Nodes()
+	for _, id := range run {
+		if slices.Contains(nodes, id) && !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// UpdateState writes values into the state of an agent file's thread as if
+// step asNode had written them, at the head (at 0) or, as a new branch, at
+// checkpoint at (flow.Runner.UpdateStateAt), in cfg.Namespace. Nothing
+// runs; a Resume afterwards runs what follows asNode.
+func UpdateState(ctx context.Context, a *File, cfg RunConfig, at int64, values state.Update, asNode string) (store.Checkpoint, error) {
+	p, err := prepare(a, cfg)
+	if err != nil {
+		return store.Checkpoint{}, err
+	}
+	defer p.close()
+	r, err := p.runner(cfg, cfg.Namespace)
+	if err != nil {
+		return store.Checkpoint{}, err
+	}
+	return r.UpdateStateAt(ctx, cfg.Thread, at, values, asNode)
+}
+
+// Graph returns the agent file's compiled chain (its steps, in order), as
+// it runs with cfg, for a program that shows it.
+func Graph(a *File, cfg RunConfig) (*flow.Compiled, error) {
+	p, err := prepare(a, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer p.close()
+	return p.graph, nil
 }
 
 // handoff runs the next agent on the final output in its own namespace:

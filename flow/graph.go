@@ -158,7 +158,8 @@ func (g *Graph) Chain(names ...string) *Graph {
 
 // Compiled is a validated graph, safe for concurrent runs.
 type Compiled struct {
-	limit   int // WithRecursionLimit
+	order   []string // node names in the order they were added
+	limit   int      // WithRecursionLimit
 	rules   []Rules
 	schema  *state.Schema
 	nodes   map[string]*node
@@ -180,7 +181,7 @@ func (g *Graph) Compile() (*Compiled, error) {
 	if len(errs) > 0 {
 		return nil, joinErrors(errs)
 	}
-	c := &Compiled{schema: g.schema, nodes: g.nodes, edges: map[string][]string{}, routers: map[string]RouteFunc{}, limit: g.limit, rules: slices.Clone(g.rules)}
+	c := &Compiled{order: slices.Clone(g.order), schema: g.schema, nodes: g.nodes, edges: map[string][]string{}, routers: map[string]RouteFunc{}, limit: g.limit, rules: slices.Clone(g.rules)}
 	for k, v := range g.edges {
 		c.edges[k] = slices.Clone(v)
 	}

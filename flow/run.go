@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"time"
@@ -60,6 +61,12 @@ func (r *Runner) newRun(ctx context.Context, thread string, ro []RunOptions) (*r
 	run := &run{r: r, id: hex.EncodeToString(b[:]), thread: thread, budget: r.opts.Budget, start: r.opts.Now(), limit: r.opts.RecursionLimit}
 	run.attemptStart = run.start
 	if len(ro) > 0 {
+		if id := ro[0].RunID; id != "" {
+			if err := store.ValidateThreadID(id); err != nil {
+				return nil, fmt.Errorf("flow: run id: %w", err)
+			}
+			run.id = id
+		}
 		run.budget = run.budget.Override(ro[0].Budget)
 		if ro[0].RecursionLimit != 0 {
 			run.limit = ro[0].RecursionLimit

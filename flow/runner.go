@@ -163,6 +163,10 @@ type RunOptions struct {
 	// the namespace's head is still this seq (0: empty) — for callers that
 	// looked at the head before deciding to start a run.
 	ExpectHead *int64
+	// RunID names the run (as its events and checkpoints carry it), for a
+	// caller that keeps its own record of runs (an HTTP server's run id);
+	// empty: a random id. It must be a valid id (store.ValidateThreadID).
+	RunID string
 }
 
 // Invoke applies input to the thread's state as a new input checkpoint and
@@ -298,6 +302,48 @@ func (r *Runner) UpdateState(ctx context.Context, thread string, upd state.Updat
 	setRunStart(&meta, usageOf(head.Meta)) // what runs after an outside update is a new run
 	setTasks(&meta, r.schedule(next))
 	return r.s.Append(ctx, store.Checkpoint{Thread: thread, Namespace: r.opts.Namespace, Parent: head.Seq, Nodes: []string{asNode}, Patch: patch, State: doc, Meta: meta})
+}
+
+// UpdateStateAt applies an update to the state of checkpoint seq as if
+// node asNode had written it, on a new branch: one checkpoint, whose parent
+// is seq, becomes the namespace's head and schedules what follows asNode
+// (a fork with a change; the past is kept). seq 0 updates the head
+// (UpdateState). A FAILED or INTERRUPTED checkpoint is refused as by
+// RunFrom.
+func (r *Runner) UpdateStateAt(ctx context.Context, thread string, seq int64, upd state.Update, asNode string) (_ store.Checkpoint, err error) {
+	if seq == 0 {
+		return r.UpdateState(ctx, thread, upd, asNode)
+	}
+	defer func() { err = r.opts.Redact.Error(err) }()
+	if asNode != START && r.g.nodes[asNode] == nil {
+		return store.Checkpoint{}, fmt.Errorf("%w: update as unknown node %q", ErrInvalidGraph, asNode)
+	}
+	src, err := r.s.Load(ctx, store.LoadRequest{Thread: thread, Namespace: r.opts.Namespace, Seq: seq})
+	if err != nil {
+		return store.Checkpoint{}, err
+	}
+	if src.Status == store.StatusFailed || src.Status == store.StatusInterrupted {
+		return store.Checkpoint{}, fmt.Errorf("%w: checkpoint %d is %s; update the checkpoint it resumes (%d)", store.ErrInvalidArgument, seq, src.Status, src.Meta.StepOf)
+	}
+	doc, patch, err := r.apply(src.State, upd, state.ApplyOptions{NewID: idGen(keyPrefix(thread, r.opts.Namespace, seq) + "fork/" + asNode)})
+	if err != nil {
+		return store.Checkpoint{}, fmt.Errorf("flow: update: %w", err)
+	}
+	next, err := r.g.successors(ctx, asNode, doc)
+	if err != nil {
+		return store.Checkpoint{}, err
+	}
+	meta := store.Meta{Source: "update"}
+	if src.Meta.Usage != nil {
+		u := *src.Meta.Usage
+		meta.Usage = &u
+	}
+	setRunStart(&meta, usageOf(src.Meta))
+	setTasks(&meta, r.schedule(next))
+	if meta.Next == nil {
+		meta.Next = []string{} // nothing follows: not the schedule of seq
+	}
+	return r.s.Fork(ctx, store.ForkRequest{Thread: thread, Namespace: r.opts.Namespace, At: seq, Patch: patch, Nodes: []string{asNode}, Meta: meta})
 }
 
 // RunFrom replays a thread from an old checkpoint: it forks the thread there

@@ -248,3 +248,15 @@ func (r *Runner) emitCheckpoint(run *run, cp store.Checkpoint) {
 		r.emit(Event{Kind: EventCheckpoint, RunID: run.id, Thread: run.thread, Seq: run.head, Parent: cp.Parent, Status: st.String(), Next: cp.Meta.Next, Nodes: cp.Nodes})
 	}
 }
+
+// Filter returns what a Stream with these options yields of the events of
+// a runner in namespace root, for a caller that watches a run through
+// Options.Observer, which sees every event: it checks the options as
+// Stream does.
+func (o StreamOptions) Filter(root string) (func(Event) bool, error) {
+	m, err := o.modes(root)
+	if err != nil {
+		return nil, err
+	}
+	return m.passes, nil
+}

@@ -90,7 +90,11 @@ type Backend interface {
 	Thread(ctx context.Context, id string) (ThreadRecord, error)
 	// Threads returns one page of threads.
 	Threads(ctx context.Context, q ThreadQuery) ([]ThreadRecord, error)
-	// DeleteThread deletes a thread, its rows and its writes; ErrNotFound.
+	// UpdateThread replaces a thread record's metadata and checksum (the
+	// other fields stay); ErrNotFound.
+	UpdateThread(ctx context.Context, t ThreadRecord) error
+	// DeleteThread deletes a thread, its rows and its writes (and its runs,
+	// for a backend that keeps a RunLog); ErrNotFound.
 	DeleteThread(ctx context.Context, id string) error
 	// Insert adds a row atomically (row, snapshot and r.Create together).
 	// It fails with ErrConflict, writing nothing, when the thread namespace

@@ -203,6 +203,31 @@ func (e *Engine) Threads(ctx context.Context, f ThreadFilter) iter.Seq2[Thread, 
 	}
 }
 
+// SetMetadata implements Store.
+func (e *Engine) SetMetadata(ctx context.Context, id string, md map[string]any) (Thread, error) {
+	if err := e.check(id, ""); err != nil {
+		return Thread{}, err
+	}
+	rec, err := e.b.Thread(ctx, id)
+	if err != nil {
+		return Thread{}, err
+	}
+	if err := verifyThread(&rec); err != nil {
+		return Thread{}, err
+	}
+	rec.Metadata = nil
+	if len(md) > 0 {
+		if rec.Metadata, err = json.Marshal(md); err != nil {
+			return Thread{}, fmt.Errorf("%w: thread metadata: %v", ErrInvalidArgument, err)
+		}
+	}
+	rec.Sum = ThreadChecksum(&rec)
+	if err := e.b.UpdateThread(ctx, rec); err != nil {
+		return Thread{}, err
+	}
+	return threadFromRecord(rec)
+}
+
 // DeleteThread implements Store.
 func (e *Engine) DeleteThread(ctx context.Context, id string) error {
 	if err := e.check(id, ""); err != nil {
@@ -698,7 +723,7 @@ func forkMeta(m Meta, src *Checkpoint) Meta {
 	}
 	ref := src.Ref()
 	m.ForkedFrom = &ref
-	if len(m.Next) == 0 && len(m.Tasks) == 0 {
+	if m.Next == nil && m.Tasks == nil {
 		m.Next, m.Tasks = src.Meta.Next, src.Meta.Tasks
 	}
 	return m

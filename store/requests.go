@@ -44,7 +44,8 @@ type ForkRequest struct {
 	// Patch optionally changes the forked state.
 	Patch state.Patch
 	// Nodes and Meta describe the fork checkpoint (Source defaults to
-	// "fork"). When Meta has neither Next nor Tasks, the fork carries the
+	// "fork"). When Meta has neither Next nor Tasks (both nil; an empty
+	// Next schedules nothing), the fork carries the
 	// schedule of checkpoint At, so resuming the fork runs what At would.
 	Nodes []string
 	Meta  Meta

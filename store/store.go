@@ -14,6 +14,9 @@ type Store interface {
 	Thread(ctx context.Context, id string) (Thread, error)
 	// Threads lists threads by id, one query per page.
 	Threads(ctx context.Context, f ThreadFilter) iter.Seq2[Thread, error]
+	// SetMetadata replaces a thread's metadata (nil: none) and returns
+	// the thread; ErrNotFound.
+	SetMetadata(ctx context.Context, id string, md map[string]any) (Thread, error)
 	// DeleteThread deletes a thread and all its checkpoints.
 	DeleteThread(ctx context.Context, id string) error
 	// Append commits a checkpoint extending cp.Parent, which must be the

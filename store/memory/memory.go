@@ -18,6 +18,7 @@ type Backend struct {
 	mu      sync.RWMutex
 	closed  bool
 	threads map[string]*thread
+	runs    map[string]*run
 }
 
 type thread struct {
@@ -32,7 +33,7 @@ type writeKey struct {
 }
 
 // New returns an empty backend.
-func New() *Backend { return &Backend{threads: map[string]*thread{}} }
+func New() *Backend { return &Backend{threads: map[string]*thread{}, runs: map[string]*run{}} }
 
 // Open returns a store over a new in-memory backend.
 func Open(opts store.Options) *store.Engine { return store.New(New(), opts) }
@@ -145,6 +146,26 @@ func (b *Backend) DeleteThread(_ context.Context, id string) error {
 		return fmt.Errorf("%w: thread %q", store.ErrNotFound, id)
 	}
 	delete(b.threads, id)
+	for rid, r := range b.runs {
+		if r.rec.Thread == id {
+			delete(b.runs, rid)
+		}
+	}
+	return nil
+}
+
+// UpdateThread implements store.Backend.
+func (b *Backend) UpdateThread(_ context.Context, rec store.ThreadRecord) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.live(); err != nil {
+		return err
+	}
+	t, ok := b.threads[rec.ID]
+	if !ok {
+		return fmt.Errorf("%w: thread %q", store.ErrNotFound, rec.ID)
+	}
+	t.rec.Metadata, t.rec.Sum = bytes.Clone(rec.Metadata), rec.Sum
 	return nil
 }
 
@@ -337,7 +358,7 @@ func (b *Backend) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.closed = true
-	b.threads = nil
+	b.threads, b.runs = nil, nil
 	return nil
 }
 

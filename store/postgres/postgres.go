@@ -20,7 +20,8 @@ import (
 // perhaps followed by a Go step) and the baseline a new store is made
 // from (schema.sql, the same layout at once). cairn_format holds the
 // number of the store's last migration. Version 2 adds a checksum (crc) to
-// every thread and checkpoint row; version 3 prefixes every table cairn_.
+// every thread and checkpoint row; version 3 prefixes every table cairn_;
+// version 4 adds the HTTP server's runs and their event logs.
 var (
 	//go:embed migrations/*.sql
 	migrationFiles embed.FS
@@ -35,7 +36,7 @@ var (
 )
 
 // tables are the tables of a Cairn store besides cairn_format.
-var tables = []string{"cairn_threads", "cairn_checkpoints", "cairn_snapshots", "cairn_writes"}
+var tables = []string{"cairn_threads", "cairn_checkpoints", "cairn_snapshots", "cairn_writes", "cairn_runs", "cairn_run_events"}
 
 // Options configure the backend.
 type Options struct {
@@ -424,8 +425,11 @@ func (b *Backend) DeleteThread(ctx context.Context, id string) error {
 		return err
 	}
 	return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM cairn_run_events WHERE run IN (SELECT id FROM cairn_runs WHERE thread = $1)`, id); err != nil {
+			return wrap(err, "delete", id)
+		}
 		var n int64
-		for _, table := range []string{"cairn_threads", "cairn_checkpoints", "cairn_snapshots", "cairn_writes"} {
+		for _, table := range []string{"cairn_threads", "cairn_checkpoints", "cairn_snapshots", "cairn_writes", "cairn_runs"} {
 			col := "thread"
 			if table == "cairn_threads" {
 				col = "id"

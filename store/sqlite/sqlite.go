@@ -75,7 +75,8 @@ type Options struct {
 // perhaps followed by a Go step) and the baseline a new store is made
 // from (schema.sql, the same layout at once). The store's format version
 // (PRAGMA user_version) is the number of its last migration. Version 2
-// adds a checksum (crc) to every thread and checkpoint row.
+// adds a checksum (crc) to every thread and checkpoint row; version 3 the
+// HTTP server's runs and their event logs.
 var (
 	//go:embed migrations/*.sql
 	migrationFiles embed.FS
@@ -89,8 +90,11 @@ var (
 	schemaVersion = store.Latest(migrations)
 )
 
-// tables are the tables of a Cairn store.
-var tables = []string{"threads", "checkpoints", "snapshots", "writes"}
+// tables are the tables of a Cairn store; runTables those format 3 adds.
+var (
+	tables    = []string{"threads", "checkpoints", "snapshots", "writes"}
+	runTables = []string{"runs", "run_events"}
+)
 
 // Backend is a store.Backend on one SQLite file.
 type Backend struct {
@@ -363,7 +367,7 @@ func (b *Backend) checkFormat(ctx context.Context, c *sql.Conn) (int, error) {
 	}
 	if v == 0 {
 		for name := range have {
-			if !slices.Contains(tables, name) {
+			if !slices.Contains(tables, name) && !slices.Contains(runTables, name) {
 				return 0, fmt.Errorf("%w: %s holds table %q, which is not Cairn's; refusing to add Cairn's tables to another program's database", store.ErrNotStore, b.path, name)
 			}
 		}
@@ -371,6 +375,11 @@ func (b *Backend) checkFormat(ctx context.Context, c *sql.Conn) (int, error) {
 	}
 	for _, name := range tables {
 		if !have[name] {
+			return 0, b.missingTable(name)
+		}
+	}
+	for _, name := range runTables {
+		if v >= 3 && !have[name] {
 			return 0, b.missingTable(name)
 		}
 	}
@@ -809,7 +818,10 @@ func (b *Backend) DeleteThread(ctx context.Context, id string) error {
 				return err
 			}
 			n, _ := res.RowsAffected()
-			for _, table := range []string{"checkpoints", "snapshots", "writes"} {
+			if _, err := c.ExecContext(ctx, `DELETE FROM run_events WHERE run IN (SELECT id FROM runs WHERE thread = ?)`, id); err != nil {
+				return err
+			}
+			for _, table := range []string{"checkpoints", "snapshots", "writes", "runs"} {
 				r, err := c.ExecContext(ctx, `DELETE FROM `+table+` WHERE thread = ?`, id)
 				if err != nil {
 					return err

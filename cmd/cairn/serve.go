@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairn-dev/cairn/agentfile"
+	"github.com/cairn-dev/cairn/pipeline"
+	"github.com/cairn-dev/cairn/server"
+)
+
+type serveFlags struct {
+	addr, assistants, auth, safeDir string
+	maxBody                         int64
+	timeout                         time.Duration
+}
+
+func (a *app) serveCmd() *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the LangGraph Platform API over the store: assistants from agent and pipeline files, threads, runs, resumable streams",
+		Long: "cairn serve answers the LangGraph Platform HTTP API (the official LangGraph SDKs work against it) on --addr. " +
+			"Its assistants are the agent files (*.md) and pipeline files (*.yaml) in --assistants, each checked at start: a broken " +
+			"file stops the server before it listens. Runs left pending or running by an earlier server on the store are picked up " +
+			"at start. Without API keys (--auth none) the server listens on loopback addresses only.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.serve(cmd.Context(), f) },
+	}
+	cmd.Flags().StringVar(&f.addr, "addr", "127.0.0.1:2024", "the address to listen on (host:port; port 0 picks a free one)")
+	cmd.Flags().StringVar(&f.assistants, "assistants", ".", "the folder of agent files (*.md) and pipeline files (*.yaml) to serve")
+	cmd.Flags().StringVar(&f.auth, "auth", "none", "none: no API keys (loopback addresses only)")
+	cmd.Flags().StringVar(&f.safeDir, "safe-dir", "", "the directory agent files may reach; their safe_dir must be inside it (default: each file's folder)")
+	cmd.Flags().Int64Var(&f.maxBody, "max-body", 1<<20, "the largest request body, in bytes")
+	cmd.Flags().DurationVar(&f.timeout, "request-timeout", 30*time.Second, "the longest a request other than a stream, wait or join may take")
+	return cmd
+}
+
+// checkServe checks the flags before anything is opened.
+func (f serveFlags) check() error {
+	host, _, err := net.SplitHostPort(f.addr)
+	if err != nil {
+		return usagef("--addr %q: %v", f.addr, err)
+	}
+	if f.auth != "none" {
+		return usagef("--auth %q: want none", f.auth)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return usagef("--addr %s: without API keys (--auth none) the server listens on loopback addresses only (127.0.0.1, ::1, localhost)", f.addr)
+	}
+	if f.maxBody < 1024 {
+		return usagef("--max-body %d: at least 1024 bytes", f.maxBody)
+	}
+	if f.timeout <= 0 {
+		return usagef("--request-timeout %s: must be positive", f.timeout)
+	}
+	if st, err := os.Stat(f.assistants); err != nil || !st.IsDir() {
+		return usagef("--assistants %s: not a folder", f.assistants)
+	}
+	return nil
+}
+
+func (a *app) serve(ctx context.Context, f serveFlags) error {
+	if err := f.check(); err != nil {
+		return err
+	}
+	safe := f.safeDir
+	if safe != "" {
+		abs, err := filepath.Abs(safe)
+		if err != nil {
+			return usagef("--safe-dir %s: %v", safe, err)
+		}
+		safe = abs
+	}
+	cfg := server.AssistantConfig{Getenv: a.getenv, AllowedRoot: safe,
+		Configure:         func(rc *agentfile.RunConfig) { rc.Logger = a.logger },
+		ConfigurePipeline: func(pc *pipeline.Config) { pc.Logger = a.logger }}
+	list, err := server.LoadAssistants(f.assistants, cfg)
+	if err != nil {
+		return &usageError{err}
+	}
+	s, err := a.open()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	srv, err := server.New(server.Config{Store: s, Assistants: list, Logger: a.logger, MaxBodyBytes: f.maxBody, RequestTimeout: f.timeout})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		return fmt.Errorf("--addr %s: %w", f.addr, err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		ln.Close()
+		return err
+	}
+	var names []string
+	for _, as := range list {
+		names = append(names, as.Info().ID)
+	}
+	fmt.Fprintf(a.stderr, "cairn: serving http://%s (store %s; auth none: loopback only; assistants: %s)\n", ln.Addr(), a.shownStore(), strings.Join(names, ", "))
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		_ = srv.Close(context.Background())
+		return err
+	case <-ctx.Done():
+	}
+	fmt.Fprintln(a.stderr, "cairn: stopping; runs in flight are left for the next start")
+	stop, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = srv.Close(stop)
+	if err := hs.Shutdown(stop); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}

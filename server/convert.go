@@ -1,0 +1,222 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// apiModes are the stream modes a run accepts, and the runner's mode each
+// one needs.
+var apiModes = map[string]flow.StreamMode{
+	"values": flow.StreamValues, "updates": flow.StreamUpdates, "messages": flow.StreamMessages, "messages-tuple": flow.StreamMessages,
+	"custom": flow.StreamCustom, "checkpoints": flow.StreamCheckpoints, "tasks": flow.StreamTasks, "debug": flow.StreamDebug,
+}
+
+// converter turns a run's flow events into the API's stream events, in
+// the modes the run was asked for.
+type converter struct {
+	s         *Server
+	thread    string
+	run       string
+	modes     map[string]bool
+	subgraphs bool
+	// messages: the text of each streamed message so far (messages mode
+	// sends the whole message each time, as messages/partial).
+	messages map[string]*apiMessage
+}
+
+type apiMessage struct {
+	Type          string           `json:"type"`
+	Content       string           `json:"content"`
+	ID            string           `json:"id"`
+	ToolCallChunk []map[string]any `json:"tool_call_chunks,omitempty"`
+}
+
+func newConverter(s *Server, thread, run string, modes []string, subgraphs bool) *converter {
+	c := &converter{s: s, thread: thread, run: run, modes: map[string]bool{}, subgraphs: subgraphs, messages: map[string]*apiMessage{}}
+	for _, m := range modes {
+		c.modes[m] = true
+	}
+	return c
+}
+
+// flowModes are the runner's modes the API modes need.
+func flowModes(modes []string) []flow.StreamMode {
+	var out []flow.StreamMode
+	for _, m := range modes {
+		if fm := apiModes[m]; !contains(modeNames(out), string(fm)) {
+			out = append(out, fm)
+		}
+	}
+	return out
+}
+
+func modeNames(ms []flow.StreamMode) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = string(m)
+	}
+	return out
+}
+
+func (c *converter) name(mode string, ev flow.Event) string {
+	if ev.Namespace != "" {
+		return mode + "|" + apiNamespace(ev.Namespace)
+	}
+	return mode
+}
+
+func raw(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return json.RawMessage("null")
+	}
+	return b
+}
+
+// convert returns the stream events of one flow event.
+func (c *converter) convert(ctx context.Context, ev flow.Event) []sseEvent {
+	if ev.Namespace != "" && !c.subgraphs {
+		return nil
+	}
+	var out []sseEvent
+	add := func(mode string, data json.RawMessage) {
+		out = append(out, sseEvent{Event: c.name(mode, ev), Data: data})
+	}
+	switch ev.Kind {
+	case flow.EventValues:
+		if c.modes["values"] && ev.State != nil {
+			add("values", ev.State.AppendJSON(nil))
+		}
+	case flow.EventUpdate:
+		if c.modes["updates"] {
+			add("updates", raw(map[string]json.RawMessage{ev.Node: orNull(ev.Payload)}))
+		}
+	case flow.EventCustom:
+		if c.modes["custom"] {
+			add("custom", orNull(ev.Payload))
+		}
+	case flow.EventMessage:
+		out = append(out, c.message(ev)...)
+	case flow.EventCheckpoint:
+		if c.modes["checkpoints"] || c.modes["debug"] {
+			cp := c.checkpoint(ctx, ev)
+			if c.modes["checkpoints"] {
+				add("checkpoints", raw(cp))
+			}
+			if c.modes["debug"] {
+				add("debug", raw(map[string]any{"type": "checkpoint", "timestamp": apiTime(ev.Time), "step": ev.Seq - 2, "payload": cp}))
+			}
+		}
+	case flow.EventNodeStart, flow.EventNodeEnd:
+		out = append(out, c.task(ev)...)
+	case flow.EventInterrupt:
+		if c.modes["updates"] {
+			in := apiInterrupt{ID: interruptID(ev.Thread, ev.Namespace, ev.Seq), Value: orNull(ev.Payload), When: "during"}
+			add("updates", raw(map[string][]apiInterrupt{"__interrupt__": {in}}))
+		}
+	}
+	return out
+}
+
+func orNull(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return json.RawMessage("null")
+	}
+	return b
+}
+
+// checkpoint is a checkpoints-mode event: the commit as a thread state,
+// its values read back from the store.
+func (c *converter) checkpoint(ctx context.Context, ev flow.Event) map[string]any {
+	cfg := func(seq int64) any {
+		if seq == 0 {
+			return nil
+		}
+		return map[string]any{"configurable": checkpointRef(ev.Thread, ev.Namespace, seq)}
+	}
+	out := map[string]any{"config": cfg(ev.Seq), "parent_config": cfg(ev.Parent), "next": orEmpty(ev.Next), "values": json.RawMessage("{}"), "metadata": map[string]any{}, "tasks": []apiTask{}}
+	if cp, err := c.s.store.Load(ctx, store.LoadRequest{Thread: ev.Thread, Namespace: ev.Namespace, Seq: ev.Seq}); err == nil {
+		v := c.s.stateView(ctx, cp)
+		out["values"], out["metadata"], out["tasks"] = v.Values, v.Metadata, v.Tasks
+	}
+	return out
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// task is a tasks-mode (and debug) event: a task's start or end.
+func (c *converter) task(ev flow.Event) []sseEvent {
+	var payload map[string]any
+	kind := "task"
+	if ev.Kind == flow.EventNodeStart {
+		payload = map[string]any{"id": ev.Key, "name": ev.Node, "input": nil, "triggers": []string{}}
+	} else {
+		kind = "task_result"
+		var errv any
+		if ev.Err != "" {
+			errv = ev.Err
+		}
+		payload = map[string]any{"id": ev.Key, "name": ev.Node, "error": errv, "result": orNull(ev.Payload), "interrupts": []apiInterrupt{}}
+	}
+	var out []sseEvent
+	if c.modes["tasks"] {
+		out = append(out, sseEvent{Event: c.name("tasks", ev), Data: raw(payload)})
+	}
+	if c.modes["debug"] {
+		out = append(out, sseEvent{Event: c.name("debug", ev), Data: raw(map[string]any{"type": kind, "timestamp": apiTime(ev.Time), "step": ev.Seq - 1, "payload": payload})})
+	}
+	return out
+}
+
+// message is a messages event: in messages-tuple mode each chunk with its
+// metadata, in messages mode the message so far (messages/metadata first).
+func (c *converter) message(ev flow.Event) []sseEvent {
+	var ch struct {
+		ID       string `json:"id"`
+		Agent    string `json:"agent"`
+		Text     string `json:"text"`
+		ToolCall *struct {
+			Index int    `json:"index"`
+			ID    string `json:"id"`
+			Name  string `json:"name"`
+			Args  string `json:"args"`
+		} `json:"tool_call"`
+	}
+	if json.Unmarshal(ev.Payload, &ch) != nil {
+		return nil
+	}
+	meta := map[string]any{"langgraph_node": ev.Node, "langgraph_checkpoint_ns": apiNamespace(ev.Namespace), "langgraph_step": ev.Seq, "run_id": c.run, "thread_id": c.thread}
+	if ch.Agent != "" {
+		meta["agent"] = ch.Agent
+	}
+	var tc []map[string]any
+	if t := ch.ToolCall; t != nil {
+		tc = []map[string]any{{"index": t.Index, "id": t.ID, "name": t.Name, "args": t.Args}}
+	}
+	var out []sseEvent
+	if c.modes["messages-tuple"] {
+		chunk := apiMessage{Type: "AIMessageChunk", Content: ch.Text, ID: ch.ID, ToolCallChunk: tc}
+		out = append(out, sseEvent{Event: c.name("messages", ev), Data: raw([]any{chunk, meta})})
+	}
+	if c.modes["messages"] {
+		m, seen := c.messages[ch.ID]
+		if !seen {
+			m = &apiMessage{Type: "ai", ID: ch.ID}
+			c.messages[ch.ID] = m
+			out = append(out, sseEvent{Event: c.name("messages/metadata", ev), Data: raw(map[string]any{ch.ID: map[string]any{"metadata": meta}})})
+		}
+		m.Content += ch.Text
+		m.ToolCallChunk = append(m.ToolCallChunk, tc...)
+		out = append(out, sseEvent{Event: c.name("messages/partial", ev), Data: raw([]apiMessage{*m})})
+	}
+	return out
+}

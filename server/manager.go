@@ -1,0 +1,420 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/state"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// runManager runs the server's runs: one at a time per thread, the others
+// waiting in order (multitask strategy enqueue), each with its event log.
+type runManager struct {
+	s  *Server
+	mu sync.Mutex
+	// threads: the run on each thread and the runs waiting for it.
+	threads map[string]*threadRuns
+	live    map[string]*liveRun
+	wg      sync.WaitGroup
+	closed  bool
+	// base is the context of every run; shutdown cancels it.
+	base     context.Context
+	stopRuns context.CancelCauseFunc
+}
+
+type threadRuns struct {
+	active  *liveRun
+	waiting []*liveRun
+}
+
+// liveRun is a run this server is running or will run.
+type liveRun struct {
+	rec  store.RunRecord
+	data runData
+	a    Assistant
+	log  *eventLog
+	// started: the run's input was committed (by a previous server), so
+	// it resumes.
+	started bool
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	done    chan struct{}
+	// final is the run's outcome as join and wait answer it.
+	final json.RawMessage
+}
+
+// cancelCause says why a run's context ended.
+type cancelCause struct{ action string }
+
+func (c *cancelCause) Error() string { return "run cancelled (" + c.action + ")" }
+
+// errShutdown ends runs when the server stops; they stay running in the
+// store for the next server to pick up.
+var errShutdown = errors.New("server: shutting down")
+
+func newRunManager(s *Server) *runManager {
+	base, stop := context.WithCancelCause(context.Background())
+	return &runManager{s: s, threads: map[string]*threadRuns{}, live: map[string]*liveRun{}, base: base, stopRuns: stop}
+}
+
+func (m *runManager) newLive(rec store.RunRecord, d runData, a Assistant, prior []sseEvent) *liveRun {
+	ctx, cancel := context.WithCancelCause(m.base)
+	return &liveRun{rec: rec, data: d, a: a, ctx: ctx, cancel: cancel, done: make(chan struct{}),
+		log: newEventLog(rec.ID, m.s.runlog, m.s.log, prior)}
+}
+
+// busy reports whether a run is on the thread or waiting for it.
+func (m *runManager) busy(thread string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	tr := m.threads[thread]
+	return tr != nil && (tr.active != nil || len(tr.waiting) > 0)
+}
+
+// get returns a run this server has in hand.
+func (m *runManager) get(id string) *liveRun {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.live[id]
+}
+
+// submit stores a new run and starts it, or queues it behind the thread's
+// run as the multitask strategy says: reject refuses it (409), interrupt
+// and rollback cancel the runs ahead of it, enqueue waits.
+func (m *runManager) submit(ctx context.Context, lr *liveRun, strategy string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		lr.log.finish()
+		return &apiError{Status: 503, Msg: "the server is shutting down"}
+	}
+	tr := m.threads[lr.rec.Thread]
+	if tr == nil {
+		tr = &threadRuns{}
+		m.threads[lr.rec.Thread] = tr
+	}
+	if tr.active != nil {
+		switch strategy {
+		case "reject":
+			lr.log.finish()
+			return conflict("thread %q is busy with run %s (multitask_strategy reject); wait for it, or ask for enqueue, interrupt or rollback", lr.rec.Thread, tr.active.rec.ID)
+		case "interrupt", "rollback":
+			for _, other := range append([]*liveRun{tr.active}, tr.waiting...) {
+				other.cancel(&cancelCause{action: strategy})
+			}
+		}
+	}
+	if err := m.put(ctx, lr); err != nil {
+		lr.log.finish()
+		return err
+	}
+	m.live[lr.rec.ID] = lr
+	if tr.active == nil {
+		tr.active = lr
+		m.start(lr)
+	} else {
+		tr.waiting = append(tr.waiting, lr)
+	}
+	return nil
+}
+
+// put writes a run's record.
+func (m *runManager) put(ctx context.Context, lr *liveRun) error {
+	b, err := json.Marshal(lr.data)
+	if err != nil {
+		return err
+	}
+	lr.rec.Data = b
+	lr.rec.UpdatedAt = m.s.cfg.Now().UnixNano()
+	return m.s.runlog.PutRun(context.WithoutCancel(ctx), lr.rec)
+}
+
+func (m *runManager) start(lr *liveRun) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		m.execute(lr)
+		m.finished(lr)
+	}()
+}
+
+// execute runs lr to its end and records how it ended.
+func (m *runManager) execute(lr *liveRun) {
+	ctx := lr.ctx
+	if err := ctx.Err(); err == nil {
+		lr.rec.Status = statusRunning
+		if err := m.put(ctx, lr); err != nil {
+			m.s.log.Warn("recording a run failed", "run", lr.rec.ID, "err", err)
+		}
+	}
+	lr.log.append("metadata", raw(map[string]any{"run_id": lr.rec.ID, "thread_id": lr.rec.Thread, "attempt": lr.data.Attempt}))
+	res, err := m.run(ctx, lr)
+	if errors.Is(context.Cause(ctx), errShutdown) {
+		lr.log.finish()
+		return // still running in the store: the next Start resumes it
+	}
+	m.conclude(ctx, lr, res, err)
+	lr.log.finish()
+	if err := m.put(ctx, lr); err != nil {
+		m.s.log.Warn("recording a run failed", "run", lr.rec.ID, "err", err)
+	}
+}
+
+// run calls the assistant, turning its events into the run's log.
+func (m *runManager) run(ctx context.Context, lr *liveRun) (flow.Result, error) {
+	if ctx.Err() != nil {
+		return flow.Result{}, context.Cause(ctx)
+	}
+	spec, err := m.spec(ctx, lr)
+	if err != nil {
+		return flow.Result{}, err
+	}
+	conv := newConverter(m.s, lr.rec.Thread, lr.rec.ID, lr.data.Kwargs.StreamMode, lr.data.Kwargs.StreamSubgraphs)
+	pass, err := spec.Stream.Filter("")
+	if err != nil {
+		return flow.Result{}, err
+	}
+	var mu sync.Mutex
+	spec.Observer = func(ev flow.Event) {
+		if !pass(ev) {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, e := range conv.convert(ctx, ev) {
+			lr.log.append(e.Event, m.s.redact.JSON(e.Data))
+		}
+	}
+	return lr.a.Run(ctx, spec)
+}
+
+// conclude sets the run's status and final outcome and writes its last
+// events: an interrupt, or the error.
+func (m *runManager) conclude(ctx context.Context, lr *liveRun, res flow.Result, err error) {
+	lr.data.StopReason = string(res.StopReason)
+	var cc *cancelCause
+	switch {
+	case errors.As(context.Cause(ctx), &cc):
+		lr.rec.Status = statusInterrupted
+		lr.data.CancelReason = cc.action
+	case err != nil:
+		lr.rec.Status = statusError
+		err = m.s.redact.Error(err)
+		lr.data.Error, lr.data.ErrorType = err.Error(), errorType(err)
+		lr.log.append("error", raw(map[string]string{"error": lr.data.ErrorType, "message": lr.data.Error}))
+	case res.StopReason == state.StopInterrupt:
+		lr.rec.Status = statusInterrupted
+	default:
+		lr.rec.Status = statusSuccess
+	}
+	lr.final = m.finalValues(context.WithoutCancel(ctx), lr)
+	if lr.rec.Status == statusInterrupted && lr.data.CancelReason == "" && slices.Contains(lr.data.Kwargs.StreamMode, "values") {
+		lr.log.append("values", lr.final)
+	}
+}
+
+// errorType names an error's kind for the error event.
+func errorType(err error) string {
+	switch {
+	case errors.Is(err, flow.ErrNodeFailed):
+		return "NodeError"
+	case errors.Is(err, store.ErrConflict):
+		return "ConflictError"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "TimeoutError"
+	case statusOf(err) == 422, statusOf(err) == 409:
+		return "ValueError"
+	}
+	return "RunError"
+}
+
+// finalValues is what join and wait answer: the thread's state, with its
+// pending interrupt as __interrupt__, or the run's error as __error__.
+func (m *runManager) finalValues(ctx context.Context, lr *liveRun) json.RawMessage {
+	if lr.rec.Status == statusError {
+		return raw(map[string]any{"__error__": map[string]string{"error": lr.data.ErrorType, "message": lr.data.Error}})
+	}
+	head, err := m.s.store.Load(ctx, store.LoadRequest{Thread: lr.rec.Thread})
+	if err != nil {
+		return json.RawMessage("{}")
+	}
+	values := head.State.AppendJSON(nil)
+	if in := interruptOf(head); in != nil {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(values, &obj) == nil {
+			obj["__interrupt__"] = raw([]apiInterrupt{*in})
+			values = raw(obj)
+		}
+	}
+	return values
+}
+
+// finished hands the thread to its next waiting run, undoes a rolled
+// back run, and deletes a stateless run's thread.
+func (m *runManager) finished(lr *liveRun) {
+	ctx := context.Background()
+	var cc *cancelCause
+	if errors.As(context.Cause(lr.ctx), &cc) && cc.action == "rollback" {
+		if err := m.rollback(ctx, lr); err != nil {
+			m.s.log.Warn("rolling back a run failed", "run", lr.rec.ID, "err", err)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.live, lr.rec.ID)
+	close(lr.done)
+	tr := m.threads[lr.rec.Thread]
+	if tr == nil || tr.active != lr {
+		return
+	}
+	tr.active = nil
+	for len(tr.waiting) > 0 && !m.closed {
+		next := tr.waiting[0]
+		tr.waiting = tr.waiting[1:]
+		tr.active = next
+		m.start(next)
+		return
+	}
+	delete(m.threads, lr.rec.Thread)
+	if lr.data.Temporary && !m.closed {
+		if err := m.s.store.DeleteThread(ctx, lr.rec.Thread); err != nil && !errors.Is(err, store.ErrNotFound) {
+			m.s.log.Warn("deleting a stateless run's thread failed", "thread", lr.rec.Thread, "err", err)
+		}
+	}
+}
+
+// rollback deletes a run and returns its thread to the state it had
+// before the run: a new branch from that checkpoint (the past is kept),
+// or, for a thread that was empty, an empty thread again.
+func (m *runManager) rollback(ctx context.Context, lr *liveRun) error {
+	if err := m.s.runlog.DeleteRun(ctx, lr.rec.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	th, err := m.s.store.Thread(ctx, lr.rec.Thread)
+	if err != nil || th.Head == lr.data.FromSeq {
+		return err
+	}
+	if lr.data.FromSeq == 0 {
+		if err := m.s.store.DeleteThread(ctx, th.ID); err != nil {
+			return err
+		}
+		_, err := m.s.store.CreateThread(ctx, store.Thread{ID: th.ID, Tenant: th.Tenant, Metadata: th.Metadata})
+		return err
+	}
+	at := lr.data.FromSeq
+	if cp, err := m.s.store.Load(ctx, store.LoadRequest{Thread: th.ID, Seq: at}); err == nil && (cp.Status == store.StatusFailed || cp.Status == store.StatusInterrupted) {
+		at = cp.Meta.StepOf
+	}
+	_, err = m.s.store.Fork(ctx, store.ForkRequest{Thread: th.ID, At: at, Meta: store.Meta{Source: "rollback"}})
+	return err
+}
+
+// cancel stops a run (action interrupt or rollback). A run still waiting
+// for its thread ends at once.
+func (m *runManager) cancel(ctx context.Context, lr *liveRun, action string) error {
+	m.mu.Lock()
+	tr := m.threads[lr.rec.Thread]
+	waiting := tr != nil && tr.active != lr && slices.Contains(tr.waiting, lr)
+	if waiting {
+		tr.waiting = slices.DeleteFunc(tr.waiting, func(x *liveRun) bool { return x == lr })
+		delete(m.live, lr.rec.ID)
+	}
+	m.mu.Unlock()
+	lr.cancel(&cancelCause{action: action})
+	if !waiting {
+		return nil
+	}
+	lr.rec.Status, lr.data.CancelReason = statusInterrupted, action
+	lr.final = m.finalValues(ctx, lr)
+	lr.log.finish()
+	close(lr.done)
+	if action == "rollback" {
+		return m.s.runlog.DeleteRun(context.WithoutCancel(ctx), lr.rec.ID)
+	}
+	return m.put(ctx, lr)
+}
+
+// recover picks up the runs a previous server left pending or running:
+// oldest first, each on its thread's queue.
+func (m *runManager) recover(ctx context.Context) error {
+	recs, err := m.s.runlog.Runs(ctx, store.RunQuery{Status: []string{statusPending, statusRunning}})
+	if err != nil {
+		return err
+	}
+	slices.Reverse(recs)
+	for _, rec := range recs {
+		if err := m.recoverRun(ctx, rec); err != nil {
+			return fmt.Errorf("server: picking up run %s: %w", rec.ID, err)
+		}
+	}
+	return nil
+}
+
+func (m *runManager) recoverRun(ctx context.Context, rec store.RunRecord) error {
+	_, d, err := apiRunOf(rec)
+	if err != nil {
+		return err
+	}
+	prior, err := storedEvents(ctx, m.s.runlog, rec.ID, 0, 0)
+	if err != nil {
+		return err
+	}
+	a, ok := m.s.assistants[d.AssistantID]
+	if !ok {
+		d.Error, d.ErrorType = fmt.Sprintf("assistant %q is no longer served", d.AssistantID), "RunError"
+		rec.Status = statusError
+		rec.Data = raw(d)
+		rec.UpdatedAt = m.s.cfg.Now().UnixNano()
+		return m.s.runlog.PutRun(ctx, rec)
+	}
+	d.Attempt++
+	lr := m.newLive(rec, d, a, prior)
+	if rec.Status == statusRunning {
+		if lr.started, err = m.runStarted(ctx, rec); err != nil {
+			return err
+		}
+	}
+	return m.submit(ctx, lr, "enqueue")
+}
+
+// runStarted reports whether a run committed a checkpoint: the newest
+// checkpoint that names a run names this one.
+func (m *runManager) runStarted(ctx context.Context, rec store.RunRecord) (bool, error) {
+	for cp, err := range m.s.store.History(ctx, store.HistoryRequest{Thread: rec.Thread}) {
+		if errors.Is(err, store.ErrNotFound) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if cp.Meta.RunID != "" {
+			return cp.Meta.RunID == rec.ID, nil
+		}
+	}
+	return false, nil
+}
+
+// shutdown stops every run (they stay running in the store) and waits.
+func (m *runManager) shutdown(ctx context.Context) error {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+	m.stopRuns(errShutdown)
+	done := make(chan struct{})
+	go func() { m.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("server: runs still stopping: %w", ctx.Err())
+	case <-time.After(time.Minute):
+		return errors.New("server: runs still stopping after a minute")
+	}
+}

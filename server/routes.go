@@ -1,0 +1,262 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"runtime/debug"
+	"strings"
+
+	"github.com/cairn-dev/cairn/flow"
+)
+
+// routes lists the endpoints; the mux and the OpenAPI document are made
+// from it.
+func (s *Server) routes() []route {
+	return []route{
+		{method: "GET", path: "/ok", summary: "Health check", handler: s.ok},
+		{method: "GET", path: "/info", summary: "Server information", handler: s.info},
+		{method: "GET", path: "/openapi.json", summary: "This API's OpenAPI document", handler: s.openapi},
+
+		{method: "POST", path: "/assistants/search", summary: "Search assistants", handler: s.searchAssistants},
+		{method: "POST", path: "/assistants/count", summary: "Count assistants", handler: s.countAssistants},
+		{method: "GET", path: "/assistants/{assistant_id}", summary: "Get an assistant", handler: s.getAssistant},
+		{method: "GET", path: "/assistants/{assistant_id}/graph", summary: "An assistant's graph (nodes and edges)", handler: s.assistantGraph},
+		{method: "GET", path: "/assistants/{assistant_id}/schemas", summary: "An assistant's state schemas", handler: s.assistantSchemas},
+		{method: "GET", path: "/assistants/{assistant_id}/subgraphs", summary: "An assistant's subgraphs", handler: s.assistantSubgraphs},
+
+		{method: "POST", path: "/threads", summary: "Create a thread", handler: s.createThread},
+		{method: "POST", path: "/threads/search", summary: "Search threads", handler: s.searchThreads},
+		{method: "POST", path: "/threads/count", summary: "Count threads", handler: s.countThreads},
+		{method: "GET", path: "/threads/{thread_id}", summary: "Get a thread", handler: s.getThread},
+		{method: "PATCH", path: "/threads/{thread_id}", summary: "Update a thread's metadata", handler: s.patchThread},
+		{method: "DELETE", path: "/threads/{thread_id}", summary: "Delete a thread", handler: s.deleteThread},
+		{method: "POST", path: "/threads/{thread_id}/copy", summary: "Copy a thread", handler: s.copyThread},
+		{method: "GET", path: "/threads/{thread_id}/state", summary: "A thread's state at its head", handler: s.getState},
+		{method: "POST", path: "/threads/{thread_id}/state", summary: "Update a thread's state (from a checkpoint: fork)", handler: s.updateState},
+		{method: "GET", path: "/threads/{thread_id}/state/{checkpoint_id}", summary: "A thread's state at a checkpoint", handler: s.getState},
+		{method: "POST", path: "/threads/{thread_id}/state/checkpoint", summary: "A thread's state at a checkpoint", handler: s.postStateCheckpoint},
+		{method: "GET", path: "/threads/{thread_id}/history", summary: "A thread's history", handler: s.getHistory},
+		{method: "POST", path: "/threads/{thread_id}/history", summary: "A thread's history", handler: s.postHistory},
+
+		{method: "POST", path: "/threads/{thread_id}/runs", summary: "Create a background run", handler: s.postRun},
+		{method: "POST", path: "/threads/{thread_id}/runs/stream", summary: "Create a run and stream it", long: true, handler: s.postRunStream},
+		{method: "POST", path: "/threads/{thread_id}/runs/wait", summary: "Create a run and wait for its outcome", long: true, handler: s.postRunWait},
+		{method: "GET", path: "/threads/{thread_id}/runs", summary: "List a thread's runs", handler: s.listRuns},
+		{method: "GET", path: "/threads/{thread_id}/runs/{run_id}", summary: "Get a run", handler: s.getRun},
+		{method: "DELETE", path: "/threads/{thread_id}/runs/{run_id}", summary: "Delete a run", handler: s.deleteRun},
+		{method: "POST", path: "/threads/{thread_id}/runs/{run_id}/cancel", summary: "Cancel a run", long: true, handler: s.cancelRun},
+		{method: "GET", path: "/threads/{thread_id}/runs/{run_id}/join", summary: "Wait for a run's outcome", long: true, handler: s.joinRun},
+		{method: "GET", path: "/threads/{thread_id}/runs/{run_id}/stream", summary: "Join a run's stream (Last-Event-ID resumes)", long: true, handler: s.joinStream},
+
+		{method: "POST", path: "/runs", summary: "Create a stateless background run", handler: s.postRun},
+		{method: "POST", path: "/runs/stream", summary: "Create a stateless run and stream it", long: true, handler: s.postRunStream},
+		{method: "POST", path: "/runs/wait", summary: "Create a stateless run and wait for its outcome", long: true, handler: s.postRunWait},
+	}
+}
+
+func (s *Server) ok(w http.ResponseWriter, _ *http.Request) error {
+	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+	return nil
+}
+
+func (s *Server) info(w http.ResponseWriter, _ *http.Request) error {
+	version := "devel"
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		version = bi.Main.Version
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"version": version, "server": "cairn", "langgraph_py_version": nil,
+		"flags": map[string]bool{"assistants": true, "crons": false, "langsmith": false, "store": false}, "started_at": apiTime(s.started)})
+	return nil
+}
+
+func (s *Server) assistantView(a Assistant) apiAssistant {
+	info := a.Info()
+	md := map[string]any{}
+	for k, v := range info.Metadata {
+		md[k] = v
+	}
+	md["created_by"] = "system"
+	at := apiTime(info.CreatedAt)
+	if at == "" {
+		at = apiTime(s.started)
+	}
+	return apiAssistant{AssistantID: info.ID, GraphID: info.ID, Config: map[string]any{}, Context: map[string]any{}, CreatedAt: at, UpdatedAt: at,
+		Metadata: md, Version: 1, Name: info.Name, Description: info.Description}
+}
+
+func (s *Server) assistant(id string) (Assistant, error) {
+	a, ok := s.assistants[id]
+	if !ok {
+		return nil, notFound("assistant %q not found (have %s)", id, strings.Join(s.order, ", "))
+	}
+	return a, nil
+}
+
+type assistantSearch struct {
+	Metadata  map[string]any `json:"metadata"`
+	GraphID   string         `json:"graph_id"`
+	Name      string         `json:"name"`
+	Limit     *int           `json:"limit"`
+	Offset    int            `json:"offset"`
+	SortBy    string         `json:"sort_by"`
+	SortOrder string         `json:"sort_order"`
+	Select    []string       `json:"select"`
+}
+
+func (s *Server) findAssistants(q assistantSearch) []apiAssistant {
+	var out []apiAssistant
+	for _, id := range s.order {
+		v := s.assistantView(s.assistants[id])
+		if (q.GraphID != "" && v.GraphID != q.GraphID) || (q.Name != "" && !strings.Contains(v.Name, q.Name)) || !metadataMatch(v.Metadata, q.Metadata) {
+			continue
+		}
+		out = append(out, v)
+	}
+	if q.SortOrder == "desc" {
+		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+			out[i], out[j] = out[j], out[i]
+		}
+	}
+	return out
+}
+
+func (s *Server) searchAssistants(w http.ResponseWriter, r *http.Request) error {
+	var q assistantSearch
+	if err := decodeBody(r, &q); err != nil {
+		return err
+	}
+	if err := oneOf("$.sort_by", q.SortBy, "assistant_id", "graph_id", "name", "created_at", "updated_at"); err != nil {
+		return err
+	}
+	if err := oneOf("$.sort_order", q.SortOrder, "asc", "desc"); err != nil {
+		return err
+	}
+	out := s.findAssistants(q)
+	limit := 10
+	if q.Limit != nil {
+		limit = *q.Limit
+	}
+	if limit < 0 || q.Offset < 0 {
+		return unprocessable("$.limit", "limit and offset must not be negative")
+	}
+	out = out[min(q.Offset, len(out)):]
+	out = out[:min(limit, len(out))]
+	writeJSON(w, http.StatusOK, selectFields(out, q.Select))
+	return nil
+}
+
+func (s *Server) countAssistants(w http.ResponseWriter, r *http.Request) error {
+	var q assistantSearch
+	if err := decodeBody(r, &q); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, len(s.findAssistants(q)))
+	return nil
+}
+
+func (s *Server) getAssistant(w http.ResponseWriter, r *http.Request) error {
+	a, err := s.assistant(r.PathValue("assistant_id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, s.assistantView(a))
+	return nil
+}
+
+// assistantGraph draws the graph as LangGraph does: nodes with ids,
+// edges with source and target; a router's edges are conditional, to each
+// node it may choose.
+func (s *Server) assistantGraph(w http.ResponseWriter, r *http.Request) error {
+	a, err := s.assistant(r.PathValue("assistant_id"))
+	if err != nil {
+		return err
+	}
+	info := a.Info()
+	type node struct {
+		ID   string `json:"id"`
+		Type string `json:"type"`
+		Data string `json:"data"`
+	}
+	type edge struct {
+		Source      string `json:"source"`
+		Target      string `json:"target"`
+		Conditional bool   `json:"conditional,omitempty"`
+	}
+	nodes := []node{{ID: flow.START, Type: "schema", Data: flow.START}}
+	for _, n := range info.Nodes {
+		nodes = append(nodes, node{ID: n, Type: "runnable", Data: n})
+	}
+	nodes = append(nodes, node{ID: flow.END, Type: "schema", Data: flow.END})
+	edges := []edge{}
+	for _, e := range info.Edges {
+		if !e.Conditional {
+			edges = append(edges, edge{Source: e.From, Target: e.To})
+			continue
+		}
+		for _, n := range append(info.Nodes, flow.END) {
+			edges = append(edges, edge{Source: e.From, Target: n, Conditional: true})
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"nodes": nodes, "edges": edges})
+	return nil
+}
+
+func (s *Server) assistantSchemas(w http.ResponseWriter, r *http.Request) error {
+	a, err := s.assistant(r.PathValue("assistant_id"))
+	if err != nil {
+		return err
+	}
+	info := a.Info()
+	props := map[string]any{}
+	for _, f := range info.StateFields {
+		props[f] = map[string]any{}
+	}
+	st := map[string]any{"title": info.ID, "type": "object", "properties": props}
+	var input any = st
+	if info.Kind == "agent" {
+		input = map[string]any{"title": "input", "description": "The agent's input: a string is text, anything else JSON"}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"graph_id": info.ID, "input_schema": input, "output_schema": st, "state_schema": st,
+		"config_schema": nil, "context_schema": nil})
+	return nil
+}
+
+func (s *Server) assistantSubgraphs(w http.ResponseWriter, r *http.Request) error {
+	if _, err := s.assistant(r.PathValue("assistant_id")); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{})
+	return nil
+}
+
+// openapi describes the routes (paths, methods, summaries, parameters).
+func (s *Server) openapi(w http.ResponseWriter, _ *http.Request) error {
+	paths := map[string]map[string]any{}
+	for _, rt := range s.routes() {
+		op := map[string]any{"summary": rt.summary, "responses": map[string]any{"200": map[string]any{"description": "OK"}, "404": map[string]any{"description": "Not found"}, "422": map[string]any{"description": "Invalid request"}}}
+		var params []map[string]any
+		for _, seg := range strings.Split(rt.path, "/") {
+			if strings.HasPrefix(seg, "{") {
+				params = append(params, map[string]any{"name": strings.Trim(seg, "{}"), "in": "path", "required": true, "schema": map[string]string{"type": "string"}})
+			}
+		}
+		if params != nil {
+			op["parameters"] = params
+		}
+		if rt.method == "POST" || rt.method == "PATCH" {
+			op["requestBody"] = map[string]any{"content": map[string]any{"application/json": map[string]any{"schema": map[string]string{"type": "object"}}}}
+		}
+		if strings.HasSuffix(rt.path, "/stream") {
+			op["responses"].(map[string]any)["200"] = map[string]any{"description": "Server-sent events", "content": map[string]any{"text/event-stream": map[string]any{}}}
+		}
+		if paths[rt.path] == nil {
+			paths[rt.path] = map[string]any{}
+		}
+		paths[rt.path][strings.ToLower(rt.method)] = op
+	}
+	doc := map[string]any{"openapi": "3.1.0", "info": map[string]string{"title": "Cairn", "version": "1", "description": "The LangGraph Platform API, served by Cairn over its store."}, "paths": paths}
+	b, _ := json.Marshal(doc) // maps of strings always marshal
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
+	return nil
+}

@@ -1,0 +1,170 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/cairn-dev/cairn/redact"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// Config configures a Server.
+type Config struct {
+	// Store holds the threads, their checkpoints, and the runs with their
+	// event logs (its backend must keep a store.RunLog; the built-in ones
+	// do).
+	Store store.Store
+	// Assistants are what runs run, by id.
+	Assistants []Assistant
+	// Logger receives what the server does (nil: nothing).
+	Logger *slog.Logger
+	// Redact hides secrets in logged errors (nil: the default secret
+	// shapes).
+	Redact *redact.Redactor
+	// MaxBodyBytes caps a request body (default 1 MiB).
+	MaxBodyBytes int64
+	// RequestTimeout bounds a request that is not a stream, a wait or a
+	// join (default 30 s).
+	RequestTimeout time.Duration
+	// Heartbeat is the interval of keep-alive bytes on streams, waits
+	// and joins (default 5 s).
+	Heartbeat time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Server serves the LangGraph Platform API over a Cairn store. It is an
+// http.Handler; Start picks up the runs a previous process left unfinished
+// and Close stops the runs in flight.
+type Server struct {
+	cfg        Config
+	store      store.Store
+	runlog     store.RunLog
+	assistants map[string]Assistant
+	order      []string
+	log        *slog.Logger
+	redact     *redact.Redactor
+	mux        *http.ServeMux
+	runs       *runManager
+	started    time.Time
+}
+
+// ErrConfig: the server's configuration is unusable.
+var ErrConfig = errors.New("server: invalid configuration")
+
+// New returns a server; it runs nothing until Start.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil {
+		return nil, fmt.Errorf("%w: no store", ErrConfig)
+	}
+	rl, err := store.RunLogOf(cfg.Store)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	cfg.MaxBodyBytes = cmpOr(cfg.MaxBodyBytes, 1<<20)
+	cfg.RequestTimeout = cmpOr(cfg.RequestTimeout, 30*time.Second)
+	cfg.Heartbeat = cmpOr(cfg.Heartbeat, 5*time.Second)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{cfg: cfg, store: cfg.Store, runlog: rl, assistants: map[string]Assistant{}, log: cfg.Logger, redact: cfg.Redact, started: cfg.Now()}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.redact == nil {
+		if s.redact, err = redact.New(redact.Config{}); err != nil {
+			return nil, err
+		}
+	}
+	for _, a := range cfg.Assistants {
+		id := a.Info().ID
+		if err := store.ValidateThreadID(id); err != nil {
+			return nil, fmt.Errorf("%w: assistant id: %w", ErrConfig, err)
+		}
+		if _, dup := s.assistants[id]; dup {
+			return nil, fmt.Errorf("%w: two assistants named %q", ErrConfig, id)
+		}
+		s.assistants[id] = a
+		s.order = append(s.order, id)
+	}
+	slices.Sort(s.order)
+	s.runs = newRunManager(s)
+	s.mux = http.NewServeMux()
+	for _, rt := range s.routes() {
+		s.mux.Handle(rt.method+" "+rt.path, s.wrap(rt))
+	}
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, notFound("no route %s %s", r.Method, r.URL.Path))
+	})
+	return s, nil
+}
+
+func cmpOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// Start picks up the runs a previous server left pending or running on
+// this store: a run that had begun resumes from its last checkpoint, one
+// that had not starts. Their event logs go on from where they were.
+func (s *Server) Start(ctx context.Context) error {
+	return s.runs.recover(ctx)
+}
+
+// Close cancels the runs in flight and waits for them to stop (they stay
+// "running" in the store, for the next Start to pick up) until ctx ends.
+func (s *Server) Close(ctx context.Context) error {
+	return s.runs.shutdown(ctx)
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mux.ServeHTTP(w, r)
+}
+
+// route is one endpoint.
+type route struct {
+	method, path, summary string
+	// long: a stream, a wait or a join, which the request timeout does
+	// not bound.
+	long    bool
+	handler func(w http.ResponseWriter, r *http.Request) error
+}
+
+// wrap applies what every request gets: the body limit, the timeout,
+// the tenant, and errors written as the API writes them.
+func (s *Server) wrap(rt route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+		ctx := r.Context()
+		if !rt.long {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, s.cfg.RequestTimeout)
+			defer cancel()
+		}
+		ctx = withTenant(ctx, "")
+		if err := rt.handler(w, r.WithContext(ctx)); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+type tenantKey struct{}
+
+func withTenant(ctx context.Context, t string) context.Context {
+	return context.WithValue(ctx, tenantKey{}, t)
+}
+
+// tenantOf is the tenant a request acts for.
+func tenantOf(ctx context.Context) string {
+	t, _ := ctx.Value(tenantKey{}).(string)
+	return t
+}

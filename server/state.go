@@ -1,0 +1,471 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"reflect"
+	"strconv"
+
+	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/state"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// stateView is a checkpoint as the API shows a thread state.
+func (s *Server) stateView(_ context.Context, cp store.Checkpoint) apiState {
+	v := apiState{Values: json.RawMessage("{}"), Next: []string{}, Tasks: []apiTask{}, Checkpoint: checkpointRef(cp.Thread, cp.Namespace, cp.Seq),
+		Metadata: checkpointMetadata(cp), Interrupts: []apiInterrupt{}}
+	if cp.HasState {
+		v.Values = cp.State.AppendJSON(nil)
+	}
+	created := apiTime(cp.CreatedAt)
+	v.CreatedAt = &created
+	if cp.Parent > 0 {
+		p := checkpointRef(cp.Thread, cp.Namespace, cp.Parent)
+		v.ParentCheckpoint = &p
+	}
+	next := cp.Meta.Next
+	for i, n := range next {
+		t := apiTask{ID: taskID(cp, n, i), Name: n, Interrupts: []apiInterrupt{}}
+		v.Tasks = append(v.Tasks, t)
+	}
+	v.Next = append(v.Next, next...)
+	if cp.Status == store.StatusFailed && cp.Meta.Error != "" {
+		msg := cp.Meta.Error
+		for i := range v.Tasks {
+			v.Tasks[i].Error = &msg
+		}
+	}
+	if in := interruptOf(cp); in != nil {
+		v.Interrupts = []apiInterrupt{*in}
+		node := interruptNode(cp)
+		placed := false
+		for i := range v.Tasks {
+			if v.Tasks[i].Name == node && !placed {
+				v.Tasks[i].Interrupts = v.Interrupts
+				placed = true
+			}
+		}
+		if !placed {
+			v.Tasks = append(v.Tasks, apiTask{ID: taskID(cp, node, len(next)), Name: node, Interrupts: v.Interrupts})
+		}
+	}
+	return v
+}
+
+// interruptOf is the pending interrupt of a checkpoint that stopped for
+// one (nil otherwise).
+func interruptOf(cp store.Checkpoint) *apiInterrupt {
+	if cp.Status != store.StatusInterrupted && cp.Meta.StopReason != string(state.StopInterrupt) {
+		return nil
+	}
+	val := cp.Meta.Interrupt
+	if len(val) == 0 {
+		val = json.RawMessage("null")
+	}
+	in := &apiInterrupt{ID: interruptID(cp.Thread, cp.Namespace, cp.Seq), Value: val, When: "during"}
+	if cp.Namespace != "" {
+		in.NS = []string{apiNamespace(cp.Namespace)}
+	}
+	return in
+}
+
+// interruptNode is the node an interrupt stopped at.
+func interruptNode(cp store.Checkpoint) string {
+	var p struct {
+		Node string `json:"node"`
+	}
+	if json.Unmarshal(cp.Meta.Interrupt, &p) == nil && p.Node != "" {
+		return p.Node
+	}
+	if len(cp.Nodes) == 1 {
+		return cp.Nodes[0]
+	}
+	if len(cp.Meta.Next) > 0 {
+		return cp.Meta.Next[0]
+	}
+	return "__interrupt__"
+}
+
+func taskID(cp store.Checkpoint, node string, i int) string {
+	return interruptID(cp.Thread, cp.Namespace+"/"+node+"/"+strconv.Itoa(i), cp.Seq)
+}
+
+// checkpointMetadata is a checkpoint's metadata in LangGraph's terms
+// (source, step, run_id, parents) with Cairn's own under "cairn".
+func checkpointMetadata(cp store.Checkpoint) map[string]any {
+	src := cp.Meta.Source
+	switch src {
+	case "", "interrupt":
+		src = "loop"
+	}
+	cairn := map[string]any{"seq": cp.Seq, "parent": cp.Parent, "status": cp.Status.String(), "nodes": cp.Nodes}
+	add := func(k string, v any, ok bool) {
+		if ok {
+			cairn[k] = v
+		}
+	}
+	m := cp.Meta
+	add("tokens", m.Tokens, m.Tokens != nil)
+	add("duration_ms", m.DurationMS, len(m.DurationMS) > 0)
+	add("stop_reason", m.StopReason, m.StopReason != "")
+	add("error", m.Error, m.Error != "")
+	add("score", m.Score, m.Score != nil)
+	add("usage", m.Usage, m.Usage != nil)
+	add("forked_from", m.ForkedFrom, m.ForkedFrom != nil)
+	md := map[string]any{"source": src, "step": cp.Seq - 2, "parents": map[string]any{}, "writes": nil, "thread_id": cp.Thread, "cairn": cairn}
+	if m.RunID != "" {
+		md["run_id"] = m.RunID
+	}
+	return md
+}
+
+func (s *Server) loadState(ctx context.Context, thread, ns string, seq int64) (store.Checkpoint, error) {
+	cp, err := s.store.Load(ctx, store.LoadRequest{Thread: thread, Namespace: ns, Seq: seq})
+	if errors.Is(err, store.ErrNotFound) {
+		return cp, notFound("thread %q has no checkpoint %s", thread, checkpointName(ns, seq))
+	}
+	return cp, err
+}
+
+func checkpointName(ns string, seq int64) string {
+	name := "head"
+	if seq > 0 {
+		name = checkpointID(seq)
+	}
+	if ns != "" {
+		name += " in namespace " + ns
+	}
+	return name
+}
+
+// emptyState is the state of a thread with no checkpoint.
+func emptyState(thread string) apiState {
+	return apiState{Values: json.RawMessage("{}"), Next: []string{}, Tasks: []apiTask{}, Checkpoint: checkpointRef(thread, "", 0),
+		Metadata: map[string]any{}, Interrupts: []apiInterrupt{}}
+}
+
+// threadState answers a state read: the head or a checkpoint of a
+// namespace, with the heads of the thread's other namespaces as tasks
+// when subgraphs are asked for.
+func (s *Server) threadState(ctx context.Context, w http.ResponseWriter, threadID, ns, checkpoint string, subgraphs bool) error {
+	th, err := s.thread(ctx, threadID)
+	if err != nil {
+		return err
+	}
+	var seq int64
+	if checkpoint != "" {
+		if seq, err = parseCheckpointID(checkpoint); err != nil {
+			return unprocessable("checkpoint_id", "%v", err)
+		}
+	}
+	if th.Head == 0 && seq == 0 && ns == "" {
+		writeJSON(w, http.StatusOK, emptyState(th.ID))
+		return nil
+	}
+	cp, err := s.loadState(ctx, th.ID, ns, seq)
+	if err != nil {
+		return err
+	}
+	v := s.stateView(ctx, cp)
+	if subgraphs {
+		if err := s.addSubgraphs(ctx, &v, th.ID, ns); err != nil {
+			return err
+		}
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// addSubgraphs adds the head state of every namespace below ns as a task.
+func (s *Server) addSubgraphs(ctx context.Context, v *apiState, thread, ns string) error {
+	list, err := s.store.Namespaces(ctx, thread)
+	if err != nil {
+		return err
+	}
+	for _, n := range list {
+		if n.Name == ns || (ns != "" && !isBelow(n.Name, ns)) {
+			continue
+		}
+		cp, err := s.loadState(ctx, thread, n.Name, 0)
+		if err != nil {
+			return err
+		}
+		sub := s.stateView(ctx, cp)
+		ref := sub.Checkpoint
+		v.Tasks = append(v.Tasks, apiTask{ID: interruptID(thread, n.Name, 0), Name: apiNamespace(n.Name), Interrupts: sub.Interrupts, Checkpoint: &ref, State: &sub})
+	}
+	return nil
+}
+
+func isBelow(name, ns string) bool { return len(name) > len(ns) && name[:len(ns)+1] == ns+"/" }
+
+func (s *Server) getState(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	return s.threadState(r.Context(), w, r.PathValue("thread_id"), "", r.PathValue("checkpoint_id"), truthy(q.Get("subgraphs")))
+}
+
+func truthy(v string) bool {
+	b, _ := strconv.ParseBool(v)
+	return b
+}
+
+// checkpointConfig names a checkpoint as clients send it.
+type checkpointConfig struct {
+	ThreadID      string         `json:"thread_id"`
+	CheckpointNS  string         `json:"checkpoint_ns"`
+	CheckpointID  string         `json:"checkpoint_id"`
+	CheckpointMap map[string]any `json:"checkpoint_map"`
+}
+
+type stateAtRequest struct {
+	Checkpoint checkpointConfig `json:"checkpoint"`
+	Subgraphs  bool             `json:"subgraphs"`
+	Select     []string         `json:"select"`
+}
+
+func (s *Server) postStateCheckpoint(w http.ResponseWriter, r *http.Request) error {
+	var req stateAtRequest
+	if err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	return s.threadState(r.Context(), w, r.PathValue("thread_id"), cairnNamespace(req.Checkpoint.CheckpointNS), req.Checkpoint.CheckpointID, req.Subgraphs)
+}
+
+type stateUpdate struct {
+	Values       json.RawMessage   `json:"values"`
+	AsNode       string            `json:"as_node"`
+	Checkpoint   *checkpointConfig `json:"checkpoint"`
+	CheckpointID string            `json:"checkpoint_id"`
+}
+
+// updateState writes values into the thread's state as a node would
+// (POST /threads/{id}/state): at the head, or, from a checkpoint, as a new
+// branch whose head the next run continues.
+func (s *Server) updateState(w http.ResponseWriter, r *http.Request) error {
+	var req stateUpdate
+	if err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	var upd state.Update
+	if v := string(req.Values); v != "" && v != "null" {
+		if err := json.Unmarshal(req.Values, &upd); err != nil {
+			return unprocessable("$.values", "want an object of state fields")
+		}
+	}
+	cid := req.CheckpointID
+	if req.Checkpoint != nil && req.Checkpoint.CheckpointID != "" {
+		cid = req.Checkpoint.CheckpointID
+	}
+	var at int64
+	if cid != "" {
+		var err error
+		if at, err = parseCheckpointID(cid); err != nil {
+			return unprocessable("$.checkpoint_id", "%v", err)
+		}
+	}
+	ctx := r.Context()
+	th, err := s.thread(ctx, r.PathValue("thread_id"))
+	if err != nil {
+		return err
+	}
+	if s.runs.busy(th.ID) {
+		return conflict("thread %q has a run in progress", th.ID)
+	}
+	a, err := s.threadAssistant(ctx, th)
+	if err != nil {
+		return err
+	}
+	asNode, err := s.defaultNode(ctx, th, at, req.AsNode, a)
+	if err != nil {
+		return err
+	}
+	cp, err := a.UpdateState(ctx, s.store, th.ID, at, upd, asNode)
+	if err != nil {
+		return err
+	}
+	ref := checkpointRef(th.ID, "", cp.Seq)
+	writeJSON(w, http.StatusOK, map[string]any{"checkpoint": ref, "configurable": ref})
+	return nil
+}
+
+// defaultNode is the node an update is written as: the one asked for,
+// or the node that wrote the checkpoint it applies to.
+func (s *Server) defaultNode(ctx context.Context, th store.Thread, at int64, asNode string, a Assistant) (string, error) {
+	nodes := a.Info().Nodes
+	if asNode != "" {
+		if asNode != flow.START && !contains(nodes, asNode) {
+			return "", unprocessable("$.as_node", "%q is not a node of assistant %q (%v)", asNode, a.Info().ID, nodes)
+		}
+		return asNode, nil
+	}
+	if th.Head == 0 {
+		return flow.START, nil
+	}
+	cp, err := s.loadState(ctx, th.ID, "", at)
+	if err != nil {
+		return "", err
+	}
+	if len(cp.Nodes) == 1 && contains(nodes, cp.Nodes[0]) {
+		return cp.Nodes[0], nil
+	}
+	return flow.START, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// threadAssistant is the assistant a thread runs: the one its metadata
+// names, else the one of its latest run.
+func (s *Server) threadAssistant(ctx context.Context, th store.Thread) (Assistant, error) {
+	for _, k := range []string{"assistant_id", "graph_id"} {
+		if id, ok := th.Metadata[k].(string); ok {
+			if a, ok := s.assistants[id]; ok {
+				return a, nil
+			}
+		}
+	}
+	recs, err := s.runlog.Runs(ctx, store.RunQuery{Tenant: tenantOf(ctx), Thread: th.ID, Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) > 0 {
+		var d runData
+		if err := json.Unmarshal(recs[0].Data, &d); err == nil {
+			if a, ok := s.assistants[d.AssistantID]; ok {
+				return a, nil
+			}
+		}
+	}
+	return nil, conflict("thread %q names no assistant (metadata graph_id) and has no run; start a run first", th.ID)
+}
+
+type historyRequest struct {
+	Limit      *int              `json:"limit"`
+	Before     json.RawMessage   `json:"before"`
+	Metadata   map[string]any    `json:"metadata"`
+	Checkpoint *checkpointConfig `json:"checkpoint"`
+	Select     []string          `json:"select"`
+}
+
+// beforeSeq reads before: a checkpoint id, or a config naming one.
+func (q historyRequest) beforeSeq() (int64, error) {
+	b := string(q.Before)
+	if b == "" || b == "null" {
+		return 0, nil
+	}
+	var id string
+	if json.Unmarshal(q.Before, &id) != nil {
+		var cfg struct {
+			Configurable checkpointConfig `json:"configurable"`
+		}
+		if err := json.Unmarshal(q.Before, &cfg); err != nil {
+			return 0, unprocessable("$.before", "want a checkpoint id or {configurable: {checkpoint_id}}")
+		}
+		id = cfg.Configurable.CheckpointID
+	}
+	seq, err := parseCheckpointID(id)
+	if err != nil {
+		return 0, unprocessable("$.before", "%v", err)
+	}
+	return seq, nil
+}
+
+func (s *Server) postHistory(w http.ResponseWriter, r *http.Request) error {
+	var q historyRequest
+	if err := decodeBody(r, &q); err != nil {
+		return err
+	}
+	return s.history(w, r, q)
+}
+
+func (s *Server) getHistory(w http.ResponseWriter, r *http.Request) error {
+	var q historyRequest
+	qs := r.URL.Query()
+	if l := qs.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil {
+			return unprocessable("limit", "%q is not a number", l)
+		}
+		q.Limit = &n
+	}
+	if b := qs.Get("before"); b != "" {
+		q.Before, _ = json.Marshal(b) // a string always marshals
+	}
+	return s.history(w, r, q)
+}
+
+// history lists a namespace's checkpoints newest first, each as a thread
+// state, filtered by metadata.
+func (s *Server) history(w http.ResponseWriter, r *http.Request, q historyRequest) error {
+	limit := 10
+	if q.Limit != nil {
+		limit = *q.Limit
+	}
+	if limit < 1 || limit > 10000 {
+		return unprocessable("$.limit", "%d: want 1 to 10000", limit)
+	}
+	before, err := q.beforeSeq()
+	if err != nil {
+		return err
+	}
+	ns := ""
+	if q.Checkpoint != nil {
+		ns = cairnNamespace(q.Checkpoint.CheckpointNS)
+		if err := store.ValidateNamespace(ns); err != nil {
+			return unprocessable("$.checkpoint.checkpoint_ns", "%v", err)
+		}
+	}
+	ctx := r.Context()
+	th, err := s.thread(ctx, r.PathValue("thread_id"))
+	if err != nil {
+		return err
+	}
+	out := []apiState{}
+	req := store.HistoryRequest{Thread: th.ID, Namespace: ns, Before: before, WithState: true}
+	if len(q.Metadata) == 0 {
+		req.Limit = limit
+	}
+	for cp, err := range s.store.History(ctx, req) {
+		if errors.Is(err, store.ErrNotFound) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		v := s.stateView(ctx, cp)
+		if !metadataMatch(v.Metadata, q.Metadata) {
+			continue
+		}
+		if out = append(out, v); len(out) == limit {
+			break
+		}
+	}
+	writeJSON(w, http.StatusOK, selectFields(out, q.Select))
+	return nil
+}
+
+// metadataMatch: every key of the filter equals the metadata's (compared
+// as JSON values).
+func metadataMatch(md, filter map[string]any) bool {
+	if len(filter) == 0 {
+		return true
+	}
+	b, _ := json.Marshal(md) // API metadata always marshals
+	var norm map[string]any
+	_ = json.Unmarshal(b, &norm)
+	for k, v := range filter {
+		if !reflect.DeepEqual(norm[k], v) {
+			return false
+		}
+	}
+	return true
+}

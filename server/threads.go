@@ -1,0 +1,455 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/cairn-dev/cairn/store"
+)
+
+// thread returns a thread of the request's tenant: another tenant's is
+// not found, as a missing one is.
+func (s *Server) thread(ctx context.Context, id string) (store.Thread, error) {
+	if err := store.ValidateThreadID(id); err != nil {
+		return store.Thread{}, unprocessable("thread_id", "%v", err)
+	}
+	th, err := s.store.Thread(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && th.Tenant != tenantOf(ctx)) {
+		return store.Thread{}, notFound("thread %q not found", id)
+	}
+	return th, err
+}
+
+// threadView is a thread as the API shows it: its head state, status and
+// pending interrupts.
+func (s *Server) threadView(ctx context.Context, th store.Thread) (apiThread, error) {
+	v := apiThread{ThreadID: th.ID, CreatedAt: apiTime(th.CreatedAt), UpdatedAt: apiTime(th.UpdatedAt), StateUpdatedAt: apiTime(th.UpdatedAt),
+		Metadata: th.Metadata, Status: "idle", Values: json.RawMessage("{}"), Interrupts: map[string][]apiInterrupt{}}
+	if v.Metadata == nil {
+		v.Metadata = map[string]any{}
+	}
+	if th.Head > 0 {
+		head, err := s.store.Load(ctx, store.LoadRequest{Thread: th.ID})
+		if err != nil {
+			return v, err
+		}
+		st := s.stateView(ctx, head)
+		v.Values = st.Values
+		v.Status = checkpointStatus(head)
+		for _, t := range st.Tasks {
+			if len(t.Interrupts) > 0 {
+				v.Interrupts[t.ID] = t.Interrupts
+			}
+		}
+	}
+	if s.runs.busy(th.ID) {
+		v.Status = "busy"
+	}
+	return v, nil
+}
+
+// checkpointStatus is the status a thread whose head is cp has when no
+// run is on it.
+func checkpointStatus(cp store.Checkpoint) string {
+	switch {
+	case cp.Status == store.StatusFailed:
+		return "error"
+	case cp.Status == store.StatusInterrupted, cp.Meta.StopReason == "interrupt":
+		return "interrupted"
+	}
+	return "idle"
+}
+
+type threadCreate struct {
+	ThreadID   string          `json:"thread_id"`
+	Metadata   map[string]any  `json:"metadata"`
+	IfExists   string          `json:"if_exists"`
+	Supersteps json.RawMessage `json:"supersteps"`
+	TTL        json.RawMessage `json:"ttl"`
+}
+
+func (s *Server) createThread(w http.ResponseWriter, r *http.Request) error {
+	var req threadCreate
+	if err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	if err := unsupported(map[string]json.RawMessage{"supersteps": req.Supersteps, "ttl": req.TTL}); err != nil {
+		return err
+	}
+	switch req.IfExists {
+	case "", "raise", "do_nothing":
+	default:
+		return unprocessable("$.if_exists", "%q: want raise or do_nothing", req.IfExists)
+	}
+	if req.ThreadID == "" {
+		req.ThreadID = uuid.NewString()
+	} else if err := store.ValidateThreadID(req.ThreadID); err != nil {
+		return unprocessable("$.thread_id", "%v", err)
+	}
+	ctx := r.Context()
+	th, err := s.store.CreateThread(ctx, store.Thread{ID: req.ThreadID, Tenant: tenantOf(ctx), Metadata: req.Metadata})
+	if errors.Is(err, store.ErrConflict) {
+		old, gerr := s.thread(ctx, req.ThreadID)
+		if gerr != nil || req.IfExists != "do_nothing" {
+			return conflict("thread %q already exists", req.ThreadID)
+		}
+		th, err = old, nil
+	}
+	if err != nil {
+		return err
+	}
+	v, err := s.threadView(ctx, th)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// unsupported refuses API fields Cairn does not implement when a request
+// sets them, rather than ignore them silently.
+func unsupported(fields map[string]json.RawMessage) error {
+	for _, k := range sortedKeys(fields) {
+		if v := strings.TrimSpace(string(fields[k])); v != "" && v != "null" {
+			return unprocessable("$."+k, "%s is not supported by Cairn", k)
+		}
+	}
+	return nil
+}
+
+func (s *Server) getThread(w http.ResponseWriter, r *http.Request) error {
+	th, err := s.thread(r.Context(), r.PathValue("thread_id"))
+	if err != nil {
+		return err
+	}
+	v, err := s.threadView(r.Context(), th)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+type threadPatch struct {
+	Metadata map[string]any  `json:"metadata"`
+	TTL      json.RawMessage `json:"ttl"`
+}
+
+// patchThread merges metadata into the thread's (a null value removes a
+// key), as LangGraph does.
+func (s *Server) patchThread(w http.ResponseWriter, r *http.Request) error {
+	var req threadPatch
+	if err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	if err := unsupported(map[string]json.RawMessage{"ttl": req.TTL}); err != nil {
+		return err
+	}
+	ctx := r.Context()
+	th, err := s.thread(ctx, r.PathValue("thread_id"))
+	if err != nil {
+		return err
+	}
+	md := maps.Clone(th.Metadata)
+	if md == nil {
+		md = map[string]any{}
+	}
+	for k, v := range req.Metadata {
+		if v == nil {
+			delete(md, k)
+		} else {
+			md[k] = v
+		}
+	}
+	if th, err = s.store.SetMetadata(ctx, th.ID, md); err != nil {
+		return err
+	}
+	v, err := s.threadView(ctx, th)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+func (s *Server) deleteThread(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	th, err := s.thread(ctx, r.PathValue("thread_id"))
+	if err != nil {
+		return err
+	}
+	if s.runs.busy(th.ID) {
+		return conflict("thread %q has a run in progress; cancel it first", th.ID)
+	}
+	if err := s.store.DeleteThread(ctx, th.ID); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+type threadSearch struct {
+	Metadata  map[string]any  `json:"metadata"`
+	IDs       []string        `json:"ids"`
+	Values    map[string]any  `json:"values"`
+	Status    string          `json:"status"`
+	Limit     *int            `json:"limit"`
+	Offset    int             `json:"offset"`
+	SortBy    string          `json:"sort_by"`
+	SortOrder string          `json:"sort_order"`
+	Select    []string        `json:"select"`
+	Extract   json.RawMessage `json:"extract"`
+}
+
+func (q *threadSearch) check() error {
+	if err := unsupported(map[string]json.RawMessage{"extract": q.Extract}); err != nil {
+		return err
+	}
+	switch q.Status {
+	case "", "idle", "busy", "interrupted", "error":
+	default:
+		return unprocessable("$.status", "%q: want idle, busy, interrupted or error", q.Status)
+	}
+	switch q.SortBy {
+	case "", "thread_id", "status", "created_at", "updated_at", "state_updated_at":
+	default:
+		return unprocessable("$.sort_by", "%q: want thread_id, status, created_at, updated_at or state_updated_at", q.SortBy)
+	}
+	switch q.SortOrder {
+	case "", "asc", "desc":
+	default:
+		return unprocessable("$.sort_order", "%q: want asc or desc", q.SortOrder)
+	}
+	if q.Limit != nil && (*q.Limit < 0 || *q.Limit > 1000) {
+		return unprocessable("$.limit", "%d: want 0 to 1000", *q.Limit)
+	}
+	if q.Offset < 0 {
+		return unprocessable("$.offset", "%d: must not be negative", q.Offset)
+	}
+	for k, v := range q.Metadata {
+		switch v.(type) {
+		case string, float64, bool, nil:
+		default:
+			return unprocessable("$.metadata."+k, "metadata filters match scalar values (string, number, boolean, null)")
+		}
+	}
+	return nil
+}
+
+// searchThreads lists the tenant's threads matching the query, newest
+// first unless sort_by says otherwise.
+func (s *Server) searchThreads(w http.ResponseWriter, r *http.Request) error {
+	var q threadSearch
+	if err := decodeBody(r, &q); err != nil {
+		return err
+	}
+	if err := q.check(); err != nil {
+		return err
+	}
+	views, err := s.findThreads(r.Context(), q)
+	if err != nil {
+		return err
+	}
+	limit := 10
+	if q.Limit != nil {
+		limit = *q.Limit
+	}
+	total := len(views)
+	views = views[min(q.Offset, len(views)):]
+	views = views[:min(limit, len(views))]
+	if q.Offset+len(views) < total {
+		w.Header().Set("X-Pagination-Next", fmt.Sprint(q.Offset+len(views)))
+	}
+	w.Header().Set("X-Pagination-Total", fmt.Sprint(total))
+	writeJSON(w, http.StatusOK, selectFields(views, q.Select))
+	return nil
+}
+
+// findThreads returns every thread of the tenant that matches, sorted.
+func (s *Server) findThreads(ctx context.Context, q threadSearch) ([]apiThread, error) {
+	f := store.ThreadFilter{Tenant: tenantOf(ctx)}
+	for k, v := range q.Metadata {
+		if v != nil {
+			f.Metadata = setKey(f.Metadata, k, v)
+		}
+	}
+	var out []apiThread
+	for th, err := range s.store.Threads(ctx, f) {
+		if err != nil {
+			return nil, err
+		}
+		if th.Tenant != tenantOf(ctx) || (len(q.IDs) > 0 && !slices.Contains(q.IDs, th.ID)) || !nullsAbsent(th.Metadata, q.Metadata) {
+			continue
+		}
+		v, err := s.threadView(ctx, th)
+		if err != nil {
+			return nil, err
+		}
+		if (q.Status != "" && v.Status != q.Status) || !valuesMatch(v.Values, q.Values) {
+			continue
+		}
+		out = append(out, v)
+	}
+	sortThreads(out, q.SortBy, q.SortOrder)
+	return out, nil
+}
+
+func setKey(m map[string]any, k string, v any) map[string]any {
+	if m == nil {
+		m = map[string]any{}
+	}
+	m[k] = v
+	return m
+}
+
+// nullsAbsent: a null in a metadata filter matches a missing key.
+func nullsAbsent(md, filter map[string]any) bool {
+	for k, v := range filter {
+		if _, has := md[k]; v == nil && has && md[k] != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// valuesMatch: every top-level key of the filter equals the state's.
+func valuesMatch(values json.RawMessage, filter map[string]any) bool {
+	if len(filter) == 0 {
+		return true
+	}
+	var st map[string]any
+	if json.Unmarshal(values, &st) != nil {
+		return false
+	}
+	for k, v := range filter {
+		if !reflect.DeepEqual(st[k], v) {
+			return false
+		}
+	}
+	return true
+}
+
+func sortThreads(ts []apiThread, by, order string) {
+	key := func(t apiThread) string {
+		switch by {
+		case "thread_id":
+			return t.ThreadID
+		case "status":
+			return t.Status
+		case "updated_at", "state_updated_at":
+			return t.UpdatedAt
+		}
+		return t.CreatedAt
+	}
+	slices.SortStableFunc(ts, func(a, b apiThread) int {
+		c := strings.Compare(key(a), key(b))
+		if c == 0 {
+			c = strings.Compare(a.ThreadID, b.ThreadID)
+		}
+		if order == "asc" || (order == "" && by == "thread_id") {
+			return c
+		}
+		return -c
+	})
+}
+
+// selectFields keeps only the selected top-level fields of each item
+// (all when select is empty).
+func selectFields[T any](items []T, sel []string) any {
+	if len(sel) == 0 {
+		if items == nil {
+			return []T{}
+		}
+		return items
+	}
+	out := make([]map[string]json.RawMessage, 0, len(items))
+	for _, it := range items {
+		b, _ := json.Marshal(it) // API views always marshal
+		var m map[string]json.RawMessage
+		_ = json.Unmarshal(b, &m)
+		keep := map[string]json.RawMessage{}
+		for _, f := range sel {
+			if v, ok := m[f]; ok {
+				keep[f] = v
+			}
+		}
+		out = append(out, keep)
+	}
+	return out
+}
+
+type threadCount struct {
+	Metadata map[string]any `json:"metadata"`
+	Values   map[string]any `json:"values"`
+	Status   string         `json:"status"`
+}
+
+func (s *Server) countThreads(w http.ResponseWriter, r *http.Request) error {
+	var q threadCount
+	if err := decodeBody(r, &q); err != nil {
+		return err
+	}
+	ts := threadSearch{Metadata: q.Metadata, Values: q.Values, Status: q.Status}
+	if err := ts.check(); err != nil {
+		return err
+	}
+	views, err := s.findThreads(r.Context(), ts)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, len(views))
+	return nil
+}
+
+// copyThread copies a thread into a new one: the state of its head
+// becomes the first checkpoint of the copy (Store.Fork into the new
+// thread; for an interrupted or failed head, the state its unfinished step
+// read, with that step scheduled), with the same metadata. History and
+// the other namespaces stay with the source.
+func (s *Server) copyThread(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	th, err := s.thread(ctx, r.PathValue("thread_id"))
+	if err != nil {
+		return err
+	}
+	if err := decodeBody(r, &struct{}{}); err != nil {
+		return err
+	}
+	id := uuid.NewString()
+	if th.Head == 0 {
+		if _, err := s.store.CreateThread(ctx, store.Thread{ID: id, Tenant: th.Tenant, Metadata: th.Metadata}); err != nil {
+			return err
+		}
+	} else {
+		head, err := s.store.Load(ctx, store.LoadRequest{Thread: th.ID})
+		if err != nil {
+			return err
+		}
+		at := head.Seq
+		if head.Status == store.StatusFailed || head.Status == store.StatusInterrupted {
+			at = head.Meta.StepOf
+		}
+		if _, err := s.store.Fork(ctx, store.ForkRequest{Thread: th.ID, At: at, Into: id, Meta: store.Meta{Source: "copy"}}); err != nil {
+			return err
+		}
+	}
+	cp, err := s.thread(ctx, id)
+	if err != nil {
+		return err
+	}
+	v, err := s.threadView(ctx, cp)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}

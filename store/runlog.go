@@ -1,0 +1,139 @@
+package store
+
+import (
+	"context"
+	"fmt"
+)
+
+// RunRecord is one run as the HTTP server (package server) keeps it: the
+// fields it queries by, and the rest as JSON the store does not read.
+type RunRecord struct {
+	ID        string
+	Thread    string
+	Tenant    string
+	Status    string
+	CreatedAt int64 // Unix nanoseconds
+	UpdatedAt int64 // Unix nanoseconds
+	Data      []byte
+}
+
+// RunQuery selects runs, newest first (by CreatedAt, then ID).
+type RunQuery struct {
+	Tenant string
+	// Thread limits the runs to one thread; empty means every thread.
+	Thread string
+	// Status keeps only runs with one of these statuses.
+	Status []string
+	Limit  int // 0: all
+	Offset int
+}
+
+// EventRecord is one event of a run's log: Seq numbers them from 1.
+type EventRecord struct {
+	Seq  int64
+	Data []byte
+}
+
+// RunLog keeps runs and the log of events each run streamed, so that a
+// client that reconnects gets what it missed and a restarted server finds
+// the runs it was running. Deleting a thread deletes its runs and logs.
+type RunLog interface {
+	// PutRun inserts a run, or replaces the one with the same ID.
+	PutRun(ctx context.Context, r RunRecord) error
+	// Run returns a run; ErrNotFound.
+	Run(ctx context.Context, id string) (RunRecord, error)
+	// Runs lists runs, newest first.
+	Runs(ctx context.Context, q RunQuery) ([]RunRecord, error)
+	// DeleteRun deletes a run and its log; ErrNotFound.
+	DeleteRun(ctx context.Context, id string) error
+	// AppendEvents adds events to a run's log in one transaction;
+	// ErrConflict, writing nothing, when one of their seqs is taken.
+	AppendEvents(ctx context.Context, run string, evs []EventRecord) error
+	// Events returns the events of a run's log with seq > after, in order
+	// (limit 0: all).
+	Events(ctx context.Context, run string, after int64, limit int) ([]EventRecord, error)
+}
+
+// RunLogOf returns the run log of a store whose backend keeps one (every
+// built-in backend does); ErrInvalidArgument otherwise.
+func RunLogOf(s Store) (RunLog, error) {
+	if e, ok := s.(*Engine); ok {
+		if rl, ok := e.b.(RunLog); ok {
+			return checkedRunLog{rl: rl, e: e}, nil
+		}
+	}
+	if rl, ok := s.(RunLog); ok {
+		return rl, nil
+	}
+	return nil, fmt.Errorf("%w: this store keeps no run log", ErrInvalidArgument)
+}
+
+// checkedRunLog refuses calls on a closed store and bad ids before the
+// backend sees them.
+type checkedRunLog struct {
+	rl RunLog
+	e  *Engine
+}
+
+func (c checkedRunLog) check(id string) error {
+	if c.e.closed.Load() {
+		return ErrClosed
+	}
+	return ValidateThreadID(id)
+}
+
+func (c checkedRunLog) PutRun(ctx context.Context, r RunRecord) error {
+	if err := c.check(r.ID); err != nil {
+		return fmt.Errorf("run id: %w", err)
+	}
+	if err := c.check(r.Thread); err != nil {
+		return err
+	}
+	return c.rl.PutRun(ctx, r)
+}
+
+func (c checkedRunLog) Run(ctx context.Context, id string) (RunRecord, error) {
+	if err := c.check(id); err != nil {
+		return RunRecord{}, fmt.Errorf("run id: %w", err)
+	}
+	return c.rl.Run(ctx, id)
+}
+
+func (c checkedRunLog) Runs(ctx context.Context, q RunQuery) ([]RunRecord, error) {
+	if c.e.closed.Load() {
+		return nil, ErrClosed
+	}
+	if q.Limit < 0 || q.Offset < 0 {
+		return nil, fmt.Errorf("%w: limit and offset must not be negative", ErrInvalidArgument)
+	}
+	return c.rl.Runs(ctx, q)
+}
+
+func (c checkedRunLog) DeleteRun(ctx context.Context, id string) error {
+	if err := c.check(id); err != nil {
+		return fmt.Errorf("run id: %w", err)
+	}
+	return c.rl.DeleteRun(ctx, id)
+}
+
+func (c checkedRunLog) AppendEvents(ctx context.Context, run string, evs []EventRecord) error {
+	if err := c.check(run); err != nil {
+		return fmt.Errorf("run id: %w", err)
+	}
+	for _, ev := range evs {
+		if ev.Seq < 1 {
+			return fmt.Errorf("%w: event seq %d of run %q", ErrInvalidArgument, ev.Seq, run)
+		}
+	}
+	if len(evs) == 0 {
+		return nil
+	}
+	return c.rl.AppendEvents(ctx, run, evs)
+}
+
+func (c checkedRunLog) Events(ctx context.Context, run string, after int64, limit int) ([]EventRecord, error) {
+	if err := c.check(run); err != nil {
+		return nil, fmt.Errorf("run id: %w", err)
+	}
+	return c.rl.Events(ctx, run, after, limit)
+}
