@@ -110,6 +110,11 @@ type RunConfig struct {
 	// RunID names the run in its checkpoints and events (flow.RunOptions);
 	// empty: a random id.
 	RunID string
+	// Abandon lets a new run start on a thread whose last run did not
+	// finish (it is left in history as it stopped); without it Run
+	// refuses with ErrUnfinished. For a caller told to replace the run in
+	// progress (an HTTP client's multitask strategy interrupt).
+	Abandon bool
 	// InterruptBefore and InterruptAfter pause this run before or after
 	// these steps, besides the file's own interrupt_before (steps that an
 	// agent of the handoff chain does not have are ignored for it).
@@ -562,7 +567,7 @@ func Unfinished(head store.Checkpoint) bool {
 // the previous run's steps are removed and its final output cleared. A new
 // run never abandons an unfinished one at the root (ErrUnfinished).
 // It also returns the head it looked at, which the run must start from.
-func freshInput(ctx context.Context, s store.Store, thread, ns, agentID string, in Input) (state.Update, int64, error) {
+func freshInput(ctx context.Context, s store.Store, thread, ns, agentID string, in Input, abandon bool) (state.Update, int64, error) {
 	if in.Kind == "" {
 		in = TextInput("inline", "")
 	}
@@ -574,7 +579,7 @@ func freshInput(ctx context.Context, s store.Store, thread, ns, agentID string, 
 	if err != nil {
 		return nil, 0, err
 	}
-	if ns == "" && Unfinished(head) {
+	if ns == "" && Unfinished(head) && !abandon {
 		return nil, 0, fmt.Errorf("%w: thread %q checkpoint %d (%s)", ErrUnfinished, thread, head.Seq, head.Status)
 	}
 	var old map[string]json.RawMessage
@@ -645,7 +650,7 @@ func (p *prepared) run(ctx context.Context, cfg RunConfig, ns string, resume boo
 		res, err = invoke(len(cfg.Stream) > 0, func() (flow.Result, error) { return r.Resume(ctx, cfg.Thread, cfg.Answer, so.Run) },
 			func() iter.Seq2[flow.Event, error] { return r.StreamResume(ctx, cfg.Thread, cfg.Answer, so) })
 	} else {
-		in, seen, ferr := freshInput(ctx, cfg.Store, cfg.Thread, ns, a.Name, cfg.Input)
+		in, seen, ferr := freshInput(ctx, cfg.Store, cfg.Thread, ns, a.Name, cfg.Input, cfg.Abandon)
 		if ferr != nil {
 			return nil, ferr
 		}

@@ -75,6 +75,10 @@ type RunSpec struct {
 	Durability flow.Durability
 	// RecursionLimit overrides the graph's step limit when not 0.
 	RecursionLimit int
+	// Abandon: a new run replaces a thread's unfinished one (multitask
+	// strategy interrupt or rollback), which an agent file otherwise
+	// refuses.
+	Abandon bool
 }
 
 // Graph is a Go graph served as an assistant.
@@ -248,7 +252,7 @@ func (a *agentAssistant) Info() AssistantInfo {
 func (a *agentAssistant) runConfig(s store.Store, spec RunSpec) agentfile.RunConfig {
 	rc := agentfile.RunConfig{Store: s, Thread: spec.Thread, Getenv: a.cfg.Getenv, AllowedRoot: a.cfg.AllowedRoot, RunID: spec.RunID,
 		Observer: spec.Observer, Stream: spec.Stream.Modes, Answer: spec.Answer, Durability: spec.Durability,
-		InterruptBefore: spec.InterruptBefore, InterruptAfter: spec.InterruptAfter}
+		InterruptBefore: spec.InterruptBefore, InterruptAfter: spec.InterruptAfter, Abandon: spec.Abandon}
 	if a.cfg.Configure != nil {
 		a.cfg.Configure(&rc)
 	}

@@ -33,6 +33,7 @@ type eventLog struct {
 	mu        sync.Mutex
 	evs       []sseEvent
 	persisted int
+	closing   bool
 	done      bool
 	wake      chan struct{}
 	kick      chan struct{}
@@ -78,12 +79,17 @@ func (l *eventLog) since(after int64) ([]sseEvent, bool, <-chan struct{}) {
 	return out, l.done, l.wake
 }
 
-// finish marks the log complete and waits until it is all stored.
-func (l *eventLog) finish() {
+// close stops the log and waits until every event is stored; readers
+// see it complete only after release, once the run has let go of its
+// thread (so a client whose stream ends finds the thread free).
+func (l *eventLog) close() {
 	l.mu.Lock()
-	l.done = true
-	close(l.wake)
-	l.wake = make(chan struct{})
+	if l.closing {
+		l.mu.Unlock()
+		<-l.stopped
+		return
+	}
+	l.closing = true
 	l.mu.Unlock()
 	select {
 	case l.kick <- struct{}{}:
@@ -92,13 +98,25 @@ func (l *eventLog) finish() {
 	<-l.stopped
 }
 
+// release tells the log's readers it is complete.
+func (l *eventLog) release() {
+	l.close()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.done {
+		l.done = true
+		close(l.wake)
+		l.wake = make(chan struct{})
+	}
+}
+
 // persist writes new events to the store until the log is finished.
 func (l *eventLog) persist() {
 	defer close(l.stopped)
 	for range l.kick {
 		time.Sleep(persistDelay)
 		l.mu.Lock()
-		batch, done := l.evs[l.persisted:], l.done
+		batch, done := l.evs[l.persisted:], l.closing
 		l.mu.Unlock()
 		if len(batch) > 0 {
 			recs := make([]store.EventRecord, len(batch))

@@ -92,7 +92,7 @@ func (m *runManager) submit(ctx context.Context, lr *liveRun, strategy string) e
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		lr.log.finish()
+		lr.log.release()
 		return &apiError{Status: 503, Msg: "the server is shutting down"}
 	}
 	tr := m.threads[lr.rec.Thread]
@@ -103,7 +103,7 @@ func (m *runManager) submit(ctx context.Context, lr *liveRun, strategy string) e
 	if tr.active != nil {
 		switch strategy {
 		case "reject":
-			lr.log.finish()
+			lr.log.release()
 			return conflict("thread %q is busy with run %s (multitask_strategy reject); wait for it, or ask for enqueue, interrupt or rollback", lr.rec.Thread, tr.active.rec.ID)
 		case "interrupt", "rollback":
 			for _, other := range append([]*liveRun{tr.active}, tr.waiting...) {
@@ -112,7 +112,7 @@ func (m *runManager) submit(ctx context.Context, lr *liveRun, strategy string) e
 		}
 	}
 	if err := m.put(ctx, lr); err != nil {
-		lr.log.finish()
+		lr.log.release()
 		return err
 	}
 	m.live[lr.rec.ID] = lr
@@ -157,11 +157,11 @@ func (m *runManager) execute(lr *liveRun) {
 	lr.log.append("metadata", raw(map[string]any{"run_id": lr.rec.ID, "thread_id": lr.rec.Thread, "attempt": lr.data.Attempt}))
 	res, err := m.run(ctx, lr)
 	if errors.Is(context.Cause(ctx), errShutdown) {
-		lr.log.finish()
+		lr.log.close()
 		return // still running in the store: the next Start resumes it
 	}
 	m.conclude(ctx, lr, res, err)
-	lr.log.finish()
+	lr.log.close() // every event stored before the record says the run ended
 	if err := m.put(ctx, lr); err != nil {
 		m.s.log.Warn("recording a run failed", "run", lr.rec.ID, "err", err)
 	}
@@ -266,28 +266,33 @@ func (m *runManager) finished(lr *liveRun) {
 			m.s.log.Warn("rolling back a run failed", "run", lr.rec.ID, "err", err)
 		}
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.live, lr.rec.ID)
-	close(lr.done)
-	tr := m.threads[lr.rec.Thread]
-	if tr == nil || tr.active != lr {
-		return
-	}
-	tr.active = nil
-	for len(tr.waiting) > 0 && !m.closed {
-		next := tr.waiting[0]
-		tr.waiting = tr.waiting[1:]
-		tr.active = next
-		m.start(next)
-		return
-	}
-	delete(m.threads, lr.rec.Thread)
-	if lr.data.Temporary && !m.closed {
+	if m.handOver(lr) && lr.data.Temporary {
 		if err := m.s.store.DeleteThread(ctx, lr.rec.Thread); err != nil && !errors.Is(err, store.ErrNotFound) {
 			m.s.log.Warn("deleting a stateless run's thread failed", "thread", lr.rec.Thread, "err", err)
 		}
 	}
+	lr.log.release()
+	close(lr.done)
+}
+
+// handOver lets go of lr's thread: its next waiting run starts. It
+// reports whether the thread is left with no run.
+func (m *runManager) handOver(lr *liveRun) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.live, lr.rec.ID)
+	tr := m.threads[lr.rec.Thread]
+	if tr == nil || tr.active != lr {
+		return false
+	}
+	tr.active = nil
+	if len(tr.waiting) > 0 && !m.closed {
+		tr.active, tr.waiting = tr.waiting[0], tr.waiting[1:]
+		m.start(tr.active)
+		return false
+	}
+	delete(m.threads, lr.rec.Thread)
+	return !m.closed
 }
 
 // rollback deletes a run and returns its thread to the state it had
@@ -333,7 +338,7 @@ func (m *runManager) cancel(ctx context.Context, lr *liveRun, action string) err
 	}
 	lr.rec.Status, lr.data.CancelReason = statusInterrupted, action
 	lr.final = m.finalValues(ctx, lr)
-	lr.log.finish()
+	lr.log.release()
 	close(lr.done)
 	if action == "rollback" {
 		return m.s.runlog.DeleteRun(context.WithoutCancel(ctx), lr.rec.ID)

@@ -264,6 +264,9 @@ func (s *Server) createRun(ctx context.Context, threadID string, q runRequest) (
 	if err := s.adoptThread(ctx, &th, a); err != nil {
 		return nil, err
 	}
+	if err := s.checkFresh(ctx, th, a, k, d.MultitaskStrategy); err != nil {
+		return nil, err
+	}
 	d.FromSeq = th.Head
 	now := s.cfg.Now().UnixNano()
 	rec := store.RunRecord{ID: uuid.NewString(), Thread: th.ID, Tenant: tenant, Status: statusPending, CreatedAt: now, UpdatedAt: now}
@@ -275,6 +278,22 @@ func (s *Server) createRun(ctx context.Context, threadID string, q runRequest) (
 		return nil, err
 	}
 	return lr, nil
+}
+
+// checkFresh refuses a new run of an agent or pipeline file on a thread
+// whose last run has not finished (interrupted, failed, or stopped with
+// steps left), unless the client asked to replace it: the thread is
+// resumed with a command, or the strategy is interrupt or rollback.
+func (s *Server) checkFresh(ctx context.Context, th store.Thread, a Assistant, k runKwargs, strategy string) error {
+	if a.Info().Kind != "agent" || isNull(k.Input) || k.CheckpointID != "" || strategy == "interrupt" || strategy == "rollback" || th.Head == 0 || s.runs.busy(th.ID) {
+		return nil
+	}
+	head, err := s.store.Load(ctx, store.LoadRequest{Thread: th.ID})
+	if err != nil || !agentfile.Unfinished(head) {
+		return err
+	}
+	return conflict("thread %q has an unfinished run (checkpoint %s, %s): resume it with a command (or no input), or start over with multitask_strategy interrupt",
+		th.ID, checkpointID(head.Seq), strings.ToLower(head.Status.String()))
 }
 
 // threadMetadata is the metadata a thread of assistant a carries, so that
@@ -327,6 +346,7 @@ func (m *runManager) spec(ctx context.Context, lr *liveRun) (RunSpec, error) {
 	if k.Config != nil {
 		spec.RecursionLimit = k.Config.RecursionLimit
 	}
+	spec.Abandon = lr.data.MultitaskStrategy == "interrupt" || lr.data.MultitaskStrategy == "rollback"
 	if lr.started {
 		spec.Resume = true
 	} else if k.CheckpointID != "" {
