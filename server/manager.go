@@ -34,8 +34,10 @@ type threadRuns struct {
 	waiting []*liveRun
 }
 
-// liveRun is a run this server is running or will run.
+// liveRun is a run this server is running or will run. Its executor
+// changes rec and data under mu; others read them with record.
 type liveRun struct {
+	mu   sync.Mutex
 	rec  store.RunRecord
 	data runData
 	a    Assistant
@@ -58,6 +60,20 @@ func (c *cancelCause) Error() string { return "run cancelled (" + c.action + ")"
 // errShutdown ends runs when the server stops; they stay running in the
 // store for the next server to pick up.
 var errShutdown = errors.New("server: shutting down")
+
+// record is a copy of the run's record, for readers besides its executor.
+func (lr *liveRun) record() store.RunRecord {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	return lr.rec
+}
+
+// set changes the run's status and data.
+func (lr *liveRun) set(fn func(*store.RunRecord, *runData)) {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	fn(&lr.rec, &lr.data)
+}
 
 func newRunManager(s *Server) *runManager {
 	base, stop := context.WithCancelCause(context.Background())
@@ -127,13 +143,17 @@ func (m *runManager) submit(ctx context.Context, lr *liveRun, strategy string) e
 
 // put writes a run's record.
 func (m *runManager) put(ctx context.Context, lr *liveRun) error {
+	lr.mu.Lock()
 	b, err := json.Marshal(lr.data)
 	if err != nil {
+		lr.mu.Unlock()
 		return err
 	}
 	lr.rec.Data = b
 	lr.rec.UpdatedAt = m.s.cfg.Now().UnixNano()
-	return m.s.runlog.PutRun(context.WithoutCancel(ctx), lr.rec)
+	rec := lr.rec
+	lr.mu.Unlock()
+	return m.s.runlog.PutRun(context.WithoutCancel(ctx), rec)
 }
 
 func (m *runManager) start(lr *liveRun) {
@@ -149,7 +169,7 @@ func (m *runManager) start(lr *liveRun) {
 func (m *runManager) execute(lr *liveRun) {
 	ctx := lr.ctx
 	if err := ctx.Err(); err == nil {
-		lr.rec.Status = statusRunning
+		lr.set(func(r *store.RunRecord, _ *runData) { r.Status = statusRunning })
 		if err := m.put(ctx, lr); err != nil {
 			m.s.log.Warn("recording a run failed", "run", lr.rec.ID, "err", err)
 		}
@@ -198,24 +218,24 @@ func (m *runManager) run(ctx context.Context, lr *liveRun) (flow.Result, error) 
 // conclude sets the run's status and final outcome and writes its last
 // events: an interrupt, or the error.
 func (m *runManager) conclude(ctx context.Context, lr *liveRun, res flow.Result, err error) {
-	lr.data.StopReason = string(res.StopReason)
 	var cc *cancelCause
+	status, reason, errText, errKind := statusSuccess, "", "", ""
 	switch {
 	case errors.As(context.Cause(ctx), &cc):
-		lr.rec.Status = statusInterrupted
-		lr.data.CancelReason = cc.action
+		status, reason = statusInterrupted, cc.action
 	case err != nil:
-		lr.rec.Status = statusError
 		err = m.s.redact.Error(err)
-		lr.data.Error, lr.data.ErrorType = err.Error(), errorType(err)
-		lr.log.append("error", raw(map[string]string{"error": lr.data.ErrorType, "message": lr.data.Error}))
+		status, errText, errKind = statusError, err.Error(), errorType(err)
+		lr.log.append("error", raw(map[string]string{"error": errKind, "message": errText}))
 	case res.StopReason == state.StopInterrupt:
-		lr.rec.Status = statusInterrupted
-	default:
-		lr.rec.Status = statusSuccess
+		status = statusInterrupted
 	}
+	lr.set(func(r *store.RunRecord, d *runData) {
+		r.Status = status
+		d.StopReason, d.CancelReason, d.Error, d.ErrorType = string(res.StopReason), reason, errText, errKind
+	})
 	lr.final = m.finalValues(context.WithoutCancel(ctx), lr)
-	if lr.rec.Status == statusInterrupted && lr.data.CancelReason == "" && slices.Contains(lr.data.Kwargs.StreamMode, "values") {
+	if status == statusInterrupted && reason == "" && slices.Contains(lr.data.Kwargs.StreamMode, "values") {
 		lr.log.append("values", lr.final)
 	}
 }
@@ -336,7 +356,7 @@ func (m *runManager) cancel(ctx context.Context, lr *liveRun, action string) err
 	if !waiting {
 		return nil
 	}
-	lr.rec.Status, lr.data.CancelReason = statusInterrupted, action
+	lr.set(func(r *store.RunRecord, d *runData) { r.Status, d.CancelReason = statusInterrupted, action })
 	lr.final = m.finalValues(ctx, lr)
 	lr.log.release()
 	close(lr.done)

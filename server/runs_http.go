@@ -25,11 +25,12 @@ func (s *Server) postRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v, _, err := apiRunOf(lr.rec)
+	rec := lr.record()
+	v, _, err := apiRunOf(rec)
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Content-Location", runPath(lr.rec.Thread, lr.rec.ID))
+	w.Header().Set("Content-Location", runPath(rec.Thread, rec.ID))
 	writeJSON(w, http.StatusOK, v)
 	return nil
 }
@@ -46,7 +47,7 @@ func (s *Server) postRunStream(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.streamRun(w, r, lr.rec, 0, nil, lr.data.Kwargs.OnDisconnect == "cancel")
+	return s.streamRun(w, r, lr.record(), 0, nil, lr.data.Kwargs.OnDisconnect == "cancel")
 }
 
 // postRunWait creates a run and answers with its outcome when it ends;
@@ -61,7 +62,7 @@ func (s *Server) postRunWait(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.waitRun(w, r, lr.rec, lr.data.Kwargs.OnDisconnect == "cancel")
+	return s.waitRun(w, r, lr.record(), lr.data.Kwargs.OnDisconnect == "cancel")
 }
 
 // runOf returns a run of the tenant on the thread; another tenant's, or
@@ -73,8 +74,10 @@ func (s *Server) runOf(ctx context.Context, thread, id string) (store.RunRecord,
 	if err := store.ValidateThreadID(id); err != nil {
 		return store.RunRecord{}, notFound("run %q not found", id)
 	}
-	if lr := s.runs.get(id); lr != nil && lr.rec.Thread == thread && lr.rec.Tenant == tenantOf(ctx) {
-		return lr.rec, nil
+	if lr := s.runs.get(id); lr != nil {
+		if rec := lr.record(); rec.Thread == thread && rec.Tenant == tenantOf(ctx) {
+			return rec, nil
+		}
 	}
 	rec, err := s.runlog.Run(ctx, id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && (rec.Thread != thread || rec.Tenant != tenantOf(ctx))) {
@@ -136,7 +139,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
 	out := make([]apiRun, 0, len(recs))
 	for _, rec := range recs {
 		if lr := s.runs.get(rec.ID); lr != nil {
-			rec.Status = lr.rec.Status
+			rec.Status = lr.record().Status
 		}
 		v, _, err := apiRunOf(rec)
 		if err != nil {

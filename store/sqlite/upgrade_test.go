@@ -90,7 +90,7 @@ func TestUpgradeFormat1(t *testing.T) {
 	s := openAt(t, path)
 	checkHeads(t, s, want)
 	s.Close()
-	if v := userVersion(t, path); v != 2 {
+	if v := userVersion(t, path); v != 3 {
 		t.Fatalf("format after a read-write open: %d", v)
 	}
 	s, err = sqlite.OpenStore(path, sqlite.Options{NoMigrate: true}, store.Options{})
@@ -136,7 +136,7 @@ func TestUnversionedTables(t *testing.T) {
 	s := openAt(t, path)
 	defer s.Close()
 	checkHeads(t, s, want)
-	if v := userVersion(t, path); v != 2 {
+	if v := userVersion(t, path); v != 3 {
 		t.Fatalf("format %d after opening", v)
 	}
 }

@@ -58,6 +58,8 @@ func Run(t *testing.T, h Harness) {
 		{"Migrations", testMigrations},
 		{"Corruption", testCorruption},
 		{"Closed", testClosed},
+		{"RunLog", testRunLog},
+		{"SetMetadata", testSetMetadata},
 	}
 	// Every case runs with the snapshot cache and without it: the cache
 	// must never change an answer (except to hide damage from a process
