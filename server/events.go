@@ -37,6 +37,7 @@ type eventLog struct {
 	done      bool
 	wake      chan struct{}
 	kick      chan struct{}
+	closeNow  chan struct{} // closed by close: store what is left at once
 	stopped   chan struct{}
 }
 
@@ -46,7 +47,7 @@ const persistDelay = 20 * time.Millisecond
 // newEventLog starts the log of a run whose earlier events (from a
 // previous server) are prior.
 func newEventLog(run string, rl store.RunLog, log *slog.Logger, prior []sseEvent) *eventLog {
-	l := &eventLog{run: run, rl: rl, log: log, evs: prior, persisted: len(prior), wake: make(chan struct{}), kick: make(chan struct{}, 1), stopped: make(chan struct{})}
+	l := &eventLog{run: run, rl: rl, log: log, evs: prior, persisted: len(prior), wake: make(chan struct{}), kick: make(chan struct{}, 1), closeNow: make(chan struct{}), stopped: make(chan struct{})}
 	go l.persist()
 	return l
 }
@@ -90,6 +91,7 @@ func (l *eventLog) close() {
 		return
 	}
 	l.closing = true
+	close(l.closeNow)
 	l.mu.Unlock()
 	select {
 	case l.kick <- struct{}{}:
@@ -114,7 +116,10 @@ func (l *eventLog) release() {
 func (l *eventLog) persist() {
 	defer close(l.stopped)
 	for range l.kick {
-		time.Sleep(persistDelay)
+		select {
+		case <-time.After(persistDelay):
+		case <-l.closeNow:
+		}
 		l.mu.Lock()
 		batch, done := l.evs[l.persisted:], l.closing
 		l.mu.Unlock()

@@ -98,6 +98,8 @@ func New(cfg Config) (*Server, error) {
 	for _, rt := range s.routes() {
 		s.mux.Handle(rt.method+" "+rt.path, s.wrap(rt))
 	}
+	s.mux.Handle("GET /ui/", uiHandler())
+	s.mux.Handle("GET /ui", uiHandler())
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, notFound("no route %s %s", r.Method, r.URL.Path))
 	})

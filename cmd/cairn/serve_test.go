@@ -202,3 +202,34 @@ func TestServeRestartPicksUpRuns(t *testing.T) {
 		t.Errorf("the last step's update is missing:\n%s", body)
 	}
 }
+
+// TestUI drives the web UI in a real Chromium (Debian's chromium, through
+// playwright-core from server/uitest's committed lockfile) against a real
+// cairn serve on SQLite.
+func TestUI(t *testing.T) {
+	node, npm := needTool(t, "node"), needTool(t, "npm")
+	chromium := os.Getenv("CAIRN_CHROMIUM")
+	if chromium == "" {
+		chromium = needTool(t, "chromium")
+	}
+	dir, err := filepath.Abs(filepath.Join("..", "..", "server", "uitest"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "playwright-core", "package.json")); err != nil {
+		install := exec.Command(npm, "ci", "--no-audit", "--no-fund")
+		install.Dir = dir
+		if out, err := install.CombinedOutput(); err != nil {
+			t.Fatalf("npm ci: %v\n%s", err, out)
+		}
+	}
+	p := startServe(t, "--assistants", filepath.Join("..", "..", "examples", "serve"), "--store", "sqlite://"+filepath.Join(t.TempDir(), "ui.db"))
+	cmd := exec.Command(node, "--test", "--test-concurrency=1", "ui.test.mjs")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CAIRN_URL="+p.url, "CAIRN_CHROMIUM="+chromium, "CAIRN_SCREENSHOTS="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the UI suite failed: %v\n%s", err, out)
+	}
+	t.Logf("%s", lastLines(string(out), 8))
+}
