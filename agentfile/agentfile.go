@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	yaml "go.yaml.in/yaml/v3"
 
@@ -65,6 +66,34 @@ type ChainStep struct {
 	line          int
 }
 
+// ApprovalSpec bounds the wait at an interrupt_before pause.
+type ApprovalSpec struct {
+	// Timeout is a Go duration ("30m", "2h").
+	Timeout string `yaml:"timeout"`
+	// Fallback answers a pause nobody answered in time: reject (the
+	// default) or approve.
+	Fallback string `yaml:"fallback"`
+}
+
+// Deadline returns the parsed timeout (0: none) and the fallback action.
+func (s ApprovalSpec) Deadline() (time.Duration, string, error) {
+	fb := s.Fallback
+	if fb == "" {
+		fb = "reject"
+	}
+	if fb != "reject" && fb != "approve" {
+		return 0, "", fmt.Errorf("approval.fallback %q: want reject or approve", s.Fallback)
+	}
+	if s.Timeout == "" {
+		return 0, fb, nil
+	}
+	d, err := time.ParseDuration(s.Timeout)
+	if err != nil || d <= 0 {
+		return 0, "", fmt.Errorf("approval.timeout %q: want a positive duration such as 30m or 2h", s.Timeout)
+	}
+	return d, fb, nil
+}
+
 // OutputSpec says where the final output goes.
 type OutputSpec struct {
 	Format string `yaml:"format"` // json or markdown
@@ -107,8 +136,11 @@ type File struct {
 	SafeDir     string                `yaml:"safe_dir"`
 	// InterruptBefore pauses a run before these chain steps (by id), for
 	// a person to look before the step runs; resuming goes on.
-	InterruptBefore []string    `yaml:"interrupt_before"`
-	Secrets         SecretsSpec `yaml:"secrets"`
+	InterruptBefore []string `yaml:"interrupt_before"`
+	// Approval says how long a pause waits for a person (a server answers
+	// it with Fallback after Timeout); empty: it waits for ever.
+	Approval ApprovalSpec `yaml:"approval"`
+	Secrets  SecretsSpec  `yaml:"secrets"`
 
 	// From the body.
 	Instructions string
@@ -322,6 +354,12 @@ func (a *File) check(bodyLine int) error {
 		if !seen[id] && (len(a.Chain) > 0 || id != "instructions") {
 			return &FileError{File: a.Path, Msg: fmt.Sprintf("interrupt_before: %q is not a chain step", id)}
 		}
+	}
+	if _, _, err := a.Approval.Deadline(); err != nil {
+		return &FileError{File: a.Path, Msg: err.Error()}
+	}
+	if a.Approval.Timeout != "" && len(a.InterruptBefore) == 0 {
+		return &FileError{File: a.Path, Msg: "approval.timeout needs interrupt_before: steps to pause before"}
 	}
 	if len(a.Chain) == 0 && a.Instructions == "" {
 		return &FileError{File: a.Path, Line: bodyLine, Msg: "an agent without a chain needs a \"## Instructions\" section"}

@@ -29,6 +29,9 @@ type run struct {
 	pending    map[string]json.RawMessage // task key → update kept from a failed attempt
 	resume     json.RawMessage
 	resumeNode string
+	// approval: the answer a resume was given, recorded with its next
+	// commit (the audit trail).
+	approval *Approval
 	skipBefore bool
 	idWritten  bool
 	limit      int // steps per run; 0: none
@@ -100,6 +103,13 @@ func (r *Runner) meta(run *run, m store.Meta) store.Meta {
 	if !run.idWritten || m.StopReason != "" {
 		m.RunID = run.id
 		run.idWritten = true
+	}
+	if run.approval != nil {
+		if m.Extra == nil {
+			m.Extra = map[string]any{}
+		}
+		m.Extra[ApprovalKey] = *run.approval
+		run.approval = nil
 	}
 	if m.Tasks == nil && m.Next == nil {
 		setTasks(&m, run.tasks)

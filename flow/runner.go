@@ -261,6 +261,11 @@ func (r *Runner) Resume(ctx context.Context, thread string, value any, ro ...Run
 	}
 	if head.Status == store.StatusInterrupted {
 		run.skipBefore = true
+		if a, ok := approvalOf(value); ok {
+			if done, res, err := r.approve(ctx, run, head, a); done {
+				return res, err
+			}
+		}
 		if value != nil {
 			b, err := json.Marshal(value)
 			if err != nil {

@@ -51,6 +51,11 @@ type AssistantInfo struct {
 	Edges []flow.Edge
 	// StateFields are the state's fields (for the schemas endpoint).
 	StateFields []string
+	// ApprovalTimeout, when set, bounds the wait at a pause: the server
+	// answers a pause nobody answered in time with ApprovalFallback
+	// ("reject" or "approve").
+	ApprovalTimeout  time.Duration
+	ApprovalFallback string
 }
 
 // RunSpec is one run of an assistant.
@@ -244,9 +249,11 @@ type agentAssistant struct {
 }
 
 func (a *agentAssistant) Info() AssistantInfo {
+	timeout, fallback, _ := a.f.Approval.Deadline() // checked when the file loaded
 	return AssistantInfo{ID: a.f.Name, Name: a.f.Name, Description: a.f.Description, Kind: "agent", File: a.f.Path, CreatedAt: a.created,
 		Nodes: a.nodes, Edges: a.edges, StateFields: []string{"agent_id", "input", "steps", "final_output"},
-		Metadata: map[string]any{"kind": "agent", "file": filepath.Base(a.f.Path)}}
+		Metadata:        map[string]any{"kind": "agent", "file": filepath.Base(a.f.Path)},
+		ApprovalTimeout: timeout, ApprovalFallback: fallback}
 }
 
 func (a *agentAssistant) runConfig(s store.Store, spec RunSpec) agentfile.RunConfig {

@@ -291,6 +291,11 @@ func (m *runManager) finished(lr *liveRun) {
 			m.s.log.Warn("deleting a stateless run's thread failed", "thread", lr.rec.Thread, "err", err)
 		}
 	}
+	if lr.record().Status == statusInterrupted && m.s.bounded() {
+		if th, err := m.s.store.Thread(ctx, lr.rec.Thread); err == nil {
+			m.s.expiries.watch(ctx, th)
+		}
+	}
 	lr.log.release()
 	close(lr.done)
 }

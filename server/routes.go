@@ -13,9 +13,9 @@ import (
 // from it.
 func (s *Server) routes() []route {
 	return []route{
-		{method: "GET", path: "/ok", summary: "Health check", handler: s.ok},
-		{method: "GET", path: "/info", summary: "Server information", handler: s.info},
-		{method: "GET", path: "/openapi.json", summary: "This API's OpenAPI document", handler: s.openapi},
+		{method: "GET", path: "/ok", summary: "Health check", open: true, handler: s.ok},
+		{method: "GET", path: "/info", summary: "Server information", open: true, handler: s.info},
+		{method: "GET", path: "/openapi.json", summary: "This API's OpenAPI document", open: true, handler: s.openapi},
 
 		{method: "POST", path: "/assistants/search", summary: "Search assistants", handler: s.searchAssistants},
 		{method: "POST", path: "/assistants/count", summary: "Count assistants", handler: s.countAssistants},
@@ -47,6 +47,10 @@ func (s *Server) routes() []route {
 		{method: "POST", path: "/threads/{thread_id}/runs/{run_id}/cancel", summary: "Cancel a run", long: true, handler: s.cancelRun},
 		{method: "GET", path: "/threads/{thread_id}/runs/{run_id}/join", summary: "Wait for a run's outcome", long: true, handler: s.joinRun},
 		{method: "GET", path: "/threads/{thread_id}/runs/{run_id}/stream", summary: "Join a run's stream (Last-Event-ID resumes)", long: true, handler: s.joinStream},
+
+		{method: "GET", path: "/interrupts", summary: "Pending interrupts across threads (status, assistant_id, metadata filters)", handler: s.listInterrupts},
+		{method: "GET", path: "/threads/{thread_id}/interrupts", summary: "A thread's pending interrupt", handler: s.threadInterrupts},
+		{method: "POST", path: "/threads/{thread_id}/interrupts/{interrupt_id}/answer", summary: "Approve, edit or reject a pending interrupt", handler: s.answerInterrupt},
 
 		{method: "POST", path: "/runs", summary: "Create a stateless background run", handler: s.postRun},
 		{method: "POST", path: "/runs/stream", summary: "Create a stateless run and stream it", long: true, handler: s.postRunStream},

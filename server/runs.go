@@ -58,6 +58,8 @@ type runKwargs struct {
 	OnDisconnect    string          `json:"on_disconnect"`
 	OnCompletion    string          `json:"on_completion,omitempty"`
 	Durability      string          `json:"durability,omitempty"`
+	// Approval answers the thread's pause (POST …/interrupts/{id}/answer).
+	Approval *flow.Approval `json:"approval,omitempty"`
 }
 
 type command struct {
@@ -100,6 +102,8 @@ type runRequest struct {
 	Durability        string            `json:"durability"`
 	StrictResume      *bool             `json:"strict_resume"`
 	LangsmithTracer   json.RawMessage   `json:"langsmith_tracer"`
+	// approval: set by the answer endpoint, never by a client's body.
+	approval *flow.Approval
 }
 
 // oneOf checks an enumerated field.
@@ -145,7 +149,7 @@ func (q *runRequest) check(s *Server) (Assistant, runKwargs, error) {
 		}
 	}
 	k = runKwargs{Input: q.Input, Command: q.Command, Config: q.Config, StreamMode: modes, StreamSubgraphs: q.StreamSubgraphs,
-		OnDisconnect: cmpOr(q.OnDisconnect, "continue"), OnCompletion: q.OnCompletion, Durability: q.Durability}
+		OnDisconnect: cmpOr(q.OnDisconnect, "continue"), OnCompletion: q.OnCompletion, Durability: q.Durability, Approval: q.approval}
 	if q.CheckpointDuring != nil && !*q.CheckpointDuring && k.Durability == "" {
 		k.Durability = "exit"
 	}
@@ -245,6 +249,11 @@ func (s *Server) createRun(ctx context.Context, threadID string, q runRequest) (
 	tenant := tenantOf(ctx)
 	d := runData{AssistantID: a.Info().ID, Metadata: q.Metadata, MultitaskStrategy: cmpOr(q.MultitaskStrategy, "reject"), Kwargs: k, Attempt: 1}
 	d.Kwargs.Input = s.redact.JSON(d.Kwargs.Input)
+	if ap := d.Kwargs.Approval; ap != nil {
+		red := *ap
+		red.Value, red.Reason = s.redact.JSON(ap.Value), s.redact.String(ap.Reason)
+		d.Kwargs.Approval = &red
+	}
 	if d.Kwargs.Command != nil {
 		d.Kwargs.Command.Resume = s.redact.JSON(d.Kwargs.Command.Resume)
 	}
@@ -358,6 +367,9 @@ func (m *runManager) spec(ctx context.Context, lr *liveRun) (RunSpec, error) {
 	} else if isNull(k.Input) {
 		head, err := m.s.store.Load(ctx, store.LoadRequest{Thread: lr.rec.Thread})
 		spec.Resume = err == nil && agentfile.Unfinished(head)
+	}
+	if k.Approval != nil {
+		spec.Resume, spec.Answer = true, *k.Approval
 	}
 	if c := k.Command; c != nil {
 		spec.Resume = true

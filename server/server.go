@@ -36,6 +36,17 @@ type Config struct {
 	Heartbeat time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Keys, when set, authenticate every request but /ok, /info,
+	// /openapi.json and the UI's files by API key (x-api-key or
+	// Authorization: Bearer); each key's tenant scopes what the request
+	// sees. Nil: no authentication, one tenant ("").
+	Keys store.KeyStore
+	// RateLimit caps the requests a second of each API key (bursts of
+	// twice that); 0: no limit.
+	RateLimit float64
+	// ExpiryCheck is how often expired pauses are looked for (default
+	// 1 s), when an assistant bounds the wait (AssistantInfo).
+	ExpiryCheck time.Duration
 }
 
 // Server serves the LangGraph Platform API over a Cairn store. It is an
@@ -51,6 +62,8 @@ type Server struct {
 	redact     *redact.Redactor
 	mux        *http.ServeMux
 	runs       *runManager
+	expiries   *expiries
+	limits     *limiters
 	started    time.Time
 }
 
@@ -69,6 +82,7 @@ func New(cfg Config) (*Server, error) {
 	cfg.MaxBodyBytes = cmpOr(cfg.MaxBodyBytes, 1<<20)
 	cfg.RequestTimeout = cmpOr(cfg.RequestTimeout, 30*time.Second)
 	cfg.Heartbeat = cmpOr(cfg.Heartbeat, 5*time.Second)
+	cfg.ExpiryCheck = cmpOr(cfg.ExpiryCheck, time.Second)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -94,6 +108,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	slices.Sort(s.order)
 	s.runs = newRunManager(s)
+	s.limits = newLimiters(cfg.RateLimit)
+	s.expiries = &expiries{s: s, due: map[string]expiry{}}
 	s.mux = http.NewServeMux()
 	for _, rt := range s.routes() {
 		s.mux.Handle(rt.method+" "+rt.path, s.wrap(rt))
@@ -118,7 +134,23 @@ func cmpOr[T comparable](v, def T) T {
 // this store: a run that had begun resumes from its last checkpoint, one
 // that had not starts. Their event logs go on from where they were.
 func (s *Server) Start(ctx context.Context) error {
-	return s.runs.recover(ctx)
+	if err := s.runs.recover(ctx); err != nil {
+		return err
+	}
+	if s.bounded() {
+		return s.expiries.start(ctx, s.cfg.ExpiryCheck)
+	}
+	return nil
+}
+
+// bounded reports whether an assistant bounds the wait at its pauses.
+func (s *Server) bounded() bool {
+	for _, a := range s.assistants {
+		if a.Info().ApprovalTimeout > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Close cancels the runs in flight and waits for them to stop (they stay
@@ -137,7 +169,9 @@ type route struct {
 	method, path, summary string
 	// long: a stream, a wait or a join, which the request timeout does
 	// not bound.
-	long    bool
+	long bool
+	// open: answered without an API key.
+	open    bool
 	handler func(w http.ResponseWriter, r *http.Request) error
 }
 
@@ -146,13 +180,20 @@ type route struct {
 func (s *Server) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+		tenant, who := "", ""
+		if !rt.open {
+			var ok bool
+			if tenant, who, ok = s.admit(w, r); !ok {
+				return
+			}
+		}
 		ctx := r.Context()
 		if !rt.long {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, s.cfg.RequestTimeout)
 			defer cancel()
 		}
-		ctx = withTenant(ctx, "")
+		ctx = withCaller(withTenant(ctx, tenant), who)
 		if err := rt.handler(w, r.WithContext(ctx)); err != nil {
 			s.writeError(w, r, err)
 		}

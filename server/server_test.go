@@ -65,6 +65,20 @@ type testServer struct {
 	url string
 }
 
+// newHTTP serves srv on a test listener (started, closed at cleanup).
+func newHTTP(t *testing.T, srv *server.Server) string {
+	t.Helper()
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		hs.Close()
+		_ = srv.Close(context.Background())
+	})
+	return hs.URL
+}
+
 func newServer(t *testing.T, s store.Store, as ...server.Assistant) *testServer {
 	t.Helper()
 	srv, err := server.New(server.Config{Store: s, Assistants: as, Heartbeat: 50 * time.Millisecond})

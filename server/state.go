@@ -115,6 +115,8 @@ func checkpointMetadata(cp store.Checkpoint) map[string]any {
 	add("score", m.Score, m.Score != nil)
 	add("usage", m.Usage, m.Usage != nil)
 	add("forked_from", m.ForkedFrom, m.ForkedFrom != nil)
+	approval, ok := m.Extra[flow.ApprovalKey]
+	add("approval", approval, ok)
 	md := map[string]any{"source": src, "step": cp.Seq - 2, "parents": map[string]any{}, "writes": nil, "thread_id": cp.Thread, "cairn": cairn}
 	if m.RunID != "" {
 		md["run_id"] = m.RunID

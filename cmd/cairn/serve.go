@@ -16,12 +16,14 @@ import (
 	"github.com/cairn-dev/cairn/agentfile"
 	"github.com/cairn-dev/cairn/pipeline"
 	"github.com/cairn-dev/cairn/server"
+	"github.com/cairn-dev/cairn/store"
 )
 
 type serveFlags struct {
 	addr, assistants, auth, safeDir string
 	maxBody                         int64
 	timeout                         time.Duration
+	rateLimit                       float64
 }
 
 func (a *app) serveCmd() *cobra.Command {
@@ -38,7 +40,8 @@ func (a *app) serveCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&f.addr, "addr", "127.0.0.1:2024", "the address to listen on (host:port; port 0 picks a free one)")
 	cmd.Flags().StringVar(&f.assistants, "assistants", ".", "the folder of agent files (*.md) and pipeline files (*.yaml) to serve")
-	cmd.Flags().StringVar(&f.auth, "auth", "none", "none: no API keys (loopback addresses only)")
+	cmd.Flags().StringVar(&f.auth, "auth", "none", "keys: every request needs an API key (cairn keys create), whose tenant scopes it; none: no keys, one tenant, loopback addresses only")
+	cmd.Flags().Float64Var(&f.rateLimit, "rate-limit", 0, "requests a second allowed to each API key (bursts of twice that; 0: no limit; needs --auth keys)")
 	cmd.Flags().StringVar(&f.safeDir, "safe-dir", "", "the directory agent files may reach; their safe_dir must be inside it (default: each file's folder)")
 	cmd.Flags().Int64Var(&f.maxBody, "max-body", 1<<20, "the largest request body, in bytes")
 	cmd.Flags().DurationVar(&f.timeout, "request-timeout", 30*time.Second, "the longest a request other than a stream, wait or join may take")
@@ -51,10 +54,13 @@ func (f serveFlags) check() error {
 	if err != nil {
 		return usagef("--addr %q: %v", f.addr, err)
 	}
-	if f.auth != "none" {
-		return usagef("--auth %q: want none", f.auth)
+	if f.auth != "none" && f.auth != "keys" {
+		return usagef("--auth %q: want keys or none", f.auth)
 	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+	if f.rateLimit < 0 || (f.rateLimit > 0 && f.auth != "keys") {
+		return usagef("--rate-limit %g: a positive rate, with --auth keys", f.rateLimit)
+	}
+	if ip := net.ParseIP(host); f.auth == "none" && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		return usagef("--addr %s: without API keys (--auth none) the server listens on loopback addresses only (127.0.0.1, ::1, localhost)", f.addr)
 	}
 	if f.maxBody < 1024 {
@@ -93,7 +99,15 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		return err
 	}
 	defer s.Close()
-	srv, err := server.New(server.Config{Store: s, Assistants: list, Logger: a.logger, MaxBodyBytes: f.maxBody, RequestTimeout: f.timeout})
+	sc := server.Config{Store: s, Assistants: list, Logger: a.logger, MaxBodyBytes: f.maxBody, RequestTimeout: f.timeout, RateLimit: f.rateLimit}
+	authNote := "auth none: no API keys, loopback only"
+	if f.auth == "keys" {
+		if sc.Keys, err = serveKeys(ctx, s); err != nil {
+			return err
+		}
+		authNote = "auth keys"
+	}
+	srv, err := server.New(sc)
 	if err != nil {
 		return err
 	}
@@ -109,7 +123,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	for _, as := range list {
 		names = append(names, as.Info().ID)
 	}
-	fmt.Fprintf(a.stderr, "cairn: serving http://%s (store %s; auth none: loopback only; assistants: %s)\n", ln.Addr(), a.shownStore(), strings.Join(names, ", "))
+	fmt.Fprintf(a.stderr, "cairn: serving http://%s (store %s; %s; assistants: %s; UI at /ui/)\n", ln.Addr(), a.shownStore(), authNote, strings.Join(names, ", "))
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -127,4 +141,20 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		return err
 	}
 	return nil
+}
+
+// serveKeys is the store's key store, which must hold a key.
+func serveKeys(ctx context.Context, s store.Store) (store.KeyStore, error) {
+	ks, err := store.KeysOf(s)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := ks.Keys(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	if len(keys) == 0 {
+		return nil, usagef("--auth keys: the store has no API key; make one with cairn keys create --tenant T")
+	}
+	return ks, nil
 }

@@ -19,6 +19,7 @@ type Backend struct {
 	closed  bool
 	threads map[string]*thread
 	runs    map[string]*run
+	keys    map[string]store.KeyRecord
 }
 
 type thread struct {
@@ -33,7 +34,9 @@ type writeKey struct {
 }
 
 // New returns an empty backend.
-func New() *Backend { return &Backend{threads: map[string]*thread{}, runs: map[string]*run{}} }
+func New() *Backend {
+	return &Backend{threads: map[string]*thread{}, runs: map[string]*run{}, keys: map[string]store.KeyRecord{}}
+}
 
 // Open returns a store over a new in-memory backend.
 func Open(opts store.Options) *store.Engine { return store.New(New(), opts) }
@@ -358,7 +361,7 @@ func (b *Backend) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.closed = true
-	b.threads, b.runs = nil, nil
+	b.threads, b.runs, b.keys = nil, nil, nil
 	return nil
 }
 

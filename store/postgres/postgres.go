@@ -36,7 +36,7 @@ var (
 )
 
 // tables are the tables of a Cairn store besides cairn_format.
-var tables = []string{"cairn_threads", "cairn_checkpoints", "cairn_snapshots", "cairn_writes", "cairn_runs", "cairn_run_events"}
+var tables = []string{"cairn_threads", "cairn_checkpoints", "cairn_snapshots", "cairn_writes", "cairn_runs", "cairn_run_events", "cairn_api_keys"}
 
 // Options configure the backend.
 type Options struct {

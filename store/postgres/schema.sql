@@ -57,3 +57,10 @@ CREATE TABLE IF NOT EXISTS cairn_run_events (
 	data BYTEA NOT NULL,
 	PRIMARY KEY (run, seq)
 );
+CREATE TABLE IF NOT EXISTS cairn_api_keys (
+	id         TEXT PRIMARY KEY,
+	tenant     TEXT NOT NULL,
+	name       TEXT NOT NULL DEFAULT '',
+	hash       BYTEA NOT NULL,
+	created_at BIGINT NOT NULL
+);

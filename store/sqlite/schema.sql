@@ -57,3 +57,10 @@ CREATE TABLE IF NOT EXISTS run_events (
 	data BLOB NOT NULL,
 	PRIMARY KEY (run, seq)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS api_keys (
+	id         TEXT PRIMARY KEY,
+	tenant     TEXT NOT NULL,
+	name       TEXT NOT NULL DEFAULT '',
+	hash       BLOB NOT NULL,
+	created_at INTEGER NOT NULL
+) WITHOUT ROWID;

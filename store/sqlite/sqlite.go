@@ -93,7 +93,7 @@ var (
 // tables are the tables of a Cairn store; runTables those format 3 adds.
 var (
 	tables    = []string{"threads", "checkpoints", "snapshots", "writes"}
-	runTables = []string{"runs", "run_events"}
+	runTables = []string{"runs", "run_events", "api_keys"}
 )
 
 // Backend is a store.Backend on one SQLite file.

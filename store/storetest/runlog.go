@@ -124,3 +124,44 @@ func testSetMetadata(t *testing.T, h Harness) {
 		t.Fatalf("missing thread: %v", err)
 	}
 }
+
+// testKeys checks the API key store: put, read back, list by tenant,
+// taken ids refused, revoke.
+func testKeys(t *testing.T, h Harness) {
+	s := open(t, h)
+	ctx := context.Background()
+	ks, err := store.KeysOf(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []store.KeyRecord{{ID: "k2", Tenant: "b", Name: "ci", Hash: []byte{2}, CreatedAt: 2}, {ID: "k1", Tenant: "a", Hash: []byte{1}, CreatedAt: 1}} {
+		if err := ks.PutKey(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ks.PutKey(ctx, store.KeyRecord{ID: "k1", Tenant: "b", Hash: []byte{9}}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("taken id: %v", err)
+	}
+	if k, err := ks.Key(ctx, "k2"); err != nil || k.Tenant != "b" || k.Name != "ci" || string(k.Hash) != "\x02" || k.CreatedAt != 2 {
+		t.Fatalf("k2: %+v, %v", k, err)
+	}
+	all, err := ks.Keys(ctx, "")
+	if err != nil || len(all) != 2 || all[0].ID != "k1" {
+		t.Fatalf("all keys: %+v, %v", all, err)
+	}
+	if bs, err := ks.Keys(ctx, "b"); err != nil || len(bs) != 1 || bs[0].ID != "k2" {
+		t.Fatalf("tenant b: %+v, %v", bs, err)
+	}
+	if err := ks.DeleteKey(ctx, "k1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ks.Key(ctx, "k1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("revoked key: %v", err)
+	}
+	if err := ks.DeleteKey(ctx, "k1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("revoking twice: %v", err)
+	}
+	if err := ks.PutKey(ctx, store.KeyRecord{ID: "k3", Tenant: "a"}); !errors.Is(err, store.ErrInvalidArgument) {
+		t.Fatalf("a key without a hash: %v", err)
+	}
+}

@@ -60,6 +60,7 @@ func Run(t *testing.T, h Harness) {
 		{"Closed", testClosed},
 		{"RunLog", testRunLog},
 		{"SetMetadata", testSetMetadata},
+		{"Keys", testKeys},
 	}
 	// Every case runs with the snapshot cache and without it: the cache
 	// must never change an answer (except to hide damage from a process

@@ -1,5 +1,5 @@
--- Format 4: the HTTP server's runs, and the log of the events each run
--- streamed (so a client that reconnects gets what it missed).
+-- Format 4: the HTTP server's runs, the log of the events each run
+-- streamed (so a client that reconnects gets what it missed), and API keys.
 CREATE TABLE IF NOT EXISTS cairn_runs (
 	id         TEXT PRIMARY KEY,
 	thread     TEXT NOT NULL,
@@ -16,4 +16,11 @@ CREATE TABLE IF NOT EXISTS cairn_run_events (
 	seq  BIGINT NOT NULL,
 	data BYTEA NOT NULL,
 	PRIMARY KEY (run, seq)
+);
+CREATE TABLE IF NOT EXISTS cairn_api_keys (
+	id         TEXT PRIMARY KEY,
+	tenant     TEXT NOT NULL,
+	name       TEXT NOT NULL DEFAULT '',
+	hash       BYTEA NOT NULL,
+	created_at BIGINT NOT NULL
 );

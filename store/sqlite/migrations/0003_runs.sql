@@ -1,5 +1,5 @@
--- Format 3: the HTTP server's runs, and the log of the events each run
--- streamed (so a client that reconnects gets what it missed).
+-- Format 3: the HTTP server's runs, the log of the events each run
+-- streamed (so a client that reconnects gets what it missed), and API keys.
 CREATE TABLE IF NOT EXISTS runs (
 	id         TEXT PRIMARY KEY,
 	thread     TEXT NOT NULL,
@@ -16,4 +16,11 @@ CREATE TABLE IF NOT EXISTS run_events (
 	seq  INTEGER NOT NULL,
 	data BLOB NOT NULL,
 	PRIMARY KEY (run, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS api_keys (
+	id         TEXT PRIMARY KEY,
+	tenant     TEXT NOT NULL,
+	name       TEXT NOT NULL DEFAULT '',
+	hash       BLOB NOT NULL,
+	created_at INTEGER NOT NULL
 ) WITHOUT ROWID;
