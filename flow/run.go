@@ -31,7 +31,7 @@ type run struct {
 	resumeNode string
 	// approval: the answer a resume was given, recorded with its next
 	// commit (the audit trail).
-	approval *Approval
+	approval   *Approval
 	skipBefore bool
 	idWritten  bool
 	limit      int // steps per run; 0: none

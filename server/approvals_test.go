@@ -24,7 +24,7 @@ func approvalAgent(t *testing.T, timeout string) []server.Assistant {
 		bound = "approval: {timeout: " + timeout + ", fallback: reject}\n"
 	}
 	files := map[string]string{
-		"approval.md": "---\nname: approval\nmodel: {provider: scripted, script: replies/approval.yaml}\nchain:\n  - {id: draft, kind: text, prompt_section: \"step:draft\"}\n  - {id: send, kind: text, prompt_section: \"step:send\"}\ninterrupt_before: [send]\n" + bound + "---\n\n## step:draft\n\nDraft.\n\n## step:send\n\nSend.\n",
+		"approval.md":           "---\nname: approval\nmodel: {provider: scripted, script: replies/approval.yaml}\nchain:\n  - {id: draft, kind: text, prompt_section: \"step:draft\"}\n  - {id: send, kind: text, prompt_section: \"step:send\"}\ninterrupt_before: [send]\n" + bound + "---\n\n## step:draft\n\nDraft.\n\n## step:send\n\nSend.\n",
 		"replies/approval.yaml": "replies:\n  - {step: draft, text: \"draft text\"}\n  - {step: send, text: \"sent\"}\n",
 	}
 	if err := os.Mkdir(filepath.Join(dir, "replies"), 0o755); err != nil {
