@@ -16,7 +16,9 @@ import (
 // fields) before the step runs; at a node's Interrupt the node receives
 // the Approval as its answer and decides. Reject, at a pause before a
 // step, stops the run: nothing more runs, the stop reason is
-// cancelled_immediate; at a node's Interrupt the node decides. Resume records the
+// cancelled_immediate, and Value (if set, a state update) is applied with
+// the rejection (a pipeline marks itself FAILED so); at a node's Interrupt
+// the node decides. Resume records the
 // answer, with who gave it and when, in the metadata of the next
 // checkpoint it commits (Meta.Extra["approval"]): the audit trail.
 type Approval struct {
@@ -41,7 +43,15 @@ const ApprovalKey = "approval"
 // object.
 func (a Approval) Check() error {
 	switch a.Action {
-	case ApprovalApprove, ApprovalReject:
+	case ApprovalApprove:
+	case ApprovalReject:
+		if len(a.Value) == 0 {
+			return nil
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(a.Value, &m); err != nil {
+			return fmt.Errorf("%w: a rejection's value is an object of state fields: %v", store.ErrInvalidArgument, err)
+		}
 	case ApprovalEdit:
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(a.Value, &m); err != nil {
@@ -88,20 +98,22 @@ func (r *Runner) approve(ctx context.Context, run *run, head store.Checkpoint, a
 	before := pausedBefore(head)
 	switch {
 	case a.Action == ApprovalReject && before:
-		cp := store.Checkpoint{Thread: run.thread, Namespace: r.opts.Namespace, State: run.doc,
+		doc, patch, err := r.approvalUpdate(run, a)
+		if err != nil {
+			return true, Result{}, err
+		}
+		cp := store.Checkpoint{Thread: run.thread, Namespace: r.opts.Namespace, Patch: patch, State: doc,
 			Meta: r.meta(run, store.Meta{Source: "approval", StopReason: string(state.StopCancelledImmediate), Next: []string{}})}
 		if err := run.commit(ctx, cp); err != nil {
 			return true, Result{}, err
 		}
-		run.tasks = nil
+		run.doc, run.tasks = doc, nil
 		res, err := run.finish(ctx, state.StopCancelledImmediate, nil, nil)
 		return true, res, err
 	case a.Action == ApprovalEdit && before:
-		var upd map[string]json.RawMessage
-		_ = json.Unmarshal(a.Value, &upd) // checked above
-		doc, patch, err := r.g.schema.ApplyJSON(run.doc, upd, state.ApplyOptions{NewID: idGen(keyPrefix(run.thread, r.opts.Namespace, run.head+1) + "approval")})
+		doc, patch, err := r.approvalUpdate(run, a)
 		if err != nil {
-			return true, Result{}, fmt.Errorf("%w: the edit: %w", store.ErrInvalidArgument, err)
+			return true, Result{}, err
 		}
 		cp := store.Checkpoint{Thread: run.thread, Namespace: r.opts.Namespace, Patch: patch, State: doc, Meta: r.meta(run, store.Meta{Source: "approval"})}
 		if err := run.commit(ctx, cp); err != nil {
@@ -110,4 +122,18 @@ func (r *Runner) approve(ctx context.Context, run *run, head store.Checkpoint, a
 		run.doc, run.readSeq = doc, run.head
 	}
 	return false, Result{}, nil
+}
+
+// approvalUpdate applies an approval's value (if any) to the run's state.
+func (r *Runner) approvalUpdate(run *run, a Approval) (state.Doc, state.Patch, error) {
+	if len(a.Value) == 0 {
+		return run.doc, nil, nil
+	}
+	var upd map[string]json.RawMessage
+	_ = json.Unmarshal(a.Value, &upd) // Check made sure it is an object
+	doc, patch, err := r.g.schema.ApplyJSON(run.doc, upd, state.ApplyOptions{NewID: idGen(keyPrefix(run.thread, r.opts.Namespace, run.head+1) + "approval")})
+	if err != nil {
+		return run.doc, nil, fmt.Errorf("%w: the approval's value: %w", store.ErrInvalidArgument, err)
+	}
+	return doc, patch, nil
 }

@@ -37,7 +37,10 @@ type GateSpec struct {
 	Step      string  `yaml:"step"`     // a registered Go step
 	Contract  string  `yaml:"contract"` // JSON Schema of the gate's output
 	Threshold float64 `yaml:"threshold"`
-	line      int
+	// Approval pauses the pipeline before this gate until a person
+	// approves (or edits the state, or rejects: the pipeline is FAILED).
+	Approval bool `yaml:"approval"`
+	line     int
 }
 
 // Pipeline is a parsed pipeline file.

@@ -49,6 +49,10 @@ type Config struct {
 	// OnGate is called after a gate's outcome is committed and its files
 	// written: SUCCESS, PARTIAL or FAILED, with the step's duration.
 	OnGate func(GateReport)
+	// Answer answers the pause before an approval gate when the pipeline
+	// resumes: a flow.Approval (a rejection marks the pipeline FAILED),
+	// or nil to go on.
+	Answer any
 }
 
 // GateReport is a gate's committed outcome.
@@ -208,7 +212,8 @@ func (p *Pipeline) run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	// A pipeline is a line of gates, it cannot loop: no step limit.
-	r, err := flow.NewRunner(g, cfg.Store, flow.Options{Observer: obs, Redact: p.redactor, RecursionLimit: -1, Logger: cfg.Logger, TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider})
+	r, err := flow.NewRunner(g, cfg.Store, flow.Options{Observer: obs, Redact: p.redactor, RecursionLimit: -1, Logger: cfg.Logger, TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider,
+		InterruptBefore: p.approvalGates()})
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +221,7 @@ func (p *Pipeline) run(ctx context.Context, cfg Config) (*Result, error) {
 	if fresh {
 		res, err = r.Invoke(ctx, cfg.Thread, p.startUpdate())
 	} else {
-		res, err = r.Resume(ctx, cfg.Thread, nil)
+		res, err = r.Resume(ctx, cfg.Thread, rejection(head, cfg.Answer))
 	}
 	if errors.Is(err, store.ErrConflict) {
 		err = fmt.Errorf("pipeline thread %q: another run wrote it first, nothing of this step was committed: %w", cfg.Thread, err)
@@ -228,6 +233,45 @@ func (p *Pipeline) run(ctx context.Context, cfg Config) (*Result, error) {
 		err = fw.err
 	}
 	return p.result(ctx, cfg, res), err
+}
+
+// approvalGates are the nodes of the gates that wait for a person.
+func (p *Pipeline) approvalGates() []string {
+	var out []string
+	for _, g := range p.Gates {
+		if g.Approval {
+			out = append(out, gateNode(g.Gate))
+		}
+	}
+	return out
+}
+
+// rejection completes a rejecting answer: the pipeline file says FAILED,
+// with the gate it stopped before as the current gate.
+func rejection(head store.Checkpoint, answer any) any {
+	a, ok := answer.(flow.Approval)
+	if !ok || a.Action != flow.ApprovalReject || len(a.Value) > 0 {
+		return answer
+	}
+	var pf File
+	if head.State.Get("pipeline", &pf) != nil {
+		return answer
+	}
+	pf.Status = GateFailed
+	if n, ok := gateOfNode(interruptedNode(head)); ok {
+		pf.CurrentGate = n
+	}
+	a.Value, _ = json.Marshal(map[string]File{"pipeline": pf}) // a pipeline file always marshals
+	return a
+}
+
+// interruptedNode is the node a pause stopped before.
+func interruptedNode(head store.Checkpoint) string {
+	var p struct {
+		Node string `json:"node"`
+	}
+	_ = json.Unmarshal(head.Meta.Interrupt, &p)
+	return p.Node
 }
 
 // Finished reports whether a pipeline thread's head ends the

@@ -333,7 +333,7 @@ func (a *pipelineAssistant) Info() AssistantInfo {
 }
 
 func (a *pipelineAssistant) config(s store.Store, spec RunSpec) pipeline.Config {
-	pc := pipeline.Config{Store: s, Thread: spec.Thread, Getenv: a.cfg.Getenv, Observer: spec.Observer, Stream: spec.Stream.Modes}
+	pc := pipeline.Config{Store: s, Thread: spec.Thread, Getenv: a.cfg.Getenv, Observer: spec.Observer, Stream: spec.Stream.Modes, Answer: spec.Answer}
 	if a.cfg.ConfigurePipeline != nil {
 		a.cfg.ConfigurePipeline(&pc)
 	}

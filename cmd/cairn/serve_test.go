@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,16 +20,24 @@ import (
 
 // serveProcess is a cairn serve process started by a test.
 type serveProcess struct {
-	cmd *exec.Cmd
-	url string
-	log *bytes.Buffer
+	cmd  *exec.Cmd
+	url  string
+	log  *bytes.Buffer
+	done chan struct{} // closed when its stderr is read to the end
+	once sync.Once
 }
 
 // startServe starts cairn serve with args on a free port and waits until
 // it listens.
 func startServe(t *testing.T, args ...string) *serveProcess {
 	t.Helper()
-	cmd := cairnProcess(t, nil, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	return startServeCmd(t, cairnProcess(t, nil, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...), io.Discard)
+}
+
+// startServeCmd starts a cairn serve command, copies what it logs after
+// its first line to log, and waits until it listens.
+func startServeCmd(t *testing.T, cmd *exec.Cmd, log io.Writer) *serveProcess {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -36,24 +45,32 @@ func startServe(t *testing.T, args ...string) *serveProcess {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &serveProcess{cmd: cmd, log: &bytes.Buffer{}}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	})
+	p := &serveProcess{cmd: cmd, log: &bytes.Buffer{}, done: make(chan struct{})}
+	t.Cleanup(func() { p.stop(syscall.SIGTERM) })
 	lines := bufio.NewScanner(stderr)
 	for lines.Scan() {
 		line := lines.Text()
 		p.log.WriteString(line + "\n")
 		if rest, ok := strings.CutPrefix(line, "cairn: serving "); ok {
 			p.url, _, _ = strings.Cut(rest, " ")
-			go func() { _, _ = io.Copy(io.Discard, stderr) }()
+			go func() { _, _ = io.Copy(log, stderr); close(p.done) }()
 			return p
 		}
 	}
-	_ = cmd.Wait()
+	close(p.done)
+	p.stop(syscall.SIGTERM)
 	t.Fatalf("cairn serve did not start:\n%s", p.log)
 	return nil
+}
+
+// stop sends the server sig, reads what it still logs and waits for it
+// (once).
+func (p *serveProcess) stop(sig os.Signal) {
+	p.once.Do(func() {
+		_ = p.cmd.Process.Signal(sig)
+		<-p.done
+		_ = p.cmd.Wait()
+	})
 }
 
 // call sends a JSON request and decodes the JSON answer into out.
@@ -149,10 +166,7 @@ func TestServeRestartPicksUpRuns(t *testing.T) {
 		p.call(t, "POST", "/threads/"+tid+"/history", map[string]any{"limit": 10}, &h)
 		return len(h) >= 2
 	})
-	if err := p.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = p.cmd.Wait()
+	p.stop(syscall.SIGKILL)
 
 	q := startServe(t, "--assistants", assistants, "--store", db)
 	var final map[string]any
@@ -232,4 +246,83 @@ func TestUI(t *testing.T) {
 		t.Fatalf("the UI suite failed: %v\n%s", err, out)
 	}
 	t.Logf("%s", lastLines(string(out), 8))
+}
+
+// TestServeSecrets runs the leaky agent file through cairn serve — a run
+// that fails with an error quoting secrets, then one whose model replies
+// with them — and reads every answer in every stream mode, the history,
+// the runs, the server's log and the database's bytes: no secret appears.
+func TestServeSecrets(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "replies"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write("leaky.md", strings.Replace(leakyAgent, "script: r.yaml", "script: replies/r.yaml", 1))
+	write("replies/r.yaml", leakyFailing)
+	db := filepath.Join(t.TempDir(), "serve.db")
+	cmd := cairnProcess(t, []string{"OPENAI_API_KEY=plainkeyvalue-0042"}, "serve", "--addr", "127.0.0.1:0", "--assistants", dir, "--store", "sqlite://"+db, "--log-level", "debug")
+	var logs bytes.Buffer
+	p := startServeCmd(t, cmd, &logs)
+	var shown bytes.Buffer
+	get := func(method, path string, body any) {
+		var out json.RawMessage
+		p.call(t, method, path, body, &out)
+		shown.Write(out)
+	}
+	streamAll := func(path string, body any) {
+		b, _ := json.Marshal(body)
+		res, err := http.Post(p.url+path, "application/json", bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		shown.Write(all)
+	}
+	get("POST", "/threads", map[string]any{"thread_id": "s"})
+	modes := []string{"values", "updates", "messages", "messages-tuple", "checkpoints", "tasks", "debug"}
+	streamAll("/threads/s/runs/stream", map[string]any{"assistant_id": "leaky", "input": "token=tok-abcdefgh1234", "stream_mode": modes})
+	write("replies/r.yaml", leakyReplies)
+	streamAll("/threads/s/runs/stream", map[string]any{"assistant_id": "leaky", "stream_mode": modes})
+	streamAll("/runs/stream", map[string]any{"assistant_id": "leaky", "input": "password=hunter2hunter2", "stream_mode": modes, "on_completion": "keep"})
+	for _, path := range []string{"/threads/s", "/threads/s/state", "/threads/s/history", "/threads/s/runs"} {
+		get("GET", path, nil)
+	}
+	get("POST", "/threads/search", map[string]any{})
+	var runs []struct {
+		RunID string `json:"run_id"`
+	}
+	p.call(t, "GET", "/threads/s/runs", nil, &runs)
+	for _, r := range runs {
+		res, err := http.Get(p.url + "/threads/s/runs/" + r.RunID + "/stream")
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		shown.Write(all)
+	}
+	if !strings.Contains(shown.String(), "[REDACTED]") || len(runs) != 2 {
+		t.Fatalf("the test saw no secret (or %d runs):\n%s", len(runs), shown.String())
+	}
+	haystacks := map[string][]byte{"the API's answers": shown.Bytes()}
+	p.stop(syscall.SIGTERM)
+	haystacks["the server's log"] = logs.Bytes()
+	for _, f := range []string{db, db + "-wal", filepath.Join(dir, "out", "leaky.json")} {
+		if b, err := os.ReadFile(f); err == nil {
+			haystacks[f] = b
+		}
+	}
+	for name, b := range haystacks {
+		for _, secret := range append(leaked, "tok-abcdefgh1234") {
+			if bytes.Contains(b, []byte(secret)) {
+				t.Errorf("%s holds the secret %q", name, secret)
+			}
+		}
+	}
 }

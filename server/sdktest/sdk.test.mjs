@@ -147,11 +147,15 @@ test("a stream rejoined with Last-Event-ID gets what it missed, once, and no ste
 });
 
 test("double texting: reject, enqueue, interrupt", async () => {
-  const thread = await client.threads.create();
-  const slow = await client.runs.create(thread.thread_id, "approval", { input: "first" });
-  await assert.rejects(client.runs.create(thread.thread_id, "approval", { input: "second", multitaskStrategy: "reject" }),
+  const busy = await client.threads.create();
+  const slow = await client.runs.create(busy.thread_id, "slow-steps", { input: "first" });
+  await assert.rejects(client.runs.create(busy.thread_id, "slow-steps", { input: "second", multitaskStrategy: "reject" }),
     /HTTP 409: .*busy/);
-  await client.runs.join(thread.thread_id, slow.run_id);
+  await client.runs.join(busy.thread_id, slow.run_id);
+  const thread = await client.threads.create();
+  await client.runs.wait(thread.thread_id, "approval", { input: "first" });
+  // A new input on a thread paused for approval is refused: resume it, or replace the run.
+  await assert.rejects(client.runs.create(thread.thread_id, "approval", { input: "second" }), /HTTP 409: .*unfinished run/);
   // The thread is interrupted before send: an enqueued resume runs after a resume ahead of it.
   const a = await client.runs.create(thread.thread_id, "approval", { command: { resume: true } });
   const b = await client.runs.create(thread.thread_id, "approval", { input: "again", multitaskStrategy: "enqueue" });
