@@ -350,16 +350,8 @@ func (a *File) check(bodyLine int) error {
 		}
 		seen[st.ID] = true
 	}
-	for _, id := range a.InterruptBefore {
-		if !seen[id] && (len(a.Chain) > 0 || id != "instructions") {
-			return &FileError{File: a.Path, Msg: fmt.Sprintf("interrupt_before: %q is not a chain step", id)}
-		}
-	}
-	if _, _, err := a.Approval.Deadline(); err != nil {
-		return &FileError{File: a.Path, Msg: err.Error()}
-	}
-	if a.Approval.Timeout != "" && len(a.InterruptBefore) == 0 {
-		return &FileError{File: a.Path, Msg: "approval.timeout needs interrupt_before: steps to pause before"}
+	if err := a.checkPauses(seen); err != nil {
+		return err
 	}
 	if len(a.Chain) == 0 && a.Instructions == "" {
 		return &FileError{File: a.Path, Line: bodyLine, Msg: "an agent without a chain needs a \"## Instructions\" section"}
@@ -372,6 +364,23 @@ func (a *File) check(bodyLine int) error {
 	}
 	if _, err := redact.New(a.Secrets.RedactConfig()); err != nil {
 		return &FileError{File: a.Path, Msg: "secrets: " + err.Error(), Err: err}
+	}
+	return nil
+}
+
+// checkPauses checks interrupt_before (steps of the chain, seen) and
+// approval.
+func (a *File) checkPauses(seen map[string]bool) error {
+	for _, id := range a.InterruptBefore {
+		if !seen[id] && (len(a.Chain) > 0 || id != "instructions") {
+			return &FileError{File: a.Path, Msg: fmt.Sprintf("interrupt_before: %q is not a chain step", id)}
+		}
+	}
+	if _, _, err := a.Approval.Deadline(); err != nil {
+		return &FileError{File: a.Path, Msg: err.Error()}
+	}
+	if a.Approval.Timeout != "" && len(a.InterruptBefore) == 0 {
+		return &FileError{File: a.Path, Msg: "approval.timeout needs interrupt_before: steps to pause before"}
 	}
 	return nil
 }
