@@ -187,7 +187,7 @@ func (s *Server) answer(ctx context.Context, thread, id string, a flow.Approval)
 	if err != nil {
 		return nil, err
 	}
-	return s.createRun(ctx, th.ID, runRequest{AssistantID: as.Info().ID, approval: &a})
+	return s.createRun(ctx, th.ID, runRequest{AssistantID: as.Info().ID, approval: &a, StreamMode: stringList{"values", "updates", "messages-tuple"}})
 }
 
 type callerKey struct{}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -352,7 +353,15 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, rec store.Run
 }
 
 func writeSSE(w http.ResponseWriter, run string, ev sseEvent) {
-	fmt.Fprintf(w, "id: %s\nevent: %s\ndata: %s\n\n", eventID(run, ev.Seq), ev.Event, ev.Data)
+	data := ev.Data
+	if bytes.IndexByte(data, '\n') >= 0 {
+		// One data line per event: JSON's newlines are only whitespace.
+		var c bytes.Buffer
+		if json.Compact(&c, data) == nil {
+			data = c.Bytes()
+		}
+	}
+	fmt.Fprintf(w, "id: %s\nevent: %s\ndata: %s\n\n", eventID(run, ev.Seq), ev.Event, data)
 }
 
 // eventSource reads a run's events: from its live log when this server

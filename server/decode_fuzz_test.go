@@ -1,0 +1,52 @@
+package server
+
+import (
+	"errors"
+	"testing"
+)
+
+// FuzzDecodeRunRequest feeds any bytes to the run request decoder: it
+// never panics, and whatever it refuses is a 422 that says where.
+func FuzzDecodeRunRequest(f *testing.F) {
+	for _, seed := range []string{
+		`{"assistant_id": "a", "input": "x", "stream_mode": ["values", "updates"]}`,
+		`{"assistant_id": "a", "command": {"resume": {"ok": true}}, "config": {"recursion_limit": 3, "configurable": {"checkpoint_id": "1"}}}`,
+		`{"stream_mode": "values", "interrupt_before": "*"}`,
+		`{"config": {"recursion": 1}}`, `{"stream_mode": 3}`, `[1, 2]`, `{"a": `, ``, `null`, `{"checkpoint": {"checkpoint_id": 5}}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var q runRequest
+		err := decodeJSON(data, &q)
+		if err == nil {
+			return
+		}
+		ae, ok := errors.AsType[*apiError](err)
+		if !ok || ae.Status != 422 || ae.Path == "" || ae.Msg == "" {
+			t.Fatalf("%q: %v (%T)", data, err, err)
+		}
+	})
+}
+
+// FuzzIDs: checkpoint and event ids read back what they wrote, and
+// anything else is refused without a panic.
+func FuzzIDs(f *testing.F) {
+	f.Add("00000000-0000-8000-8000-000000000005", int64(5))
+	f.Add("7", int64(1))
+	f.Add("run:3", int64(0))
+	f.Fuzz(func(t *testing.T, s string, seq int64) {
+		if seq > 0 && seq < 1<<48 {
+			if got, err := parseCheckpointID(checkpointID(seq)); err != nil || got != seq {
+				t.Fatalf("checkpoint id of %d reads back %d, %v", seq, got, err)
+			}
+			if got, err := parseEventID("r", eventID("r", seq)); err != nil || got != seq {
+				t.Fatalf("event id of %d reads back %d, %v", seq, got, err)
+			}
+		}
+		if n, err := parseCheckpointID(s); err == nil && n <= 0 {
+			t.Fatalf("%q read as seq %d", s, n)
+		}
+		_, _ = parseEventID("r", s)
+	})
+}
