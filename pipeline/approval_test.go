@@ -43,8 +43,13 @@ func TestApprovalGate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var read string
 			steps := map[string]pipeline.GateStep{
-				"first":  func(context.Context, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`{"v":"a"}`), nil },
-				"second": func(_ context.Context, in json.RawMessage) (json.RawMessage, error) { read = string(in); return in, nil },
+				"first": func(context.Context, json.RawMessage) (json.RawMessage, error) {
+					return json.RawMessage(`{"v":"a"}`), nil
+				},
+				"second": func(_ context.Context, in json.RawMessage) (json.RawMessage, error) {
+					read = string(in)
+					return in, nil
+				},
 			}
 			s := memory.Open(store.Options{})
 			ctx := context.Background()

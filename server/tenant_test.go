@@ -66,7 +66,7 @@ func TestTenants(t *testing.T) {
 	rid := runs[0]["run_id"].(string)
 	cp := "00000000-0000-8000-8000-000000000002"
 
-	for _, tc := range []struct{ method, path, body string }{
+	walked := []struct{ method, path, body string }{
 		{"GET", "/threads/a1", ""},
 		{"PATCH", "/threads/a1", `{"metadata": {"x": 1}}`},
 		{"DELETE", "/threads/a1", ""},
@@ -88,7 +88,9 @@ func TestTenants(t *testing.T) {
 		{"GET", "/threads/a1/runs/" + rid + "/stream", ""},
 		{"GET", "/threads/a1/interrupts", ""},
 		{"POST", "/threads/a1/interrupts/x/answer", `{"action": "approve"}`},
-	} {
+	}
+	checkWalked(t, hs, walked, rid, cp)
+	for _, tc := range walked {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
 			code, other := call(keyB, tc.method, tc.path, tc.body)
 			missing := strings.Replace(tc.path, "/a1", "/nope", 1)
@@ -164,5 +166,37 @@ func TestRateLimit(t *testing.T) {
 	}
 	if codes[0] != 200 || codes[3] != 200 || codes[5] != 429 {
 		t.Fatalf("codes %v: a burst of 4 (twice the rate), then 429", codes)
+	}
+}
+
+// checkWalked makes sure the walk covers every route of the OpenAPI
+// document that names a thread, so a new endpoint cannot skip the test.
+func checkWalked(t *testing.T, url string, walked []struct{ method, path, body string }, run, cp string) {
+	t.Helper()
+	res, err := http.Get(url + "/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var doc struct {
+		Paths map[string]map[string]any `json:"paths"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&doc); err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, w := range walked {
+		have[strings.ToUpper(w.method)+" "+w.path] = true
+	}
+	r := strings.NewReplacer("{thread_id}", "a1", "{run_id}", run, "{checkpoint_id}", cp, "{interrupt_id}", "x")
+	for path, ops := range doc.Paths {
+		if !strings.Contains(path, "{thread_id}") {
+			continue
+		}
+		for method := range ops {
+			if key := strings.ToUpper(method) + " " + r.Replace(path); !have[key] {
+				t.Errorf("the tenant walk misses %s", key)
+			}
+		}
 	}
 }
