@@ -679,6 +679,9 @@ func printBench(a *app, r bench.Result) {
 		{"history walk", fmt.Sprintf("%.1f ms for %d states", r.HistoryMS, r.HistoryItems)},
 		{"peak RSS", humanBytes(r.PeakRSSBytes)},
 	}
+	if r.PGCeilingTxPerSec > 0 {
+		rows = append(rows, [2]string{"server ceiling", fmt.Sprintf("%.0f single-row transactions/s from %d clients; this run: %.2f× that", r.PGCeilingTxPerSec, r.PGCeilingClients, r.RatioToCeiling)})
+	}
 	for _, row := range rows {
 		fmt.Fprintf(tw, "  %s\t%s\n", row[0], row[1])
 	}

@@ -74,6 +74,12 @@ type Result struct {
 	PeakRSSBytes   int64   `json:"peak_rss_bytes"`
 	// Concurrent holds W2's concurrent run.
 	Concurrent *Result `json:"concurrent,omitempty"`
+	// On PostgreSQL, W2's concurrent run also measures the server's own
+	// ceiling for single-row transactions from as many clients as threads
+	// (PGCeiling), and the run's steps a second against it.
+	PGCeilingTxPerSec float64 `json:"pg_single_row_tx_per_sec,omitempty"`
+	PGCeilingClients  int     `json:"pg_ceiling_clients,omitempty"`
+	RatioToCeiling    float64 `json:"steps_per_sec_over_ceiling,omitempty"`
 }
 
 // Schema is W1's state: messages (messages reducer), count and last
@@ -133,6 +139,13 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			return Result{}, err
 		}
 		conc.Mode = "concurrent"
+		if scheme := store.Scheme(cfg.Store); scheme == "postgres" || scheme == "postgresql" {
+			tps, clients, err := PGCeiling(ctx, cfg.Store, cfg.Threads, 3*time.Second)
+			if err != nil {
+				return Result{}, err
+			}
+			conc.PGCeilingTxPerSec, conc.PGCeilingClients, conc.RatioToCeiling = tps, clients, conc.StepsPerSec/tps
+		}
 		seq.Concurrent = &conc
 		return seq, nil
 	}

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -51,14 +52,25 @@ type Options struct {
 	// or one without a Cairn store, with store.ErrMigrationNeeded instead
 	// of migrating it.
 	NoMigrate bool
-	// Logger receives migrations (info). Nil: no logging.
+	// Logger receives migrations (info) and group commits (debug). Nil:
+	// no logging.
 	Logger *slog.Logger
+	// GroupCommit caps the appends one transaction commits together
+	// (default 128; 1 or less with NoGroupCommit: each append its own
+	// transaction).
+	GroupCommit int
+	// NoGroupCommit commits each append in its own transaction.
+	NoGroupCommit bool
+	// CommitLanes is how many group transactions may be in flight at once
+	// (default 2; the pool must leave connections for reads).
+	CommitLanes int
 }
 
 // Backend is a store.Backend on PostgreSQL.
 type Backend struct {
 	pool     *pgxpool.Pool
 	readOnly bool
+	group    *grouper // nil: each append its own transaction
 }
 
 // Open connects to dsn (a postgres:// URL or key=value string; pgx passes
@@ -77,6 +89,13 @@ func Open(ctx context.Context, dsn string, opts Options) (*Backend, error) {
 		return nil, fmt.Errorf("store: postgres: %w", err)
 	}
 	b := &Backend{pool: pool, readOnly: opts.ReadOnly}
+	if !opts.NoGroupCommit && opts.GroupCommit != 1 {
+		log := opts.Logger
+		if log == nil {
+			log = slog.New(slog.DiscardHandler)
+		}
+		b.group = &grouper{b: b, maxBatch: cmp.Or(opts.GroupCommit, 128), lanes: cmp.Or(opts.CommitLanes, 2), log: log}
+	}
 	if opts.ReadOnly {
 		err = b.checkReadOnly(ctx)
 	} else {
@@ -454,6 +473,27 @@ func (b *Backend) Insert(ctx context.Context, r store.Row) error {
 	if err := b.writable(); err != nil {
 		return err
 	}
+	if b.group != nil {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return b.group.insert(r)
+	}
+	return b.insertOne(ctx, r)
+}
+
+// GroupStats reports what group commit did (zero without it).
+func (b *Backend) GroupStats() GroupStats {
+	if b.group == nil {
+		return GroupStats{}
+	}
+	b.group.mu.Lock()
+	defer b.group.mu.Unlock()
+	return b.group.stats
+}
+
+// insertOne appends a row in a transaction of its own.
+func (b *Backend) insertOne(ctx context.Context, r store.Row) error {
 	return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		batch := &pgx.Batch{}
 		create := r.Create != nil && r.Seq == 1
