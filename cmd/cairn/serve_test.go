@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/internal/crashtest"
+	"github.com/cairn-dev/cairn/internal/pgtest"
 )
 
 // serveProcess is a cairn serve process started by a test.
@@ -116,7 +117,8 @@ func needTool(t *testing.T, name string) string {
 
 // TestLangGraphSDK runs server/sdktest, a suite written with the official
 // LangGraph JS SDK (@langchain/langgraph-sdk, installed by npm ci from the
-// committed lockfile), against a real cairn serve on SQLite.
+// committed lockfile), against a real cairn serve: on SQLite, and on
+// PostgreSQL when CAIRN_TEST_POSTGRES names a server (CI sets it).
 func TestLangGraphSDK(t *testing.T) {
 	node, npm := needTool(t, "node"), needTool(t, "npm")
 	dir, err := filepath.Abs(filepath.Join("..", "..", "server", "sdktest"))
@@ -130,15 +132,26 @@ func TestLangGraphSDK(t *testing.T) {
 			t.Fatalf("npm ci: %v\n%s", err, out)
 		}
 	}
-	p := startServe(t, "--assistants", filepath.Join("..", "..", "examples", "serve"), "--store", "sqlite://"+filepath.Join(t.TempDir(), "serve.db"))
-	cmd := exec.Command(node, "--test", "sdk.test.mjs")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CAIRN_URL="+p.url)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("the SDK suite failed: %v\n%s", err, out)
+	stores := map[string]func(t *testing.T) string{
+		"sqlite": func(t *testing.T) string { return "sqlite://" + filepath.Join(t.TempDir(), "serve.db") },
+		"postgres": func(t *testing.T) string {
+			dsn, _ := pgtest.Schema(t, "cairn_sdk")
+			return dsn
+		},
 	}
-	t.Logf("%s", lastLines(string(out), 8))
+	for _, name := range []string{"sqlite", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			p := startServe(t, "--assistants", filepath.Join("..", "..", "examples", "serve"), "--store", stores[name](t))
+			cmd := exec.Command(node, "--test", "sdk.test.mjs")
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "CAIRN_URL="+p.url)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("the SDK suite failed: %v\n%s", err, out)
+			}
+			t.Logf("%s", lastLines(string(out), 8))
+		})
+	}
 }
 
 func lastLines(s string, n int) string {
