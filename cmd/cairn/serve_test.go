@@ -339,3 +339,36 @@ func TestServeSecrets(t *testing.T) {
 		}
 	}
 }
+
+// TestRunsCommand lists the runs a server keeps, filters them, shows one
+// with its event count, and refuses bad flags.
+func TestRunsCommand(t *testing.T) {
+	db := "sqlite://" + filepath.Join(t.TempDir(), "serve.db")
+	p := startServe(t, "--assistants", filepath.Join("..", "..", "examples", "serve"), "--store", db)
+	p.call(t, "POST", "/threads", map[string]any{"thread_id": "r1"}, nil)
+	var out map[string]any
+	p.call(t, "POST", "/threads/r1/runs/wait", map[string]any{"assistant_id": "approval", "input": "hi"}, &out)
+	p.call(t, "POST", "/threads/r1/runs/wait", map[string]any{"assistant_id": "approval", "command": map[string]any{"resume": true}}, &out)
+	code, stdout, stderr := cli(t, nil, "runs", "--store", db, "--json")
+	var runs []runView
+	if code != 0 || json.Unmarshal([]byte(stdout), &runs) != nil || len(runs) != 2 || runs[0].Status != "success" || runs[1].Status != "interrupted" || runs[0].AssistantID != "approval" {
+		t.Fatalf("runs: %d %s %s", code, stdout, stderr)
+	}
+	code, stdout, _ = cli(t, nil, "runs", "--store", db, "--status", "interrupted")
+	if code != 0 || strings.Count(stdout, "\n") != 2 || !strings.Contains(stdout, runs[1].RunID) {
+		t.Fatalf("runs --status interrupted: %d\n%s", code, stdout)
+	}
+	code, stdout, _ = cli(t, nil, "runs", runs[0].RunID, "--store", db, "--json")
+	var one runView
+	if code != 0 || json.Unmarshal([]byte(stdout), &one) != nil || one.Events == nil || *one.Events < 2 {
+		t.Fatalf("runs RUN: %d %s", code, stdout)
+	}
+	for _, args := range [][]string{{"runs", "--status", "done"}, {"runs", "--limit", "-1"}, {"runs", "a", "b"}} {
+		if code, _, _ := cli(t, nil, append(args, "--store", db)...); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+	if code, _, stderr := cli(t, nil, "runs", "no-such-run", "--store", db); code != 1 || !strings.Contains(stderr, "not found") {
+		t.Errorf("a missing run: exit %d %s", code, stderr)
+	}
+}
