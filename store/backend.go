@@ -38,6 +38,11 @@ type Row struct {
 	// the thread already exists: Create must be a new thread (a fork into a
 	// new thread creates the thread and its first row atomically).
 	NewThread bool
+	// Fence, when not 0, is the fencing token of the thread's lease the
+	// append was made under (WithFence): Insert fails with ErrFenced,
+	// writing nothing, unless the lease still has this token. A backend
+	// with a fence must keep leases (LeaseStore). Not stored.
+	Fence int64
 }
 
 // ThreadRecord is a thread as a backend stores it.

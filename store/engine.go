@@ -286,7 +286,10 @@ func (e *Engine) insert(ctx context.Context, cp Checkpoint, seq int64, parent ro
 		Thread: cp.Thread, Namespace: cp.Namespace, Seq: seq, Parent: cp.Parent,
 		Status: cp.Status, CreatedAt: cp.CreatedAt.UnixNano(), Meta: meta,
 		Patch:  encodeBlob(state.EncodePatch(nil, cp.Patch), e.comp, nil),
-		Create: create, NewThread: newThread,
+		Create: create, NewThread: newThread, Fence: FenceOf(ctx, cp.Thread),
+	}
+	if _, ok := e.b.(LeaseStore); row.Fence != 0 && !ok {
+		return Checkpoint{}, fmt.Errorf("%w: a fenced append on a store without leases", ErrInvalidArgument)
 	}
 	if seq == 1 && create == nil {
 		row.Create = &ThreadRecord{ID: cp.Thread, CreatedAt: row.CreatedAt}
@@ -307,6 +310,13 @@ func (e *Engine) insert(ctx context.Context, cp Checkpoint, seq int64, parent ro
 	row.Sum = RowChecksum(&row)
 	key := headKey{cp.Thread, cp.Namespace}
 	if err := e.b.Insert(ctx, row); err != nil {
+		if errors.Is(err, ErrFenced) {
+			e.mu.Lock()
+			delete(e.heads, key)
+			e.mu.Unlock()
+			e.log.Debug("fenced writer refused", "thread", cp.Thread, "ns", cp.Namespace, "token", row.Fence)
+			return Checkpoint{}, err
+		}
 		if errors.Is(err, ErrConflict) && newThread {
 			return Checkpoint{}, fmt.Errorf("%w: thread %q exists", ErrConflict, cp.Thread)
 		}

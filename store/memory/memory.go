@@ -20,6 +20,7 @@ type Backend struct {
 	threads map[string]*thread
 	runs    map[string]*run
 	keys    map[string]store.KeyRecord
+	leases  map[string]store.Lease
 }
 
 type thread struct {
@@ -35,7 +36,7 @@ type writeKey struct {
 
 // New returns an empty backend.
 func New() *Backend {
-	return &Backend{threads: map[string]*thread{}, runs: map[string]*run{}, keys: map[string]store.KeyRecord{}}
+	return &Backend{threads: map[string]*thread{}, runs: map[string]*run{}, keys: map[string]store.KeyRecord{}, leases: map[string]store.Lease{}}
 }
 
 // Open returns a store over a new in-memory backend.
@@ -177,6 +178,9 @@ func (b *Backend) Insert(_ context.Context, r store.Row) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.live(); err != nil {
+		return err
+	}
+	if err := b.fenced(r); err != nil {
 		return err
 	}
 	t, ok := b.threads[r.Thread]
@@ -361,7 +365,7 @@ func (b *Backend) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.closed = true
-	b.threads, b.runs, b.keys = nil, nil, nil
+	b.threads, b.runs, b.keys, b.leases = nil, nil, nil, nil
 	return nil
 }
 

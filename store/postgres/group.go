@@ -167,6 +167,13 @@ func (g *grouper) commit(batch []*insertJob) ([]error, error) {
 	if err != nil {
 		return nil, err
 	}
+	for i, r := range rows {
+		if r.Fence != 0 && errs[i] != nil && !errors.Is(errs[i], store.ErrFenced) {
+			if cur, err := g.b.Lease(ctx, r.Thread); err == nil && cur.Token != r.Fence {
+				errs[i] = store.FencedError(r.Thread, r.Fence, cur.Token)
+			}
+		}
+	}
 	g.mu.Lock()
 	g.stats.Rows += int64(len(batch))
 	g.stats.Transactions++
@@ -222,6 +229,7 @@ func queueCheckpoints(pb *pgx.Batch, rows []store.Row, lv []int) {
 		hasSnap                                             = make([]bool, n)
 		meta, patch                                         = make([][]byte, n), make([][]byte, n)
 		threadSum                                           = make([]*int64, n)
+		fences                                              = make([]int64, n)
 	)
 	for k, i := range lv {
 		r := rows[i]
@@ -231,16 +239,18 @@ func queueCheckpoints(pb *pgx.Batch, rows []store.Row, lv []int) {
 			v := int64(r.Create.Sum)
 			threadSum[k] = &v
 		}
+		fences[k] = r.Fence
 	}
 	pb.Queue(`INSERT INTO cairn_checkpoints (thread, ns, seq, parent, base, since, base_size, status, created_at, has_snapshot, meta, patch, crc)
 		SELECT r.thread, r.ns, r.seq, r.parent, r.base, r.since, r.base_size, r.status, r.created_at, r.has_snapshot, r.meta, r.patch, r.crc
-		FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8::smallint[], $9::bigint[], $10::boolean[], $11::bytea[], $12::bytea[], $13::bigint[], $14::bigint[])
-			AS r(thread, ns, seq, parent, base, since, base_size, status, created_at, has_snapshot, meta, patch, crc, tsum)
+		FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8::smallint[], $9::bigint[], $10::boolean[], $11::bytea[], $12::bytea[], $13::bigint[], $14::bigint[], $15::bigint[])
+			AS r(thread, ns, seq, parent, base, since, base_size, status, created_at, has_snapshot, meta, patch, crc, tsum, fence)
 		WHERE (r.parent = 0 OR EXISTS (SELECT 1 FROM cairn_checkpoints c WHERE c.thread = r.thread AND c.ns = r.ns AND c.seq = r.parent))
 		AND (r.tsum IS NULL OR EXISTS (SELECT 1 FROM cairn_threads t WHERE t.id = r.thread AND t.crc = r.tsum))
+		AND (r.fence = 0 OR EXISTS (SELECT 1 FROM cairn_leases l WHERE l.thread = r.thread AND l.token = r.fence FOR SHARE))
 		ON CONFLICT DO NOTHING
 		RETURNING thread, ns, seq`,
-		thread, ns, seq, parent, base, since, baseSize, status, createdAt, hasSnap, meta, patch, sums, threadSum)
+		thread, ns, seq, parent, base, since, baseSize, status, createdAt, hasSnap, meta, patch, sums, threadSum, fences)
 }
 
 // queueSnapshot adds a row's snapshot, written if the checkpoint is this

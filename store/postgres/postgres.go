@@ -37,7 +37,7 @@ var (
 )
 
 // tables are the tables of a Cairn store besides cairn_format.
-var tables = []string{"cairn_threads", "cairn_checkpoints", "cairn_snapshots", "cairn_writes", "cairn_runs", "cairn_run_events", "cairn_api_keys"}
+var tables = []string{"cairn_threads", "cairn_checkpoints", "cairn_snapshots", "cairn_writes", "cairn_runs", "cairn_run_events", "cairn_api_keys", "cairn_leases"}
 
 // Options configure the backend.
 type Options struct {
@@ -504,8 +504,9 @@ func (b *Backend) insertOne(ctx context.Context, r store.Row) error {
 		}
 		batch.Queue(`INSERT INTO cairn_checkpoints (thread, ns, seq, parent, base, since, base_size, status, created_at, has_snapshot, meta, patch, crc)
 			SELECT $1::text, $2::text, $3::bigint, $4::bigint, $5::bigint, $6::bigint, $7::bigint, $8::smallint, $9::bigint, $10::boolean, $11::bytea, $12::bytea, $13::bigint
-			WHERE $4::bigint = 0 OR EXISTS (SELECT 1 FROM cairn_checkpoints WHERE thread = $1::text AND ns = $2::text AND seq = $4::bigint)`,
-			r.Thread, r.Namespace, r.Seq, r.Parent, r.Base, r.Since, r.BaseSize, int16(r.Status), r.CreatedAt, r.HasSnapshot, r.Meta, r.Patch, int64(r.Sum))
+			WHERE ($4::bigint = 0 OR EXISTS (SELECT 1 FROM cairn_checkpoints WHERE thread = $1::text AND ns = $2::text AND seq = $4::bigint))
+			AND ($14::bigint = 0 OR EXISTS (SELECT 1 FROM cairn_leases WHERE thread = $1::text AND token = $14::bigint FOR SHARE))`,
+			r.Thread, r.Namespace, r.Seq, r.Parent, r.Base, r.Since, r.BaseSize, int16(r.Status), r.CreatedAt, r.HasSnapshot, r.Meta, r.Patch, int64(r.Sum), r.Fence)
 		if r.HasSnapshot {
 			batch.Queue(`INSERT INTO cairn_snapshots (thread, ns, seq, data) VALUES ($1, $2, $3, $4)
 				ON CONFLICT (thread, ns, seq) DO UPDATE SET data = EXCLUDED.data`, r.Thread, r.Namespace, r.Seq, r.Snapshot)
@@ -533,6 +534,11 @@ func (b *Backend) insertOne(ctx context.Context, r store.Row) error {
 		}
 		if tag.RowsAffected() == 0 {
 			res.Close()
+			if r.Fence != 0 {
+				if cur, err := b.Lease(ctx, r.Thread); err == nil && cur.Token != r.Fence {
+					return store.FencedError(r.Thread, r.Fence, cur.Token)
+				}
+			}
 			return fmt.Errorf("%w: thread %q namespace %q has no checkpoint %d to extend", store.ErrConflict, r.Thread, r.Namespace, r.Parent)
 		}
 		if r.HasSnapshot {

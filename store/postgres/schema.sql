@@ -64,3 +64,9 @@ CREATE TABLE IF NOT EXISTS cairn_api_keys (
 	hash       BYTEA NOT NULL,
 	created_at BIGINT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS cairn_leases (
+	thread     TEXT PRIMARY KEY,
+	owner      TEXT NOT NULL,
+	token      BIGINT NOT NULL,
+	expires_at BIGINT NOT NULL
+);

@@ -64,3 +64,9 @@ CREATE TABLE IF NOT EXISTS api_keys (
 	hash       BLOB NOT NULL,
 	created_at INTEGER NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS leases (
+	thread     TEXT PRIMARY KEY,
+	owner      TEXT NOT NULL,
+	token      INTEGER NOT NULL,
+	expires_at INTEGER NOT NULL
+) WITHOUT ROWID;

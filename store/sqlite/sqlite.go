@@ -93,7 +93,7 @@ var (
 // tables are the tables of a Cairn store; runTables those format 3 adds.
 var (
 	tables    = []string{"threads", "checkpoints", "snapshots", "writes"}
-	runTables = []string{"runs", "run_events", "api_keys"}
+	runTables = []string{"runs", "run_events", "api_keys", "leases"}
 )
 
 // Backend is a store.Backend on one SQLite file.
@@ -850,6 +850,9 @@ func (b *Backend) Insert(ctx context.Context, r store.Row) error {
 
 // insert runs the statements of Insert inside the batch transaction.
 func (b *Backend) insert(ctx context.Context, c *sql.Conn, r store.Row) error {
+	if err := checkFence(ctx, c, r); err != nil {
+		return err
+	}
 	if err := b.createThread(ctx, c, r); err != nil {
 		return err
 	}

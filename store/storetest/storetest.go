@@ -61,6 +61,7 @@ func Run(t *testing.T, h Harness) {
 		{"RunLog", testRunLog},
 		{"SetMetadata", testSetMetadata},
 		{"Keys", testKeys},
+		{"Leases", testLeases},
 	}
 	// Every case runs with the snapshot cache and without it: the cache
 	// must never change an answer (except to hide damage from a process

@@ -1,5 +1,6 @@
 -- Format 4: the HTTP server's runs, the log of the events each run
--- streamed (so a client that reconnects gets what it missed), and API keys.
+-- streamed (so a client that reconnects gets what it missed), API keys,
+-- and the leases (with fencing tokens) of the threads workers run.
 CREATE TABLE IF NOT EXISTS cairn_runs (
 	id         TEXT PRIMARY KEY,
 	thread     TEXT NOT NULL,
@@ -23,4 +24,10 @@ CREATE TABLE IF NOT EXISTS cairn_api_keys (
 	name       TEXT NOT NULL DEFAULT '',
 	hash       BYTEA NOT NULL,
 	created_at BIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS cairn_leases (
+	thread     TEXT PRIMARY KEY,
+	owner      TEXT NOT NULL,
+	token      BIGINT NOT NULL,
+	expires_at BIGINT NOT NULL
 );

@@ -1,5 +1,6 @@
 -- Format 3: the HTTP server's runs, the log of the events each run
--- streamed (so a client that reconnects gets what it missed), and API keys.
+-- streamed (so a client that reconnects gets what it missed), API keys,
+-- and the leases (with fencing tokens) of the threads workers run.
 CREATE TABLE IF NOT EXISTS runs (
 	id         TEXT PRIMARY KEY,
 	thread     TEXT NOT NULL,
@@ -23,4 +24,10 @@ CREATE TABLE IF NOT EXISTS api_keys (
 	name       TEXT NOT NULL DEFAULT '',
 	hash       BLOB NOT NULL,
 	created_at INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS leases (
+	thread     TEXT PRIMARY KEY,
+	owner      TEXT NOT NULL,
+	token      INTEGER NOT NULL,
+	expires_at INTEGER NOT NULL
 ) WITHOUT ROWID;
