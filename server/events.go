@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -33,6 +34,7 @@ type eventLog struct {
 	mu        sync.Mutex
 	evs       []sseEvent
 	persisted int
+	failures  int // consecutive failed writes (persist's own)
 	closing   bool
 	done      bool
 	wake      chan struct{}
@@ -129,12 +131,23 @@ func (l *eventLog) persist() {
 				b, _ := json.Marshal(ev) // events are JSON already
 				recs[i] = store.EventRecord{Seq: ev.Seq, Data: b}
 			}
-			if err := l.rl.AppendEvents(context.Background(), l.run, recs); err != nil {
-				l.log.Warn("storing run events failed", "run", l.run, "events", len(recs), "err", err)
-			} else {
+			err := l.rl.AppendEvents(context.Background(), l.run, recs)
+			switch {
+			case err == nil || errors.Is(err, store.ErrConflict):
+				// A conflict: another process (a worker that took the run
+				// over) logged these seqs; its events stand, these go.
+				if err != nil {
+					l.log.Warn("run events not stored: another process logged the run since", "run", l.run, "events", len(recs))
+				}
 				l.mu.Lock()
 				l.persisted += len(batch)
 				l.mu.Unlock()
+			default:
+				l.log.Warn("storing run events failed", "run", l.run, "events", len(recs), "err", err)
+				if l.failures++; done && l.failures >= 5 {
+					return // closing: give up rather than hold the run forever
+				}
+				time.Sleep(persistDelay * time.Duration(l.failures))
 			}
 		}
 		if done {

@@ -249,7 +249,7 @@ func (e *expiries) sweep(now time.Time) {
 		e.mu.Lock()
 		x := e.due[thread]
 		e.mu.Unlock()
-		if e.s.runs.busy(thread) {
+		if e.s.busy(context.Background(), thread) {
 			continue
 		}
 		ctx := withTenant(context.Background(), x.tenant)

@@ -160,13 +160,16 @@ func (m *runManager) start(lr *liveRun) {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		m.execute(lr)
+		_ = m.execute(lr) // in this process nobody else writes the thread
 		m.finished(lr)
 	}()
 }
 
-// execute runs lr to its end and records how it ended.
-func (m *runManager) execute(lr *liveRun) {
+// execute runs lr to its end and records how it ended. A run stopped by
+// the server's shutdown, or whose appends were fenced (another worker
+// holds its thread's lease now), is left running in the store; execute
+// returns the fencing error then.
+func (m *runManager) execute(lr *liveRun) error {
 	ctx := lr.ctx
 	if err := ctx.Err(); err == nil {
 		lr.set(func(r *store.RunRecord, _ *runData) { r.Status = statusRunning })
@@ -176,15 +179,19 @@ func (m *runManager) execute(lr *liveRun) {
 	}
 	lr.log.append("metadata", raw(map[string]any{"run_id": lr.rec.ID, "thread_id": lr.rec.Thread, "attempt": lr.data.Attempt}))
 	res, err := m.run(ctx, lr)
-	if errors.Is(context.Cause(ctx), errShutdown) {
+	if errors.Is(context.Cause(ctx), errShutdown) || errors.Is(err, store.ErrFenced) {
 		lr.log.close()
-		return // still running in the store: the next Start resumes it
+		if errors.Is(err, store.ErrFenced) {
+			return err
+		}
+		return nil // still running in the store: the next Start (or worker) resumes it
 	}
 	m.conclude(ctx, lr, res, err)
 	lr.log.close() // every event stored before the record says the run ended
 	if err := m.put(ctx, lr); err != nil {
 		m.s.log.Warn("recording a run failed", "run", lr.rec.ID, "err", err)
 	}
+	return nil
 }
 
 // run calls the assistant, turning its events into the run's log.

@@ -279,6 +279,16 @@ func (s *Server) createRun(ctx context.Context, threadID string, q runRequest) (
 	d.FromSeq = th.Head
 	now := s.cfg.Now().UnixNano()
 	rec := store.RunRecord{ID: uuid.NewString(), Thread: th.ID, Tenant: tenant, Status: statusPending, CreatedAt: now, UpdatedAt: now}
+	if s.queue != nil {
+		lr := &liveRun{rec: rec, data: d, a: a}
+		if err := s.enqueue(ctx, lr); err != nil {
+			if d.Temporary {
+				_ = s.store.DeleteThread(context.WithoutCancel(ctx), th.ID)
+			}
+			return nil, err
+		}
+		return lr, nil
+	}
 	lr := s.runs.newLive(rec, d, a, nil)
 	if err := s.runs.submit(ctx, lr, d.MultitaskStrategy); err != nil {
 		if d.Temporary {
@@ -294,7 +304,7 @@ func (s *Server) createRun(ctx context.Context, threadID string, q runRequest) (
 // steps left), unless the client asked to replace it: the thread is
 // resumed with a command, or the strategy is interrupt or rollback.
 func (s *Server) checkFresh(ctx context.Context, th store.Thread, a Assistant, k runKwargs, strategy string) error {
-	if a.Info().Kind != "agent" || isNull(k.Input) || k.CheckpointID != "" || strategy == "interrupt" || strategy == "rollback" || th.Head == 0 || s.runs.busy(th.ID) {
+	if a.Info().Kind != "agent" || isNull(k.Input) || k.CheckpointID != "" || strategy == "interrupt" || strategy == "rollback" || th.Head == 0 || s.busy(ctx, th.ID) {
 		return nil
 	}
 	head, err := s.store.Load(ctx, store.LoadRequest{Thread: th.ID})

@@ -47,6 +47,11 @@ type Config struct {
 	// ExpiryCheck is how often expired pauses are looked for (default
 	// 1 s), when an assistant bounds the wait (AssistantInfo).
 	ExpiryCheck time.Duration
+	// Queue records each run and puts it on the store's queue for workers
+	// (package worker, cairn worker) instead of running it in this
+	// process; the store must have one (store.RunQueueOf: PostgreSQL).
+	// Streams, waits and joins then follow the run through the store.
+	Queue bool
 }
 
 // Server serves the LangGraph Platform API over a Cairn store. It is an
@@ -62,6 +67,7 @@ type Server struct {
 	redact     *redact.Redactor
 	mux        *http.ServeMux
 	runs       *runManager
+	queue      store.RunQueue // nil: runs run in this process
 	expiries   *expiries
 	limits     *limiters
 	started    time.Time
@@ -79,6 +85,12 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
+	var queue store.RunQueue
+	if cfg.Queue {
+		if queue, err = store.RunQueueOf(cfg.Store); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+	}
 	cfg.MaxBodyBytes = cmpOr(cfg.MaxBodyBytes, 1<<20)
 	cfg.RequestTimeout = cmpOr(cfg.RequestTimeout, 30*time.Second)
 	cfg.Heartbeat = cmpOr(cfg.Heartbeat, 5*time.Second)
@@ -86,7 +98,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Server{cfg: cfg, store: cfg.Store, runlog: rl, assistants: map[string]Assistant{}, log: cfg.Logger, redact: cfg.Redact, started: cfg.Now()}
+	s := &Server{cfg: cfg, store: cfg.Store, runlog: rl, queue: queue, assistants: map[string]Assistant{}, log: cfg.Logger, redact: cfg.Redact, started: cfg.Now()}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -134,8 +146,10 @@ func cmpOr[T comparable](v, def T) T {
 // this store: a run that had begun resumes from its last checkpoint, one
 // that had not starts. Their event logs go on from where they were.
 func (s *Server) Start(ctx context.Context) error {
-	if err := s.runs.recover(ctx); err != nil {
-		return err
+	if s.queue == nil {
+		if err := s.runs.recover(ctx); err != nil {
+			return err
+		}
 	}
 	if s.bounded() {
 		return s.expiries.start(ctx, s.cfg.ExpiryCheck)

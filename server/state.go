@@ -273,7 +273,7 @@ func (s *Server) updateState(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if s.runs.busy(th.ID) {
+	if s.busy(ctx, th.ID) {
 		return conflict("thread %q has a run in progress", th.ID)
 	}
 	a, err := s.threadAssistant(ctx, th)

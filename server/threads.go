@@ -51,7 +51,7 @@ func (s *Server) threadView(ctx context.Context, th store.Thread) (apiThread, er
 			}
 		}
 	}
-	if s.runs.busy(th.ID) {
+	if s.busy(ctx, th.ID) {
 		v.Status = "busy"
 	}
 	return v, nil
@@ -187,7 +187,7 @@ func (s *Server) deleteThread(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if s.runs.busy(th.ID) {
+	if s.busy(ctx, th.ID) {
 		return conflict("thread %q has a run in progress; cancel it first", th.ID)
 	}
 	if err := s.store.DeleteThread(ctx, th.ID); err != nil {

@@ -137,3 +137,20 @@ func (c checkedRunLog) Events(ctx context.Context, run string, after int64, limi
 	}
 	return c.rl.Events(ctx, run, after, limit)
 }
+
+// RunQueue records runs and queues them for workers in one transaction
+// (the PostgreSQL backend, over River).
+type RunQueue interface {
+	EnqueueRun(ctx context.Context, r RunRecord, assistant string) error
+}
+
+// RunQueueOf returns the run queue of a store whose backend has one;
+// ErrInvalidArgument otherwise (only PostgreSQL queues runs).
+func RunQueueOf(s Store) (RunQueue, error) {
+	if e, ok := s.(*Engine); ok {
+		if q, ok := e.b.(RunQueue); ok {
+			return q, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: runs are queued for workers on PostgreSQL stores only", ErrInvalidArgument)
+}

@@ -7,14 +7,11 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/cairn-dev/cairn/agentfile"
-	"github.com/cairn-dev/cairn/pipeline"
 	"github.com/cairn-dev/cairn/server"
 	"github.com/cairn-dev/cairn/store"
 )
@@ -24,6 +21,7 @@ type serveFlags struct {
 	maxBody                         int64
 	timeout                         time.Duration
 	rateLimit                       float64
+	queue                           bool
 }
 
 func (a *app) serveCmd() *cobra.Command {
@@ -43,6 +41,7 @@ func (a *app) serveCmd() *cobra.Command {
 	cmd.Flags().StringVar(&f.auth, "auth", "none", "keys: every request needs an API key (cairn keys create), whose tenant scopes it; none: no keys, one tenant, loopback addresses only")
 	cmd.Flags().Float64Var(&f.rateLimit, "rate-limit", 0, "requests a second allowed to each API key (bursts of twice that; 0: no limit; needs --auth keys)")
 	cmd.Flags().StringVar(&f.safeDir, "safe-dir", "", "the directory agent files may reach; their safe_dir must be inside it (default: each file's folder)")
+	cmd.Flags().BoolVar(&f.queue, "queue", false, "record runs and queue them for cairn worker processes instead of running them here (PostgreSQL stores)")
 	cmd.Flags().Int64Var(&f.maxBody, "max-body", 1<<20, "the largest request body, in bytes")
 	cmd.Flags().DurationVar(&f.timeout, "request-timeout", 30*time.Second, "the longest a request other than a stream, wait or join may take")
 	return cmd
@@ -79,27 +78,21 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	if err := f.check(); err != nil {
 		return err
 	}
-	safe := f.safeDir
-	if safe != "" {
-		abs, err := filepath.Abs(safe)
-		if err != nil {
-			return usagef("--safe-dir %s: %v", safe, err)
-		}
-		safe = abs
-	}
-	cfg := server.AssistantConfig{Getenv: a.getenv, AllowedRoot: safe,
-		Configure:         func(rc *agentfile.RunConfig) { rc.Logger = a.logger },
-		ConfigurePipeline: func(pc *pipeline.Config) { pc.Logger = a.logger }}
-	list, err := server.LoadAssistants(f.assistants, cfg)
+	list, err := a.loadAssistants(f.assistants, f.safeDir)
 	if err != nil {
-		return &usageError{err}
+		return err
 	}
-	s, err := a.open()
+	var s *store.Engine
+	if f.queue {
+		s, _, err = a.queueBackend(ctx, "cairn serve --queue")
+	} else {
+		s, err = a.open()
+	}
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	sc := server.Config{Store: s, Assistants: list, Logger: a.logger, MaxBodyBytes: f.maxBody, RequestTimeout: f.timeout, RateLimit: f.rateLimit}
+	sc := server.Config{Store: s, Assistants: list, Logger: a.logger, MaxBodyBytes: f.maxBody, RequestTimeout: f.timeout, RateLimit: f.rateLimit, Queue: f.queue}
 	authNote := "auth none: no API keys, loopback only"
 	if f.auth == "keys" {
 		if sc.Keys, err = serveKeys(ctx, s); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cairn-dev/cairn/store"
 )
@@ -30,7 +31,14 @@ func (b *Backend) PutRun(ctx context.Context, r store.RunRecord) error {
 	if err := b.writable(); err != nil {
 		return err
 	}
-	_, err := b.pool.Exec(ctx, `INSERT INTO cairn_runs (id, thread, tenant, status, created_at, updated_at, data) VALUES ($1,$2,$3,$4,$5,$6,$7)
+	return putRun(ctx, b.pool, r)
+}
+
+// putRun upserts a run record on a pool or in a transaction.
+func putRun(ctx context.Context, db interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}, r store.RunRecord) error {
+	_, err := db.Exec(ctx, `INSERT INTO cairn_runs (id, thread, tenant, status, created_at, updated_at, data) VALUES ($1,$2,$3,$4,$5,$6,$7)
 		ON CONFLICT (id) DO UPDATE SET thread = EXCLUDED.thread, tenant = EXCLUDED.tenant, status = EXCLUDED.status,
 		created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at, data = EXCLUDED.data`,
 		r.ID, r.Thread, r.Tenant, r.Status, r.CreatedAt, r.UpdatedAt, r.Data)

@@ -1,0 +1,234 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn/internal/crashtest"
+	"github.com/cairn-dev/cairn/internal/pgtest"
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/postgres"
+)
+
+// workerProcess is a cairn worker started by a test.
+type workerProcess struct {
+	cmd  *exec.Cmd
+	log  *bytes.Buffer
+	mu   sync.Mutex
+	done chan struct{}
+}
+
+// startWorker starts cairn worker with args and waits until it takes runs.
+func startWorker(t *testing.T, args ...string) *workerProcess {
+	t.Helper()
+	cmd := cairnProcess(t, nil, append([]string{"worker", "--log-level", "info"}, args...)...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w := &workerProcess{cmd: cmd, log: &bytes.Buffer{}, done: make(chan struct{})}
+	started := make(chan bool, 1)
+	go func() {
+		defer close(w.done)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			w.mu.Lock()
+			w.log.WriteString(sc.Text() + "\n")
+			w.mu.Unlock()
+			if strings.Contains(sc.Text(), "taking runs of") {
+				started <- true
+			}
+		}
+		started <- false
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		<-w.done
+		_ = cmd.Wait()
+	})
+	if !<-started {
+		t.Fatalf("cairn worker did not start:\n%s", w.logText())
+	}
+	return w
+}
+
+func (w *workerProcess) logText() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.log.String()
+}
+
+// queueSetup starts cairn serve --queue and three workers on a private
+// schema; it returns the server, the workers by id and the store URL.
+func queueSetup(t *testing.T) (*serveProcess, map[string]*workerProcess, string) {
+	t.Helper()
+	needTool(t, "node") // the SDK suites' tool check; the queue needs only Postgres
+	dsn, _ := pgtest.Schema(t, "cairn_q")
+	assistants := filepath.Join("..", "..", "examples", "serve")
+	p := startServe(t, "--queue", "--assistants", assistants, "--store", dsn)
+	workers := map[string]*workerProcess{}
+	for _, id := range []string{"w1", "w2", "w3"} {
+		workers[id] = startWorker(t, "--id", id, "--assistants", assistants, "--store", dsn, "--lease", "1s", "--rescue-after", "2s")
+	}
+	return p, workers, dsn
+}
+
+// ownerOf is the worker holding a thread's lease.
+func ownerOf(t *testing.T, dsn, thread string) string {
+	t.Helper()
+	s, err := postgres.OpenStore(context.Background(), dsn, postgres.Options{}, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ls, err := store.LeasesOf(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := ls.Lease(context.Background(), thread)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.Owner
+}
+
+// history returns the thread's checkpoints: seq → parent, and how many
+// times each node was committed.
+func queueHistory(t *testing.T, p *serveProcess, thread string) (map[int64]int64, map[string]int) {
+	t.Helper()
+	var h []struct {
+		Metadata struct {
+			Cairn struct {
+				Seq    int64    `json:"seq"`
+				Parent int64    `json:"parent"`
+				Nodes  []string `json:"nodes"`
+			} `json:"cairn"`
+		} `json:"metadata"`
+	}
+	p.call(t, "POST", "/threads/"+thread+"/history", map[string]any{"limit": 100}, &h)
+	parents, nodes := map[int64]int64{}, map[string]int{}
+	for _, cp := range h {
+		parents[cp.Metadata.Cairn.Seq] = cp.Metadata.Cairn.Parent
+		for _, n := range cp.Metadata.Cairn.Nodes {
+			nodes[n]++
+		}
+	}
+	return parents, nodes
+}
+
+// startSlowRun queues a slow-steps run and waits until its first step is
+// committed; it returns the thread and the run.
+func startSlowRun(t *testing.T, p *serveProcess) (string, string) {
+	t.Helper()
+	var th, run map[string]any
+	p.call(t, "POST", "/threads", map[string]any{}, &th)
+	tid := th["thread_id"].(string)
+	if code := p.call(t, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "slow-steps", "input": "count"}, &run); code != 200 {
+		t.Fatalf("queue a run: %d %v", code, run)
+	}
+	crashtest.WaitFor(t, 10*time.Second, "the first step", func() bool {
+		parents, _ := queueHistory(t, p, tid)
+		return len(parents) >= 2
+	})
+	return tid, run["run_id"].(string)
+}
+
+// checkLinear: the thread's history is one line (no fork) and each step
+// was committed exactly once.
+func checkLinear(t *testing.T, p *serveProcess, thread string) {
+	t.Helper()
+	parents, nodes := queueHistory(t, p, thread)
+	if len(parents) != 4 {
+		t.Errorf("%d checkpoints, want the input and 3 steps: %v", len(parents), parents)
+	}
+	for seq, parent := range parents {
+		if parent != seq-1 {
+			t.Errorf("checkpoint %d has parent %d: a fork", seq, parent)
+		}
+	}
+	for _, step := range []string{"one", "two", "three"} {
+		if nodes[step] != 1 {
+			t.Errorf("step %s committed %d times", step, nodes[step])
+		}
+	}
+}
+
+// TestWorkerKilledRunTakenOver: the worker running a queued run is killed
+// with SIGKILL mid-step; another worker takes the run over after the
+// rescue delay and finishes it from its last checkpoint.
+func TestWorkerKilledRunTakenOver(t *testing.T) {
+	p, workers, dsn := queueSetup(t)
+	tid, rid := startSlowRun(t, p)
+	owner := ownerOf(t, dsn, tid)
+	w := workers[owner]
+	if w == nil {
+		t.Fatalf("lease owner %q is none of the workers", owner)
+	}
+	if err := w.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	var final map[string]any
+	start := time.Now()
+	if code := p.call(t, "GET", "/threads/"+tid+"/runs/"+rid+"/join", nil, &final); code != 200 || final["final_output"] != "three" {
+		t.Fatalf("join: %d %v", code, final)
+	}
+	t.Logf("finished %s after the kill of %s", time.Since(start).Round(time.Millisecond), owner)
+	checkLinear(t, p, tid)
+	if now := ownerOf(t, dsn, tid); now == owner {
+		t.Errorf("the lease is still %s's", owner)
+	}
+}
+
+// TestWorkerPausedIsFenced: the worker running a queued run is paused
+// with SIGSTOP past its lease; another worker takes the run over and
+// finishes it; the paused worker, resumed with SIGCONT, finishes its step
+// and finds its commit refused: the history has no fork.
+func TestWorkerPausedIsFenced(t *testing.T) {
+	p, workers, dsn := queueSetup(t)
+	tid, rid := startSlowRun(t, p)
+	owner := ownerOf(t, dsn, tid)
+	w := workers[owner]
+	if w == nil {
+		t.Fatalf("lease owner %q is none of the workers", owner)
+	}
+	if err := w.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	var final map[string]any
+	if code := p.call(t, "GET", "/threads/"+tid+"/runs/"+rid+"/join", nil, &final); code != 200 || final["final_output"] != "three" {
+		t.Fatalf("join: %d %v", code, final)
+	}
+	if err := w.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(w.logText(), "taken over by another worker") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the resumed worker was not fenced; its log:\n%s", w.logText())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	checkLinear(t, p, tid)
+	var run map[string]any
+	p.call(t, "GET", "/threads/"+tid+"/runs/"+rid, nil, &run)
+	if run["status"] != "success" {
+		t.Fatalf("run %v", run)
+	}
+	b, _ := json.Marshal(final)
+	t.Logf("fenced %s; final %s", owner, b)
+	_ = io.Discard
+}

@@ -1,0 +1,109 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cairn-dev/cairn/store"
+)
+
+// enqueue records a run and queues it for workers (Config.Queue). A second
+// run on a busy thread is refused (reject) or waits its turn (enqueue:
+// workers take a thread's runs oldest first, one at a time); interrupt and
+// rollback need the run in progress in this process.
+func (s *Server) enqueue(ctx context.Context, lr *liveRun) error {
+	switch lr.data.MultitaskStrategy {
+	case "interrupt", "rollback":
+		return unprocessable("$.multitask_strategy", "%q is not available for queued runs (reject or enqueue)", lr.data.MultitaskStrategy)
+	case "reject":
+		busy, err := s.queuedBusy(ctx, lr.rec.Thread)
+		if err != nil {
+			return err
+		}
+		if busy {
+			return conflict("thread %q is busy with a queued run (multitask_strategy reject); wait for it, or ask for enqueue", lr.rec.Thread)
+		}
+	}
+	lr.rec.Data = raw(lr.data)
+	return s.queue.EnqueueRun(ctx, lr.rec, lr.data.AssistantID)
+}
+
+// queuedBusy reports whether a thread has a pending or running run in the
+// store.
+func (s *Server) queuedBusy(ctx context.Context, thread string) (bool, error) {
+	recs, err := s.runlog.Runs(ctx, store.RunQuery{Thread: thread, Status: []string{statusPending, statusRunning}, Limit: 1})
+	return len(recs) > 0, err
+}
+
+// busy reports whether a thread has a run in progress or waiting: in this
+// process, or, with a queue, in the store.
+func (s *Server) busy(ctx context.Context, thread string) bool {
+	if s.runs.busy(thread) {
+		return true
+	}
+	if s.queue == nil {
+		return false
+	}
+	b, err := s.queuedBusy(ctx, thread)
+	return err == nil && b
+}
+
+// ErrNotMine: a worker was handed a run whose assistant this server lacks.
+var ErrNotMine = errors.New("server: the run's assistant is not served here")
+
+// Execute runs a queued run to its end in this process, for a worker that
+// took it from the queue; ctx carries the worker's fence (the thread's
+// lease) and ends when the worker stops. A run already ended is left as
+// it is. A run that is stopped (ctx done) or fenced (another worker took
+// its lease over) is left running in the store, for whoever holds the
+// lease next; Execute then returns why.
+func (s *Server) Execute(ctx context.Context, runID string) error {
+	rec, err := s.runlog.Run(ctx, runID)
+	if err != nil {
+		return err
+	}
+	if terminal(rec.Status) {
+		return nil
+	}
+	_, d, err := apiRunOf(rec)
+	if err != nil {
+		return err
+	}
+	a, ok := s.assistants[d.AssistantID]
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrNotMine, d.AssistantID)
+	}
+	prior, err := storedEvents(ctx, s.runlog, rec.ID, 0, 0)
+	if err != nil {
+		return err
+	}
+	if rec.Status == statusRunning {
+		d.Attempt++
+	}
+	lr := s.runs.newLive(rec, d, a, prior)
+	// The run's context keeps ctx's values (the fence) and ends, as a
+	// shutdown, when ctx ends or this server closes.
+	lr.cancel(nil)
+	lr.ctx, lr.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	defer lr.cancel(nil)
+	stop := context.AfterFunc(ctx, func() { lr.cancel(errShutdown) })
+	defer stop()
+	stopBase := context.AfterFunc(s.runs.base, func() { lr.cancel(errShutdown) })
+	defer stopBase()
+	if rec.Status == statusRunning {
+		if lr.started, err = s.runs.runStarted(ctx, rec); err != nil {
+			return err
+		}
+	}
+	fenced := s.runs.execute(lr)
+	lr.log.release()
+	close(lr.done)
+	switch {
+	case fenced != nil:
+		return fenced
+	case ctx.Err() != nil:
+		return context.Cause(ctx)
+	}
+	return nil
+}
