@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -76,7 +77,6 @@ func (w *workerProcess) logText() string {
 // schema; it returns the server, the workers by id and the store URL.
 func queueSetup(t *testing.T) (*serveProcess, map[string]*workerProcess, string) {
 	t.Helper()
-	needTool(t, "node") // the SDK suites' tool check; the queue needs only Postgres
 	dsn, _ := pgtest.Schema(t, "cairn_q")
 	assistants := filepath.Join("..", "..", "examples", "serve")
 	p := startServe(t, "--queue", "--assistants", assistants, "--store", dsn)
@@ -231,4 +231,30 @@ func TestWorkerPausedIsFenced(t *testing.T) {
 	b, _ := json.Marshal(final)
 	t.Logf("fenced %s; final %s", owner, b)
 	_ = io.Discard
+}
+
+// TestWorkerFlags: bad flags and stores are usage errors, before anything
+// is opened.
+func TestWorkerFlags(t *testing.T) {
+	assistants := filepath.Join("..", "..", "examples", "serve")
+	sqlite := "sqlite:" + filepath.Join(t.TempDir(), "x.db")
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"no concurrency", []string{"worker", "--concurrency", "0", "--assistants", assistants, "--store", "postgres://127.0.0.1/x"}},
+		{"rescue shorter than the lease", []string{"worker", "--lease", "10s", "--rescue-after", "5s", "--assistants", assistants, "--store", "postgres://127.0.0.1/x"}},
+		{"not a folder", []string{"worker", "--assistants", "nope", "--store", "postgres://127.0.0.1/x"}},
+		{"a SQLite store", []string{"worker", "--assistants", assistants, "--store", sqlite}},
+		{"serve --queue on SQLite", []string{"serve", "--queue", "--assistants", assistants, "--store", sqlite}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if code, _, stderr := cli(t, nil, tc.args...); code != 2 || stderr == "" {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+		})
+	}
+	if _, err := os.Stat(strings.TrimPrefix(sqlite, "sqlite:")); !os.IsNotExist(err) {
+		t.Fatalf("a refused command created the store: %v", err)
+	}
 }

@@ -1,0 +1,48 @@
+package worker_test
+
+import (
+	"context"
+	"time"
+
+	"github.com/cairn-dev/cairn/server"
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/postgres"
+	"github.com/cairn-dev/cairn/worker"
+)
+
+// A worker process: it takes the runs of the assistants in agents/ that a
+// cairn serve --queue queued on the same PostgreSQL database. (It needs a
+// server, so it is compiled, not run.)
+func Example() {
+	ctx := context.Background()
+	b, err := postgres.Open(ctx, "postgres://cairn@127.0.0.1:5432/cairn", postgres.Options{})
+	if err != nil {
+		panic(err)
+	}
+	s := store.New(b, store.Options{})
+	defer s.Close()
+	if err := b.MigrateQueue(ctx); err != nil {
+		panic(err)
+	}
+	assistants, err := server.LoadAssistants("agents", server.AssistantConfig{})
+	if err != nil {
+		panic(err)
+	}
+	srv, err := server.New(server.Config{Store: s, Assistants: assistants})
+	if err != nil {
+		panic(err)
+	}
+	var ids []string
+	for _, a := range assistants {
+		ids = append(ids, a.Info().ID)
+	}
+	w, err := worker.New(worker.Config{Backend: b, Store: s, Server: srv, Assistants: ids, LeaseTTL: 30 * time.Second})
+	if err != nil {
+		panic(err)
+	}
+	if err := w.Start(ctx); err != nil {
+		panic(err)
+	}
+	defer w.Stop(ctx)
+	<-ctx.Done() // until the program stops
+}
