@@ -6,9 +6,11 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -257,4 +259,97 @@ func TestWorkerFlags(t *testing.T) {
 	if _, err := os.Stat(strings.TrimPrefix(sqlite, "sqlite:")); !os.IsNotExist(err) {
 		t.Fatalf("a refused command created the store: %v", err)
 	}
+}
+
+// TestWorkerChaos queues runs of a three-step agent on three workers and
+// SIGKILLs a random worker every few hundred milliseconds, restarting it:
+// every run completes, no completed step runs again, no thread forks, and
+// every final state is the fault-free one. CAIRN_CHAOS_RUNS sets the
+// number of runs (default 24; the full battery is 500).
+func TestWorkerChaos(t *testing.T) {
+	runs := 24
+	if n, err := strconv.Atoi(os.Getenv("CAIRN_CHAOS_RUNS")); err == nil && n > 0 {
+		runs = n
+	}
+	dsn, _ := pgtest.Schema(t, "cairn_chaos")
+	assistants := filepath.Join("..", "..", "examples", "serve")
+	p := startServe(t, "--queue", "--assistants", assistants, "--store", dsn)
+	start := func(id string) *workerProcess {
+		return startWorker(t, "--id", id, "--assistants", assistants, "--store", dsn, "--lease", "1s", "--rescue-after", "2s", "--concurrency", "20")
+	}
+	var mu sync.Mutex
+	workers := map[string]*workerProcess{"w1": start("w1"), "w2": start("w2"), "w3": start("w3")}
+	all := []*workerProcess{workers["w1"], workers["w2"], workers["w3"]}
+	threads := make([]string, runs)
+	for i := range threads {
+		var th, run map[string]any
+		p.call(t, "POST", "/threads", map[string]any{}, &th)
+		threads[i] = th["thread_id"].(string)
+		if code := p.call(t, "POST", "/threads/"+threads[i]+"/runs", map[string]any{"assistant_id": "slow-steps", "input": "count"}, &run); code != 200 {
+			t.Fatalf("queue run %d: %d %v", i, code, run)
+		}
+	}
+	stop := make(chan struct{})
+	kills := 0
+	chaos := make(chan struct{})
+	go func() {
+		defer close(chaos)
+		for n := 0; ; n++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(300+rand.IntN(400)) * time.Millisecond):
+			}
+			id := []string{"w1", "w2", "w3"}[rand.IntN(3)]
+			mu.Lock()
+			_ = workers[id].cmd.Process.Kill()
+			kills++
+			mu.Unlock()
+			w := start(id)
+			mu.Lock()
+			workers[id] = w
+			all = append(all, w)
+			mu.Unlock()
+		}
+	}()
+	deadline := time.Now().Add(time.Duration(30+runs/5) * time.Second)
+	for _, th := range threads {
+		for {
+			var rs []struct {
+				Status string `json:"status"`
+			}
+			p.call(t, "GET", "/threads/"+th+"/runs", nil, &rs)
+			if len(rs) == 1 && rs[0].Status == "success" {
+				break
+			}
+			if len(rs) == 1 && rs[0].Status != "pending" && rs[0].Status != "running" {
+				t.Fatalf("thread %s: run %s", th, rs[0].Status)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("thread %s: run still %v after the deadline", th, rs)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	close(stop)
+	<-chaos
+	for _, th := range threads {
+		checkLinear(t, p, th)
+		var st struct {
+			Values struct {
+				FinalOutput string            `json:"final_output"`
+				Steps       map[string]string `json:"steps"`
+			} `json:"values"`
+		}
+		p.call(t, "GET", "/threads/"+th+"/state", nil, &st)
+		if st.Values.FinalOutput != "three" || len(st.Values.Steps) != 3 || st.Values.Steps["two"] != "two" {
+			t.Errorf("thread %s: final state %+v", th, st.Values)
+		}
+	}
+	takeovers, fenced := 0, 0
+	for _, w := range all {
+		takeovers += strings.Count(w.logText(), "its worker went silent")
+		fenced += strings.Count(w.logText(), "taken over by another worker")
+	}
+	t.Logf("%d runs completed; %d workers killed and restarted, %d runs taken over from a silent worker, %d fenced; no step committed twice, no fork", runs, kills, takeovers, fenced)
 }
