@@ -133,8 +133,10 @@ func (w *Worker) Stop(ctx context.Context) error {
 	return w.client.StopAndCancel(ctx)
 }
 
-// sweep takes over, every half lease, the running runs of this worker's
-// assistants whose lease has expired.
+// sweep takes over, every half lease, the runs of this worker's
+// assistants whose worker went silent: running with an expired lease, or
+// pending for longer than the rescue delay (their job was taken by a
+// worker that died before it started them).
 func (w *Worker) sweep(ctx context.Context) {
 	defer close(w.swept)
 	t := time.NewTicker(w.cfg.LeaseTTL / 2)
@@ -147,12 +149,15 @@ func (w *Worker) sweep(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		recs, err := w.runs.Runs(ctx, store.RunQuery{Status: []string{"running"}})
+		recs, err := w.runs.Runs(ctx, store.RunQuery{Status: []string{"running", "pending"}})
 		if err != nil {
 			continue
 		}
 		for _, rec := range recs {
-			if !w.mine(rec) {
+			// A pending run is normally its job's to start; one pending
+			// for longer than the rescue delay lost its job to a worker
+			// that died before starting it.
+			if !w.mine(rec) || (rec.Status == "pending" && time.Since(time.Unix(0, rec.UpdatedAt)) < w.cfg.RescueAfter) {
 				continue
 			}
 			l, err := w.leases.Lease(ctx, rec.Thread)
