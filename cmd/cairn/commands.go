@@ -580,16 +580,24 @@ func (a *app) pruneCmd() *cobra.Command {
 func (a *app) benchCmd() *cobra.Command {
 	var cfg bench.Config
 	var durability, flowDurability, cpuProfile, streamModes string
+	var wb workersBench
+	var levels string
 	cmd := &cobra.Command{
-		Use:   "bench w1|w2",
+		Use:   "bench w1|w2|workers",
 		Short: "Run the benchmark workloads of docs/bench/W1.md",
 		Long: "Runs W1 (one thread, --steps steps, a durable checkpoint after each) or W2 (--threads threads of --steps steps, " +
 			"sequential then concurrent). Without --store it uses a fresh SQLite file in a temporary directory.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.Workload = args[0]
+			if cfg.Workload == "workers" {
+				if err := wb.parse(levels); err != nil {
+					return err
+				}
+				return a.benchWorkers(cmd.Context(), wb)
+			}
 			if cfg.Workload != "w1" && cfg.Workload != "w2" {
-				return usagef("unknown workload %q: want w1 or w2", args[0])
+				return usagef("unknown workload %q: want w1, w2 or workers", args[0])
 			}
 			if cfg.Steps < 0 || cfg.Threads < 0 {
 				return usagef("--steps and --threads must be positive")
@@ -642,6 +650,10 @@ func (a *app) benchCmd() *cobra.Command {
 	cmd.Flags().StringVar(&cfg.Engine, "engine", "runner", "runner (the flow runner) or store (a plain loop over the store, to measure the runner's overhead)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	cmd.Flags().StringVar(&streamModes, "stream", "", "run through Runner.Stream in these modes (comma-separated: values, updates, messages, custom, checkpoints, tasks, debug), reading every event")
+	cmd.Flags().StringVar(&levels, "workers", "1,2,4,8", "workers: the numbers of worker processes to measure, in turn")
+	cmd.Flags().IntVar(&wb.perWorker, "runs-per-worker", 40, "workers: runs queued per worker process")
+	cmd.Flags().IntVar(&wb.concurrency, "concurrency", 4, "workers: runs each worker runs at once")
+	cmd.Flags().DurationVar(&wb.delay, "delay", 20*time.Millisecond, "workers: the latency of each of the agent's five model calls")
 	cmd.Flags().StringVar(&flowDurability, "flow-durability", "sync", "the runner's durability: sync (commit each step before the next), async (commit in the background, in order), exit (commit when the run stops)")
 	return cmd
 }
