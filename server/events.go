@@ -82,6 +82,17 @@ func (l *eventLog) since(after int64) ([]sseEvent, bool, <-chan struct{}) {
 	return out, l.done, l.wake
 }
 
+// reopen makes a closed (not released) log take events again, for the
+// next attempt of its run; its readers follow on.
+func (l *eventLog) reopen() {
+	<-l.stopped
+	l.mu.Lock()
+	l.closing, l.failures = false, 0
+	l.kick, l.closeNow, l.stopped = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+	l.mu.Unlock()
+	go l.persist()
+}
+
 // close stops the log and waits until every event is stored; readers
 // see it complete only after release, once the run has let go of its
 // thread (so a client whose stream ends finds the thread free).

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/internal/backoff"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 )
@@ -160,7 +161,7 @@ func (m *runManager) start(lr *liveRun) {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		_ = m.execute(lr) // in this process nobody else writes the thread
+		_ = m.executeRetrying(lr) // in this process nobody else writes the thread
 		m.finished(lr)
 	}()
 }
@@ -179,9 +180,9 @@ func (m *runManager) execute(lr *liveRun) error {
 	}
 	lr.log.append("metadata", raw(map[string]any{"run_id": lr.rec.ID, "thread_id": lr.rec.Thread, "attempt": lr.data.Attempt}))
 	res, err := m.run(ctx, lr)
-	if errors.Is(context.Cause(ctx), errShutdown) || errors.Is(err, store.ErrFenced) {
+	if errors.Is(context.Cause(ctx), errShutdown) || errors.Is(err, store.ErrFenced) || errors.Is(err, store.ErrUnavailable) {
 		lr.log.close()
-		if errors.Is(err, store.ErrFenced) {
+		if errors.Is(err, store.ErrFenced) || errors.Is(err, store.ErrUnavailable) {
 			return err
 		}
 		return nil // still running in the store: the next Start (or worker) resumes it
@@ -192,6 +193,33 @@ func (m *runManager) execute(lr *liveRun) error {
 		m.s.log.Warn("recording a run failed", "run", lr.rec.ID, "err", err)
 	}
 	return nil
+}
+
+// storeRetry spaces the attempts of a run whose store went away.
+var storeRetry = backoff.Policy{Initial: 200 * time.Millisecond, Max: 5 * time.Second}
+
+// executeRetrying executes a run, and again from its last checkpoint
+// while the store is unavailable (a database restarting): the run waits
+// and continues rather than fail. It returns the last attempt's error.
+func (m *runManager) executeRetrying(lr *liveRun) error {
+	for n := 1; ; n++ {
+		err := m.execute(lr)
+		if !errors.Is(err, store.ErrUnavailable) || lr.ctx.Err() != nil {
+			return err
+		}
+		d := storeRetry.Delay(n, 0)
+		m.s.log.Warn("store unavailable during a run; it goes on from its last checkpoint", "run", lr.rec.ID, "retry_in", d, "err", err)
+		if backoff.Sleep(lr.ctx, d) != nil {
+			return err
+		}
+		started, serr := m.runStarted(lr.ctx, lr.record())
+		if serr != nil {
+			continue // still unavailable: the next attempt tells
+		}
+		lr.log.reopen()
+		lr.started = lr.started || started
+		lr.set(func(_ *store.RunRecord, d *runData) { d.Attempt++ })
+	}
 }
 
 // run calls the assistant, turning its events into the run's log.

@@ -55,9 +55,10 @@ var ErrNotMine = errors.New("server: the run's assistant is not served here")
 // Execute runs a queued run to its end in this process, for a worker that
 // took it from the queue; ctx carries the worker's fence (the thread's
 // lease) and ends when the worker stops. A run already ended is left as
-// it is. A run that is stopped (ctx done) or fenced (another worker took
-// its lease over) is left running in the store, for whoever holds the
-// lease next; Execute then returns why.
+// it is. A run that is stopped (ctx done), fenced (another worker took its
+// lease over) or cut off from the store (store.ErrUnavailable) is left
+// running in the store, for whoever holds the lease next; Execute then
+// returns why.
 func (s *Server) Execute(ctx context.Context, runID string) error {
 	rec, err := s.runlog.Run(ctx, runID)
 	if err != nil {
@@ -96,12 +97,12 @@ func (s *Server) Execute(ctx context.Context, runID string) error {
 			return err
 		}
 	}
-	fenced := s.runs.execute(lr)
+	stopped := s.runs.execute(lr)
 	lr.log.release()
 	close(lr.done)
 	switch {
-	case fenced != nil:
-		return fenced
+	case stopped != nil:
+		return stopped // fenced, or the store went away: the run stays running
 	case ctx.Err() != nil:
 		return context.Cause(ctx)
 	}

@@ -32,6 +32,11 @@ var (
 	// the open was told not to migrate it (OpenOptions.NoMigrate); `cairn
 	// migrate up` (or any read-write open) upgrades it.
 	ErrMigrationNeeded = errors.New("store: migration needed")
+	// ErrUnavailable: the database could not be reached or went away
+	// (a server restarting, a dropped connection). What was being
+	// written may or may not have committed; retrying later, from what
+	// the store then says, is safe.
+	ErrUnavailable = errors.New("store: database unavailable")
 )
 
 // CorruptError says which checkpoint is damaged.

@@ -234,6 +234,9 @@ func (rw *runWorker) Work(ctx context.Context, job *river.Job[postgres.RunArgs])
 		return river.JobSnooze(w.cfg.LeaseTTL) // the new owner finishes it; the job lives on until the run ends
 	case ctx.Err() != nil:
 		return river.JobSnooze(time.Second) // stopping: another worker resumes it
+	case errors.Is(err, store.ErrUnavailable):
+		w.cfg.Logger.Warn("store unavailable during a run; it goes on from its last checkpoint", "run", rec.ID, "err", err)
+		return river.JobSnooze(time.Second)
 	}
 	return err
 }

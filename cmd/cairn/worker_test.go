@@ -5,8 +5,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -352,4 +355,181 @@ func TestWorkerChaos(t *testing.T) {
 		fenced += strings.Count(w.logText(), "taken over by another worker")
 	}
 	t.Logf("%d runs completed; %d workers killed and restarted, %d runs taken over from a silent worker, %d fenced; no step committed twice, no fork", runs, kills, takeovers, fenced)
+}
+
+// privatePG is a PostgreSQL server of the test's own (initdb, pg_ctl as
+// user postgres on a free port): a test may stop and start it.
+type privatePG struct {
+	t    *testing.T
+	dir  string
+	port int
+}
+
+// newPrivatePG starts a private server; it needs initdb and pg_ctl, and
+// root to run them as postgres (CI has both; elsewhere the test skips).
+func newPrivatePG(t *testing.T) *privatePG {
+	t.Helper()
+	for _, tool := range []string{"initdb", "pg_ctl", "runuser"} {
+		needTool(t, tool)
+	}
+	if os.Getuid() != 0 {
+		t.Skip("running PostgreSQL as user postgres needs root")
+	}
+	dir, err := os.MkdirTemp("", "cairn-pg-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg := &privatePG{t: t, dir: dir, port: ln.Addr().(*net.TCPAddr).Port}
+	ln.Close()
+	if out, err := exec.Command("chown", "postgres", dir).CombinedOutput(); err != nil {
+		t.Fatalf("chown: %v %s", err, out)
+	}
+	if out, err := exec.Command("runuser", "-u", "postgres", "--", "initdb", "-D", filepath.Join(dir, "data"), "-A", "trust", "-U", "postgres", "--no-sync").CombinedOutput(); err != nil {
+		t.Fatalf("initdb: %v %s", err, out)
+	}
+	t.Cleanup(func() {
+		_ = pg.ctl("-m", "immediate", "stop")
+		os.RemoveAll(dir)
+	})
+	if err := pg.ctl("-w", "start"); err != nil {
+		t.Fatal(err)
+	}
+	return pg
+}
+
+func (pg *privatePG) ctl(args ...string) error {
+	argv := append([]string{"-u", "postgres", "--", "pg_ctl", "-D", filepath.Join(pg.dir, "data"), "-l", filepath.Join(pg.dir, "log"),
+		"-o", fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off", pg.port, pg.dir)}, args...)
+	if out, err := exec.Command("runuser", argv...).CombinedOutput(); err != nil {
+		return fmt.Errorf("pg_ctl %v: %v %s", args, err, out)
+	}
+	return nil
+}
+
+func (pg *privatePG) dsn() string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres", pg.port)
+}
+
+// TestWorkerChaosPostgresStops queues runs on three workers while the
+// database (a private server) is stopped for 0–2 s at random intervals:
+// the runs wait and continue — every run completes, no step is committed
+// twice, no thread forks, every final state is the fault-free one.
+func TestWorkerChaosPostgresStops(t *testing.T) {
+	runs := 12
+	if n, err := strconv.Atoi(os.Getenv("CAIRN_CHAOS_RUNS")); err == nil && n > 0 {
+		runs = n
+	}
+	pg := newPrivatePG(t)
+	assistants := filepath.Join("..", "..", "examples", "serve")
+	p := startServe(t, "--queue", "--assistants", assistants, "--store", pg.dsn())
+	for _, id := range []string{"w1", "w2", "w3"} {
+		startWorker(t, "--id", id, "--assistants", assistants, "--store", pg.dsn(), "--lease", "1s", "--rescue-after", "2s")
+	}
+	stop, chaos := make(chan struct{}), make(chan struct{})
+	outages := 0
+	go func() {
+		defer close(chaos)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(300+rand.IntN(700)) * time.Millisecond):
+			}
+			if err := pg.ctl("-m", "immediate", "stop"); err != nil {
+				t.Error(err)
+				return
+			}
+			outages++
+			time.Sleep(time.Duration(rand.IntN(2000)) * time.Millisecond)
+			if err := pg.ctl("-w", "start"); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	// Runs are queued through the outages, a few every second.
+	threads := make([]string, runs)
+	for i := range threads {
+		threads[i] = queueThroughOutages(t, p, time.Now().Add(30*time.Second))
+		time.Sleep(150 * time.Millisecond)
+	}
+	waitRuns(t, p, threads, time.Now().Add(90*time.Second))
+	close(stop)
+	<-chaos
+	if outages == 0 {
+		t.Fatal("the database never stopped: the test proved nothing")
+	}
+	for _, th := range threads {
+		checkLinear(t, p, th)
+	}
+	t.Logf("%d runs completed across %d database outages; no step committed twice, no fork", runs, outages)
+}
+
+// waitRuns waits until the one run of each thread succeeded, reading
+// through outages (an answer that is not JSON is read again).
+func waitRuns(t *testing.T, p *serveProcess, threads []string, deadline time.Time) {
+	t.Helper()
+	for _, th := range threads {
+		for {
+			res, err := http.Get(p.url + "/threads/" + th + "/runs")
+			var rs []struct {
+				Status string `json:"status"`
+			}
+			if err == nil {
+				_ = json.NewDecoder(res.Body).Decode(&rs)
+				res.Body.Close()
+			}
+			if len(rs) == 1 && rs[0].Status == "success" {
+				break
+			}
+			if len(rs) == 1 && rs[0].Status != "pending" && rs[0].Status != "running" {
+				t.Fatalf("thread %s: run %s", th, rs[0].Status)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("thread %s: run still %v after the deadline", th, rs)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+// queueThroughOutages creates a thread with a queued slow-steps run,
+// trying again while the database is away (the server answers 5xx, and
+// nothing was created); it returns the thread.
+func queueThroughOutages(t *testing.T, p *serveProcess, deadline time.Time) string {
+	t.Helper()
+	post := func(path, body string) (int, map[string]any) {
+		res, err := http.Post(p.url+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			return 0, nil
+		}
+		defer res.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(res.Body).Decode(&out)
+		return res.StatusCode, out
+	}
+	for time.Now().Before(deadline) {
+		code, th := post("/threads", "{}")
+		if code != 200 {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		id := th["thread_id"].(string)
+		for time.Now().Before(deadline) {
+			code, run := post("/threads/"+id+"/runs", `{"assistant_id": "slow-steps", "input": "count"}`)
+			if code == 200 || code == 409 { // 409: an earlier try queued it, its answer was lost
+				return id
+			}
+			if code > 0 && code < 500 {
+				t.Fatalf("queueing a run: %d %v", code, run)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	t.Fatal("could not queue a run through the outages")
+	return ""
 }

@@ -165,7 +165,7 @@ func (g *grouper) commit(batch []*insertJob) ([]error, error) {
 		return res.Close()
 	})
 	if err != nil {
-		return nil, err
+		return nil, wrap(err, "group commit", "")
 	}
 	for i, r := range rows {
 		if r.Fence != 0 && errs[i] != nil && !errors.Is(errs[i], store.ErrFenced) {

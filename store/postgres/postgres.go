@@ -6,7 +6,9 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"strconv"
 	"strings"
 
@@ -346,7 +348,30 @@ func wrap(err error, what, thread string) error {
 	if errors.As(err, &pe) && (pe.Code == "XX001" || pe.Code == "XX002") { // data_corrupted, index_corrupted
 		return &store.CorruptError{Thread: thread, What: "database (" + what + ")", Err: err}
 	}
+	if unavailable(err) {
+		return fmt.Errorf("%w: postgres: %s of thread %q: %w", store.ErrUnavailable, what, thread, err)
+	}
 	return fmt.Errorf("store: postgres: %s of thread %q: %w", what, thread, err)
+}
+
+// unavailable reports whether err says the server could not be reached or
+// went away, rather than refused the statement.
+func unavailable(err error) bool {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) || pgconn.SafeToRetry(err) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		// connection_exception (08…), admin_shutdown, crash_shutdown,
+		// cannot_connect_now.
+		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+	}
+	return false
 }
 
 // CreateThread implements store.Backend.
@@ -495,6 +520,10 @@ func (b *Backend) GroupStats() GroupStats {
 
 // insertOne appends a row in a transaction of its own.
 func (b *Backend) insertOne(ctx context.Context, r store.Row) error {
+	return wrap(b.insertTx(ctx, r), "insert", r.Thread)
+}
+
+func (b *Backend) insertTx(ctx context.Context, r store.Row) error {
 	return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		batch := &pgx.Batch{}
 		create := r.Create != nil && r.Seq == 1
