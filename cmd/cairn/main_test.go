@@ -109,7 +109,7 @@ func TestErrors(t *testing.T) {
 		{"state of a missing namespace", []string{"state", "0", "--ns", "gate9"}, 1, `no namespace "gate9"`},
 		{"namespaces of a missing thread", []string{"namespaces", "ghost"}, 1, `"ghost"`},
 		{"prune without keep", []string{"prune"}, 2, "--keep"},
-		{"bench unknown", []string{"bench", "w3"}, 2, "w1 or w2"},
+		{"bench unknown", []string{"bench", "w3"}, 2, "w1, w2 or workers"},
 		{"bench durability", []string{"bench", "w1", "--durability", "fast"}, 2, "durability"},
 		{"bench into used store", []string{"bench", "w1", "--steps", "5", "--store", url}, 1, "already exists"},
 		{"meta filter", []string{"threads", "--meta", "novalue"}, 2, "key=value"},
