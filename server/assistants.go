@@ -210,6 +210,20 @@ func LoadAssistants(dir string, cfg AssistantConfig) ([]Assistant, error) {
 	return out, nil
 }
 
+// LoadAssistant reads one agent file (.md) or pipeline file (.yaml,
+// .yml), checked as LoadAssistants checks the files of a folder.
+func LoadAssistant(path string, cfg AssistantConfig) (Assistant, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	ext := strings.ToLower(filepath.Ext(abs))
+	if ext != ".md" && ext != ".yaml" && ext != ".yml" {
+		return nil, fmt.Errorf("server: assistant %s: want an agent file (.md) or a pipeline file (.yaml)", path)
+	}
+	return loadAssistant(abs, ext, cfg)
+}
+
 func loadAssistant(path, ext string, cfg AssistantConfig) (Assistant, error) {
 	info, err := os.Stat(path)
 	if err != nil {

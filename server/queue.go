@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -107,4 +108,19 @@ func (s *Server) Execute(ctx context.Context, runID string) error {
 		return context.Cause(ctx)
 	}
 	return nil
+}
+
+// QueueRun records and queues a run of an assistant on a thread (created
+// if missing) with input, as POST /threads/{id}/runs does with
+// if_not_exists create, for a program that queues without HTTP (cairn run
+// --queue). The server must have Config.Queue.
+func (s *Server) QueueRun(ctx context.Context, thread, assistant string, input json.RawMessage) (store.RunRecord, error) {
+	if s.queue == nil {
+		return store.RunRecord{}, fmt.Errorf("%w: the server queues no runs (Config.Queue)", ErrConfig)
+	}
+	lr, err := s.createRun(withTenant(ctx, ""), thread, runRequest{AssistantID: assistant, Input: input, IfNotExists: "create"})
+	if err != nil {
+		return store.RunRecord{}, err
+	}
+	return lr.record(), nil
 }

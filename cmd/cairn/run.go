@@ -222,6 +222,7 @@ func isTerminal(w io.Writer) bool {
 // runFlags are cairn run's flags.
 type runFlags struct {
 	inputPath, inputText, thread, model, durability, safeDir string
+	queue                                                    bool
 }
 
 func (a *app) runCmd() *cobra.Command {
@@ -237,6 +238,9 @@ func (a *app) runCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.inputPath != "" && f.inputText != "" {
 				return usagef("give --input or --input-text, not both")
+			}
+			if f.queue {
+				return a.queueRunCLI(cmd.Context(), args[0], f)
 			}
 			if ext := strings.ToLower(filepath.Ext(args[0])); ext == ".yaml" || ext == ".yml" {
 				for _, name := range []string{"input", "input-text", "safe-dir", "durability", "trace-dir"} {
@@ -256,6 +260,7 @@ func (a *app) runCmd() *cobra.Command {
 	cmd.Flags().StringVar(&f.durability, "durability", "sync", "sync, async or exit (kept for cairn resume)")
 	a.streamFlag(cmd)
 	cmd.Flags().StringVar(&f.safeDir, "safe-dir", "", "the directory the agent files may reach; their safe_dir must be inside it (default: the agent file's folder)")
+	cmd.Flags().BoolVar(&f.queue, "queue", false, "queue the run for cairn worker processes (PostgreSQL store) instead of running it here; prints the thread and the run")
 	return cmd
 }
 

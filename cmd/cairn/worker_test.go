@@ -533,3 +533,38 @@ func queueThroughOutages(t *testing.T, p *serveProcess, deadline time.Time) stri
 	t.Fatal("could not queue a run through the outages")
 	return ""
 }
+
+// TestRunQueue: cairn run --queue records and queues a run from the CLI; a
+// worker runs it; cairn runs and cairn state show it done. Flags that do
+// not go with --queue, and a SQLite store, are usage errors.
+func TestRunQueue(t *testing.T) {
+	dsn, _ := pgtest.Schema(t, "cairn_rq")
+	assistants := filepath.Join("..", "..", "examples", "serve")
+	startWorker(t, "--id", "w1", "--assistants", assistants, "--store", dsn, "--lease", "1s", "--rescue-after", "2s")
+	code, stdout, stderr := cli(t, nil, "run", filepath.Join(assistants, "five-steps.md"), "--queue", "--input-text", "queued", "--thread", "rq1", "--store", dsn, "--json")
+	var q struct {
+		Thread string `json:"thread"`
+		RunID  string `json:"run_id"`
+	}
+	if code != 0 || json.Unmarshal([]byte(stdout), &q) != nil || q.Thread != "rq1" || q.RunID == "" {
+		t.Fatalf("run --queue: %d %s %s", code, stdout, stderr)
+	}
+	crashtest.WaitFor(t, 20*time.Second, "the queued run to finish", func() bool {
+		_, out, _ := cli(t, nil, "runs", q.RunID, "--store", dsn, "--json")
+		var v runView
+		return json.Unmarshal([]byte(out), &v) == nil && v.Status == "success"
+	})
+	if code, out, _ := cli(t, nil, "state", "rq1", "--store", dsn); code != 0 || !strings.Contains(out, "commits every step") || !strings.Contains(out, "queued") {
+		t.Fatalf("state after the queued run: %d\n%s", code, out)
+	}
+	sqlite := "sqlite:" + filepath.Join(t.TempDir(), "x.db")
+	for _, args := range [][]string{
+		{"run", filepath.Join(assistants, "five-steps.md"), "--queue", "--store", sqlite},
+		{"run", filepath.Join(assistants, "five-steps.md"), "--queue", "--model", "scripted:x.yaml", "--store", dsn},
+		{"run", filepath.Join(assistants, "nope.md"), "--queue", "--store", dsn},
+	} {
+		if code, _, stderr := cli(t, nil, args...); code != 2 {
+			t.Errorf("%v: exit %d %s", args, code, stderr)
+		}
+	}
+}
