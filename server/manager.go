@@ -441,10 +441,8 @@ func (m *runManager) recoverRun(ctx context.Context, rec store.RunRecord) error 
 	}
 	d.Attempt++
 	lr := m.newLive(rec, d, a, prior)
-	if rec.Status == statusRunning {
-		if lr.started, err = m.runStarted(ctx, rec); err != nil {
-			return err
-		}
+	if lr.started, err = m.runStarted(ctx, rec); err != nil {
+		return err
 	}
 	return m.submit(ctx, lr, "enqueue")
 }

@@ -93,10 +93,11 @@ func (s *Server) Execute(ctx context.Context, runID string) error {
 	defer stop()
 	stopBase := context.AfterFunc(s.runs.base, func() { lr.cancel(errShutdown) })
 	defer stopBase()
-	if rec.Status == statusRunning {
-		if lr.started, err = s.runs.runStarted(ctx, rec); err != nil {
-			return err
-		}
+	// Started or not is what the thread says, whatever the record says: a
+	// record whose "running" was never written (the database went away)
+	// may belong to a run that committed steps.
+	if lr.started, err = s.runs.runStarted(ctx, rec); err != nil {
+		return err
 	}
 	stopped := s.runs.execute(lr)
 	lr.log.release()

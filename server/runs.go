@@ -236,6 +236,7 @@ func apiRunOf(rec store.RunRecord) (apiRun, runData, error) {
 	if d.CancelReason != "" {
 		r.CancelReason = &d.CancelReason
 	}
+	r.Error = d.Error
 	return r, d, nil
 }
 

@@ -82,6 +82,8 @@ type apiRun struct {
 	MultitaskStrategy string         `json:"multitask_strategy"`
 	Kwargs            runKwargs      `json:"kwargs"`
 	CancelReason      *string        `json:"cancel_reason"`
+	// Error is a failed run's error (redacted); Cairn's own field.
+	Error string `json:"error,omitempty"`
 }
 
 // apiTime formats a time as the API does.

@@ -478,6 +478,7 @@ func waitRuns(t *testing.T, p *serveProcess, threads []string, deadline time.Tim
 			res, err := http.Get(p.url + "/threads/" + th + "/runs")
 			var rs []struct {
 				Status string `json:"status"`
+				Error  string `json:"error"`
 			}
 			if err == nil {
 				_ = json.NewDecoder(res.Body).Decode(&rs)
@@ -487,7 +488,7 @@ func waitRuns(t *testing.T, p *serveProcess, threads []string, deadline time.Tim
 				break
 			}
 			if len(rs) == 1 && rs[0].Status != "pending" && rs[0].Status != "running" {
-				t.Fatalf("thread %s: run %s", th, rs[0].Status)
+				t.Fatalf("thread %s: run %s: %s", th, rs[0].Status, rs[0].Error)
 			}
 			if time.Now().After(deadline) {
 				t.Fatalf("thread %s: run still %v after the deadline", th, rs)
