@@ -50,6 +50,31 @@ func (s *Server) busy(ctx context.Context, thread string) bool {
 	return err == nil && b
 }
 
+// ErrCancelled, as the cause of the context Execute runs under (a worker
+// translates its queue's remote cancellation to it), interrupts the run:
+// it ends with status interrupted rather than being left running.
+var ErrCancelled = errors.New("server: run cancelled")
+
+// cancelQueued cancels a run this server queued (Config.Queue): a run no
+// worker has taken ends at once (status interrupted); a running one is
+// stopped by its worker before its next commit.
+func (s *Server) cancelQueued(ctx context.Context, rec store.RunRecord, action string) error {
+	if action != "interrupt" {
+		return unprocessable("action", "%q is not available for queued runs (interrupt)", action)
+	}
+	started, err := s.queue.CancelQueuedRun(ctx, rec.ID)
+	if err != nil || started {
+		return err
+	}
+	_, d, err := apiRunOf(rec)
+	if err != nil {
+		return err
+	}
+	d.CancelReason = action
+	rec.Status, rec.Data, rec.UpdatedAt = statusInterrupted, raw(d), s.cfg.Now().UnixNano()
+	return s.runlog.PutRun(ctx, rec)
+}
+
 // ErrNotMine: a worker was handed a run whose assistant this server lacks.
 var ErrNotMine = errors.New("server: the run's assistant is not served here")
 
@@ -89,7 +114,13 @@ func (s *Server) Execute(ctx context.Context, runID string) error {
 	lr.cancel(nil)
 	lr.ctx, lr.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	defer lr.cancel(nil)
-	stop := context.AfterFunc(ctx, func() { lr.cancel(errShutdown) })
+	stop := context.AfterFunc(ctx, func() {
+		if errors.Is(context.Cause(ctx), ErrCancelled) {
+			lr.cancel(&cancelCause{action: "interrupt"})
+			return
+		}
+		lr.cancel(errShutdown)
+	})
 	defer stop()
 	stopBase := context.AfterFunc(s.runs.base, func() { lr.cancel(errShutdown) })
 	defer stopBase()
@@ -105,6 +136,8 @@ func (s *Server) Execute(ctx context.Context, runID string) error {
 	switch {
 	case stopped != nil:
 		return stopped // fenced, or the store went away: the run stays running
+	case terminal(lr.record().Status):
+		return nil // ended, cancelled included
 	case ctx.Err() != nil:
 		return context.Cause(ctx)
 	}
@@ -124,4 +157,21 @@ func (s *Server) QueueRun(ctx context.Context, thread, assistant string, input j
 		return store.RunRecord{}, err
 	}
 	return lr.record(), nil
+}
+
+// CancelQueued cancels a queued run by id, as POST …/runs/{id}/cancel does
+// (for cairn runs RUN --cancel): a run no worker has taken ends at once, a
+// running one is stopped by its worker before its next commit.
+func (s *Server) CancelQueued(ctx context.Context, runID string) error {
+	if s.queue == nil {
+		return fmt.Errorf("%w: the server queues no runs (Config.Queue)", ErrConfig)
+	}
+	rec, err := s.runlog.Run(ctx, runID)
+	if err != nil {
+		return err
+	}
+	if terminal(rec.Status) {
+		return conflict("run %s has already ended (%s)", rec.ID, rec.Status)
+	}
+	return s.cancelQueued(ctx, rec, "interrupt")
 }

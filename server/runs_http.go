@@ -187,7 +187,19 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) error {
 		if terminal(rec.Status) {
 			return conflict("run %s has already ended (%s)", rec.ID, rec.Status)
 		}
-		return conflict("run %s is %s on another server; cancel it there", rec.ID, rec.Status)
+		if s.queue == nil {
+			return conflict("run %s is %s on another server; cancel it there", rec.ID, rec.Status)
+		}
+		if err := s.cancelQueued(ctx, rec, action); err != nil {
+			return err
+		}
+		if truthy(qs.Get("wait")) {
+			if _, err := s.storedOutcome(ctx, rec); err != nil {
+				return err
+			}
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return nil
 	}
 	if err := s.runs.cancel(ctx, lr, action); err != nil {
 		return err

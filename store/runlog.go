@@ -142,6 +142,9 @@ func (c checkedRunLog) Events(ctx context.Context, run string, after int64, limi
 // (the PostgreSQL backend, over River).
 type RunQueue interface {
 	EnqueueRun(ctx context.Context, r RunRecord, assistant string) error
+	// CancelQueuedRun cancels a run's job: at once if no worker has it
+	// (started false), else by ending its worker's context (started true).
+	CancelQueuedRun(ctx context.Context, runID string) (started bool, err error)
 }
 
 // RunQueueOf returns the run queue of a store whose backend has one;

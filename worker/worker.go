@@ -261,9 +261,20 @@ func (w *Worker) oldest(ctx context.Context, thread string) (string, error) {
 
 // runLeased runs a run under its thread's lease, renewing it; losing the
 // lease stops the run.
-func (w *Worker) runLeased(ctx context.Context, runID string, lease store.Lease) error {
-	ctx, cancel := context.WithCancelCause(store.WithFence(ctx, lease.Thread, lease.Token))
+func (w *Worker) runLeased(jobCtx context.Context, runID string, lease store.Lease) error {
+	// The run's context keeps the job's values and ends with it — a remote
+	// cancel (river.ErrJobCancelledRemotely) as server.ErrCancelled, so
+	// that the run ends interrupted rather than left running.
+	ctx, cancel := context.WithCancelCause(store.WithFence(context.WithoutCancel(jobCtx), lease.Thread, lease.Token))
 	defer cancel(nil)
+	stopJob := context.AfterFunc(jobCtx, func() {
+		if errors.Is(context.Cause(jobCtx), river.ErrJobCancelledRemotely) {
+			cancel(server.ErrCancelled)
+			return
+		}
+		cancel(context.Cause(jobCtx))
+	})
+	defer stopJob()
 	renewed := make(chan struct{})
 	go func() {
 		defer close(renewed)

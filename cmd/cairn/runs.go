@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cairn-dev/cairn/server"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -48,6 +50,7 @@ func (a *app) runsCmd() *cobra.Command {
 	var thread, tenant string
 	var statuses []string
 	var limit int
+	var cancel bool
 	cmd := &cobra.Command{
 		Use:   "runs [RUN]",
 		Short: "List the runs cairn serve keeps in the store (newest first), or show one with its event count",
@@ -60,6 +63,12 @@ func (a *app) runsCmd() *cobra.Command {
 			}
 			if limit < 0 {
 				return usagef("--limit %d: must not be negative", limit)
+			}
+			if cancel {
+				if len(args) != 1 {
+					return usagef("--cancel needs the run: cairn runs RUN --cancel")
+				}
+				return a.cancelQueuedRun(cmd.Context(), args[0])
 			}
 			s, err := a.openRead()
 			if err != nil {
@@ -88,7 +97,26 @@ func (a *app) runsCmd() *cobra.Command {
 	cmd.Flags().StringVar(&tenant, "tenant", "", "only this tenant's runs")
 	cmd.Flags().StringArrayVar(&statuses, "status", nil, "only runs with this status (pending, running, success, error, interrupted; repeatable)")
 	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many runs (0: all)")
+	cmd.Flags().BoolVar(&cancel, "cancel", false, "cancel the queued run RUN (PostgreSQL stores): at once if no worker has it, else before its next step")
 	return cmd
+}
+
+// cancelQueuedRun cancels a queued run (cairn runs RUN --cancel).
+func (a *app) cancelQueuedRun(ctx context.Context, id string) error {
+	s, _, err := a.queueBackend(ctx, "cairn runs --cancel")
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	srv, err := server.New(server.Config{Store: s, Queue: true, Logger: a.logger})
+	if err != nil {
+		return err
+	}
+	if err := srv.CancelQueued(ctx, id); err != nil {
+		return argError(err)
+	}
+	fmt.Fprintf(a.stderr, "run %s: cancelled\n", id)
+	return nil
 }
 
 func (a *app) showRun(cmd *cobra.Command, rl store.RunLog, id string) error {

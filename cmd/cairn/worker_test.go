@@ -569,3 +569,50 @@ func TestRunQueue(t *testing.T) {
 		}
 	}
 }
+
+// TestQueuedCancel cancels a queued run nobody has taken (it ends at once,
+// and no worker runs it later) and a running one, from the CLI (its worker
+// stops it before its next step; the run ends interrupted).
+func TestQueuedCancel(t *testing.T) {
+	dsn, _ := pgtest.Schema(t, "cairn_qc")
+	assistants := filepath.Join("..", "..", "examples", "serve")
+	p := startServe(t, "--queue", "--assistants", assistants, "--store", dsn)
+	queue := func() (string, string) {
+		var th, run map[string]any
+		p.call(t, "POST", "/threads", map[string]any{}, &th)
+		tid := th["thread_id"].(string)
+		p.call(t, "POST", "/threads/"+tid+"/runs", map[string]any{"assistant_id": "slow-steps", "input": "count"}, &run)
+		return tid, run["run_id"].(string)
+	}
+	status := func(tid, rid string) string {
+		var run map[string]any
+		p.call(t, "GET", "/threads/"+tid+"/runs/"+rid, nil, &run)
+		s, _ := run["status"].(string)
+		return s
+	}
+	idle, idleRun := queue()
+	if code := p.call(t, "POST", "/threads/"+idle+"/runs/"+idleRun+"/cancel", nil, nil); code != 204 || status(idle, idleRun) != "interrupted" {
+		t.Fatalf("cancel a pending run: %d, %s", code, status(idle, idleRun))
+	}
+	startWorker(t, "--id", "w1", "--assistants", assistants, "--store", dsn, "--lease", "1s", "--rescue-after", "2s")
+	busy, busyRun := queue()
+	crashtest.WaitFor(t, 10*time.Second, "the first step", func() bool {
+		parents, _ := queueHistory(t, p, busy)
+		return len(parents) >= 2
+	})
+	if code, _, stderr := cli(t, nil, "runs", busyRun, "--cancel", "--store", dsn); code != 0 {
+		t.Fatalf("cairn runs --cancel: %d %s", code, stderr)
+	}
+	crashtest.WaitFor(t, 10*time.Second, "the running run to end interrupted", func() bool { return status(busy, busyRun) == "interrupted" })
+	parents, _ := queueHistory(t, p, busy)
+	time.Sleep(1500 * time.Millisecond)
+	if later, _ := queueHistory(t, p, busy); len(later) != len(parents) || len(parents) >= 4 {
+		t.Fatalf("the cancelled run went on: %d then %d checkpoints", len(parents), len(later))
+	}
+	if parents, _ := queueHistory(t, p, idle); len(parents) != 0 || status(idle, idleRun) != "interrupted" {
+		t.Fatalf("the run cancelled before any worker took it ran: %d checkpoints, %s", len(parents), status(idle, idleRun))
+	}
+	if code, _, _ := cli(t, nil, "runs", busyRun, "--cancel", "--store", dsn); code != 1 {
+		t.Errorf("cancelling an ended run: exit %d", code)
+	}
+}

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/cairn-dev/cairn/store"
 )
@@ -71,3 +73,32 @@ func (b *Backend) EnqueueRun(ctx context.Context, r store.RunRecord, assistant s
 }
 
 var _ store.RunQueue = (*Backend)(nil)
+
+// CancelQueuedRun cancels a queued run's job through River: a job not
+// yet taken is cancelled at once (started false: nobody will run the
+// run); a running one is marked, and its worker's context ends (with
+// river.ErrJobCancelledRemotely) so that it stops the run (started true).
+func (b *Backend) CancelQueuedRun(ctx context.Context, runID string) (started bool, err error) {
+	if err := b.writable(); err != nil {
+		return false, err
+	}
+	b.queue.once.Do(func() {
+		b.queue.client, b.queue.err = river.NewClient(riverpgxv5.New(b.pool), &river.Config{})
+	})
+	if b.queue.err != nil {
+		return false, fmt.Errorf("store: queue: %w", b.queue.err)
+	}
+	var jobID int64
+	err = b.pool.QueryRow(ctx, `SELECT id FROM river_job WHERE kind = $1 AND args->>'run_id' = $2 ORDER BY id DESC LIMIT 1`, RunArgs{}.Kind(), runID).Scan(&jobID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, fmt.Errorf("%w: no queued job for run %q", store.ErrNotFound, runID)
+	}
+	if err != nil {
+		return false, wrap(err, "cancel run", "")
+	}
+	row, err := b.queue.client.JobCancel(ctx, jobID)
+	if err != nil {
+		return false, wrap(err, "cancel run", "")
+	}
+	return row.State == rivertype.JobStateRunning, nil
+}
