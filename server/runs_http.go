@@ -16,13 +16,18 @@ import (
 
 func runPath(thread, run string) string { return "/threads/" + thread + "/runs/" + run }
 
-// postRun creates a background run and answers with it.
-func (s *Server) postRun(w http.ResponseWriter, r *http.Request) error {
+// runFromRequest reads a run request's body and creates the run.
+func (s *Server) runFromRequest(r *http.Request) (*liveRun, error) {
 	var q runRequest
 	if err := decodeBody(r, &q); err != nil {
-		return err
+		return nil, err
 	}
-	lr, err := s.createRun(r.Context(), r.PathValue("thread_id"), q)
+	return s.createRun(r.Context(), r.PathValue("thread_id"), q)
+}
+
+// postRun creates a background run and answers with it.
+func (s *Server) postRun(w http.ResponseWriter, r *http.Request) error {
+	lr, err := s.runFromRequest(r)
 	if err != nil {
 		return err
 	}
@@ -40,11 +45,7 @@ func (s *Server) postRun(w http.ResponseWriter, r *http.Request) error {
 // on if the client leaves (unless on_disconnect is cancel); Location names
 // the stream to rejoin.
 func (s *Server) postRunStream(w http.ResponseWriter, r *http.Request) error {
-	var q runRequest
-	if err := decodeBody(r, &q); err != nil {
-		return err
-	}
-	lr, err := s.createRun(r.Context(), r.PathValue("thread_id"), q)
+	lr, err := s.runFromRequest(r)
 	if err != nil {
 		return err
 	}
@@ -55,11 +56,7 @@ func (s *Server) postRunStream(w http.ResponseWriter, r *http.Request) error {
 // the headers go out at once and keep-alive bytes follow, so a client's
 // connection slot is not held in silence.
 func (s *Server) postRunWait(w http.ResponseWriter, r *http.Request) error {
-	var q runRequest
-	if err := decodeBody(r, &q); err != nil {
-		return err
-	}
-	lr, err := s.createRun(r.Context(), r.PathValue("thread_id"), q)
+	lr, err := s.runFromRequest(r)
 	if err != nil {
 		return err
 	}

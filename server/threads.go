@@ -107,12 +107,7 @@ func (s *Server) createThread(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v, err := s.threadView(ctx, th)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
+	return s.writeThread(ctx, w, th)
 }
 
 // unsupported refuses API fields Cairn does not implement when a request
@@ -131,12 +126,7 @@ func (s *Server) getThread(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v, err := s.threadView(r.Context(), th)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
+	return s.writeThread(r.Context(), w, th)
 }
 
 type threadPatch struct {
@@ -173,12 +163,7 @@ func (s *Server) patchThread(w http.ResponseWriter, r *http.Request) error {
 	if th, err = s.store.SetMetadata(ctx, th.ID, md); err != nil {
 		return err
 	}
-	v, err := s.threadView(ctx, th)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
+	return s.writeThread(ctx, w, th)
 }
 
 func (s *Server) deleteThread(w http.ResponseWriter, r *http.Request) error {
@@ -446,7 +431,12 @@ func (s *Server) copyThread(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v, err := s.threadView(ctx, cp)
+	return s.writeThread(ctx, w, cp)
+}
+
+// writeThread answers with a thread as the API shows it.
+func (s *Server) writeThread(ctx context.Context, w http.ResponseWriter, th store.Thread) error {
+	v, err := s.threadView(ctx, th)
 	if err != nil {
 		return err
 	}
