@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"slices"
 
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/store"
@@ -47,7 +48,7 @@ func newConverter(s *Server, thread, run string, modes []string, subgraphs bool)
 func flowModes(modes []string) []flow.StreamMode {
 	var out []flow.StreamMode
 	for _, m := range modes {
-		if fm := apiModes[m]; !contains(modeNames(out), string(fm)) {
+		if fm := apiModes[m]; !slices.Contains(modeNames(out), string(fm)) {
 			out = append(out, fm)
 		}
 	}

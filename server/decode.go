@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"reflect"
 	"slices"
@@ -90,7 +91,7 @@ func checkFields(data []byte, t reflect.Type, path string) error {
 		for _, k := range keys {
 			ft, ok := fields[k]
 			if !ok {
-				return unprocessable(path+"."+k, "unknown field %q (known: %s)", k, strings.Join(sortedKeys(fields), ", "))
+				return unprocessable(path+"."+k, "unknown field %q (known: %s)", k, strings.Join(slices.Sorted(maps.Keys(fields)), ", "))
 			}
 			if err := checkFields(m[k], ft, path+"."+k); err != nil {
 				return err
@@ -136,15 +137,6 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 		}
 		out[name] = f.Type
 	}
-	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
 	return out
 }
 

@@ -1,10 +1,13 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -95,18 +98,10 @@ func (s *Server) listInterrupts(w http.ResponseWriter, r *http.Request) error {
 			out = append(out, *p)
 		}
 	}
-	sortPending(out)
+	slices.SortStableFunc(out, func(a, b apiPending) int { return strings.Compare(a.CreatedAt, b.CreatedAt) })
 	out = out[min(offset, len(out)):]
 	writeJSON(w, http.StatusOK, out[:min(limit, len(out))])
 	return nil
-}
-
-func sortPending(ps []apiPending) {
-	for i := 1; i < len(ps); i++ {
-		for j := i; j > 0 && ps[j].CreatedAt < ps[j-1].CreatedAt; j-- {
-			ps[j], ps[j-1] = ps[j-1], ps[j]
-		}
-	}
 }
 
 // threadInterrupts lists a thread's pending interrupt (none or one).
@@ -151,7 +146,7 @@ func (s *Server) answerInterrupt(w http.ResponseWriter, r *http.Request) error {
 	}
 	by := callerOf(ctx)
 	if by == "" {
-		by = cmpOr(q.By, "anonymous")
+		by = cmp.Or(q.By, "anonymous")
 	}
 	a := flow.Approval{Action: q.Action, Value: q.Value, Reason: q.Reason, By: by, At: s.cfg.Now().UTC()}
 	if err := a.Check(); err != nil {

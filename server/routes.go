@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/cairn-dev/cairn/flow"
@@ -192,12 +193,13 @@ func (s *Server) assistantGraph(w http.ResponseWriter, r *http.Request) error {
 	}
 	nodes = append(nodes, node{ID: flow.END, Type: "schema", Data: flow.END})
 	edges := []edge{}
+	targets := slices.Concat(info.Nodes, []string{flow.END}) // a router may choose any node
 	for _, e := range info.Edges {
 		if !e.Conditional {
 			edges = append(edges, edge{Source: e.From, Target: e.To})
 			continue
 		}
-		for _, n := range append(info.Nodes, flow.END) {
+		for _, n := range targets {
 			edges = append(edges, edge{Source: e.From, Target: n, Conditional: true})
 		}
 	}

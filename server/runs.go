@@ -1,11 +1,13 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -108,7 +110,7 @@ type runRequest struct {
 
 // oneOf checks an enumerated field.
 func oneOf(path, v string, allowed ...string) error {
-	if v == "" || contains(allowed, v) {
+	if v == "" || slices.Contains(allowed, v) {
 		return nil
 	}
 	return unprocessable(path, "%q: want %s", v, strings.Join(allowed, ", "))
@@ -149,7 +151,7 @@ func (q *runRequest) check(s *Server) (Assistant, runKwargs, error) {
 		}
 	}
 	k = runKwargs{Input: q.Input, Command: q.Command, Config: q.Config, StreamMode: modes, StreamSubgraphs: q.StreamSubgraphs,
-		OnDisconnect: cmpOr(q.OnDisconnect, "continue"), OnCompletion: q.OnCompletion, Durability: q.Durability, Approval: q.approval}
+		OnDisconnect: cmp.Or(q.OnDisconnect, "continue"), OnCompletion: q.OnCompletion, Durability: q.Durability, Approval: q.approval}
 	if q.CheckpointDuring != nil && !*q.CheckpointDuring && k.Durability == "" {
 		k.Durability = "exit"
 	}
@@ -177,7 +179,7 @@ func (q *runRequest) checkInterrupts(a Assistant, k *runKwargs) error {
 			switch {
 			case n == "*":
 				out = append(out, nodes...)
-			case contains(nodes, n):
+			case slices.Contains(nodes, n):
 				out = append(out, n)
 			default:
 				return unprocessable(fmt.Sprintf("%s[%d]", path, i), "%q is not a node of assistant %q (%s)", n, a.Info().ID, strings.Join(nodes, ", "))
@@ -248,7 +250,7 @@ func (s *Server) createRun(ctx context.Context, threadID string, q runRequest) (
 		return nil, err
 	}
 	tenant := tenantOf(ctx)
-	d := runData{AssistantID: a.Info().ID, Metadata: q.Metadata, MultitaskStrategy: cmpOr(q.MultitaskStrategy, "reject"), Kwargs: k, Attempt: 1}
+	d := runData{AssistantID: a.Info().ID, Metadata: q.Metadata, MultitaskStrategy: cmp.Or(q.MultitaskStrategy, "reject"), Kwargs: k, Attempt: 1}
 	d.Kwargs.Input = s.redact.JSON(d.Kwargs.Input)
 	if ap := d.Kwargs.Approval; ap != nil {
 		red := *ap

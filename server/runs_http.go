@@ -2,11 +2,13 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -171,7 +173,7 @@ func (s *Server) deleteRun(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	qs := r.URL.Query()
-	action := cmpOr(qs.Get("action"), "interrupt")
+	action := cmp.Or(qs.Get("action"), "interrupt")
 	if err := oneOf("action", action, "interrupt", "rollback"); err != nil {
 		return err
 	}
@@ -336,7 +338,7 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, rec store.Run
 		}
 		for _, ev := range evs {
 			after = ev.Seq
-			if m := modeOf(ev.Event); m != "" && len(modes) > 0 && !contains(modes, m) {
+			if m := modeOf(ev.Event); m != "" && len(modes) > 0 && !slices.Contains(modes, m) {
 				continue
 			}
 			writeSSE(w, rec.ID, ev)

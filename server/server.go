@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -91,10 +92,10 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
 	}
-	cfg.MaxBodyBytes = cmpOr(cfg.MaxBodyBytes, 1<<20)
-	cfg.RequestTimeout = cmpOr(cfg.RequestTimeout, 30*time.Second)
-	cfg.Heartbeat = cmpOr(cfg.Heartbeat, 5*time.Second)
-	cfg.ExpiryCheck = cmpOr(cfg.ExpiryCheck, time.Second)
+	cfg.MaxBodyBytes = cmp.Or(cfg.MaxBodyBytes, 1<<20)
+	cfg.RequestTimeout = cmp.Or(cfg.RequestTimeout, 30*time.Second)
+	cfg.Heartbeat = cmp.Or(cfg.Heartbeat, 5*time.Second)
+	cfg.ExpiryCheck = cmp.Or(cfg.ExpiryCheck, time.Second)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -132,14 +133,6 @@ func New(cfg Config) (*Server, error) {
 		s.writeError(w, r, notFound("no route %s %s", r.Method, r.URL.Path))
 	})
 	return s, nil
-}
-
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 // Start picks up the runs a previous server left pending or running on

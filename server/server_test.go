@@ -347,7 +347,7 @@ func TestRestartResumesRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	hs.Close()
-	if got := ts2status(t, s, rid); got != "running" {
+	if got := runStatusOf(t, s, rid); got != "running" {
 		t.Fatalf("a stopped server's run is %s, want running", got)
 	}
 	before := calls.Load()
@@ -363,7 +363,7 @@ func TestRestartResumesRuns(t *testing.T) {
 	}
 }
 
-func ts2status(t *testing.T, s store.Store, run string) string {
+func runStatusOf(t *testing.T, s store.Store, run string) string {
 	rl, err := store.RunLogOf(s)
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
 
 	"github.com/cairn-dev/cairn/flow"
@@ -298,7 +299,7 @@ func (s *Server) updateState(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) defaultNode(ctx context.Context, th store.Thread, at int64, asNode string, a Assistant) (string, error) {
 	nodes := a.Info().Nodes
 	if asNode != "" {
-		if asNode != flow.START && !contains(nodes, asNode) {
+		if asNode != flow.START && !slices.Contains(nodes, asNode) {
 			return "", unprocessable("$.as_node", "%q is not a node of assistant %q (%v)", asNode, a.Info().ID, nodes)
 		}
 		return asNode, nil
@@ -310,19 +311,10 @@ func (s *Server) defaultNode(ctx context.Context, th store.Thread, at int64, asN
 	if err != nil {
 		return "", err
 	}
-	if len(cp.Nodes) == 1 && contains(nodes, cp.Nodes[0]) {
+	if len(cp.Nodes) == 1 && slices.Contains(nodes, cp.Nodes[0]) {
 		return cp.Nodes[0], nil
 	}
 	return flow.START, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // threadAssistant is the assistant a thread runs: the one its metadata

@@ -113,7 +113,7 @@ func (s *Server) createThread(w http.ResponseWriter, r *http.Request) error {
 // unsupported refuses API fields Cairn does not implement when a request
 // sets them, rather than ignore them silently.
 func unsupported(fields map[string]json.RawMessage) error {
-	for _, k := range sortedKeys(fields) {
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
 		if v := strings.TrimSpace(string(fields[k])); v != "" && v != "null" {
 			return unprocessable("$."+k, "%s is not supported by Cairn", k)
 		}

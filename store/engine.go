@@ -288,8 +288,10 @@ func (e *Engine) insert(ctx context.Context, cp Checkpoint, seq int64, parent ro
 		Patch:  encodeBlob(state.EncodePatch(nil, cp.Patch), e.comp, nil),
 		Create: create, NewThread: newThread, Fence: FenceOf(ctx, cp.Thread),
 	}
-	if _, ok := e.b.(LeaseStore); row.Fence != 0 && !ok {
-		return Checkpoint{}, fmt.Errorf("%w: a fenced append on a store without leases", ErrInvalidArgument)
+	if row.Fence != 0 {
+		if _, ok := e.b.(LeaseStore); !ok {
+			return Checkpoint{}, fmt.Errorf("%w: a fenced append on a store without leases", ErrInvalidArgument)
+		}
 	}
 	if seq == 1 && create == nil {
 		row.Create = &ThreadRecord{ID: cp.Thread, CreatedAt: row.CreatedAt}

@@ -1,12 +1,14 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -248,13 +250,7 @@ func (w *Worker) oldest(ctx context.Context, thread string) (string, error) {
 		return "", err
 	}
 	slices.SortFunc(recs, func(a, b store.RunRecord) int {
-		if a.CreatedAt != b.CreatedAt {
-			return int(a.CreatedAt - b.CreatedAt)
-		}
-		if a.ID < b.ID {
-			return -1
-		}
-		return 1
+		return cmp.Or(cmp.Compare(a.CreatedAt, b.CreatedAt), strings.Compare(a.ID, b.ID))
 	})
 	return recs[0].ID, nil
 }

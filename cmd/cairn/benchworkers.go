@@ -2,8 +2,8 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -158,15 +158,15 @@ func queueRun(url string) error {
 	if err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	_, _ = buf.ReadFrom(res.Body)
-	res.Body.Close()
-	var id string
-	if i := strings.Index(buf.String(), `"thread_id":"`); i >= 0 {
-		rest := buf.String()[i+len(`"thread_id":"`):]
-		id = rest[:strings.IndexByte(rest, '"')]
+	var th struct {
+		ThreadID string `json:"thread_id"`
 	}
-	res, err = http.Post(url+"/threads/"+id+"/runs", "application/json", strings.NewReader(`{"assistant_id": "io-bound", "input": "go"}`))
+	err = json.NewDecoder(res.Body).Decode(&th)
+	res.Body.Close()
+	if err != nil || th.ThreadID == "" {
+		return fmt.Errorf("creating a thread: HTTP %d: %v", res.StatusCode, err)
+	}
+	res, err = http.Post(url+"/threads/"+th.ThreadID+"/runs", "application/json", strings.NewReader(`{"assistant_id": "io-bound", "input": "go"}`))
 	if err != nil {
 		return err
 	}

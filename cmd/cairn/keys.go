@@ -35,15 +35,11 @@ func (a *app) keysCreateCmd() *cobra.Command {
 			if err := store.ValidateThreadID(tenant); err != nil {
 				return usagef("--tenant %q: letters, digits and . _ : - (1 to 128, starting with a letter or digit)", tenant)
 			}
-			s, err := a.open()
+			ks, done, err := a.keyStore(a.open)
 			if err != nil {
 				return err
 			}
-			defer s.Close()
-			ks, err := store.KeysOf(s)
-			if err != nil {
-				return err
-			}
+			defer done()
 			key, rec, err := server.NewKey(cmd.Context(), ks, tenant, name, time.Now())
 			if err != nil {
 				return err
@@ -68,15 +64,11 @@ func (a *app) keysListCmd() *cobra.Command {
 		Short: "List API keys (ids, tenants, names; never the keys)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := a.openRead()
+			ks, done, err := a.keyStore(a.openRead)
 			if err != nil {
 				return err
 			}
-			defer s.Close()
-			ks, err := store.KeysOf(s)
-			if err != nil {
-				return err
-			}
+			defer done()
 			keys, err := ks.Keys(cmd.Context(), tenant)
 			if err != nil {
 				return err
@@ -106,15 +98,11 @@ func (a *app) keysRevokeCmd() *cobra.Command {
 		Short: "Revoke an API key at once (requests with it answer 401)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openExisting()
+			ks, done, err := a.keyStore(a.openExisting)
 			if err != nil {
 				return err
 			}
-			defer s.Close()
-			ks, err := store.KeysOf(s)
-			if err != nil {
-				return err
-			}
+			defer done()
 			if err := ks.DeleteKey(cmd.Context(), args[0]); err != nil {
 				return argError(err)
 			}
@@ -122,4 +110,19 @@ func (a *app) keysRevokeCmd() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// keyStore opens the store with open and returns its key store, and how
+// to close the store.
+func (a *app) keyStore(open func() (*store.Engine, error)) (store.KeyStore, func(), error) {
+	s, err := open()
+	if err != nil {
+		return nil, nil, err
+	}
+	ks, err := store.KeysOf(s)
+	if err != nil {
+		s.Close()
+		return nil, nil, err
+	}
+	return ks, func() { s.Close() }, nil
 }

@@ -19,25 +19,19 @@ import (
 	"github.com/cairn-dev/cairn/internal/pgtest"
 )
 
-// serveProcess is a cairn serve process started by a test.
-type serveProcess struct {
+// child is a cairn process started by a test: what it writes on stderr
+// is kept; stop (at the latest at cleanup) ends it.
+type child struct {
 	cmd  *exec.Cmd
-	url  string
-	log  *bytes.Buffer
+	mu   sync.Mutex
+	log  bytes.Buffer
 	done chan struct{} // closed when its stderr is read to the end
 	once sync.Once
 }
 
-// startServe starts cairn serve with args on a free port and waits until
-// it listens.
-func startServe(t *testing.T, args ...string) *serveProcess {
-	t.Helper()
-	return startServeCmd(t, cairnProcess(t, nil, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...), io.Discard)
-}
-
-// startServeCmd starts a cairn serve command, copies what it logs after
-// its first line to log, and waits until it listens.
-func startServeCmd(t *testing.T, cmd *exec.Cmd, log io.Writer) *serveProcess {
+// startChild starts cmd and waits until it writes a line holding ready,
+// which it returns.
+func startChild(t *testing.T, cmd *exec.Cmd, ready string) (*child, string) {
 	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -46,32 +40,70 @@ func startServeCmd(t *testing.T, cmd *exec.Cmd, log io.Writer) *serveProcess {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &serveProcess{cmd: cmd, log: &bytes.Buffer{}, done: make(chan struct{})}
-	t.Cleanup(func() { p.stop(syscall.SIGTERM) })
-	lines := bufio.NewScanner(stderr)
-	for lines.Scan() {
-		line := lines.Text()
-		p.log.WriteString(line + "\n")
-		if rest, ok := strings.CutPrefix(line, "cairn: serving "); ok {
-			p.url, _, _ = strings.Cut(rest, " ")
-			go func() { _, _ = io.Copy(log, stderr); close(p.done) }()
-			return p
+	c := &child{cmd: cmd, done: make(chan struct{})}
+	t.Cleanup(func() { c.stop(syscall.SIGTERM) })
+	readyLine := make(chan string, 1)
+	go func() {
+		defer close(c.done)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			c.mu.Lock()
+			c.log.WriteString(sc.Text() + "\n")
+			c.mu.Unlock()
+			if strings.Contains(sc.Text(), ready) {
+				select {
+				case readyLine <- sc.Text():
+				default:
+				}
+			}
 		}
+		close(readyLine)
+	}()
+	line, ok := <-readyLine
+	if !ok {
+		c.stop(syscall.SIGTERM)
+		t.Fatalf("%v did not start:\n%s", cmd.Args, c.logText())
 	}
-	close(p.done)
-	p.stop(syscall.SIGTERM)
-	t.Fatalf("cairn serve did not start:\n%s", p.log)
-	return nil
+	return c, line
 }
 
-// stop sends the server sig, reads what it still logs and waits for it
-// (once).
-func (p *serveProcess) stop(sig os.Signal) {
-	p.once.Do(func() {
-		_ = p.cmd.Process.Signal(sig)
-		<-p.done
-		_ = p.cmd.Wait()
+func (c *child) logText() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.log.String()
+}
+
+// stop sends the process sig (after SIGCONT, should it be stopped), reads
+// what it still writes and waits for it, once.
+func (c *child) stop(sig os.Signal) {
+	c.once.Do(func() {
+		_ = c.cmd.Process.Signal(syscall.SIGCONT)
+		_ = c.cmd.Process.Signal(sig)
+		<-c.done
+		_ = c.cmd.Wait()
 	})
+}
+
+// serveProcess is a cairn serve process started by a test.
+type serveProcess struct {
+	*child
+	url string
+}
+
+// startServe starts cairn serve with args on a free port and waits until
+// it listens.
+func startServe(t *testing.T, args ...string) *serveProcess {
+	t.Helper()
+	return startServeCmd(t, cairnProcess(t, nil, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...))
+}
+
+// startServeCmd starts a cairn serve command and waits until it listens.
+func startServeCmd(t *testing.T, cmd *exec.Cmd) *serveProcess {
+	t.Helper()
+	c, line := startChild(t, cmd, "cairn: serving ")
+	_, rest, _ := strings.Cut(line, "cairn: serving ")
+	url, _, _ := strings.Cut(rest, " ")
+	return &serveProcess{child: c, url: url}
 }
 
 // call sends a JSON request and decodes the JSON answer into out.
@@ -279,8 +311,7 @@ func TestServeSecrets(t *testing.T) {
 	write("replies/r.yaml", leakyFailing)
 	db := filepath.Join(t.TempDir(), "serve.db")
 	cmd := cairnProcess(t, []string{"OPENAI_API_KEY=plainkeyvalue-0042"}, "serve", "--addr", "127.0.0.1:0", "--assistants", dir, "--store", "sqlite://"+db, "--log-level", "debug")
-	var logs bytes.Buffer
-	p := startServeCmd(t, cmd, &logs)
+	p := startServeCmd(t, cmd)
 	var shown bytes.Buffer
 	get := func(method, path string, body any) {
 		var out json.RawMessage
@@ -325,7 +356,7 @@ func TestServeSecrets(t *testing.T) {
 	}
 	haystacks := map[string][]byte{"the API's answers": shown.Bytes()}
 	p.stop(syscall.SIGTERM)
-	haystacks["the server's log"] = logs.Bytes()
+	haystacks["the server's log"] = []byte(p.logText())
 	for _, f := range []string{db, db + "-wal", filepath.Join(dir, "out", "leaky.json")} {
 		if b, err := os.ReadFile(f); err == nil {
 			haystacks[f] = b
@@ -370,5 +401,34 @@ func TestRunsCommand(t *testing.T) {
 	}
 	if code, _, stderr := cli(t, nil, "runs", "no-such-run", "--store", db); code != 1 || !strings.Contains(stderr, "not found") {
 		t.Errorf("a missing run: exit %d %s", code, stderr)
+	}
+}
+
+// TestKeysCommand: a key is printed once, listed without its secret, and
+// revoked; a missing tenant is a usage error.
+func TestKeysCommand(t *testing.T) {
+	db := "sqlite:" + filepath.Join(t.TempDir(), "keys.db")
+	code, stdout, stderr := cli(t, nil, "keys", "create", "--tenant", "acme", "--name", "ci", "--store", db, "--json")
+	var k struct{ ID, Tenant, Key string }
+	if code != 0 || json.Unmarshal([]byte(stdout), &k) != nil || k.Tenant != "acme" || !strings.HasPrefix(k.Key, "cairn_"+k.ID+"_") {
+		t.Fatalf("create: %d %s %s", code, stdout, stderr)
+	}
+	secret := strings.TrimPrefix(k.Key, "cairn_"+k.ID+"_")
+	if code, out, _ := cli(t, nil, "keys", "list", "--store", db); code != 0 || !strings.Contains(out, k.ID) || strings.Contains(out, secret) {
+		t.Fatalf("list: %d %s", code, out)
+	}
+	for _, f := range []string{strings.TrimPrefix(db, "sqlite:"), strings.TrimPrefix(db, "sqlite:") + "-wal"} {
+		if b, err := os.ReadFile(f); err == nil && bytes.Contains(b, []byte(secret)) {
+			t.Fatalf("%s holds the key's secret", f)
+		}
+	}
+	if code, _, _ := cli(t, nil, "keys", "revoke", k.ID, "--store", db); code != 0 {
+		t.Fatalf("revoke: exit %d", code)
+	}
+	if code, out, _ := cli(t, nil, "keys", "list", "--store", db, "--json"); code != 0 || strings.TrimSpace(out) != "[]" {
+		t.Fatalf("list after revoke: %d %s", code, out)
+	}
+	if code, _, _ := cli(t, nil, "keys", "create", "--store", db); code != 2 {
+		t.Fatalf("create without a tenant: exit %d", code)
 	}
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -27,55 +25,13 @@ import (
 )
 
 // workerProcess is a cairn worker started by a test.
-type workerProcess struct {
-	cmd  *exec.Cmd
-	log  *bytes.Buffer
-	mu   sync.Mutex
-	done chan struct{}
-}
+type workerProcess = child
 
 // startWorker starts cairn worker with args and waits until it takes runs.
 func startWorker(t *testing.T, args ...string) *workerProcess {
 	t.Helper()
-	cmd := cairnProcess(t, nil, append([]string{"worker", "--log-level", "info"}, args...)...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	w := &workerProcess{cmd: cmd, log: &bytes.Buffer{}, done: make(chan struct{})}
-	started := make(chan bool, 1)
-	go func() {
-		defer close(w.done)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			w.mu.Lock()
-			w.log.WriteString(sc.Text() + "\n")
-			w.mu.Unlock()
-			if strings.Contains(sc.Text(), "taking runs of") {
-				started <- true
-			}
-		}
-		started <- false
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGCONT)
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		<-w.done
-		_ = cmd.Wait()
-	})
-	if !<-started {
-		t.Fatalf("cairn worker did not start:\n%s", w.logText())
-	}
+	w, _ := startChild(t, cairnProcess(t, nil, append([]string{"worker", "--log-level", "info"}, args...)...), "taking runs of")
 	return w
-}
-
-func (w *workerProcess) logText() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.log.String()
 }
 
 // queueSetup starts cairn serve --queue and three workers on a private

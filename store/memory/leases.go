@@ -71,7 +71,10 @@ func (b *Backend) Lease(_ context.Context, thread string) (store.Lease, error) {
 
 // fenced checks a row's fencing token (b.mu held).
 func (b *Backend) fenced(r store.Row) error {
-	if cur := b.leases[r.Thread].Token; r.Fence != 0 && cur != r.Fence {
+	if r.Fence == 0 {
+		return nil
+	}
+	if cur := b.leases[r.Thread].Token; cur != r.Fence {
 		return store.FencedError(r.Thread, r.Fence, cur)
 	}
 	return nil
