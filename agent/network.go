@@ -490,8 +490,13 @@ func (n *Network) runTools(ctx context.Context, d state.Doc) (state.Update, erro
 	kv := state.NewKV(d)
 	tc := ToolContext{KV: kv, State: d, Key: info.Key}
 	var msgs []Message
+	round := max(ns.Rounds-1, 0)
+	journal := newToolJournal([]Message{last}) // a crash mid-round replays the calls that completed
 	for j, call := range last.ToolCalls {
-		tr := runTool(ctx, byName, call, toolContext(tc, max(ns.Rounds-1, 0), j))
+		tr, err := journal.runTool(ctx, byName, call, toolContext(tc, round, j), round, j)
+		if err != nil {
+			return nil, err
+		}
 		ns.Turn.ToolCalls = append(ns.Turn.ToolCalls, tr)
 		content := string(tr.Output)
 		if tr.Error != "" {

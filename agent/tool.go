@@ -90,6 +90,12 @@ type LoopResult struct {
 // the iteration cap is hit (ErrToolLimit, with everything so far). A tool
 // that fails, or is called with bad or unknown arguments, does not stop the
 // loop: the error goes back to the model as the tool's result.
+//
+// Inside a flow node, each model reply and each tool result is recorded in
+// the step's journal as soon as it arrives (flow.Record): when the step
+// runs again after a crash, the calls that completed are replayed from the
+// store, not made again, and the loop goes on from the call the crash
+// interrupted (which runs again, with the same ToolContext.Key).
 func RunTools(ctx context.Context, m Model, req Request, tools []Tool, opts LoopOptions) (LoopResult, error) {
 	maxIter := opts.MaxIterations
 	if maxIter <= 0 {
@@ -101,10 +107,11 @@ func RunTools(ctx context.Context, m Model, req Request, tools []Tool, opts Loop
 		req.Tools = append(req.Tools, t.Spec())
 	}
 	msgs := append([]Message(nil), req.Messages...)
+	j := newToolJournal(msgs)
 	var res LoopResult
 	for i := 0; i < maxIter; i++ {
 		req.Messages = msgs
-		resp, err := generate(ctx, m, req, "", "model/"+strconv.Itoa(i))
+		resp, err := j.generate(ctx, m, req, i)
 		res.Usage = res.Usage.Add(resp.Usage)
 		flow.AddTokens(ctx, resp.Usage.Input, resp.Usage.Output) // counts against a running flow's budget
 		if err != nil {
@@ -119,8 +126,11 @@ func RunTools(ctx context.Context, m Model, req Request, tools []Tool, opts Loop
 		if len(msg.ToolCalls) == 0 {
 			return res, nil
 		}
-		for j, call := range msg.ToolCalls {
-			tr := runTool(ctx, byName, call, toolContext(opts.Context, i, j))
+		for k, call := range msg.ToolCalls {
+			tr, err := j.runTool(ctx, byName, call, toolContext(opts.Context, i, k), i, k)
+			if err != nil {
+				return res, err
+			}
 			res.ToolResults = append(res.ToolResults, tr)
 			content := string(tr.Output)
 			if tr.Error != "" {

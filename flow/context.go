@@ -37,10 +37,13 @@ type task struct {
 	input  json.RawMessage
 	resume json.RawMessage // value to return from Interrupt, if resuming this task
 	runner *Runner         // the runner running the task (subgraphs use its store)
+	head   int64           // the head the step started from (the journal's attempt chain)
 
 	mu     sync.Mutex
 	tokens tokenCount
 	extra  map[string]any // Annotate
+	// journal holds the task's journal entries, loaded on first use.
+	journal map[string]json.RawMessage
 }
 
 type tokenCount struct{ in, out int64 }

@@ -253,7 +253,7 @@ func (r *Runner) Resume(ctx context.Context, thread string, value any, ro ...Run
 		if head.Status == store.StatusFailed || head.Status == store.StatusInterrupted {
 			run.pending = map[string]json.RawMessage{}
 			for _, w := range ws {
-				if !isAttempt(w.Task) {
+				if !isAttempt(w.Task) && !isJournal(w.Task) {
 					run.pending[w.Task] = w.Update
 				}
 			}

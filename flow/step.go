@@ -150,7 +150,7 @@ func (r *Runner) runTasks(ctx context.Context, run *run, plan *stepPlan) []taskR
 			results[i] = taskResult{raw: raw, pending: true}
 			continue
 		}
-		tk := &task{info: RunInfo{RunID: run.id, Thread: run.thread, Namespace: r.opts.Namespace, ReadSeq: plan.readSeq, Node: t.Node, Index: i, Key: plan.keys[i]}, input: t.Input, runner: r}
+		tk := &task{info: RunInfo{RunID: run.id, Thread: run.thread, Namespace: r.opts.Namespace, ReadSeq: plan.readSeq, Node: t.Node, Index: i, Key: plan.keys[i]}, input: t.Input, runner: r, head: run.head}
 		if run.resume != nil && t.Node == run.resumeNode {
 			tk.resume = run.resume
 		}

@@ -217,6 +217,7 @@ func (m *Model) respond(ctx context.Context, req agent.Request) (agent.Response,
 	m.mu.Lock()
 	m.calls++
 	call := m.calls
+	m.markAnswered(req.Messages)
 	idx := -1
 	if req.Step != "" {
 		for i, r := range m.replies {
@@ -289,6 +290,38 @@ func (m *Model) respond(ctx context.Context, req agent.Request) (agent.Response,
 	raw, _ := json.Marshal(map[string]any{"script": m.name, "line": r.line}) // plain values always marshal
 	return agent.Response{Message: msg, Usage: agent.Usage{Input: int64(in/4 + 1), Output: int64(out/4 + 1)},
 		Model: "scripted", Latency: time.Since(start), Raw: raw}, r, nil
+}
+
+// markAnswered marks as used the tool-call replies the conversation
+// already holds (m.mu held): the same calls, with the ids this script
+// gives them. A conversation replayed in another process (a tool loop
+// resumed after a crash, whose completed calls come from the store) then
+// gets the replies that follow, as the first process would have.
+func (m *Model) markAnswered(msgs []agent.Message) {
+	for _, msg := range msgs {
+		if msg.Role != agent.RoleAssistant || len(msg.ToolCalls) == 0 {
+			continue
+		}
+		for i, r := range m.replies {
+			if !m.used[i] && r.answers(msg.ToolCalls) {
+				m.used[i] = true
+				break
+			}
+		}
+	}
+}
+
+// answers reports whether calls are this reply's tool calls, ids included.
+func (r reply) answers(calls []agent.ToolCall) bool {
+	if len(r.ToolCalls) == 0 || len(calls) != len(r.ToolCalls) {
+		return false
+	}
+	for i, tc := range r.ToolCalls {
+		if calls[i].Name != tc.Name || calls[i].ID != fmt.Sprintf("call_%d_%d", r.line, i) {
+			return false
+		}
+	}
+	return true
 }
 
 var _ agent.Model = (*Model)(nil)
