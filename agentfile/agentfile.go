@@ -141,13 +141,17 @@ type File struct {
 	// it with Fallback after Timeout); empty: it waits for ever.
 	Approval ApprovalSpec `yaml:"approval"`
 	Secrets  SecretsSpec  `yaml:"secrets"`
+	// MCPServers are MCP servers whose tools tools: may list, as
+	// "<server>.<tool>" or "<server>.*".
+	MCPServers []MCPServerSpec `yaml:"mcp_servers"`
 
 	// From the body.
 	Instructions string
 	System       string
 	Sections     map[string]string // "step:<id>" → text
 
-	toolLine int // the line of tools:, for errors
+	toolLine  int   // the line of tools:, for errors
+	toolLines []int // the line of each tools: item
 }
 
 // Load reads and checks an agent file.
@@ -258,6 +262,15 @@ func (a *File) noteLines(m *yaml.Node) {
 		switch k.Value {
 		case "tools":
 			a.toolLine = k.Line + 1
+			for _, item := range v.Content {
+				a.toolLines = append(a.toolLines, item.Line+1)
+			}
+		case "mcp_servers":
+			for j, item := range v.Content {
+				if j < len(a.MCPServers) {
+					a.MCPServers[j].line = item.Line + 1
+				}
+			}
 		case "chain":
 			for j, item := range v.Content {
 				if j < len(a.Chain) {
@@ -365,7 +378,7 @@ func (a *File) check(bodyLine int) error {
 	if _, err := redact.New(a.Secrets.RedactConfig()); err != nil {
 		return &FileError{File: a.Path, Msg: "secrets: " + err.Error(), Err: err}
 	}
-	return nil
+	return a.checkMCP()
 }
 
 // checkPauses checks interrupt_before (steps of the chain, seen) and

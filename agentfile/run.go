@@ -228,12 +228,12 @@ func (a *File) loadSchemas(c *confinement) (map[string]*agent.Schema, error) {
 
 // compile turns the agent file into a flow graph: one node per chain step
 // (or one "instructions" node for an empty chain).
-func (a *File) compile(model agent.Model, c *confinement, extra []agent.Tool) (*flow.Compiled, error) {
+func (a *File) compile(model agent.Model, c *confinement, extra []agent.Tool, mcp *mcpTools) (*flow.Compiled, error) {
 	schemas, err := a.loadSchemas(c)
 	if err != nil {
 		return nil, err
 	}
-	tools, err := a.tools(c, extra)
+	tools, err := a.tools(c, extra, mcp)
 	if err != nil {
 		return nil, err
 	}
@@ -386,6 +386,7 @@ type prepared struct {
 	a       *File
 	allowed *os.Root // the allowed directory; closed by the first agent's close
 	conf    *confinement
+	mcp     *mcpTools // the file's connected MCP servers
 	model   agent.Model
 	models  *model.Registry
 	graph   *flow.Compiled
@@ -416,6 +417,9 @@ func prepare(a *File, cfg RunConfig) (*prepared, error) {
 			p.close()
 			return nil, err
 		}
+	}
+	if secrets := p.mcpSecrets(); len(secrets) > 0 {
+		p.redact = p.redact.WithSecrets(secrets...) // a pipeline's redactor too
 	}
 	for q := p.next; q != nil; q = q.next {
 		q.redact = p.redact
@@ -467,7 +471,10 @@ func (p *prepared) load(a *File, cfg RunConfig, allowedPath string, seen map[str
 			return err
 		}
 	}
-	if p.graph, err = a.compile(p.model, c, cfg.Tools); err != nil {
+	if p.mcp, err = a.connectMCP(c, getenvOr(cfg.Getenv)); err != nil {
+		return err
+	}
+	if p.graph, err = a.compile(p.model, c, cfg.Tools, p.mcp); err != nil {
 		return err
 	}
 	if a.Output.File != "" {
@@ -518,6 +525,7 @@ func (p *prepared) loadHandoff() (*File, error) {
 // close releases the confinements.
 func (p *prepared) close() {
 	for q := p; q != nil; q = q.next {
+		q.mcp.close()
 		q.conf.close()
 	}
 	if p.allowed != nil {

@@ -220,9 +220,10 @@ func BuiltinTools() []string {
 	return out
 }
 
-// tools builds the agent's tools, confined by c: built-ins by name, then
-// the Go program's own (extra). A Go tool cannot replace a built-in.
-func (a *File) tools(c *confinement, extra []agent.Tool) ([]agent.Tool, error) {
+// tools builds the agent's tools, confined by c: built-ins by name, the
+// Go program's own (extra), and "<server>.<tool>" entries from the
+// connected MCP servers (mcp). A Go tool cannot replace a built-in.
+func (a *File) tools(c *confinement, extra []agent.Tool, mcp *mcpTools) ([]agent.Tool, error) {
 	byName := map[string]agent.Tool{}
 	for _, t := range extra {
 		if builtinTools[t.Name] != nil {
@@ -232,6 +233,10 @@ func (a *File) tools(c *confinement, extra []agent.Tool) ([]agent.Tool, error) {
 	}
 	var out []agent.Tool
 	for _, name := range a.Tools {
+		if mcp != nil && mcp.tools[name] != nil {
+			out = append(out, mcp.tools[name]...)
+			continue
+		}
 		if mk := builtinTools[name]; mk != nil {
 			t, err := mk(c)
 			if err != nil {
