@@ -5,25 +5,37 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cairn-dev/cairn/store"
 )
 
 // enqueue records a run and queues it for workers (Config.Queue). A second
-// run on a busy thread is refused (reject) or waits its turn (enqueue:
-// workers take a thread's runs oldest first, one at a time); interrupt and
-// rollback need the run in progress in this process.
+// run on a busy thread is refused (reject), waits its turn (enqueue:
+// workers take a thread's runs oldest first, one at a time), or cancels
+// the thread's unfinished runs first (interrupt, rollback: their workers
+// stop them before their next commit, and a rolled back run's worker
+// returns the thread to where that run began before it lets the thread
+// go).
 func (s *Server) enqueue(ctx context.Context, lr *liveRun) error {
 	switch lr.data.MultitaskStrategy {
 	case "interrupt", "rollback":
-		return unprocessable("$.multitask_strategy", "%q is not available for queued runs (reject or enqueue)", lr.data.MultitaskStrategy)
+		recs, err := s.runlog.Runs(ctx, store.RunQuery{Thread: lr.rec.Thread, Status: []string{statusPending, statusRunning}})
+		if err != nil {
+			return err
+		}
+		for _, rec := range recs {
+			if err := s.cancelQueued(ctx, rec, lr.data.MultitaskStrategy); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+		}
 	case "reject":
 		busy, err := s.queuedBusy(ctx, lr.rec.Thread)
 		if err != nil {
 			return err
 		}
 		if busy {
-			return conflict("thread %q is busy with a queued run (multitask_strategy reject); wait for it, or ask for enqueue", lr.rec.Thread)
+			return conflict("thread %q is busy with a queued run (multitask_strategy reject); wait for it, or ask for enqueue, interrupt or rollback", lr.rec.Thread)
 		}
 	}
 	lr.rec.Data = raw(lr.data)
@@ -55,16 +67,21 @@ func (s *Server) busy(ctx context.Context, thread string) bool {
 // it ends with status interrupted rather than being left running.
 var ErrCancelled = errors.New("server: run cancelled")
 
-// cancelQueued cancels a run this server queued (Config.Queue): a run no
-// worker has taken ends at once (status interrupted); a running one is
-// stopped by its worker before its next commit.
+// ErrRolledBack, as that cause, cancels the run and returns its thread to
+// where the run began (a rollback); it wraps ErrCancelled.
+var ErrRolledBack = fmt.Errorf("%w and rolled back", ErrCancelled)
+
+// cancelQueued cancels a run this server queued (Config.Queue) with action
+// interrupt or rollback: a run no worker has ends at once (interrupted,
+// or, rolled back, deleted with what it committed undone); a running one
+// is stopped by its worker before its next commit, and rolled back by it.
 func (s *Server) cancelQueued(ctx context.Context, rec store.RunRecord, action string) error {
-	if action != "interrupt" {
-		return unprocessable("action", "%q is not available for queued runs (interrupt)", action)
-	}
-	started, err := s.queue.CancelQueuedRun(ctx, rec.ID)
+	started, err := s.queue.CancelQueuedRun(ctx, rec.ID, action)
 	if err != nil || started {
 		return err
+	}
+	if held, err := s.heldElsewhere(ctx, rec); err != nil || held {
+		return err // a worker took it over from a silent one; it stops it
 	}
 	_, d, err := apiRunOf(rec)
 	if err != nil {
@@ -72,7 +89,35 @@ func (s *Server) cancelQueued(ctx context.Context, rec store.RunRecord, action s
 	}
 	d.CancelReason = action
 	rec.Status, rec.Data, rec.UpdatedAt = statusInterrupted, raw(d), s.cfg.Now().UnixNano()
-	return s.runlog.PutRun(ctx, rec)
+	if action != "rollback" {
+		return s.runlog.PutRun(ctx, rec)
+	}
+	ran, err := s.runs.runStarted(ctx, rec)
+	if err != nil {
+		return err
+	}
+	if !ran { // nothing to undo
+		return s.runlog.DeleteRun(ctx, rec.ID)
+	}
+	return s.runs.rollback(ctx, &liveRun{rec: rec, data: d})
+}
+
+// heldElsewhere reports whether a run is running under a live lease
+// although its job is not: a worker took it over from a silent one (and
+// watches its job's cancellation itself).
+func (s *Server) heldElsewhere(ctx context.Context, rec store.RunRecord) (bool, error) {
+	if rec.Status != statusRunning {
+		return false, nil
+	}
+	leases, err := store.LeasesOf(s.store)
+	if err != nil {
+		return false, nil // a store without leases has no workers
+	}
+	l, err := leases.Lease(ctx, rec.Thread)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil && s.cfg.Now().Before(l.ExpiresAt), err
 }
 
 // ErrNotMine: a worker was handed a run whose assistant this server lacks.
@@ -115,11 +160,14 @@ func (s *Server) Execute(ctx context.Context, runID string) error {
 	lr.ctx, lr.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	defer lr.cancel(nil)
 	stop := context.AfterFunc(ctx, func() {
-		if errors.Is(context.Cause(ctx), ErrCancelled) {
+		switch cause := context.Cause(ctx); {
+		case errors.Is(cause, ErrRolledBack):
+			lr.cancel(&cancelCause{action: "rollback"})
+		case errors.Is(cause, ErrCancelled):
 			lr.cancel(&cancelCause{action: "interrupt"})
-			return
+		default:
+			lr.cancel(errShutdown)
 		}
-		lr.cancel(errShutdown)
 	})
 	defer stop()
 	stopBase := context.AfterFunc(s.runs.base, func() { lr.cancel(errShutdown) })
@@ -131,6 +179,11 @@ func (s *Server) Execute(ctx context.Context, runID string) error {
 		return err
 	}
 	stopped := s.runs.execute(lr)
+	var cc *cancelCause
+	if stopped == nil && errors.As(context.Cause(lr.ctx), &cc) && cc.action == "rollback" {
+		// Before the lease goes: the thread's next run starts from here.
+		stopped = s.runs.rollback(context.WithoutCancel(ctx), lr)
+	}
 	lr.log.release()
 	close(lr.done)
 	switch {
@@ -174,4 +227,60 @@ func (s *Server) CancelQueued(ctx context.Context, runID string) error {
 		return conflict("run %s has already ended (%s)", rec.ID, rec.Status)
 	}
 	return s.cancelQueued(ctx, rec, "interrupt")
+}
+
+// RetryQueued runs again a run that failed or was cancelled, as POST
+// …/runs/{id}/retry does (for cairn runs RUN --retry): it resumes from the
+// run's last checkpoint (its completed steps are not run again), or starts
+// it afresh if it committed none. Only a thread's newest run is retried.
+func (s *Server) RetryQueued(ctx context.Context, runID string) (store.RunRecord, error) {
+	rec, err := s.runlog.Run(ctx, runID)
+	if err != nil {
+		return rec, err
+	}
+	return s.retryRun(ctx, rec)
+}
+
+// retryRun puts a run back: on the queue (Config.Queue), or to this
+// server's runs.
+func (s *Server) retryRun(ctx context.Context, rec store.RunRecord) (store.RunRecord, error) {
+	_, d, err := apiRunOf(rec)
+	if err != nil {
+		return rec, err
+	}
+	switch {
+	case !terminal(rec.Status):
+		return rec, conflict("run %s is %s; only an ended run is retried", rec.ID, rec.Status)
+	case rec.Status == statusSuccess:
+		return rec, conflict("run %s succeeded; start a new run instead", rec.ID)
+	case rec.Status == statusInterrupted && d.CancelReason == "":
+		return rec, conflict("run %s is paused at an interrupt: answer it (a run with command.resume) instead", rec.ID)
+	}
+	newest, err := s.runlog.Runs(ctx, store.RunQuery{Thread: rec.Thread, Limit: 1})
+	if err != nil {
+		return rec, err
+	}
+	if len(newest) == 1 && newest[0].ID != rec.ID {
+		return rec, conflict("thread %q has a later run (%s); only a thread's newest run is retried", rec.Thread, newest[0].ID)
+	}
+	d.Error, d.ErrorType, d.StopReason, d.CancelReason = "", "", "", ""
+	rec.Status, rec.UpdatedAt = statusPending, s.cfg.Now().UnixNano()
+	if s.queue == nil {
+		rec.Data = raw(d)
+		return rec, s.runs.recoverRun(ctx, rec) // counts the attempt
+	}
+	d.Attempt++
+	rec.Data = raw(d)
+	// A run that has just ended may have a job still finishing.
+	for range 50 {
+		if err = s.queue.RetryQueuedRun(ctx, rec); !errors.Is(err, store.ErrConflict) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return rec, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return rec, err
 }

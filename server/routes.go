@@ -46,6 +46,7 @@ func (s *Server) routes() []route {
 		{method: "GET", path: "/threads/{thread_id}/runs/{run_id}", summary: "Get a run", handler: s.getRun},
 		{method: "DELETE", path: "/threads/{thread_id}/runs/{run_id}", summary: "Delete a run", handler: s.deleteRun},
 		{method: "POST", path: "/threads/{thread_id}/runs/{run_id}/cancel", summary: "Cancel a run", long: true, handler: s.cancelRun},
+		{method: "POST", path: "/threads/{thread_id}/runs/{run_id}/retry", summary: "Run a failed or cancelled run again from its last checkpoint (Cairn)", handler: s.retryRunHTTP},
 		{method: "GET", path: "/threads/{thread_id}/runs/{run_id}/join", summary: "Wait for a run's outcome", long: true, handler: s.joinRun},
 		{method: "GET", path: "/threads/{thread_id}/runs/{run_id}/stream", summary: "Join a run's stream (Last-Event-ID resumes)", long: true, handler: s.joinStream},
 
@@ -53,6 +54,7 @@ func (s *Server) routes() []route {
 		{method: "GET", path: "/threads/{thread_id}/interrupts", summary: "A thread's pending interrupt", handler: s.threadInterrupts},
 		{method: "POST", path: "/threads/{thread_id}/interrupts/{interrupt_id}/answer", summary: "Approve, edit or reject a pending interrupt", handler: s.answerInterrupt},
 
+		{method: "GET", path: "/queue", summary: "Runs pending and running, by assistant; the queue's workers and jobs (Cairn)", handler: s.getQueue},
 		{method: "POST", path: "/runs", summary: "Create a stateless background run", handler: s.postRun},
 		{method: "POST", path: "/runs/stream", summary: "Create a stateless run and stream it", long: true, handler: s.postRunStream},
 		{method: "POST", path: "/runs/wait", summary: "Create a stateless run and wait for its outcome", long: true, handler: s.postRunWait},

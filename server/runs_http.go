@@ -193,7 +193,8 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		if truthy(qs.Get("wait")) {
-			if _, err := s.storedOutcome(ctx, rec); err != nil {
+			// A rolled back run is deleted once its worker has undone it.
+			if _, err := s.storedOutcome(ctx, rec); err != nil && (action != "rollback" || !errors.Is(err, store.ErrNotFound)) {
 				return err
 			}
 		}

@@ -84,6 +84,7 @@ func TestTenants(t *testing.T) {
 		{"GET", "/threads/a1/runs/" + rid, ""},
 		{"DELETE", "/threads/a1/runs/" + rid, ""},
 		{"POST", "/threads/a1/runs/" + rid + "/cancel", ""},
+		{"POST", "/threads/a1/runs/" + rid + "/retry", ""},
 		{"GET", "/threads/a1/runs/" + rid + "/join", ""},
 		{"GET", "/threads/a1/runs/" + rid + "/stream", ""},
 		{"GET", "/threads/a1/interrupts", ""},

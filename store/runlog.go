@@ -142,9 +142,27 @@ func (c checkedRunLog) Events(ctx context.Context, run string, after int64, limi
 // (the PostgreSQL backend, over River).
 type RunQueue interface {
 	EnqueueRun(ctx context.Context, r RunRecord, assistant string) error
-	// CancelQueuedRun cancels a run's job: at once if no worker has it
+	// CancelQueuedRun cancels a run's job, recording the action
+	// (interrupt or rollback) for its worker: at once if no worker has it
 	// (started false), else by ending its worker's context (started true).
-	CancelQueuedRun(ctx context.Context, runID string) (started bool, err error)
+	CancelQueuedRun(ctx context.Context, runID, action string) (started bool, err error)
+	// RetryQueuedRun writes a run's record (pending again) and puts its
+	// job back on the queue, in one transaction; ErrConflict while its job
+	// is still running.
+	RetryQueuedRun(ctx context.Context, r RunRecord) error
+	// QueueStats reports the queue: its jobs by queue and state, and the
+	// workers holding threads' leases.
+	QueueStats(ctx context.Context) (QueueStats, error)
+}
+
+// QueueStats is the state of the run queue.
+type QueueStats struct {
+	// Jobs counts the run jobs of each queue by state (available,
+	// running, scheduled, retryable, completed, cancelled, discarded).
+	Jobs map[string]map[string]int
+	// Workers are the workers holding unexpired leases, with how many
+	// threads each holds.
+	Workers map[string]int
 }
 
 // RunQueueOf returns the run queue of a store whose backend has one;

@@ -221,7 +221,8 @@ func (rw *runWorker) Work(ctx context.Context, job *river.Job[postgres.RunArgs])
 	}
 	lease, err := w.leases.Acquire(ctx, rec.Thread, w.ID(), w.cfg.LeaseTTL)
 	if errors.Is(err, store.ErrLeaseHeld) {
-		return river.JobSnooze(w.cfg.LeaseTTL / 4)
+		// The thread's previous run is handing over (or being taken over).
+		return river.JobSnooze(min(w.cfg.LeaseTTL/4, time.Second))
 	}
 	if err != nil {
 		return err
@@ -241,6 +242,21 @@ func (rw *runWorker) Work(ctx context.Context, job *river.Job[postgres.RunArgs])
 		return river.JobSnooze(time.Second)
 	}
 	return err
+}
+
+// cancelled stops a run whose job was cancelled, as its canceller asked:
+// interrupted, or rolled back.
+func (w *Worker) cancelled(ctx context.Context, runID string, cancel context.CancelCauseFunc) {
+	action, err := w.cfg.Backend.CancelledAs(context.WithoutCancel(ctx), runID)
+	switch {
+	case err != nil:
+		w.cfg.Logger.Warn("reading a run's cancellation failed; interrupting it", "run", runID, "err", err)
+		cancel(server.ErrCancelled)
+	case action == "rollback":
+		cancel(server.ErrRolledBack)
+	case action != "":
+		cancel(server.ErrCancelled)
+	}
 }
 
 // oldest is the id of the thread's oldest unfinished run.
@@ -265,7 +281,7 @@ func (w *Worker) runLeased(jobCtx context.Context, runID string, lease store.Lea
 	defer cancel(nil)
 	stopJob := context.AfterFunc(jobCtx, func() {
 		if errors.Is(context.Cause(jobCtx), river.ErrJobCancelledRemotely) {
-			cancel(server.ErrCancelled)
+			w.cancelled(ctx, runID, cancel)
 			return
 		}
 		cancel(context.Cause(jobCtx))
@@ -287,6 +303,9 @@ func (w *Worker) runLeased(jobCtx context.Context, runID string, lease store.Lea
 					return
 				}
 				lease = l
+				// A run taken over from a silent worker has no job of this
+				// worker's to be cancelled through: its job's state says.
+				w.cancelled(ctx, runID, cancel)
 			}
 		}
 	}()

@@ -50,7 +50,7 @@ func (a *app) runsCmd() *cobra.Command {
 	var thread, tenant string
 	var statuses []string
 	var limit int
-	var cancel bool
+	var cancel, retry bool
 	cmd := &cobra.Command{
 		Use:   "runs [RUN]",
 		Short: "List the runs cairn serve keeps in the store (newest first), or show one with its event count",
@@ -64,11 +64,11 @@ func (a *app) runsCmd() *cobra.Command {
 			if limit < 0 {
 				return usagef("--limit %d: must not be negative", limit)
 			}
-			if cancel {
-				if len(args) != 1 {
-					return usagef("--cancel needs the run: cairn runs RUN --cancel")
+			if cancel || retry {
+				if len(args) != 1 || (cancel && retry) {
+					return usagef("--cancel and --retry take one run: cairn runs RUN --cancel, or cairn runs RUN --retry")
 				}
-				return a.cancelQueuedRun(cmd.Context(), args[0])
+				return a.actOnQueuedRun(cmd.Context(), args[0], retry)
 			}
 			s, err := a.openRead()
 			if err != nil {
@@ -98,12 +98,18 @@ func (a *app) runsCmd() *cobra.Command {
 	cmd.Flags().StringArrayVar(&statuses, "status", nil, "only runs with this status (pending, running, success, error, interrupted; repeatable)")
 	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many runs (0: all)")
 	cmd.Flags().BoolVar(&cancel, "cancel", false, "cancel the queued run RUN (PostgreSQL stores): at once if no worker has it, else before its next step")
+	cmd.Flags().BoolVar(&retry, "retry", false, "queue the failed or cancelled run RUN again (PostgreSQL stores): it resumes from its last checkpoint")
 	return cmd
 }
 
-// cancelQueuedRun cancels a queued run (cairn runs RUN --cancel).
-func (a *app) cancelQueuedRun(ctx context.Context, id string) error {
-	s, _, err := a.queueBackend(ctx, "cairn runs --cancel")
+// actOnQueuedRun cancels or retries a queued run (cairn runs RUN
+// --cancel / --retry).
+func (a *app) actOnQueuedRun(ctx context.Context, id string, retry bool) error {
+	flag := "--cancel"
+	if retry {
+		flag = "--retry"
+	}
+	s, _, err := a.queueBackend(ctx, "cairn runs "+flag)
 	if err != nil {
 		return err
 	}
@@ -112,10 +118,18 @@ func (a *app) cancelQueuedRun(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if err := srv.CancelQueued(ctx, id); err != nil {
+	if !retry {
+		if err := srv.CancelQueued(ctx, id); err != nil {
+			return argError(err)
+		}
+		fmt.Fprintf(a.stderr, "run %s: cancelled\n", id)
+		return nil
+	}
+	rec, err := srv.RetryQueued(ctx, id)
+	if err != nil {
 		return argError(err)
 	}
-	fmt.Fprintf(a.stderr, "run %s: cancelled\n", id)
+	fmt.Fprintf(a.stderr, "run %s: queued again (attempt %d)\n", id, viewOfRun(rec).Attempt)
 	return nil
 }
 

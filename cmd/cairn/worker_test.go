@@ -572,3 +572,126 @@ func TestQueuedCancel(t *testing.T) {
 		t.Errorf("cancelling an ended run: exit %d", code)
 	}
 }
+
+// TestQueuedRetryAndStrategies: a cancelled queued run retried from the CLI
+// resumes from its last checkpoint (no step twice, no fork); retrying a
+// run that succeeded, or one that is not the thread's newest, is refused;
+// multitask_strategy interrupt and rollback with a queue stop the running
+// run (rollback also returns its thread to where it began, on a new
+// branch) before the new one runs; cancel with action=rollback; GET /queue
+// shows what waits and who works.
+func TestQueuedRetryAndStrategies(t *testing.T) {
+	dsn, _ := pgtest.Schema(t, "cairn_qr")
+	assistants := filepath.Join("..", "..", "examples", "serve")
+	p := startServe(t, "--queue", "--assistants", assistants, "--store", dsn)
+	startWorker(t, "--id", "w1", "--assistants", assistants, "--store", dsn, "--lease", "1s", "--rescue-after", "2s")
+	status := func(tid, rid string) string {
+		var run map[string]any
+		if code := p.call(t, "GET", "/threads/"+tid+"/runs/"+rid, nil, &run); code == 404 {
+			return "deleted"
+		}
+		s, _ := run["status"].(string)
+		return s
+	}
+	queueRun := func(tid string, body map[string]any) string {
+		var run map[string]any
+		body["assistant_id"], body["input"] = "slow-steps", "count"
+		if code := p.call(t, "POST", "/threads/"+tid+"/runs", body, &run); code != 200 {
+			t.Fatalf("queue a run: %d %v", code, run)
+		}
+		return run["run_id"].(string)
+	}
+	waitStatus := func(tid, rid, want string) {
+		t.Helper()
+		crashtest.WaitFor(t, 20*time.Second, "run "+rid+" "+want, func() bool { return status(tid, rid) == want })
+	}
+
+	t.Run("retry", func(t *testing.T) {
+		tid, rid := startSlowRun(t, p)
+		var q struct {
+			Queued  bool
+			Running int
+			Workers []struct {
+				WorkerID string `json:"worker_id"`
+				Threads  int
+			}
+			Jobs map[string]map[string]int
+		}
+		if code := p.call(t, "GET", "/queue", nil, &q); code != 200 || !q.Queued || q.Running != 1 || len(q.Workers) != 1 || q.Workers[0].WorkerID != "w1" || q.Jobs["cairn_slow-steps"]["running"] != 1 {
+			t.Fatalf("GET /queue while a run runs: %d %+v", code, q)
+		}
+		if code, _, stderr := cli(t, nil, "runs", rid, "--cancel", "--store", dsn); code != 0 {
+			t.Fatalf("cancel: %d %s", code, stderr)
+		}
+		waitStatus(tid, rid, "interrupted")
+		code, _, stderr := cli(t, nil, "runs", rid, "--retry", "--store", dsn)
+		if code != 0 || !strings.Contains(stderr, "attempt 2") {
+			t.Fatalf("cairn runs --retry: %d %s", code, stderr)
+		}
+		waitStatus(tid, rid, "success")
+		checkLinear(t, p, tid)
+		if code, _, _ := cli(t, nil, "runs", rid, "--retry", "--store", dsn); code != 1 {
+			t.Errorf("retrying a run that succeeded: exit %d, want 1", code)
+		}
+		if code, _, _ := cli(t, nil, "runs", rid, "--retry", "--cancel", "--store", dsn); code != 2 {
+			t.Errorf("--retry with --cancel: exit %d, want 2", code)
+		}
+	})
+
+	t.Run("interrupt", func(t *testing.T) {
+		tid, first := startSlowRun(t, p)
+		second := queueRun(tid, map[string]any{"multitask_strategy": "interrupt"})
+		waitStatus(tid, second, "success")
+		if st := status(tid, first); st != "interrupted" {
+			t.Fatalf("the interrupted run is %s", st)
+		}
+		if code := p.call(t, "POST", "/threads/"+tid+"/runs/"+first+"/retry", nil, nil); code != 409 {
+			t.Errorf("retrying a run that is not the thread's newest: %d, want 409", code)
+		}
+	})
+
+	t.Run("rollback", func(t *testing.T) {
+		tid, first := startSlowRun(t, p)
+		waitStatus(tid, first, "success")
+		before, _ := queueHistory(t, p, tid)
+		second := queueRun(tid, map[string]any{})
+		crashtest.WaitFor(t, 10*time.Second, "the second run's first step", func() bool {
+			parents, _ := queueHistory(t, p, tid)
+			return len(parents) > len(before)
+		})
+		third := queueRun(tid, map[string]any{"multitask_strategy": "rollback"})
+		waitStatus(tid, third, "success")
+		if st := status(tid, second); st != "deleted" {
+			t.Fatalf("the rolled back run is %s, want deleted", st)
+		}
+		var th map[string]any
+		p.call(t, "GET", "/threads/"+tid+"/state", nil, &th)
+		md, _ := th["metadata"].(map[string]any)
+		cairn, _ := md["cairn"].(map[string]any)
+		// The third run ran from the first run's end: its steps' parent
+		// chain reaches a rollback fork of the first run's last checkpoint.
+		parents, _ := queueHistory(t, p, tid)
+		seq := int64(cairn["seq"].(float64))
+		for seq > 0 && parents[seq] >= int64(len(before)) {
+			seq = parents[seq]
+		}
+		if parents[seq] != int64(len(before)-1) {
+			t.Fatalf("the third run does not continue from the first run's end (%d checkpoints before): chain ends at %d ← %d; %v", len(before), seq, parents[seq], parents)
+		}
+	})
+
+	t.Run("cancel rollback", func(t *testing.T) {
+		tid, rid := startSlowRun(t, p)
+		if code := p.call(t, "POST", "/threads/"+tid+"/runs/"+rid+"/cancel?action=rollback&wait=1", nil, nil); code != 204 {
+			t.Fatalf("cancel with rollback: %d", code)
+		}
+		if st := status(tid, rid); st != "deleted" {
+			t.Fatalf("the rolled back run is %s", st)
+		}
+		var st map[string]any
+		p.call(t, "GET", "/threads/"+tid+"/state", nil, &st)
+		if v, _ := st["values"].(map[string]any); len(v) != 0 {
+			t.Fatalf("after a rollback of the thread's only run its state is %v, want empty", v)
+		}
+	})
+}

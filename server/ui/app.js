@@ -1,10 +1,12 @@
 // The Cairn UI: a sidebar of threads (search, status, pages) and a main
 // panel routed by the URL's hash: #/ and #/new (start a run),
-// #/threads/ID[/SEQ] (a thread), #/approvals (pending approvals).
+// #/threads/ID[/SEQ] (a thread), #/approvals (pending approvals), #/queue
+// (runs waiting and running, workers).
 import {h, clear, badge, fmtAgo, shortId, field, toast} from './dom.js';
 import {api, apiPaged, getAssistants, getKey, askKey} from './api.js';
 import {ThreadView, startedRuns, STREAM_MODE} from './thread.js';
 import {renderApprovals, refreshApprovalCount} from './approvals.js';
+import {renderQueue} from './queue.js';
 
 const PAGE = 50;
 const main = document.getElementById('main');
@@ -198,6 +200,7 @@ function route() {
   view = null;
   markCurrentThread();
   if (page === 'approvals') renderApprovals(main);
+  else if (page === 'queue') renderQueue(main);
   else renderNewRun(main);
 }
 

@@ -636,6 +636,21 @@ export class ThreadView {
       if (noteEl.textContent === 'Cancelling…') noteEl.textContent = 'Cancelled.';
       if (!noteEl.textContent) noteEl.textContent = `${steps.size} step${steps.size === 1 ? '' : 's'}, ${events} events.`;
       if (this.live === live) this.live = {...live, done: true};
+      if (st === 'error' || (st === 'interrupted' && run?.cancel_reason)) {
+        // a failed or cancelled run can run again from its last checkpoint
+        const retry = h('button', {type: 'button', 'data-testid': 'retry-run', onclick: async () => {
+          retry.disabled = true;
+          try {
+            await api('POST', `/threads/${this.id}/runs/${runId}/retry`);
+            this.live = null;
+            this.follow(runId);
+          } catch (e) {
+            toast(e.message);
+            retry.disabled = false;
+          }
+        }}, 'Retry run');
+        statusEl.after(h('span', {class: 'grow'}), retry);
+      }
       await this.refresh().catch((e) => this.fail(e));
       threadsChanged();
     }, (e) => {

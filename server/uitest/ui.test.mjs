@@ -374,7 +374,30 @@ test('cancel a running run', {timeout: 30000}, async () => {
   assert.equal(runs[0].status, 'interrupted');
   const th = await call('GET', `/threads/${t.thread_id}`);
   assert.equal(th.values.final_output, undefined, 'the cancelled run did not finish');
-  await done(page, 'cancelled');
+  if (SHOTS) await page.screenshot({path: join(SHOTS, 'cancelled.png'), fullPage: true});
+  // Retry: the same run goes on from its last checkpoint to its end.
+  await page.getByTestId('retry-run').click();
+  await text(page.getByTestId('live-status'), /^success$/);
+  const after = await call('GET', `/threads/${t.thread_id}/runs`);
+  assert.equal(after.length, 1, 'the retry is the same run');
+  assert.equal(after[0].status, 'success');
+  const h = await history(t.thread_id);
+  const nodes = h.flatMap((c) => c.metadata?.cairn?.nodes || []);
+  assert.equal(new Set(nodes).size, nodes.length, `a step committed twice: ${nodes}`);
+  await done(page, 'retried');
+});
+
+test('queue: runs waiting and running, by assistant', {timeout: 30000}, async () => {
+  const t = await newThread({case: 'queue'});
+  const run = await call('POST', `/threads/${t.thread_id}/runs`, {assistant_id: 'slow-steps', input: 'count'});
+  const page = await open('#/queue');
+  const row = page.getByTestId('queue-assistants').locator('tr[data-key="slow-steps"]');
+  await text(row, /slow-steps\s+0\s+1/, 'slow-steps running');
+  await text(page.getByTestId('queue-totals'), /1 running/);
+  if (SHOTS) await page.screenshot({path: join(SHOTS, 'queue.png'), fullPage: true});
+  await call('GET', `/threads/${t.thread_id}/runs/${run.run_id}/join`);
+  await text(page.getByTestId('queue'), /No run is waiting or running|slow-steps\s+0\s+0/, 'the queue to empty');
+  await done(page);
 });
 
 test('API key: a 401 asks for the key, which is kept and sent', {timeout: 30000}, async () => {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -57,48 +58,145 @@ func (b *Backend) EnqueueRun(ctx context.Context, r store.RunRecord, assistant s
 	if err := b.writable(); err != nil {
 		return err
 	}
-	b.queue.once.Do(func() {
-		b.queue.client, b.queue.err = river.NewClient(riverpgxv5.New(b.pool), &river.Config{})
-	})
-	if b.queue.err != nil {
-		return fmt.Errorf("store: queue: %w", b.queue.err)
+	client, err := b.riverClient()
+	if err != nil {
+		return err
 	}
 	return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		if err := putRun(ctx, tx, r); err != nil {
 			return err
 		}
-		_, err := b.queue.client.InsertTx(ctx, tx, RunArgs{RunID: r.ID}, &river.InsertOpts{Queue: QueueOf(assistant), UniqueOpts: river.UniqueOpts{ByArgs: true}})
+		_, err := client.InsertTx(ctx, tx, RunArgs{RunID: r.ID}, &river.InsertOpts{Queue: QueueOf(assistant), UniqueOpts: river.UniqueOpts{ByArgs: true}})
 		return wrap(err, "enqueue run", r.Thread)
 	})
 }
 
 var _ store.RunQueue = (*Backend)(nil)
 
-// CancelQueuedRun cancels a queued run's job through River: a job not
-// yet taken is cancelled at once (started false: nobody will run the
-// run); a running one is marked, and its worker's context ends (with
-// river.ErrJobCancelledRemotely) so that it stops the run (started true).
-func (b *Backend) CancelQueuedRun(ctx context.Context, runID string) (started bool, err error) {
+// CancelQueuedRun cancels a queued run's job through River, recording
+// the action (interrupt or rollback) in the job's metadata (cairn_cancel)
+// for its worker: a job not yet taken is cancelled at once (started
+// false: nobody will run the run); a running one is marked, and its
+// worker's context ends (with river.ErrJobCancelledRemotely) so that it
+// stops the run (started true).
+func (b *Backend) CancelQueuedRun(ctx context.Context, runID, action string) (started bool, err error) {
 	if err := b.writable(); err != nil {
 		return false, err
 	}
+	client, err := b.riverClient()
+	if err != nil {
+		return false, err
+	}
+	err = pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		jobID, err := jobOf(ctx, tx, runID)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE river_job SET metadata = metadata || jsonb_build_object('cairn_cancel', $2::text) WHERE id = $1`, jobID, action); err != nil {
+			return wrap(err, "cancel run", "")
+		}
+		row, err := client.JobCancelTx(ctx, tx, jobID)
+		if err != nil {
+			return wrap(err, "cancel run", "")
+		}
+		started = row.State == rivertype.JobStateRunning
+		return nil
+	})
+	return started, err
+}
+
+// CancelledAs reports how a run's job was cancelled: the action given to
+// CancelQueuedRun, or "" while it is not cancelled.
+func (b *Backend) CancelledAs(ctx context.Context, runID string) (string, error) {
+	var action string
+	err := b.pool.QueryRow(ctx, `SELECT COALESCE(metadata->>'cairn_cancel', '') FROM river_job WHERE kind = $1 AND args->>'run_id' = $2 AND (state = 'cancelled' OR metadata ? 'cancel_attempted_at') ORDER BY id DESC LIMIT 1`,
+		RunArgs{}.Kind(), runID).Scan(&action)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	return action, wrap(err, "read a run's job", "")
+}
+
+// riverClient is the backend's insert-only River client, made on first use.
+func (b *Backend) riverClient() (*river.Client[pgx.Tx], error) {
 	b.queue.once.Do(func() {
 		b.queue.client, b.queue.err = river.NewClient(riverpgxv5.New(b.pool), &river.Config{})
 	})
 	if b.queue.err != nil {
-		return false, fmt.Errorf("store: queue: %w", b.queue.err)
+		return nil, fmt.Errorf("store: queue: %w", b.queue.err)
 	}
+	return b.queue.client, nil
+}
+
+// jobOf is the id of a run's newest job.
+func jobOf(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, runID string) (int64, error) {
 	var jobID int64
-	err = b.pool.QueryRow(ctx, `SELECT id FROM river_job WHERE kind = $1 AND args->>'run_id' = $2 ORDER BY id DESC LIMIT 1`, RunArgs{}.Kind(), runID).Scan(&jobID)
+	err := q.QueryRow(ctx, `SELECT id FROM river_job WHERE kind = $1 AND args->>'run_id' = $2 ORDER BY id DESC LIMIT 1`, RunArgs{}.Kind(), runID).Scan(&jobID)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return false, fmt.Errorf("%w: no queued job for run %q", store.ErrNotFound, runID)
+		return 0, fmt.Errorf("%w: no queued job for run %q", store.ErrNotFound, runID)
 	}
+	return jobID, wrap(err, "find a run's job", "")
+}
+
+// RetryQueuedRun writes a run's record and makes its job available again
+// (River's JobRetry), in one transaction: a worker takes the run as it
+// takes a new one, and resumes it from its last checkpoint.
+func (b *Backend) RetryQueuedRun(ctx context.Context, r store.RunRecord) error {
+	if err := b.writable(); err != nil {
+		return err
+	}
+	client, err := b.riverClient()
 	if err != nil {
-		return false, wrap(err, "cancel run", "")
+		return err
 	}
-	row, err := b.queue.client.JobCancel(ctx, jobID)
+	return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		jobID, err := jobOf(ctx, tx, r.ID)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE river_job SET metadata = metadata - 'cairn_cancel' WHERE id = $1 AND state <> 'running'`, jobID); err != nil {
+			return wrap(err, "retry run", r.Thread)
+		}
+		row, err := client.JobRetryTx(ctx, tx, jobID)
+		if err != nil {
+			return wrap(err, "retry run", r.Thread)
+		}
+		if row.State == rivertype.JobStateRunning {
+			return fmt.Errorf("%w: run %q's job is still running; try again when it has ended", store.ErrConflict, r.ID)
+		}
+		return putRun(ctx, tx, r)
+	})
+}
+
+// QueueStats counts the run jobs by queue and state, and the unexpired
+// leases by worker.
+func (b *Backend) QueueStats(ctx context.Context) (store.QueueStats, error) {
+	st := store.QueueStats{Jobs: map[string]map[string]int{}, Workers: map[string]int{}}
+	rows, err := b.pool.Query(ctx, `SELECT queue, state::text, count(*) FROM river_job WHERE kind = $1 GROUP BY 1, 2`, RunArgs{}.Kind())
 	if err != nil {
-		return false, wrap(err, "cancel run", "")
+		return st, wrap(err, "queue stats", "")
 	}
-	return row.State == rivertype.JobStateRunning, nil
+	var queue, state string
+	var n int
+	_, err = pgx.ForEachRow(rows, []any{&queue, &state, &n}, func() error {
+		if st.Jobs[queue] == nil {
+			st.Jobs[queue] = map[string]int{}
+		}
+		st.Jobs[queue][state] = n
+		return nil
+	})
+	if err != nil {
+		return st, wrap(err, "queue stats", "")
+	}
+	rows, err = b.pool.Query(ctx, `SELECT owner, count(*) FROM cairn_leases WHERE expires_at > $1 GROUP BY 1`, time.Now().UnixNano())
+	if err != nil {
+		return st, wrap(err, "queue stats", "")
+	}
+	_, err = pgx.ForEachRow(rows, []any{&queue, &n}, func() error {
+		st.Workers[queue] = n
+		return nil
+	})
+	return st, wrap(err, "queue stats", "")
 }
