@@ -129,7 +129,7 @@ func (s *MCPServerSpec) check() error {
 	for _, m := range []map[string]string{s.Env, s.Headers} {
 		for k, v := range m {
 			if _, _, err := expandRefs(v, func(string) string { return "x" }); err != nil {
-				return fmt.Errorf("server %s: %s: %w", s.Name, k, err)
+				return fmt.Errorf("server %s: %w (in %s)", s.Name, err, k) // not "key: value", which reads as a secret
 			}
 		}
 	}
@@ -279,7 +279,7 @@ func (m *mcpTools) expand(in map[string]string, getenv func(string) string) (map
 	for k, v := range in {
 		x, secrets, err := expandRefs(v, getenv)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", k, err)
+			return nil, fmt.Errorf("%w (in %s)", err, k)
 		}
 		if len(secrets) > 0 {
 			m.secrets = append(m.secrets, x)

@@ -36,8 +36,8 @@ func TestMCPFrontMatterErrors(t *testing.T) {
 		{"unused server", "mcp_servers:\n  - {name: s, command: ./srv}\n", `m.md:5: mcp_servers: no tool of server "s" is listed under tools:`},
 		{"bad tool name", "mcp_servers:\n  - {name: s, command: ./srv}\ntools: [\"s.a b\"]\n", `m.md:6: tools: "s.a b": want s.<tool> or s.*`},
 		{"bad timeout", "mcp_servers:\n  - {name: s, command: ./srv, timeout: soon}\ntools: [s.*]\n", `m.md:5: mcp_servers: server s: timeout "soon"`},
-		{"bad reference", "mcp_servers:\n  - {name: s, command: ./srv, env: {T: \"${1X}\"}}\ntools: [s.*]\n", `m.md:5: mcp_servers: server s: T: "1X" is not a variable name`},
-		{"unclosed reference", "mcp_servers:\n  - {name: s, url: http://h/mcp, headers: {A: \"${KEY\"}}\ntools: [s.*]\n", `m.md:5: mcp_servers: server s: A: unclosed ${`},
+		{"bad reference", "mcp_servers:\n  - {name: s, command: ./srv, env: {T: \"${1X}\"}}\ntools: [s.*]\n", `m.md:5: mcp_servers: server s: "1X" is not a variable name (write ${NAME}) (in T)`},
+		{"unclosed reference", "mcp_servers:\n  - {name: s, url: http://h/mcp, headers: {A: \"${KEY\"}}\ntools: [s.*]\n", `m.md:5: mcp_servers: server s: unclosed ${ in "${KEY" (in A)`},
 		{"headers on a command", "mcp_servers:\n  - {name: s, command: ./srv, headers: {A: b}}\ntools: [s.*]\n", "m.md:5: mcp_servers: mcptools: invalid server configuration: server s: headers are for a url"},
 		{"bad url", "mcp_servers:\n  - {name: s, url: \"file:///x\"}\ntools: [s.*]\n", `m.md:5: mcp_servers: mcptools: invalid server configuration: server s: url "file:///x"`},
 		{"unknown key", "mcp_servers:\n  - {name: s, command: ./srv, cwd: /}\ntools: [s.*]\n", `unknown front-matter key "cwd"`},
@@ -65,7 +65,7 @@ func TestMCPCheckedBeforeRun(t *testing.T) {
 	}{
 		{"unknown tool", "mcp_servers:\n  - {name: s, command: " + bin + "}\ntools:\n  - s.echo\n  - s.nope\n", `m.md:8: tools: s.nope: mcptools: the MCP server has no such tool: server s has no tool "nope" (it lists add, echo,`, agentfile.ErrMCP},
 		{"no server", "mcp_servers:\n  - {name: s, command: ./missing-server}\ntools: [s.*]\n", "m.md:5: mcp_servers: mcptools: cannot connect to the MCP server: server s:", agentfile.ErrMCP},
-		{"unset variable", "mcp_servers:\n  - {name: s, command: " + bin + ", env: {TOKEN: \"${CAIRN_TEST_UNSET_TOKEN}\"}}\ntools: [s.*]\n", "m.md:5: mcp_servers: server s: env: TOKEN: environment variable CAIRN_TEST_UNSET_TOKEN is not set", agentfile.ErrMCP},
+		{"unset variable", "mcp_servers:\n  - {name: s, command: " + bin + ", env: {TOKEN: \"${CAIRN_TEST_UNSET_TOKEN}\"}}\ntools: [s.*]\n", "m.md:5: mcp_servers: server s: env: environment variable CAIRN_TEST_UNSET_TOKEN is not set (in TOKEN)", agentfile.ErrMCP},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,8 +7,9 @@
 //	add {a, b}             {"sum": a+b}, as structured content
 //	slow {ms, text}        the text after ms milliseconds
 //	fail {message}         a tool error (isError) carrying the message
-//	record {note}          appends "note key" to the -calls file, key being
-//	                       the idempotency key in the call's _meta
+//	record {note, ms}      appends "note key" to the -calls file, key being
+//	                       the idempotency key in the call's _meta, then
+//	                       waits ms milliseconds before answering
 //	exit {}                ends the server process in the middle of the call
 //	env {name}             the value of an environment variable
 //
@@ -73,6 +74,7 @@ type failArgs struct {
 
 type recordArgs struct {
 	Note string `json:"note"`
+	MS   int    `json:"ms,omitempty"`
 }
 
 type envArgs struct {
@@ -107,17 +109,15 @@ func newServer(callsFile string) *mcp.Server {
 	var mu sync.Mutex
 	mcp.AddTool(s, &mcp.Tool{Name: "record", Description: "Records the note in the calls file"}, func(ctx context.Context, req *mcp.CallToolRequest, a recordArgs) (*mcp.CallToolResult, any, error) {
 		key, _ := req.Params.Meta[keyMeta].(string)
-		mu.Lock()
-		defer mu.Unlock()
-		f, err := os.OpenFile(callsFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		if err != nil {
+		if err := appendLine(&mu, callsFile, a.Note+" "+key); err != nil {
 			return nil, nil, err
 		}
-		defer f.Close()
-		if _, err := fmt.Fprintf(f, "%s %s\n", a.Note, key); err != nil {
-			return nil, nil, err
+		select {
+		case <-time.After(time.Duration(a.MS) * time.Millisecond):
+			return text("recorded " + a.Note), nil, nil
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
 		}
-		return text("recorded " + a.Note), nil, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "exit", Description: "Ends the server in the middle of the call"}, func(ctx context.Context, req *mcp.CallToolRequest, a struct{}) (*mcp.CallToolResult, any, error) {
 		os.Exit(3)
@@ -127,6 +127,21 @@ func newServer(callsFile string) *mcp.Server {
 		return text(os.Getenv(a.Name)), nil, nil
 	})
 	return s
+}
+
+// appendLine appends a line to a file.
+func appendLine(mu *sync.Mutex, path, line string) error {
+	mu.Lock()
+	defer mu.Unlock()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintln(f, line); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // serveHTTP serves s over streamable HTTP at /mcp, checking the bearer key
