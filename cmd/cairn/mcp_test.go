@@ -19,7 +19,7 @@ import (
 func mcpAgent(t *testing.T, dir, front, replies string) string {
 	t.Helper()
 	files := map[string]string{
-		"agent.md": "---\nname: mcp-agent\nmodel: {provider: scripted, script: replies.yaml}\n" + front + "---\n## Instructions\nUse the tools.\n",
+		"agent.md":     "---\nname: mcp-agent\nmodel: {provider: scripted, script: replies.yaml}\n" + front + "---\n## Instructions\nUse the tools.\n",
 		"replies.yaml": replies,
 	}
 	for name, content := range files {
