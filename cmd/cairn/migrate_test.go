@@ -10,7 +10,8 @@ import (
 	"github.com/cairn-dev/cairn/internal/pgtest"
 )
 
-// toSQLiteFormat1 turns a SQLite store back into format 1 (no checksums).
+// toSQLiteFormat1 turns a SQLite store back into format 1 (no checksums,
+// no items).
 func toSQLiteFormat1(t *testing.T, path string) {
 	t.Helper()
 	db, err := sql.Open("sqlite", path)
@@ -18,7 +19,7 @@ func toSQLiteFormat1(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	for _, q := range []string{`ALTER TABLE threads DROP COLUMN crc`, `ALTER TABLE checkpoints DROP COLUMN crc`, `PRAGMA user_version = 1`} {
+	for _, q := range []string{`ALTER TABLE threads DROP COLUMN crc`, `ALTER TABLE checkpoints DROP COLUMN crc`, `DROP TABLE items`, `DROP TABLE item_text`, `PRAGMA user_version = 1`} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -52,20 +53,20 @@ func TestMigrateSQLite(t *testing.T) {
 	dir := t.TempDir()
 	fresh := "sqlite:" + filepath.Join(dir, "new", "state.db")
 	wantCLI(t, 1, []string{"no store at"}, "migrate", "status", "--store", fresh)
-	wantCLI(t, 0, []string{"-- baseline: a new store at format 3", "CREATE TABLE"}, "migrate", "sql", "--store", fresh)
+	wantCLI(t, 0, []string{"-- baseline: a new store at format 4", "CREATE TABLE"}, "migrate", "sql", "--store", fresh)
 	if _, err := os.Stat(filepath.Join(dir, "new")); !os.IsNotExist(err) {
 		t.Fatalf("status or sql created something: %v", err)
 	}
-	wantCLI(t, 0, []string{"format 0 → 3: baseline"}, "migrate", "up", "--store", fresh)
-	wantCLI(t, 0, []string{"0001_tables", "0002_checksums    applied", "0003_runs         applied"}, "migrate", "--store", fresh)
+	wantCLI(t, 0, []string{"format 0 → 4: baseline"}, "migrate", "up", "--store", fresh)
+	wantCLI(t, 0, []string{"0001_tables", "0002_checksums    applied", "0003_runs         applied", "0004_items        applied"}, "migrate", "--store", fresh)
 	wantCLI(t, 0, []string{"nothing to migrate"}, "migrate", "up", "--store", fresh)
 
 	old := seeded(t)
 	before := wantCLI(t, 0, nil, "state", "0", "--store", old)
 	toSQLiteFormat1(t, strings.TrimPrefix(old, "sqlite:"))
-	wantCLI(t, 0, []string{"format 1, latest 3", "0002_checksums    pending", "0003_runs         pending"}, "migrate", "status", "--store", old)
+	wantCLI(t, 0, []string{"format 1, latest 4", "0002_checksums    pending", "0003_runs         pending", "0004_items        pending"}, "migrate", "status", "--store", old)
 	wantCLI(t, 0, []string{"-- 0002_checksums", "ALTER TABLE threads ADD COLUMN crc", "then a Go step computes the checksum"}, "migrate", "sql", "--store", old)
-	wantCLI(t, 0, []string{"format 1 → 3: 0002_checksums, 0003_runs"}, "migrate", "up", "--store", old)
+	wantCLI(t, 0, []string{"format 1 → 4: 0002_checksums, 0003_runs, 0004_items"}, "migrate", "up", "--store", old)
 	if after := wantCLI(t, 0, nil, "state", "0", "--store", old); after != before {
 		t.Fatalf("state after the migration:\n%s\nbefore:\n%s", after, before)
 	}
@@ -87,19 +88,19 @@ func TestMigrateSQLite(t *testing.T) {
 // migrate, and reads as before once migrated.
 func TestMigratePostgres(t *testing.T) {
 	fresh, _ := pgtest.Schema(t, "cairn_mig")
-	wantCLI(t, 0, []string{"format 0, latest 4", "0003_prefix       pending", "0004_runs         pending", "cairn migrate up creates one"}, "migrate", "status", "--store", fresh)
+	wantCLI(t, 0, []string{"format 0, latest 5", "0003_prefix       pending", "0004_runs         pending", "0005_items        pending", "cairn migrate up creates one"}, "migrate", "status", "--store", fresh)
 	wantCLI(t, 0, []string{"CREATE TABLE IF NOT EXISTS cairn_threads"}, "migrate", "sql", "--store", fresh)
-	wantCLI(t, 0, []string{"format 0 → 4: baseline"}, "migrate", "up", "--store", fresh)
-	wantCLI(t, 0, []string{"0003_prefix       applied", "0004_runs         applied"}, "migrate", "status", "--store", fresh)
+	wantCLI(t, 0, []string{"format 0 → 5: baseline"}, "migrate", "up", "--store", fresh)
+	wantCLI(t, 0, []string{"0003_prefix       applied", "0004_runs         applied", "0005_items        applied"}, "migrate", "status", "--store", fresh)
 
 	old, _ := pgtest.Schema(t, "cairn_mig_old")
 	wantCLI(t, 0, nil, "bench", "w1", "--steps", "20", "--store", old)
 	before := wantCLI(t, 0, nil, "state", "0", "--store", old)
 	pgtest.ToFormat1(t, old)
 	wantCLI(t, 1, []string{"migration needed", "cairn migrate up"}, "state", "0", "--store", old)
-	wantCLI(t, 0, []string{"format 1, latest 4", "0002_checksums    pending", "0003_prefix       pending", "0004_runs         pending"}, "migrate", "status", "--store", old)
+	wantCLI(t, 0, []string{"format 1, latest 5", "0002_checksums    pending", "0003_prefix       pending", "0004_runs         pending", "0005_items        pending"}, "migrate", "status", "--store", old)
 	wantCLI(t, 0, []string{"ALTER TABLE threads RENAME TO cairn_threads"}, "migrate", "sql", "--store", old)
-	wantCLI(t, 0, []string{"format 1 → 4: 0002_checksums, 0003_prefix, 0004_runs"}, "migrate", "up", "--store", old)
+	wantCLI(t, 0, []string{"format 1 → 5: 0002_checksums, 0003_prefix, 0004_runs, 0005_items"}, "migrate", "up", "--store", old)
 	if after := wantCLI(t, 0, nil, "state", "0", "--store", old); after != before {
 		t.Fatalf("state after the migration:\n%s\nbefore:\n%s", after, before)
 	}

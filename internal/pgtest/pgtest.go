@@ -84,6 +84,6 @@ func ToFormat1(t testing.TB, dsn string) {
 	for _, tb := range []string{"threads", "checkpoints", "snapshots", "writes"} {
 		qs = append(qs, `ALTER TABLE cairn_`+tb+` RENAME CONSTRAINT cairn_`+tb+`_pkey TO `+tb+`_pkey`, `ALTER TABLE cairn_`+tb+` RENAME TO `+tb)
 	}
-	qs = append(qs, `ALTER TABLE threads DROP COLUMN crc`, `ALTER TABLE checkpoints DROP COLUMN crc`, `UPDATE cairn_format SET version = 1`)
+	qs = append(qs, `ALTER TABLE threads DROP COLUMN crc`, `ALTER TABLE checkpoints DROP COLUMN crc`, `DROP TABLE cairn_items`, `UPDATE cairn_format SET version = 1`)
 	Exec(t, dsn, qs...)
 }

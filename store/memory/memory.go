@@ -21,6 +21,7 @@ type Backend struct {
 	runs    map[string]*run
 	keys    map[string]store.KeyRecord
 	leases  map[string]store.Lease
+	items   map[store.ItemKey]*itemRow // made on the first put
 }
 
 type thread struct {

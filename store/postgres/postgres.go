@@ -24,7 +24,8 @@ import (
 // from (schema.sql, the same layout at once). cairn_format holds the
 // number of the store's last migration. Version 2 adds a checksum (crc) to
 // every thread and checkpoint row; version 3 prefixes every table cairn_;
-// version 4 adds the HTTP server's runs and their event logs.
+// version 4 adds the HTTP server's runs and their event logs; version 5
+// the long-term memory store's items.
 var (
 	//go:embed migrations/*.sql
 	migrationFiles embed.FS
@@ -39,7 +40,7 @@ var (
 )
 
 // tables are the tables of a Cairn store besides cairn_format.
-var tables = []string{"cairn_threads", "cairn_checkpoints", "cairn_snapshots", "cairn_writes", "cairn_runs", "cairn_run_events", "cairn_api_keys", "cairn_leases"}
+var tables = []string{"cairn_threads", "cairn_checkpoints", "cairn_snapshots", "cairn_writes", "cairn_runs", "cairn_run_events", "cairn_api_keys", "cairn_leases", "cairn_items"}
 
 // Options configure the backend.
 type Options struct {

@@ -90,10 +90,11 @@ func layout(t *testing.T, dsn string) string {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, `SELECT table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable || ' ' || coalesce(column_default, '')
+	rows, err := conn.Query(ctx, `SELECT table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable || ' ' || coalesce(column_default, '') || ' ' || coalesce(collation_name, '')
 		FROM information_schema.columns WHERE table_schema = current_schema()
 		UNION ALL SELECT table_name || ' ' || constraint_type || ' ' || constraint_name
 		FROM information_schema.table_constraints WHERE table_schema = current_schema() AND constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY')
+		UNION ALL SELECT replace(indexdef, current_schema() || '.', '') FROM pg_indexes WHERE schemaname = current_schema()
 		ORDER BY 1`)
 	if err != nil {
 		t.Fatal(err)
@@ -117,5 +118,40 @@ func TestBaselineIsTheMigrations(t *testing.T) {
 	open(t, old, store.Options{}).Close()
 	if a, b := layout(t, fresh), layout(t, old); a != b || a == "" {
 		t.Fatalf("baseline layout:\n%s\n\nmigrated layout:\n%s", a, b)
+	}
+}
+
+// TestUpgradeFormat4 opens a store written before items (format 4):
+// read-only and without auto-migration it is refused, changed in nothing;
+// read-write it gains the items table and keeps its threads.
+func TestUpgradeFormat4(t *testing.T) {
+	dsn := schemaDSN(t)
+	ctx := context.Background()
+	s := open(t, dsn, store.Options{})
+	want := storetest.WriteThreads(t, s, 5, nil)
+	s.Close()
+	pgtest.Exec(t, dsn, `DROP TABLE cairn_items`, `UPDATE cairn_format SET version = 4`)
+	for _, o := range []postgres.Options{{ReadOnly: true}, {NoMigrate: true}} {
+		if _, err := postgres.OpenStore(ctx, dsn, o, store.Options{}); !errors.Is(err, store.ErrMigrationNeeded) {
+			t.Fatalf("open %+v of a format 4 store: %v, want ErrMigrationNeeded", o, err)
+		}
+	}
+	pgtest.Exec(t, dsn, `DO $$ BEGIN IF to_regclass('cairn_items') IS NOT NULL THEN RAISE EXCEPTION 'migrated'; END IF; END $$`)
+	s = open(t, dsn, store.Options{})
+	defer s.Close()
+	for th, w := range want {
+		if cp, err := s.Load(ctx, store.LoadRequest{Thread: th}); err != nil || cp.State.String() != w {
+			t.Fatalf("thread %s after the upgrade: %v", th, err)
+		}
+	}
+	is, err := store.ItemsOf(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := is.Put(ctx, store.PutOp{Namespace: []string{"a"}, Key: "k", Value: map[string]any{"text": "migrated store"}}); err != nil {
+		t.Fatal(err)
+	}
+	if items, err := is.Search(ctx, store.SearchOp{Query: "migrated"}); err != nil || len(items) != 1 {
+		t.Fatalf("search after the upgrade: %v, %v", items, err)
 	}
 }

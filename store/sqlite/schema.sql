@@ -70,3 +70,18 @@ CREATE TABLE IF NOT EXISTS leases (
 	token      INTEGER NOT NULL,
 	expires_at INTEGER NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS items (
+	id         INTEGER PRIMARY KEY,
+	tenant     TEXT NOT NULL,
+	ns         TEXT NOT NULL,
+	key        TEXT NOT NULL,
+	value      BLOB NOT NULL,
+	created_at INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL,
+	ttl        INTEGER NOT NULL DEFAULT 0,
+	expires_at INTEGER NOT NULL DEFAULT 0,
+	vectors    BLOB
+);
+CREATE UNIQUE INDEX IF NOT EXISTS items_key ON items (tenant, ns, key);
+CREATE INDEX IF NOT EXISTS items_expiry ON items (expires_at) WHERE expires_at > 0;
+CREATE VIRTUAL TABLE IF NOT EXISTS item_text USING fts5(text, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 0');

@@ -76,7 +76,8 @@ type Options struct {
 // from (schema.sql, the same layout at once). The store's format version
 // (PRAGMA user_version) is the number of its last migration. Version 2
 // adds a checksum (crc) to every thread and checkpoint row; version 3 the
-// HTTP server's runs and their event logs.
+// HTTP server's runs and their event logs; version 4 the long-term memory
+// store's items and their full-text index.
 var (
 	//go:embed migrations/*.sql
 	migrationFiles embed.FS
@@ -90,10 +91,13 @@ var (
 	schemaVersion = store.Latest(migrations)
 )
 
-// tables are the tables of a Cairn store; runTables those format 3 adds.
+// tables are the tables of a Cairn store; runTables those format 3 adds;
+// itemTables those format 4 adds (item_text and the tables FTS5 keeps
+// its index in).
 var (
-	tables    = []string{"threads", "checkpoints", "snapshots", "writes"}
-	runTables = []string{"runs", "run_events", "api_keys", "leases"}
+	tables     = []string{"threads", "checkpoints", "snapshots", "writes"}
+	runTables  = []string{"runs", "run_events", "api_keys", "leases"}
+	itemTables = []string{"items", "item_text", "item_text_data", "item_text_idx", "item_text_docsize", "item_text_config"}
 )
 
 // Backend is a store.Backend on one SQLite file.
@@ -108,6 +112,9 @@ type Backend struct {
 	// legacy: a version 1 file opened read-only; its rows have no
 	// checksums, so they are computed as rows are read.
 	legacy bool
+	// noItems: a file of a format before 4 opened read-only; it has no
+	// items table, so it holds no items.
+	noItems bool
 
 	// Group commit: callers queue jobs; one of them at a time leads,
 	// running everything queued as one transaction on conn.
@@ -329,6 +336,7 @@ func openReadOnly(path string, opts Options) (*Backend, error) {
 	}
 	if err == nil {
 		b.legacy = v == 1
+		b.noItems = v < 4
 		err = b.prepareReads(ctx)
 	}
 	if err != nil {
@@ -367,7 +375,7 @@ func (b *Backend) checkFormat(ctx context.Context, c *sql.Conn) (int, error) {
 	}
 	if v == 0 {
 		for name := range have {
-			if !slices.Contains(tables, name) && !slices.Contains(runTables, name) {
+			if !slices.Contains(tables, name) && !slices.Contains(runTables, name) && !slices.Contains(itemTables, name) {
 				return 0, fmt.Errorf("%w: %s holds table %q, which is not Cairn's; refusing to add Cairn's tables to another program's database", store.ErrNotStore, b.path, name)
 			}
 		}
@@ -380,6 +388,11 @@ func (b *Backend) checkFormat(ctx context.Context, c *sql.Conn) (int, error) {
 	}
 	for _, name := range runTables {
 		if v >= 3 && !have[name] {
+			return 0, b.missingTable(name)
+		}
+	}
+	for _, name := range itemTables[:2] {
+		if v >= 4 && !have[name] {
 			return 0, b.missingTable(name)
 		}
 	}

@@ -14,6 +14,9 @@ import (
 	"github.com/cairn-dev/cairn/store/storetest"
 )
 
+// latestFormat is the format this code writes.
+const latestFormat = 4
+
 // writeV1Store writes threads in the current format, then turns the file
 // into a format 1 store (the same tables without checksums) and returns
 // the expected head state of each thread.
@@ -29,7 +32,7 @@ func writeV1Store(t *testing.T, path string) map[string]string {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	for _, q := range []string{`ALTER TABLE threads DROP COLUMN crc`, `ALTER TABLE checkpoints DROP COLUMN crc`, `PRAGMA user_version = 1`} {
+	for _, q := range []string{`ALTER TABLE threads DROP COLUMN crc`, `ALTER TABLE checkpoints DROP COLUMN crc`, `DROP TABLE items`, `DROP TABLE item_text`, `PRAGMA user_version = 1`} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatal(err)
 		}
@@ -90,7 +93,7 @@ func TestUpgradeFormat1(t *testing.T) {
 	s := openAt(t, path)
 	checkHeads(t, s, want)
 	s.Close()
-	if v := userVersion(t, path); v != 3 {
+	if v := userVersion(t, path); v != latestFormat {
 		t.Fatalf("format after a read-write open: %d", v)
 	}
 	s, err = sqlite.OpenStore(path, sqlite.Options{NoMigrate: true}, store.Options{})
@@ -136,7 +139,7 @@ func TestUnversionedTables(t *testing.T) {
 	s := openAt(t, path)
 	defer s.Close()
 	checkHeads(t, s, want)
-	if v := userVersion(t, path); v != 3 {
+	if v := userVersion(t, path); v != latestFormat {
 		t.Fatalf("format %d after opening", v)
 	}
 }
@@ -157,7 +160,8 @@ func TestBaselineIsTheMigrations(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer db.Close()
-		rows, err := db.Query(`SELECT m.name, p.name, p.type, p."notnull", coalesce(p.dflt_value, ''), p.pk FROM sqlite_master m, pragma_table_info(m.name) p WHERE m.type = 'table' ORDER BY m.name, p.name`)
+		rows, err := db.Query(`SELECT m.name, p.name, p.type, p."notnull", coalesce(p.dflt_value, ''), p.pk FROM sqlite_master m, pragma_table_info(m.name) p WHERE m.type = 'table'
+			UNION ALL SELECT name, type, coalesce(sql, ''), 0, '', 0 FROM sqlite_master WHERE type = 'index' OR sql LIKE 'CREATE VIRTUAL%' ORDER BY 1, 2`)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,5 +182,65 @@ func TestBaselineIsTheMigrations(t *testing.T) {
 	}
 	if userVersion(t, fresh) != userVersion(t, upgraded) {
 		t.Fatal("baseline and migrated stores have different versions")
+	}
+}
+
+// TestUpgradeFormat3 opens a store written before items (format 3):
+// read-only it reads its threads, holds no items and writes none; with
+// auto-migration off it is refused; read-write it gains the items tables
+// and keeps its threads.
+func TestUpgradeFormat3(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v3.db")
+	s := openAt(t, path)
+	want := storetest.WriteThreads(t, s, 5, nil)
+	s.Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`DROP TABLE items`, `DROP TABLE item_text`, `PRAGMA user_version = 3`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	ctx := context.Background()
+	ro, err := sqlite.OpenStore(path, sqlite.Options{ReadOnly: true}, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkHeads(t, ro, want)
+	ris, err := store.ItemsOf(ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if items, err := ris.Search(ctx, store.SearchOp{Query: "x"}); err != nil || len(items) != 0 {
+		t.Fatalf("search a format 3 store read-only: %v, %v", items, err)
+	}
+	if _, err := ris.Get(ctx, store.GetOp{Namespace: []string{"a"}, Key: "k"}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("get from a format 3 store read-only: %v", err)
+	}
+	if err := ris.Put(ctx, store.PutOp{Namespace: []string{"a"}, Key: "k", Value: map[string]any{}}); !errors.Is(err, store.ErrReadOnly) {
+		t.Fatalf("put into a read-only store: %v", err)
+	}
+	ro.Close()
+	if _, err := sqlite.OpenStore(path, sqlite.Options{NoMigrate: true}, store.Options{}); !errors.Is(err, store.ErrMigrationNeeded) {
+		t.Fatalf("open without migrating: %v", err)
+	}
+	s = openAt(t, path)
+	defer s.Close()
+	if v := userVersion(t, path); v != latestFormat {
+		t.Fatalf("format %d after opening", v)
+	}
+	checkHeads(t, s, want)
+	is, err := store.ItemsOf(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := is.Put(ctx, store.PutOp{Namespace: []string{"a"}, Key: "k", Value: map[string]any{"text": "migrated store"}}); err != nil {
+		t.Fatal(err)
+	}
+	if items, err := is.Search(ctx, store.SearchOp{Query: "migrated"}); err != nil || len(items) != 1 {
+		t.Fatalf("search after the upgrade: %v, %v", items, err)
 	}
 }

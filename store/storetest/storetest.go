@@ -62,6 +62,7 @@ func Run(t *testing.T, h Harness) {
 		{"SetMetadata", testSetMetadata},
 		{"Keys", testKeys},
 		{"Leases", testLeases},
+		{"Items", testItems},
 	}
 	// Every case runs with the snapshot cache and without it: the cache
 	// must never change an answer (except to hide damage from a process

@@ -1,0 +1,92 @@
+package store
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// Limits of item names, checked on every backend alike.
+const (
+	maxNamespaceDepth = 64
+	maxLabelBytes     = 256
+	maxKeyBytes       = 1024
+)
+
+// ValidateItemNamespace checks a namespace as LangGraph does (labels are
+// non-empty and hold no "."; the first is not "langgraph"), plus what
+// every backend can store: at most 64 labels of valid UTF-8 without NUL,
+// each at most 256 bytes. what names it in errors.
+func ValidateItemNamespace(ns []string, what string) error {
+	if len(ns) == 0 {
+		return fmt.Errorf("%w: %s is empty", ErrInvalidArgument, what)
+	}
+	if ns[0] == "langgraph" {
+		return fmt.Errorf("%w: %s: the first label cannot be \"langgraph\"", ErrInvalidArgument, what)
+	}
+	return validateLabels(ns, what)
+}
+
+// validateLabels checks labels, which may be none (a search's prefix).
+func validateLabels(ns []string, what string) error {
+	if len(ns) > maxNamespaceDepth {
+		return fmt.Errorf("%w: %s has %d labels (at most %d)", ErrInvalidArgument, what, len(ns), maxNamespaceDepth)
+	}
+	for i, l := range ns {
+		switch {
+		case l == "":
+			return fmt.Errorf("%w: %s[%d] is empty", ErrInvalidArgument, what, i)
+		case strings.Contains(l, "."):
+			return fmt.Errorf("%w: %s[%d] %q holds a period: namespace labels cannot", ErrInvalidArgument, what, i, l)
+		case len(l) > maxLabelBytes:
+			return fmt.Errorf("%w: %s[%d] is %d bytes (at most %d)", ErrInvalidArgument, what, i, len(l), maxLabelBytes)
+		case !utf8.ValidString(l) || strings.ContainsRune(l, 0):
+			return fmt.Errorf("%w: %s[%d] %q is not valid UTF-8 text", ErrInvalidArgument, what, i, l)
+		}
+	}
+	return nil
+}
+
+// validateItemKey checks an item key: 1 to 1024 bytes of UTF-8 without NUL.
+func validateItemKey(key string) error {
+	switch {
+	case key == "":
+		return fmt.Errorf("%w: key is empty", ErrInvalidArgument)
+	case len(key) > maxKeyBytes:
+		return fmt.Errorf("%w: key is %d bytes (at most %d)", ErrInvalidArgument, len(key), maxKeyBytes)
+	case !utf8.ValidString(key) || strings.ContainsRune(key, 0):
+		return fmt.Errorf("%w: key %q is not valid UTF-8 text", ErrInvalidArgument, key)
+	}
+	return nil
+}
+
+func validateTenant(tenant string) error {
+	if tenant == "" {
+		return nil
+	}
+	if err := ValidateThreadID(tenant); err != nil {
+		return fmt.Errorf("tenant: %w", err)
+	}
+	return nil
+}
+
+// checkItem checks what names one item.
+func checkItem(tenant string, ns []string, key string) (ItemKey, error) {
+	if err := validateTenant(tenant); err != nil {
+		return ItemKey{}, err
+	}
+	if err := ValidateItemNamespace(ns, "namespace"); err != nil {
+		return ItemKey{}, err
+	}
+	if err := validateItemKey(key); err != nil {
+		return ItemKey{}, err
+	}
+	return ItemKey{Tenant: tenant, Namespace: JoinNamespace(ns), Key: key}, nil
+}
+
+func checkPage(limit, offset int) error {
+	if limit < 0 || offset < 0 {
+		return fmt.Errorf("%w: limit and offset must not be negative", ErrInvalidArgument)
+	}
+	return nil
+}
