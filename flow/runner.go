@@ -95,6 +95,11 @@ type Options struct {
 	// from updates and slow commits (warn). Never a state value or a
 	// message. Nil: no logging. Subgraphs inherit it.
 	Logger *slog.Logger
+	// Items is the long-term memory store nodes and tools reach with
+	// Items(ctx), scoped to the tenant of the run's thread. Nil: the
+	// items of the runner's store (store.ItemsOf, without a semantic
+	// index). Subgraphs inherit it.
+	Items store.ItemStore
 
 	// stream: the modes a Stream asked for (nil when not streaming);
 	// subgraphs inherit it.

@@ -46,7 +46,7 @@ func Subgraph(child *Compiled, opts SubgraphOptions) NodeFunc {
 		if pr.opts.Namespace != "" {
 			ns = pr.opts.Namespace + "/" + ns
 		}
-		cr, err := NewRunner(child, pr.s, Options{Durability: pr.opts.Durability, Namespace: ns, Budget: opts.Budget, Observer: pr.opts.Observer, Now: pr.opts.Now, Redact: pr.opts.Redact, RecursionLimit: opts.RecursionLimit, stream: pr.opts.stream, Logger: pr.opts.Logger, TracerProvider: pr.opts.TracerProvider, MeterProvider: pr.opts.MeterProvider, CaptureContent: pr.opts.CaptureContent})
+		cr, err := NewRunner(child, pr.s, Options{Durability: pr.opts.Durability, Namespace: ns, Budget: opts.Budget, Observer: pr.opts.Observer, Now: pr.opts.Now, Redact: pr.opts.Redact, RecursionLimit: opts.RecursionLimit, stream: pr.opts.stream, Logger: pr.opts.Logger, TracerProvider: pr.opts.TracerProvider, MeterProvider: pr.opts.MeterProvider, CaptureContent: pr.opts.CaptureContent, Items: pr.opts.Items})
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,48 @@
+package flow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cairn-dev/cairn/store"
+)
+
+// Items returns the long-term memory store of the running node (and of the
+// tools it calls), scoped to the tenant of the run's thread: a node never
+// reaches another tenant's items. It is Options.Items, or the items of
+// the runner's store. Outside a node it fails with ErrInvalidGraph.
+func Items(ctx context.Context) (store.ItemStore, error) {
+	t := taskOf(ctx)
+	if t == nil || t.runner == nil {
+		return nil, fmt.Errorf("%w: flow.Items called outside a node", ErrInvalidGraph)
+	}
+	is := t.runner.opts.Items
+	if is == nil {
+		var err error
+		if is, err = store.ItemsOf(t.runner.s); err != nil {
+			return nil, err
+		}
+	}
+	th, err := Thread(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return store.ForTenant(is, th.Tenant), nil
+}
+
+// Thread returns the record of the running node's thread: its tenant and
+// metadata. A thread a run created by its first checkpoint, without a
+// record made beforehand, has only its id. Outside a node it fails with
+// ErrInvalidGraph.
+func Thread(ctx context.Context) (store.Thread, error) {
+	t := taskOf(ctx)
+	if t == nil || t.runner == nil {
+		return store.Thread{}, fmt.Errorf("%w: flow.Thread called outside a node", ErrInvalidGraph)
+	}
+	th, err := t.runner.s.Thread(ctx, t.info.Thread)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Thread{ID: t.info.Thread}, nil
+	}
+	return th, err
+}
