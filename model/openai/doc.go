@@ -7,4 +7,8 @@
 // SDK's own retries are off: wrap the model with agent.WithRetry. The API
 // key is read from a named environment variable and never appears in an
 // error.
+//
+// Embedder computes embeddings with the same kind of server's
+// /embeddings endpoint, for the item store's semantic search
+// (store.IndexConfig).
 package openai
