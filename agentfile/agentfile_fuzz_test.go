@@ -14,6 +14,8 @@ func FuzzParseAgentFile(f *testing.F) {
 	f.Add([]byte("---\nname: x\nsecrets: {keys: [pin], patterns: ['[0-9]+'], defaults: false}\nsafe_dir: /\n---\n## Instructions\nx\n"))
 	f.Add([]byte("---\nname: x\nschemas: {S: {type: object}}\nchain: [{id: a, kind: structured, output_schema: S}]\n---\n## step:a\n"))
 	f.Add([]byte("---\n---\n"))
+	f.Add([]byte("---\nname: x\nmcp_servers:\n  - {name: files, command: ./srv, args: [--root, .], env: {TOKEN: \"${TOKEN}\"}, timeout: 5s}\n  - {name: search, url: http://127.0.0.1:9000/mcp, headers: {Authorization: \"Bearer ${KEY}\"}}\ntools: [files.read, search.*, read_file]\n---\n## Instructions\nx\n"))
+	f.Add([]byte("---\nname: x\nmcp_servers: [{name: s, url: \"${\"}]\ntools: [s.*, s.a, t.b]\n---\n## Instructions\nx\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		a, err := agentfile.Parse("f.md", data)
 		if err != nil {

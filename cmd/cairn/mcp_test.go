@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -186,28 +185,12 @@ tools: [local.env, local.fail, remote.echo]
 	if !strings.Contains(shown.String(), "REDACTED") {
 		t.Fatalf("nothing was redacted, so the test saw no secret:\n%s", shown.String())
 	}
-	haystacks := map[string][]byte{"stdout and stderr": shown.Bytes()}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || p == filepath.Join(dir, "replies.yaml") || p == filepath.Join(dir, "mcptest-server") {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		haystacks[p] = b
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	haystacks := readTree(t, dir, filepath.Join(dir, "replies.yaml"), filepath.Join(dir, "mcptest-server"))
+	haystacks["stdout and stderr"] = shown.Bytes()
 	if len(haystacks[db])+len(haystacks[db+"-wal"]) == 0 {
 		t.Fatal("no database to read")
 	}
-	for name, b := range haystacks {
-		for _, secret := range []string{token, key} {
-			if bytes.Contains(b, []byte(secret)) {
-				t.Errorf("%s holds the secret %q", name, secret)
-			}
-		}
-	}
+	noSecrets(t, haystacks, token, key)
 }
 
 // TestMCPInPipeline: a gate's agent file calls an MCP tool in its text
@@ -260,5 +243,22 @@ Report the count.
 	}
 	if code, out, _ := cli(t, env, "state", "p", "--ns", "gate1"); code != 0 || !strings.Contains(out, "7 in stock") {
 		t.Fatalf("gate state: %d %s", code, out)
+	}
+}
+
+// TestMCPExample runs examples/mcp as docs/mcp.md says, on a copy.
+func TestMCPExample(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "..", "examples", "mcp"))); err != nil {
+		t.Fatal(err)
+	}
+	mcptest.Build(t, dir)
+	env := map[string]string{"CAIRN_STORE": "sqlite:" + filepath.Join(dir, "state.db")}
+	code, out, errOut := cli(t, env, "run", filepath.Join(dir, "notes.md"))
+	if code != 0 || !strings.Contains(out, "42 pages in all") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if got := callLines(t, filepath.Join(dir, "notes.log")); len(got) != 1 || !strings.HasPrefix(got[0], "chapter-1-and-2-read|notes-") {
+		t.Fatalf("notes %v", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -88,28 +89,40 @@ func TestSecretsNeverStoredOrShown(t *testing.T) {
 	if !strings.Contains(shown.String(), "[REDACTED]") {
 		t.Fatalf("nothing was redacted, so the test saw no secret:\n%s", shown.String())
 	}
-	haystacks := map[string][]byte{"stdout and stderr": shown.Bytes()}
-	// The database with its WAL, the exported files and the output file.
-	for _, root := range []string{dir} {
-		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || p == filepath.Join(dir, "r.yaml") {
-				return err
-			}
-			b, err := os.ReadFile(p)
-			haystacks[p] = b
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	haystacks := readTree(t, dir, filepath.Join(dir, "r.yaml"))
+	haystacks["stdout and stderr"] = shown.Bytes()
 	if _, ok := haystacks[db+"-wal"]; !ok {
 		if _, ok := haystacks[db]; !ok {
 			t.Fatal("no database file to read")
 		}
 	}
+	noSecrets(t, haystacks, append(leaked, "tok-abcdefgh1234")...)
+}
+
+// readTree reads every file below dir (the database with its WAL, exported
+// files, output files) but those in skip, by path.
+func readTree(t *testing.T, dir string, skip ...string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || slices.Contains(skip, p) {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		out[p] = b
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// noSecrets fails for each secret found in one of the haystacks.
+func noSecrets(t *testing.T, haystacks map[string][]byte, secrets ...string) {
+	t.Helper()
 	for name, b := range haystacks {
-		for _, secret := range append(leaked, "tok-abcdefgh1234") {
+		for _, secret := range secrets {
 			if bytes.Contains(b, []byte(secret)) {
 				t.Errorf("%s holds the secret %q", name, secret)
 			}
