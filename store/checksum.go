@@ -9,7 +9,8 @@ import (
 )
 
 // Row and thread checksums: a CRC-32C over a length-prefixed encoding of
-// every stored field, so that an edited column (a parent, a status, a seq,
+// every stored field as stored (ciphertext in an encrypted store), so
+// that an edited column (a parent, a status, a seq,
 // the metadata that names an agent file) is found on read like a damaged
 // blob. They detect damage and casual edits, not an adversary who can
 // recompute them: they are not a MAC.
@@ -101,8 +102,10 @@ func verifyRow(r *Row) error {
 	switch {
 	case !r.Status.Valid():
 		ce.Err = fmt.Errorf("%w: status %d", errRowSum, r.Status)
-	case len(r.Meta) > 0 && !json.Valid(r.Meta):
+	case len(r.Meta) > 0 && !isSealed(r.Meta) && !json.Valid(r.Meta):
 		ce.What = "metadata"
+	case isSealed(r.Patch):
+		// A sealed patch is checked when it is opened.
 	default:
 		if _, err := decodeBlob(r.Patch); err != nil {
 			ce.What, ce.Err = "patch", fmt.Errorf("%w: %v", errRowSum, err)

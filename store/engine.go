@@ -32,6 +32,12 @@ type Options struct {
 	// SnapshotCache is the byte budget for decoded snapshot states kept in
 	// memory (default 64 MiB; negative disables the cache).
 	SnapshotCache int64
+	// Keyring, when set, encrypts every blob the store writes (checkpoint
+	// patches, snapshots and metadata, pending writes, run records and
+	// events) with its newest key, and refuses blobs that are not
+	// encrypted; see docs/encryption.md. Nil: no encryption, and encrypted
+	// blobs are refused with ErrNoKey.
+	Keyring *Keyring
 	// Logger receives the store's doings at debug level (snapshots
 	// written, stale writers refused) and the backends' (migrations at
 	// info, group-commit batches at debug) when they are opened through
@@ -54,6 +60,7 @@ type Engine struct {
 	heads map[headKey]rowInfo // the last row this engine wrote per namespace
 
 	cache *snapCache
+	crypt *rowCrypt
 
 	// scratch holds reusable buffers for encoding snapshots, which are
 	// large; only the compressed result is kept.
@@ -73,7 +80,7 @@ const maxCachedHeads = 1 << 16
 
 // New returns an Engine over b. The Engine owns b: Close closes it.
 func New(b Backend, opts Options) *Engine {
-	e := &Engine{b: b, ratio: opts.SnapshotRatio, comp: !opts.NoCompression, now: opts.Now, heads: map[headKey]rowInfo{}, log: opts.Logger}
+	e := &Engine{b: b, ratio: opts.SnapshotRatio, comp: !opts.NoCompression, now: opts.Now, heads: map[headKey]rowInfo{}, log: opts.Logger, crypt: newRowCrypt(opts.Keyring)}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
@@ -234,6 +241,7 @@ func (e *Engine) DeleteThread(ctx context.Context, id string) error {
 		return err
 	}
 	e.forget(id)
+	e.crypt.forget(id)
 	e.cache.dropThread(id)
 	return e.b.DeleteThread(ctx, id)
 }
@@ -297,10 +305,15 @@ func (e *Engine) insert(ctx context.Context, cp Checkpoint, seq int64, parent ro
 		row.Create = &ThreadRecord{ID: cp.Thread, CreatedAt: row.CreatedAt}
 		row.Create.Sum = ThreadChecksum(row.Create)
 	}
+	sealer, err := e.sealer(ctx, &row)
+	if err != nil {
+		return Checkpoint{}, err
+	}
 	since := parent.since + int64(len(row.Patch))
 	var snapBytes int
 	if cp.Parent == 0 || (since > e.minSnap && float64(since) > e.ratio*float64(parent.baseSize)) {
 		row.Snapshot, snapBytes = e.encodeSnapshot(cp.State)
+		row.Snapshot = sealer.sealSnapshot(row.Snapshot)
 		row.HasSnapshot = true
 		if e.log.Enabled(context.Background(), slog.LevelDebug) {
 			e.log.Debug("snapshot written", "thread", cp.Thread, "ns", cp.Namespace, "seq", seq, "bytes", len(row.Snapshot), "patch_bytes_since", since)
@@ -412,8 +425,11 @@ func (e *Engine) rows(ctx context.Context, q RowQuery) ([]Row, error) {
 	}
 	for i := range rows {
 		if err := verifyRow(&rows[i]); err != nil {
-			return nil, err
+			return nil, e.diagnose(ctx, &rows[i], err)
 		}
+	}
+	if err := e.openRows(ctx, rows); err != nil {
+		return nil, err
 	}
 	return rows, nil
 }
@@ -478,9 +494,7 @@ func decodeSnapshot(r *Row) (state.Doc, error) {
 	if r.Snapshot == nil {
 		return state.Doc{}, &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: r.Seq, What: "snapshot", Err: errors.New("missing")}
 	}
-	if int64(len(r.Snapshot)) != r.BaseSize {
-		return state.Doc{}, &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: r.Seq, What: "snapshot", Err: fmt.Errorf("%d bytes, the row says %d", len(r.Snapshot), r.BaseSize)}
-	}
+	// Its size was checked against the row's by Engine.openRows.
 	payload, err := decodeBlob(r.Snapshot)
 	if err == nil {
 		var d state.Doc
@@ -861,6 +875,10 @@ func (e *Engine) PutWrites(ctx context.Context, thread, ns string, seq int64, ws
 			return fmt.Errorf("%w: write %d needs a task and a JSON update", ErrInvalidArgument, i)
 		}
 	}
+	ws, err := e.sealWrites(ctx, thread, ns, seq, ws)
+	if err != nil {
+		return err
+	}
 	return e.b.PutWrites(ctx, thread, ns, seq, ws)
 }
 
@@ -869,7 +887,11 @@ func (e *Engine) Writes(ctx context.Context, thread, ns string, seq int64) ([]Wr
 	if err := e.check(thread, ns); err != nil {
 		return nil, err
 	}
-	return e.b.Writes(ctx, thread, ns, seq)
+	ws, err := e.b.Writes(ctx, thread, ns, seq)
+	if err != nil {
+		return nil, err
+	}
+	return e.openWrites(ctx, thread, ns, seq, ws)
 }
 
 // Close implements Store.

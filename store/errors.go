@@ -56,6 +56,9 @@ func (e *CorruptError) Error() string {
 	if e.Seq != 0 {
 		at += fmt.Sprintf(" seq %d", e.Seq)
 	}
+	if e.Thread == "" {
+		return fmt.Sprintf("store:%s: corrupt %s: %v", at, e.What, e.Err)
+	}
 	return fmt.Sprintf("store: thread %q%s: corrupt %s: %v", e.Thread, at, e.What, e.Err)
 }
 

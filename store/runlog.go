@@ -89,14 +89,18 @@ func (c checkedRunLog) PutRun(ctx context.Context, r RunRecord) error {
 	if err := c.check(r.Thread); err != nil {
 		return err
 	}
-	return c.rl.PutRun(ctx, r)
+	return c.rl.PutRun(ctx, c.e.crypt.ring.sealRun(r))
 }
 
 func (c checkedRunLog) Run(ctx context.Context, id string) (RunRecord, error) {
 	if err := c.check(id); err != nil {
 		return RunRecord{}, fmt.Errorf("run id: %w", err)
 	}
-	return c.rl.Run(ctx, id)
+	r, err := c.rl.Run(ctx, id)
+	if err != nil {
+		return RunRecord{}, err
+	}
+	return c.e.crypt.ring.openRun(r)
 }
 
 func (c checkedRunLog) Runs(ctx context.Context, q RunQuery) ([]RunRecord, error) {
@@ -106,7 +110,16 @@ func (c checkedRunLog) Runs(ctx context.Context, q RunQuery) ([]RunRecord, error
 	if q.Limit < 0 || q.Offset < 0 {
 		return nil, fmt.Errorf("%w: limit and offset must not be negative", ErrInvalidArgument)
 	}
-	return c.rl.Runs(ctx, q)
+	runs, err := c.rl.Runs(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	for i := range runs {
+		if runs[i], err = c.e.crypt.ring.openRun(runs[i]); err != nil {
+			return nil, err
+		}
+	}
+	return runs, nil
 }
 
 func (c checkedRunLog) DeleteRun(ctx context.Context, id string) error {
@@ -128,14 +141,18 @@ func (c checkedRunLog) AppendEvents(ctx context.Context, run string, evs []Event
 	if len(evs) == 0 {
 		return nil
 	}
-	return c.rl.AppendEvents(ctx, run, evs)
+	return c.rl.AppendEvents(ctx, run, c.e.crypt.ring.sealEvents(run, evs))
 }
 
 func (c checkedRunLog) Events(ctx context.Context, run string, after int64, limit int) ([]EventRecord, error) {
 	if err := c.check(run); err != nil {
 		return nil, fmt.Errorf("run id: %w", err)
 	}
-	return c.rl.Events(ctx, run, after, limit)
+	evs, err := c.rl.Events(ctx, run, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	return c.e.crypt.ring.openEvents(run, evs)
 }
 
 // RunQueue records runs and queues them for workers in one transaction
@@ -170,6 +187,9 @@ type QueueStats struct {
 func RunQueueOf(s Store) (RunQueue, error) {
 	if e, ok := s.(*Engine); ok {
 		if q, ok := e.b.(RunQueue); ok {
+			if e.crypt.ring != nil {
+				return sealedQueue{RunQueue: q, ring: e.crypt.ring}, nil
+			}
 			return q, nil
 		}
 	}

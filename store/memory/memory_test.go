@@ -96,3 +96,10 @@ func edit(t *testing.T, s store.Store, ref store.Ref, column string, value any) 
 		t.Fatalf("edit %s of %+v: no such row", column, ref)
 	}
 }
+
+func TestConformanceEncrypted(t *testing.T) {
+	storetest.RunEncrypted(t, storetest.Harness{
+		Open: func(t *testing.T, o store.Options) store.Store { return memory.Open(o) },
+		Edit: edit,
+	})
+}

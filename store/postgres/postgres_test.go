@@ -31,9 +31,14 @@ func open(t *testing.T, dsn string, o store.Options) store.Store {
 	return s
 }
 
-func TestConformance(t *testing.T) {
+func TestConformance(t *testing.T) { storetest.Run(t, conformanceHarness()) }
+
+// TestConformanceEncrypted runs the suite with encryption at rest.
+func TestConformanceEncrypted(t *testing.T) { storetest.RunEncrypted(t, conformanceHarness()) }
+
+func conformanceHarness() storetest.Harness {
 	dsns := map[store.Store]string{}
-	storetest.Run(t, storetest.Harness{
+	return storetest.Harness{
 		Open: func(t *testing.T, o store.Options) store.Store {
 			dsn := schemaDSN(t)
 			s := open(t, dsn, o)
@@ -70,7 +75,7 @@ func TestConformance(t *testing.T) {
 		Edit: func(t *testing.T, s store.Store, ref store.Ref, column string, value any) {
 			editColumn(t, dsns[s], ref, column, value)
 		},
-	})
+	}
 }
 
 // editColumn changes one column with raw SQL, as storetest.Harness.Edit

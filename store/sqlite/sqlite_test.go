@@ -28,8 +28,13 @@ func dbPath(s store.Store) string {
 	return s.(*store.Engine).Backend().(*sqlite.Backend).Path()
 }
 
-func TestConformance(t *testing.T) {
-	storetest.Run(t, storetest.Harness{
+func TestConformance(t *testing.T) { storetest.Run(t, conformanceHarness()) }
+
+// TestConformanceEncrypted runs the suite with encryption at rest.
+func TestConformanceEncrypted(t *testing.T) { storetest.RunEncrypted(t, conformanceHarness()) }
+
+func conformanceHarness() storetest.Harness {
+	return storetest.Harness{
 		Open: func(t *testing.T, o store.Options) store.Store {
 			s, err := sqlite.OpenStore(filepath.Join(t.TempDir(), "state.db"), sqlite.Options{}, o)
 			if err != nil {
@@ -70,7 +75,7 @@ func TestConformance(t *testing.T) {
 		Edit: func(t *testing.T, s store.Store, ref store.Ref, column string, value any) {
 			editColumn(t, dbPath(s), ref, column, value)
 		},
-	})
+	}
 }
 
 // editColumn changes one column with raw SQL, as storetest.Harness.Edit

@@ -1,0 +1,297 @@
+package store
+
+import (
+	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Encryption at rest. A sealed blob is
+//
+//	codecSealed (1 byte) | key id (8 bytes) | nonce (12 bytes) | AES-256-GCM ciphertext and tag
+//
+// sealed with associated data that names what the blob is and where it
+// belongs (sealAAD): its kind, the tenant, the thread (or run), the
+// namespace, the seq and, for pending writes, runs and items, their key.
+// A blob copied to another row, thread, tenant or position fails to open.
+// The key id is the first 8 bytes of the key's SHA-256.
+const (
+	codecSealed  = 2
+	keyIDLen     = 8
+	nonceLen     = 12
+	sealedHeader = 1 + keyIDLen + nonceLen
+	gcmTagLen    = 16
+	// SealedOverhead is what sealing adds to a blob.
+	sealedOverhead = sealedHeader + gcmTagLen
+	keyLen         = 32
+)
+
+// Environment variables that hold the keys (KeyringFromEnv).
+const (
+	// EnvEncryptionKeys: comma-separated base64 encodings of 32-byte keys,
+	// newest first.
+	EnvEncryptionKeys = "CAIRN_ENCRYPTION_KEYS"
+	// EnvEncryptionKeysFile: a file holding the same list (commas or new
+	// lines between keys).
+	EnvEncryptionKeysFile = "CAIRN_ENCRYPTION_KEYS_FILE"
+)
+
+var (
+	// ErrNoKey: a blob is encrypted with a key the store was not given
+	// (opened without keys, or with a keyring that lacks an old key).
+	ErrNoKey = errors.New("store: no key for an encrypted blob")
+	// ErrBadKey: the keys given are malformed (length, encoding, a
+	// repeated key, both environment variables set, an unreadable file).
+	ErrBadKey = errors.New("store: bad encryption key")
+
+	errPlaintext = errors.New("not encrypted, but the store is: a plaintext blob is refused")
+	errSealAuth  = errors.New("authentication failed: the blob was changed, or moved from another thread, position or tenant")
+)
+
+// Keyring holds the AES-256 keys of encryption at rest, newest first: new
+// blobs are sealed with the first key; blobs sealed with any of them open.
+// A nil *Keyring means no encryption. A Keyring is safe for concurrent use.
+type Keyring struct {
+	keys []ringKey
+}
+
+type ringKey struct {
+	id   [keyIDLen]byte
+	aead cipher.AEAD
+}
+
+// NewKeyring returns a keyring of 32-byte keys, newest first.
+func NewKeyring(keys ...[]byte) (*Keyring, error) {
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("%w: no keys", ErrBadKey)
+	}
+	k := &Keyring{}
+	for i, key := range keys {
+		if len(key) != keyLen {
+			return nil, fmt.Errorf("%w: key %d of %d is %d bytes, want %d", ErrBadKey, i+1, len(keys), len(key), keyLen)
+		}
+		sum := sha256.Sum256(key)
+		var rk ringKey
+		copy(rk.id[:], sum[:keyIDLen])
+		for j, prev := range k.keys {
+			if prev.id == rk.id {
+				return nil, fmt.Errorf("%w: key %d repeats key %d", ErrBadKey, i+1, j+1)
+			}
+		}
+		block, err := aes.NewCipher(key)
+		if err != nil {
+			return nil, fmt.Errorf("%w: key %d: %v", ErrBadKey, i+1, err)
+		}
+		if rk.aead, err = cipher.NewGCM(block); err != nil {
+			return nil, fmt.Errorf("%w: key %d: %v", ErrBadKey, i+1, err)
+		}
+		k.keys = append(k.keys, rk)
+	}
+	return k, nil
+}
+
+// ParseKeyring reads a list of base64-encoded 32-byte keys separated by
+// commas or new lines, newest first (the format of CAIRN_ENCRYPTION_KEYS).
+// Errors name the key by position, never its text.
+func ParseKeyring(list string) (*Keyring, error) {
+	fields := strings.FieldsFunc(list, func(r rune) bool { return r == ',' || r == '\n' || r == '\r' })
+	var keys [][]byte
+	for i, f := range fields {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		key, err := base64.StdEncoding.DecodeString(f)
+		if err != nil {
+			key, err = base64.RawStdEncoding.DecodeString(f)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: key %d of %d is not base64", ErrBadKey, i+1, len(fields))
+		}
+		keys = append(keys, key)
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("%w: the list holds no keys", ErrBadKey)
+	}
+	return NewKeyring(keys...)
+}
+
+// KeyringFromEnv returns the keyring CAIRN_ENCRYPTION_KEYS or
+// CAIRN_ENCRYPTION_KEYS_FILE give (getenv reads the environment, e.g.
+// os.Getenv), or nil when neither is set. Setting both, a malformed key or
+// an unreadable file is an error wrapping ErrBadKey that names the
+// variable and never contains key material.
+func KeyringFromEnv(getenv func(string) string) (*Keyring, error) {
+	list, file := getenv(EnvEncryptionKeys), getenv(EnvEncryptionKeysFile)
+	switch {
+	case list != "" && file != "":
+		return nil, fmt.Errorf("%w: both %s and %s are set; set one", ErrBadKey, EnvEncryptionKeys, EnvEncryptionKeysFile)
+	case list != "":
+		k, err := ParseKeyring(list)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", EnvEncryptionKeys, err)
+		}
+		return k, nil
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return nil, fmt.Errorf("%w: %s: reading %s: %v", ErrBadKey, EnvEncryptionKeysFile, file, err)
+		}
+		k, err := ParseKeyring(string(b))
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", EnvEncryptionKeysFile, file, err)
+		}
+		return k, nil
+	}
+	return nil, nil
+}
+
+// KeyIDs returns the ids of the keys, newest first: the hex of the first 8
+// bytes of each key's SHA-256, as stored in sealed blobs' headers.
+func (k *Keyring) KeyIDs() []string {
+	if k == nil {
+		return nil
+	}
+	out := make([]string, len(k.keys))
+	for i, rk := range k.keys {
+		out[i] = hex.EncodeToString(rk.id[:])
+	}
+	return out
+}
+
+// sealKind names what a sealed blob is; it is part of the associated data.
+type sealKind byte
+
+const (
+	sealPatch    sealKind = 'p'
+	sealSnapshot sealKind = 's'
+	sealMeta     sealKind = 'm'
+	sealWrite    sealKind = 'w'
+	sealRun      sealKind = 'r'
+	sealEvent    sealKind = 'e'
+	sealItem     sealKind = 'i'
+)
+
+// binding is where a blob belongs: the associated data it is sealed with.
+type binding struct {
+	kind           sealKind
+	tenant, thread string
+	ns, key        string
+	seq            int64
+}
+
+const aadTag = "cairn-seal-1"
+
+// aad appends the associated data of a blob with header hdr (codec and
+// key id) to dst.
+func (b *binding) aad(dst, hdr []byte) []byte {
+	dst = append(dst, aadTag...)
+	dst = append(dst, hdr...)
+	dst = append(dst, byte(b.kind))
+	dst = appendString(dst, b.tenant)
+	dst = appendString(dst, b.thread)
+	dst = appendString(dst, b.ns)
+	dst = appendString(dst, b.key)
+	return binary.AppendVarint(dst, b.seq)
+}
+
+// isSealed reports whether a stored blob is sealed. Plaintext blobs never
+// start with codecSealed: encoded blobs start with codecRaw or codecS2,
+// JSON with a character.
+func isSealed(blob []byte) bool { return len(blob) > 0 && blob[0] == codecSealed }
+
+// sealedKeyID returns the hex key id of a sealed blob.
+func sealedKeyID(blob []byte) string {
+	if len(blob) < 1+keyIDLen {
+		return "?"
+	}
+	return hex.EncodeToString(blob[1 : 1+keyIDLen])
+}
+
+// seal encrypts plain with the newest key, bound to b.
+func (k *Keyring) seal(b *binding, plain []byte) []byte {
+	rk := &k.keys[0]
+	out := make([]byte, sealedHeader, sealedHeader+len(plain)+gcmTagLen)
+	out[0] = codecSealed
+	copy(out[1:], rk.id[:])
+	// Random 96-bit nonce. crypto/rand.Read never fails (it crashes the
+	// program if the system's generator does).
+	_, _ = rand.Read(out[1+keyIDLen : sealedHeader])
+	var buf [128]byte
+	aad := b.aad(buf[:0], out[:1+keyIDLen])
+	return rk.aead.Seal(out, out[1+keyIDLen:sealedHeader], plain, aad)
+}
+
+// open decrypts a sealed blob bound to b. A plaintext blob is refused
+// (errPlaintext), a blob of an unknown key is ErrNoKey, one that fails
+// authentication errSealAuth.
+func (k *Keyring) open(b *binding, blob []byte) ([]byte, error) {
+	if !isSealed(blob) {
+		return nil, errPlaintext
+	}
+	if len(blob) < sealedOverhead {
+		return nil, fmt.Errorf("sealed blob of %d bytes is shorter than its header", len(blob))
+	}
+	rk := k.key(blob[1 : 1+keyIDLen])
+	if rk == nil {
+		return nil, noKeyError(blob)
+	}
+	var buf [128]byte
+	aad := b.aad(buf[:0], blob[:1+keyIDLen])
+	plain, err := rk.aead.Open(nil, blob[1+keyIDLen:sealedHeader], blob[sealedHeader:], aad)
+	if err != nil {
+		return nil, errSealAuth
+	}
+	return plain, nil
+}
+
+func (k *Keyring) key(id []byte) *ringKey {
+	for i := range k.keys {
+		if bytes.Equal(k.keys[i].id[:], id) {
+			return &k.keys[i]
+		}
+	}
+	return nil
+}
+
+// current reports whether a blob is sealed with the newest key.
+func (k *Keyring) current(blob []byte) bool {
+	return isSealed(blob) && len(blob) >= 1+keyIDLen && bytes.Equal(blob[1:1+keyIDLen], k.keys[0].id[:])
+}
+
+func noKeyError(blob []byte) error {
+	return fmt.Errorf("%w: the blob is encrypted with key %s, which the store was not given (set %s)", ErrNoKey, sealedKeyID(blob), EnvEncryptionKeys)
+}
+
+// openBlob opens a blob as a store with keyring k (nil: no encryption)
+// reads it: with keys, it must be sealed; without, it must not be.
+func (k *Keyring) openBlob(b *binding, blob []byte) ([]byte, error) {
+	if k == nil {
+		if isSealed(blob) {
+			return nil, noKeyError(blob)
+		}
+		return blob, nil
+	}
+	return k.open(b, blob)
+}
+
+// sealBlob seals a blob when the store encrypts (k not nil).
+func (k *Keyring) sealBlob(b *binding, blob []byte) []byte {
+	if k == nil {
+		return blob
+	}
+	return k.seal(b, blob)
+}

@@ -1,0 +1,116 @@
+package memory
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"sort"
+
+	"github.com/cairn-dev/cairn/store"
+)
+
+// RewriteRow implements store.BlobRewriter.
+func (b *Backend) RewriteRow(_ context.Context, old, nw store.Row) (bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.live(); err != nil {
+		return false, err
+	}
+	t, ok := b.threads[old.Thread]
+	if !ok {
+		return false, nil
+	}
+	rows := t.ns[old.Namespace]
+	i := sort.Search(len(rows), func(i int) bool { return rows[i].Seq >= old.Seq })
+	if i == len(rows) || rows[i].Seq != old.Seq {
+		return false, nil
+	}
+	r := &rows[i]
+	if r.Sum != old.Sum || !bytes.Equal(r.Patch, old.Patch) || (nw.Snapshot != nil && !bytes.Equal(r.Snapshot, old.Snapshot)) {
+		return false, nil
+	}
+	r.Meta, r.Patch, r.BaseSize, r.Sum = bytes.Clone(nw.Meta), bytes.Clone(nw.Patch), nw.BaseSize, nw.Sum
+	if nw.Snapshot != nil {
+		r.Snapshot = bytes.Clone(nw.Snapshot)
+	}
+	return true, nil
+}
+
+// ThreadWrites implements store.BlobRewriter.
+func (b *Backend) ThreadWrites(_ context.Context, id string) ([]store.StoredWrite, error) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if err := b.live(); err != nil {
+		return nil, err
+	}
+	t, ok := b.threads[id]
+	if !ok {
+		return nil, nil
+	}
+	var out []store.StoredWrite
+	for k, ws := range t.writes {
+		for _, w := range ws {
+			out = append(out, store.StoredWrite{Thread: id, Namespace: k.ns, Seq: k.seq, Task: w.Task, Data: bytes.Clone(w.Update)})
+		}
+	}
+	return out, nil
+}
+
+// RewriteWrite implements store.BlobRewriter.
+func (b *Backend) RewriteWrite(_ context.Context, w store.StoredWrite, nw []byte) (bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.live(); err != nil {
+		return false, err
+	}
+	t, ok := b.threads[w.Thread]
+	if !ok {
+		return false, nil
+	}
+	ws := t.writes[writeKey{w.Namespace, w.Seq}]
+	i := slices.IndexFunc(ws, func(x store.Write) bool { return x.Task == w.Task })
+	if i < 0 || !bytes.Equal(ws[i].Update, w.Data) {
+		return false, nil
+	}
+	ws[i].Update = bytes.Clone(nw)
+	return true, nil
+}
+
+// RewriteRun implements store.BlobRewriter.
+func (b *Backend) RewriteRun(_ context.Context, id string, old, nw []byte) (bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.live(); err != nil {
+		return false, err
+	}
+	r, ok := b.runs[id]
+	if !ok || !bytes.Equal(r.rec.Data, old) {
+		return false, nil
+	}
+	r.rec.Data = bytes.Clone(nw)
+	return true, nil
+}
+
+// RewriteEvent implements store.BlobRewriter.
+func (b *Backend) RewriteEvent(_ context.Context, run string, seq int64, old, nw []byte) (bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.live(); err != nil {
+		return false, err
+	}
+	r, ok := b.runs[run]
+	if !ok {
+		return false, nil
+	}
+	i := slices.IndexFunc(r.events, func(ev store.EventRecord) bool { return ev.Seq == seq })
+	if i < 0 || !bytes.Equal(r.events[i].Data, old) {
+		return false, nil
+	}
+	// Readers may hold the slice: replace it.
+	evs := slices.Clone(r.events)
+	evs[i].Data = bytes.Clone(nw)
+	r.events = evs
+	return true, nil
+}
+
+var _ store.BlobRewriter = (*Backend)(nil)

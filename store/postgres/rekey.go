@@ -1,0 +1,89 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cairn-dev/cairn/store"
+)
+
+// errNotSwapped rolls a rewrite back when the stored bytes changed.
+var errNotSwapped = errors.New("not swapped")
+
+type swapStmt struct {
+	sql  string
+	args []any
+}
+
+// swap runs the updates of one compare-and-swap in a transaction: each
+// must change one row, or none is kept.
+func (b *Backend) swap(ctx context.Context, thread string, stmts ...swapStmt) (bool, error) {
+	if err := b.writable(); err != nil {
+		return false, err
+	}
+	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		for _, s := range stmts {
+			tag, err := tx.Exec(ctx, s.sql, s.args...)
+			if err != nil {
+				return wrap(err, "rekey", thread)
+			}
+			if tag.RowsAffected() != 1 {
+				return errNotSwapped
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, errNotSwapped) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// RewriteRow implements store.BlobRewriter.
+func (b *Backend) RewriteRow(ctx context.Context, old, nw store.Row) (bool, error) {
+	stmts := []swapStmt{{`UPDATE cairn_checkpoints SET meta = $1, patch = $2, base_size = $3, crc = $4 WHERE thread = $5 AND ns = $6 AND seq = $7 AND crc = $8 AND patch = $9`,
+		[]any{nw.Meta, nw.Patch, nw.BaseSize, int64(nw.Sum), old.Thread, old.Namespace, old.Seq, int64(old.Sum), old.Patch}}}
+	if nw.Snapshot != nil {
+		stmts = append(stmts, swapStmt{`UPDATE cairn_snapshots SET data = $1 WHERE thread = $2 AND ns = $3 AND seq = $4 AND data = $5`,
+			[]any{nw.Snapshot, old.Thread, old.Namespace, old.Seq, old.Snapshot}})
+	}
+	return b.swap(ctx, old.Thread, stmts...)
+}
+
+// ThreadWrites implements store.BlobRewriter.
+func (b *Backend) ThreadWrites(ctx context.Context, thread string) ([]store.StoredWrite, error) {
+	rows, err := b.pool.Query(ctx, `SELECT ns, seq, task, data FROM cairn_writes WHERE thread = $1 ORDER BY ns, seq, task`, thread)
+	if err != nil {
+		return nil, wrap(err, "pending writes", thread)
+	}
+	defer rows.Close()
+	var out []store.StoredWrite
+	for rows.Next() {
+		w := store.StoredWrite{Thread: thread}
+		if err := rows.Scan(&w.Namespace, &w.Seq, &w.Task, &w.Data); err != nil {
+			return nil, wrap(err, "pending writes", thread)
+		}
+		out = append(out, w)
+	}
+	return out, wrap(rows.Err(), "pending writes", thread)
+}
+
+// RewriteWrite implements store.BlobRewriter.
+func (b *Backend) RewriteWrite(ctx context.Context, w store.StoredWrite, nw []byte) (bool, error) {
+	return b.swap(ctx, w.Thread, swapStmt{`UPDATE cairn_writes SET data = $1 WHERE thread = $2 AND ns = $3 AND seq = $4 AND task = $5 AND data = $6`,
+		[]any{nw, w.Thread, w.Namespace, w.Seq, w.Task, w.Data}})
+}
+
+// RewriteRun implements store.BlobRewriter.
+func (b *Backend) RewriteRun(ctx context.Context, id string, old, nw []byte) (bool, error) {
+	return b.swap(ctx, "", swapStmt{`UPDATE cairn_runs SET data = $1 WHERE id = $2 AND data = $3`, []any{nw, id, old}})
+}
+
+// RewriteEvent implements store.BlobRewriter.
+func (b *Backend) RewriteEvent(ctx context.Context, run string, seq int64, old, nw []byte) (bool, error) {
+	return b.swap(ctx, "", swapStmt{`UPDATE cairn_run_events SET data = $1 WHERE run = $2 AND seq = $3 AND data = $4`, []any{nw, run, seq, old}})
+}
+
+var _ store.BlobRewriter = (*Backend)(nil)

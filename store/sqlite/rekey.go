@@ -1,0 +1,87 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/cairn-dev/cairn/store"
+)
+
+// errNotSwapped rolls a rewrite back when the stored bytes changed.
+var errNotSwapped = errors.New("not swapped")
+
+// swap runs the updates of one compare-and-swap in a savepoint: each must
+// change one row, or none is kept.
+func (b *Backend) swap(ctx context.Context, stmts ...swapStmt) (bool, error) {
+	err := b.do(ctx, func(ctx context.Context, c *sql.Conn) error {
+		return savepoint(ctx, c, func() error {
+			for _, s := range stmts {
+				res, err := c.ExecContext(ctx, s.sql, s.args...)
+				if err != nil {
+					return err
+				}
+				if n, _ := res.RowsAffected(); n != 1 {
+					return errNotSwapped
+				}
+			}
+			return nil
+		})
+	})
+	if errors.Is(err, errNotSwapped) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+type swapStmt struct {
+	sql  string
+	args []any
+}
+
+// RewriteRow implements store.BlobRewriter.
+func (b *Backend) RewriteRow(ctx context.Context, old, nw store.Row) (bool, error) {
+	stmts := []swapStmt{{`UPDATE checkpoints SET meta = ?, patch = ?, base_size = ?, crc = ? WHERE thread = ? AND ns = ? AND seq = ? AND crc = ? AND patch = ?`,
+		[]any{nullBytes(nw.Meta), nw.Patch, nw.BaseSize, int64(nw.Sum), old.Thread, old.Namespace, old.Seq, int64(old.Sum), old.Patch}}}
+	if nw.Snapshot != nil {
+		stmts = append(stmts, swapStmt{`UPDATE snapshots SET data = ? WHERE thread = ? AND ns = ? AND seq = ? AND data = ?`,
+			[]any{nw.Snapshot, old.Thread, old.Namespace, old.Seq, old.Snapshot}})
+	}
+	return b.swap(ctx, stmts...)
+}
+
+// ThreadWrites implements store.BlobRewriter.
+func (b *Backend) ThreadWrites(ctx context.Context, thread string) ([]store.StoredWrite, error) {
+	rows, err := b.read.QueryContext(ctx, `SELECT ns, seq, task, data FROM writes WHERE thread = ? ORDER BY ns, seq, task`, thread)
+	if err != nil {
+		return nil, b.readErr(err, thread, "", 0, "pending writes")
+	}
+	defer rows.Close()
+	var out []store.StoredWrite
+	for rows.Next() {
+		w := store.StoredWrite{Thread: thread}
+		if err := rows.Scan(&w.Namespace, &w.Seq, &w.Task, &w.Data); err != nil {
+			return nil, b.readErr(err, thread, "", 0, "pending writes")
+		}
+		out = append(out, w)
+	}
+	return out, b.readErr(rows.Err(), thread, "", 0, "pending writes")
+}
+
+// RewriteWrite implements store.BlobRewriter.
+func (b *Backend) RewriteWrite(ctx context.Context, w store.StoredWrite, nw []byte) (bool, error) {
+	return b.swap(ctx, swapStmt{`UPDATE writes SET data = ? WHERE thread = ? AND ns = ? AND seq = ? AND task = ? AND data = ?`,
+		[]any{nw, w.Thread, w.Namespace, w.Seq, w.Task, w.Data}})
+}
+
+// RewriteRun implements store.BlobRewriter.
+func (b *Backend) RewriteRun(ctx context.Context, id string, old, nw []byte) (bool, error) {
+	return b.swap(ctx, swapStmt{`UPDATE runs SET data = ? WHERE id = ? AND data = ?`, []any{nw, id, old}})
+}
+
+// RewriteEvent implements store.BlobRewriter.
+func (b *Backend) RewriteEvent(ctx context.Context, run string, seq int64, old, nw []byte) (bool, error) {
+	return b.swap(ctx, swapStmt{`UPDATE run_events SET data = ? WHERE run = ? AND seq = ? AND data = ?`, []any{nw, run, seq, old}})
+}
+
+var _ store.BlobRewriter = (*Backend)(nil)
