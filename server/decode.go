@@ -18,14 +18,23 @@ import (
 // JSON, a field v does not have or a value of the wrong type is a 422 that
 // says where ($.config.recursion_limit).
 func decodeBody(r *http.Request, v any) error {
+	data, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	return decodeJSON(data, v)
+}
+
+// readBody reads a request body: over the size limit is a 413.
+func readBody(r *http.Request) ([]byte, error) {
 	data, err := io.ReadAll(r.Body)
 	if err != nil {
 		if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return &apiError{Status: http.StatusRequestEntityTooLarge, Msg: fmt.Sprintf("request body over %d bytes", mbe.Limit)}
+			return nil, &apiError{Status: http.StatusRequestEntityTooLarge, Msg: fmt.Sprintf("request body over %d bytes", mbe.Limit)}
 		}
-		return &apiError{Status: http.StatusBadRequest, Msg: "reading the request body: " + err.Error()}
+		return nil, &apiError{Status: http.StatusBadRequest, Msg: "reading the request body: " + err.Error()}
 	}
-	return decodeJSON(data, v)
+	return data, nil
 }
 
 // decodeJSON is decodeBody's check of the bytes.

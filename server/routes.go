@@ -58,6 +58,12 @@ func (s *Server) routes() []route {
 		{method: "POST", path: "/runs", summary: "Create a stateless background run", handler: s.postRun},
 		{method: "POST", path: "/runs/stream", summary: "Create a stateless run and stream it", long: true, handler: s.postRunStream},
 		{method: "POST", path: "/runs/wait", summary: "Create a stateless run and wait for its outcome", long: true, handler: s.postRunWait},
+
+		{method: "PUT", path: "/store/items", summary: "Store or update an item of the long-term memory store", handler: s.putItem},
+		{method: "GET", path: "/store/items", summary: "Get an item (namespace, key, refresh_ttl in the query)", handler: s.getItem},
+		{method: "DELETE", path: "/store/items", summary: "Delete an item", handler: s.deleteItem},
+		{method: "POST", path: "/store/items/search", summary: "Search items under a namespace prefix (filter, query)", handler: s.searchItems},
+		{method: "POST", path: "/store/namespaces", summary: "List namespaces (prefix, suffix, max_depth)", handler: s.listNamespaces},
 	}
 }
 
@@ -72,7 +78,7 @@ func (s *Server) info(w http.ResponseWriter, _ *http.Request) error {
 		version = bi.Main.Version
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"version": version, "server": "cairn", "langgraph_py_version": nil,
-		"flags": map[string]bool{"assistants": true, "crons": false, "langsmith": false, "store": false}, "started_at": apiTime(s.started)})
+		"flags": map[string]bool{"assistants": true, "crons": false, "langsmith": false, "store": true}, "started_at": apiTime(s.started)})
 	return nil
 }
 
@@ -251,7 +257,7 @@ func (s *Server) openapi(w http.ResponseWriter, _ *http.Request) error {
 		if params != nil {
 			op["parameters"] = params
 		}
-		if rt.method == "POST" || rt.method == "PATCH" {
+		if rt.method == "POST" || rt.method == "PATCH" || rt.method == "PUT" {
 			op["requestBody"] = map[string]any{"content": map[string]any{"application/json": map[string]any{"schema": map[string]string{"type": "object"}}}}
 		}
 		if strings.HasSuffix(rt.path, "/stream") {

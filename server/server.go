@@ -53,6 +53,11 @@ type Config struct {
 	// process; the store must have one (store.RunQueueOf: PostgreSQL).
 	// Streams, waits and joins then follow the run through the store.
 	Queue bool
+	// Items is the long-term memory store the /store routes serve, each
+	// request scoped to its tenant. Nil: the store's own items
+	// (store.ItemsOf, full-text search; give one made with store.WithIndex
+	// for semantic search).
+	Items store.ItemStore
 }
 
 // Server serves the LangGraph Platform API over a Cairn store. It is an
