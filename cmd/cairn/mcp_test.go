@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/crashtest"
 	"github.com/cairn-dev/cairn/internal/mcptest"
+	"github.com/cairn-dev/cairn/store"
 )
 
 // mcpAgent writes an agent file using MCP servers (front: its
@@ -41,8 +43,10 @@ func callLines(t *testing.T, path string) []string {
 
 // TestMCPRun: cairn run FILE with a stdio server and a streamable HTTP
 // server whose bearer key comes from the environment; each call's key
-// reaches the server; a refused file exits 2 naming its line and leaves no
-// store.
+// reaches the server; a tool error, a call over its timeout and a server
+// that exits mid-call go back to the model and the run goes on (the
+// server is started again); a refused file exits 2 naming its line and
+// leaves no store.
 func TestMCPRun(t *testing.T) {
 	dir := t.TempDir()
 	bin := mcptest.Build(t, dir)
@@ -51,12 +55,17 @@ func TestMCPRun(t *testing.T) {
 	agentFile := mcpAgent(t, dir, `mcp_servers:
   - {name: files, command: ./mcptest-server, args: [-calls, calls.log]}
   - {name: search, url: "`+url+`", headers: {Authorization: "Bearer ${SEARCH_KEY}"}, timeout: 10s}
-tools: [files.record, files.fail, search.*]
+  - {name: slow, command: ./mcptest-server, timeout: 300ms}
+tools: [files.record, files.fail, files.exit, search.*, slow.slow]
 `, `replies:
   - tool_calls:
       - {name: files__record, args: {note: hello}}
       - {name: search__add, args: {a: 40, b: 2}}
       - {name: files__fail, args: {message: "disk full"}}
+      - {name: slow__slow, args: {ms: 10000, text: late}}
+      - {name: files__exit, args: {}}
+  - tool_calls:
+      - {name: files__record, args: {note: again}}
   - text: "recorded; 42; the failure was reported"
 `)
 	db := filepath.Join(dir, "state.db")
@@ -65,8 +74,22 @@ tools: [files.record, files.fail, search.*]
 	if code != 0 || !strings.Contains(out, "recorded; 42; the failure was reported") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
-	if got := callLines(t, calls); len(got) != 1 || !strings.HasPrefix(got[0], "hello|m1/") || !strings.HasSuffix(got[0], "/instructions/tool/0.0") {
-		t.Fatalf("calls %v", got)
+	if got := callLines(t, calls); len(got) != 2 || !strings.HasPrefix(got[0], "hello|m1/") || !strings.HasSuffix(got[0], "/instructions/tool/0.0") ||
+		!strings.HasPrefix(got[1], "again|m1/") || !strings.HasSuffix(got[1], "/instructions/tool/1.0") {
+		t.Fatalf("calls %v: want the call after the server exited made on a new server", got)
+	}
+	// What the model was told, as the step's journal recorded it.
+	journal := journalEntries(t, "sqlite:"+db, "m1")
+	for name, want := range map[string]string{
+		"tool/0.1": `"output":{"sum":42}`,
+		"tool/0.2": "MCP tool reported an error: files.fail: disk full",
+		"tool/0.3": "MCP tool call failed: slow.slow: no answer within 300ms",
+		"tool/0.4": "MCP tool call failed: files.exit: the server's connection failed",
+		"tool/1.0": `"output":"recorded again"`,
+	} {
+		if !strings.Contains(journal[name], want) {
+			t.Errorf("journal %s = %s, want %q", name, journal[name], want)
+		}
 	}
 	if code, out, _ := cli(t, env, "state", "m1"); code != 0 || !strings.Contains(out, "the failure was reported") {
 		t.Fatalf("state: %d %s", code, out)
@@ -90,6 +113,34 @@ tools: [files.record, files.fail, search.*]
 			}
 		})
 	}
+}
+
+// journalEntries reads the journal entries of a thread's root namespace,
+// by name (model/0, tool/0.1, …).
+func journalEntries(t *testing.T, url, thread string) map[string]string {
+	t.Helper()
+	s, err := store.Open(context.Background(), url, store.OpenOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	th, err := s.Thread(context.Background(), thread)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for seq := int64(0); seq <= th.Head; seq++ {
+		ws, err := s.Writes(context.Background(), thread, "", seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range ws {
+			if i := strings.Index(w.Task, "/instructions/"); strings.HasPrefix(w.Task, "journal/") && i >= 0 {
+				out[w.Task[i+len("/instructions/"):]] = string(w.Update)
+			}
+		}
+	}
+	return out
 }
 
 // TestMCPKilledAndResumed kills a real cairn run with SIGKILL while its

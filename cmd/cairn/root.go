@@ -95,7 +95,7 @@ func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comman
 	root.PersistentFlags().StringVar(&a.logFormat, "log-format", "text", "log format: text or json")
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return a.setLogger() }
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
-	root.AddCommand(a.threadsCmd(), a.stateCmd(), a.historyCmd(), a.namespacesCmd(), a.runCmd(), a.resumeCmd(), a.forkCmd(), a.pruneCmd(), a.exportCmd(), a.migrateCmd(), a.benchCmd(), a.serveCmd(), a.workerCmd(), a.keysCmd(), a.runsCmd(), a.versionCmd())
+	root.AddCommand(a.threadsCmd(), a.stateCmd(), a.historyCmd(), a.namespacesCmd(), a.runCmd(), a.resumeCmd(), a.forkCmd(), a.pruneCmd(), a.exportCmd(), a.migrateCmd(), a.benchCmd(), a.serveCmd(), a.workerCmd(), a.keysCmd(), a.runsCmd(), a.rekeyCmd(), a.versionCmd())
 	usageArgs(root)
 	return root
 }
@@ -117,7 +117,11 @@ func (a *app) open() (*store.Engine, error) {
 	if err := store.CheckURL(a.storeURL); err != nil {
 		return nil, &usageError{fmt.Errorf("--store: %w", err)}
 	}
-	return store.Open(context.Background(), a.storeURL, store.OpenOptions{Store: store.Options{Logger: a.logger}})
+	opts, err := a.storeOptions()
+	if err != nil {
+		return nil, err
+	}
+	return store.Open(context.Background(), a.storeURL, store.OpenOptions{Store: opts})
 }
 
 // openRead opens the store named by --store for reading only: it never
@@ -127,7 +131,11 @@ func (a *app) openRead() (*store.Engine, error) {
 	if err := store.CheckURL(a.storeURL); err != nil {
 		return nil, &usageError{fmt.Errorf("--store: %w", err)}
 	}
-	s, err := store.Open(context.Background(), a.storeURL, store.OpenOptions{ReadOnly: true, Store: store.Options{Logger: a.logger}})
+	opts, err := a.storeOptions()
+	if err != nil {
+		return nil, err
+	}
+	s, err := store.Open(context.Background(), a.storeURL, store.OpenOptions{ReadOnly: true, Store: opts})
 	if err != nil {
 		return nil, fmt.Errorf("--store %s: %w", a.shownStore(), err)
 	}

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bytes"
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The marker is in the run's input and the model's reply: it is in the
+// state of every checkpoint after the first step.
+const (
+	encMarker  = "ZEBRA-QUARTZ-PLAN-7391"
+	encAgent   = "---\nname: enc\nmodel: {provider: scripted, script: r.yaml}\n---\n## Instructions\nSummarise.\n"
+	encReplies = "replies:\n  - text: \"the summary: " + encMarker + "\"\n"
+)
+
+func testKey(b byte) string { return base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{b}, 32)) }
+
+// encDir writes the agent and its replies; it returns the directory.
+func encDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range map[string]string{"enc.md": encAgent, "r.yaml": encReplies} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// storeBytes reads the database files of a SQLite store (the file, its
+// WAL and shared memory).
+func storeBytes(t *testing.T, db string) []byte {
+	t.Helper()
+	var all []byte
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		b, err := os.ReadFile(db + suffix)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		all = append(all, b...)
+	}
+	return all
+}
+
+// TestEncryptedRun runs an agent file on an encrypted SQLite store and on
+// a plaintext one: the state's text is in the plaintext store's bytes and
+// not in the encrypted one's, which reads back only with the key.
+func TestEncryptedRun(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		keys      string
+		wantBytes bool
+	}{{"plaintext", "", true}, {"encrypted", testKey(1), false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := encDir(t)
+			db := filepath.Join(dir, "state.db")
+			env := map[string]string{"CAIRN_STORE": "sqlite:" + db, "CAIRN_ENCRYPTION_KEYS": tc.keys}
+			if code, _, errOut := cli(t, env, "run", filepath.Join(dir, "enc.md"), "--thread", "t", "--input-text", "input "+encMarker); code != 0 {
+				t.Fatalf("run: %d %s", code, errOut)
+			}
+			if code, out, errOut := cli(t, env, "state", "t"); code != 0 || !strings.Contains(out, encMarker) {
+				t.Fatalf("state: %d %s %s", code, out, errOut)
+			}
+			if got := bytes.Contains(storeBytes(t, db), []byte(encMarker)); got != tc.wantBytes {
+				t.Fatalf("the state's text in the database file: %v, want %v", got, tc.wantBytes)
+			}
+			if tc.keys == "" {
+				return
+			}
+			// Without the key: a clear error, never the ciphertext.
+			code, out, errOut := cli(t, map[string]string{"CAIRN_STORE": "sqlite:" + db}, "state", "t")
+			if code != 1 || !strings.Contains(errOut, "CAIRN_ENCRYPTION_KEYS") || strings.Contains(out+errOut, encMarker) {
+				t.Fatalf("state without the key: %d %s %s", code, out, errOut)
+			}
+			// With another key: the blob's key is not in the ring.
+			env["CAIRN_ENCRYPTION_KEYS"] = testKey(9)
+			if code, _, errOut := cli(t, env, "history", "t", "--states"); code != 1 || !strings.Contains(errOut, "no key") {
+				t.Fatalf("history with another key: %d %s", code, errOut)
+			}
+		})
+	}
+}
+
+// TestEncryptionKeyErrors: malformed keys exit 2 before anything is
+// created, naming the variable, never echoing the key.
+func TestEncryptionKeyErrors(t *testing.T) {
+	dir := encDir(t)
+	keyFile := filepath.Join(dir, "keys")
+	if err := os.WriteFile(keyFile, []byte(testKey(1)+"\n"+testKey(2)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	short := base64.StdEncoding.EncodeToString([]byte("sixteen byte key"))
+	for _, tc := range []struct {
+		name, keys, file, want string
+	}{
+		{"not base64", "secret-not-base64!!", "", "key 1 of 1 is not base64"},
+		{"short key", testKey(1) + "," + short, "", "key 2 of 2 is 16 bytes, want 32"},
+		{"repeated key", testKey(1) + "," + testKey(1), "", "key 2 repeats key 1"},
+		{"both variables", testKey(1), keyFile, "both CAIRN_ENCRYPTION_KEYS and CAIRN_ENCRYPTION_KEYS_FILE"},
+		{"missing file", "", filepath.Join(dir, "nokeys"), "CAIRN_ENCRYPTION_KEYS_FILE: reading"},
+		{"empty list", " , ", "", "holds no keys"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "state.db")
+			env := map[string]string{"CAIRN_STORE": "sqlite:" + db, "CAIRN_ENCRYPTION_KEYS": tc.keys, "CAIRN_ENCRYPTION_KEYS_FILE": tc.file}
+			code, out, errOut := cli(t, env, "run", filepath.Join(dir, "enc.md"), "--input-text", "x")
+			if code != 2 || !strings.Contains(errOut, tc.want) {
+				t.Fatalf("exit %d, stderr %q; want 2 and %q", code, errOut, tc.want)
+			}
+			if strings.Contains(out+errOut, "secret-not-base64") || strings.Contains(out+errOut, strings.TrimRight(short, "=")) {
+				t.Fatalf("key material shown: %s %s", out, errOut)
+			}
+			if _, err := os.Stat(db); !os.IsNotExist(err) {
+				t.Fatalf("a store was created: %v", err)
+			}
+		})
+	}
+	// A key file works as the variable does.
+	env := map[string]string{"CAIRN_STORE": "sqlite:" + filepath.Join(dir, "state.db"), "CAIRN_ENCRYPTION_KEYS_FILE": keyFile}
+	if code, _, errOut := cli(t, env, "run", filepath.Join(dir, "enc.md"), "--thread", "f", "--input-text", "x"); code != 0 {
+		t.Fatalf("run with a key file: %d %s", code, errOut)
+	}
+}
+
+// TestRekeyCommand encrypts a plaintext store with cairn rekey, rotates
+// it to a second key, and drops the first.
+func TestRekeyCommand(t *testing.T) {
+	dir := encDir(t)
+	db := filepath.Join(dir, "state.db")
+	env := func(keys string) map[string]string {
+		return map[string]string{"CAIRN_STORE": "sqlite:" + db, "CAIRN_ENCRYPTION_KEYS": keys}
+	}
+	if code, _, errOut := cli(t, env(""), "run", filepath.Join(dir, "enc.md"), "--thread", "t", "--input-text", "x"); code != 0 {
+		t.Fatalf("run: %d %s", code, errOut)
+	}
+	if code, _, errOut := cli(t, env(""), "rekey"); code != 2 || !strings.Contains(errOut, "rekey needs the keys") {
+		t.Fatalf("rekey without keys: %d %s", code, errOut)
+	}
+	// A plaintext store is refused by a process with keys until rekeyed.
+	if code, _, errOut := cli(t, env(testKey(1)), "state", "t"); code != 1 || !strings.Contains(errOut, "not encrypted") {
+		t.Fatalf("plaintext store read with keys: %d %s", code, errOut)
+	}
+	code, out, errOut := cli(t, env(testKey(1)), "rekey")
+	if code != 0 || !strings.Contains(out, "rekeyed") || strings.Contains(out, " 0 checkpoints") {
+		t.Fatalf("rekey of a plaintext store: %d %s %s", code, out, errOut)
+	}
+	if code, out, _ := cli(t, env(testKey(1)), "state", "t"); code != 0 || !strings.Contains(out, encMarker) {
+		t.Fatalf("state after encrypting: %d %s", code, out)
+	}
+	// Rotation: the new key first, the old one still listed.
+	code, out, errOut = cli(t, env(testKey(2)+","+testKey(1)), "rekey", "--json")
+	if code != 0 || !strings.Contains(out, `"checkpoints"`) || !strings.Contains(out, `"changed": 0`) {
+		t.Fatalf("rekey to key 2: %d %s %s", code, out, errOut)
+	}
+	if code, out, _ := cli(t, env(testKey(2)), "state", "t"); code != 0 || !strings.Contains(out, encMarker) {
+		t.Fatalf("state with key 2 alone: %d %s", code, out)
+	}
+	if code, _, errOut := cli(t, env(testKey(1)), "state", "t"); code != 1 || !strings.Contains(errOut, "no key") {
+		t.Fatalf("state with the dropped key: %d %s", code, errOut)
+	}
+	// Another pass finds nothing to do.
+	if code, out, _ := cli(t, env(testKey(2)), "rekey"); code != 0 || !strings.Contains(out, "0 checkpoints, 0 snapshots") {
+		t.Fatalf("second rekey: %d %s", code, out)
+	}
+}
