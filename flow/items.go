@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cairn-dev/cairn/redact"
 	"github.com/cairn-dev/cairn/store"
 )
 
 // Items returns the long-term memory store of the running node (and of the
 // tools it calls), scoped to the tenant of the run's thread: a node never
 // reaches another tenant's items. It is Options.Items, or the items of
-// the runner's store. Outside a node it fails with ErrInvalidGraph.
+// the runner's store. The values it writes go through the run's redactor
+// (Options.Redact) first, as state updates do. Outside a node it fails
+// with ErrInvalidGraph.
 func Items(ctx context.Context) (store.ItemStore, error) {
 	t := taskOf(ctx)
 	if t == nil || t.runner == nil {
@@ -28,7 +31,39 @@ func Items(ctx context.Context) (store.ItemStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	return store.ForTenant(is, th.Tenant), nil
+	is = store.ForTenant(is, th.Tenant)
+	if r := t.runner.opts.Redact; r != nil {
+		is = redactedItems{ItemStore: is, r: r}
+	}
+	return is, nil
+}
+
+// redactedItems hides secrets in the values it writes.
+type redactedItems struct {
+	store.ItemStore
+	r *redact.Redactor
+}
+
+func (ri redactedItems) value(op store.PutOp) store.PutOp {
+	if m, ok := ri.r.Value(op.Value).(map[string]any); ok {
+		op.Value = m
+	}
+	return op
+}
+
+func (ri redactedItems) Put(ctx context.Context, op store.PutOp) error {
+	return ri.ItemStore.Put(ctx, ri.value(op))
+}
+
+func (ri redactedItems) Batch(ctx context.Context, ops []store.ItemOp) ([]store.ItemResult, error) {
+	out := make([]store.ItemOp, len(ops))
+	for i, op := range ops {
+		if p, ok := op.(store.PutOp); ok {
+			op = ri.value(p)
+		}
+		out[i] = op
+	}
+	return ri.ItemStore.Batch(ctx, out)
 }
 
 // Thread returns the record of the running node's thread: its tenant and

@@ -2,11 +2,14 @@ package flow_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/redact"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/memory"
@@ -99,5 +102,47 @@ func TestItemsTenant(t *testing.T) {
 	}
 	if _, err := flow.Items(ctx); !errors.Is(err, flow.ErrInvalidGraph) {
 		t.Fatalf("outside a node: %v", err)
+	}
+}
+
+// TestItemsRedacted: what a node writes to the memory store goes through
+// the run's redactor.
+func TestItemsRedacted(t *testing.T) {
+	s := memory.Open(store.Options{})
+	red, err := redact.New(redact.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := state.MustSchema(state.WithField("x", state.ReducerReplace))
+	g, err := flow.NewGraph(schema).AddNode("n", func(ctx context.Context, d state.Doc) (state.Update, error) {
+		items, err := flow.Items(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if err := items.Put(ctx, store.PutOp{Namespace: []string{"m"}, Key: "put", Value: map[string]any{"api_key": "sk-live-0123456789abcdefghij", "note": "fine"}}); err != nil {
+			return nil, err
+		}
+		_, err = items.Batch(ctx, []store.ItemOp{store.PutOp{Namespace: []string{"m"}, Key: "batch", Value: map[string]any{"text": "token sk-live-0123456789abcdefghij"}}})
+		return nil, err
+	}).Chain("n").Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := flow.NewRunner(g, s, flow.Options{Redact: red})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Invoke(context.Background(), "t", nil); err != nil {
+		t.Fatal(err)
+	}
+	all, _ := store.ItemsOf(s)
+	items, err := all.Search(context.Background(), store.SearchOp{Prefix: []string{"m"}})
+	if err != nil || len(items) != 2 {
+		t.Fatalf("items %v, %v", items, err)
+	}
+	for _, it := range items {
+		if b, _ := json.Marshal(it.Value); strings.Contains(string(b), "sk-live") || !strings.Contains(string(b), redact.Replacement) {
+			t.Fatalf("item %s stored %s", it.Key, b)
+		}
 	}
 }
