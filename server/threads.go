@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -82,7 +83,10 @@ func (s *Server) createThread(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &req); err != nil {
 		return err
 	}
-	if err := unsupported(map[string]json.RawMessage{"supersteps": req.Supersteps, "ttl": req.TTL}); err != nil {
+	if err := unsupported(map[string]json.RawMessage{"supersteps": req.Supersteps}); err != nil {
+		return err
+	}
+	if err := setTTL(req.TTL, &req.Metadata); err != nil {
 		return err
 	}
 	switch req.IfExists {
@@ -108,6 +112,37 @@ func (s *Server) createThread(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return s.writeThread(ctx, w, th)
+}
+
+// setTTL reads a thread's ttl (minutes, or {ttl: minutes, strategy:
+// "delete"}) into its metadata (store.ThreadTTLKey), where the retention
+// sweep finds it.
+func setTTL(raw json.RawMessage, md *map[string]any) error {
+	if v := strings.TrimSpace(string(raw)); v == "" || v == "null" {
+		return nil
+	}
+	var c struct {
+		TTL      float64 `json:"ttl"`
+		Strategy string  `json:"strategy"`
+	}
+	if err := json.Unmarshal(raw, &c.TTL); err != nil {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&c); err != nil {
+			return unprocessable("$.ttl", "want minutes, or {ttl: minutes, strategy: \"delete\"}: %v", err)
+		}
+	}
+	if c.Strategy != "" && c.Strategy != "delete" {
+		return unprocessable("$.ttl.strategy", "%q: Cairn deletes a thread when its time to live ends (delete)", c.Strategy)
+	}
+	if c.TTL <= 0 {
+		return unprocessable("$.ttl", "%g: a time to live is a positive number of minutes", c.TTL)
+	}
+	if *md == nil {
+		*md = map[string]any{}
+	}
+	(*md)[store.ThreadTTLKey] = c.TTL
+	return nil
 }
 
 // unsupported refuses API fields Cairn does not implement when a request
@@ -141,7 +176,7 @@ func (s *Server) patchThread(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &req); err != nil {
 		return err
 	}
-	if err := unsupported(map[string]json.RawMessage{"ttl": req.TTL}); err != nil {
+	if err := setTTL(req.TTL, &req.Metadata); err != nil {
 		return err
 	}
 	ctx := r.Context()
@@ -410,22 +445,8 @@ func (s *Server) copyThread(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id := uuid.NewString()
-	if th.Head == 0 {
-		if _, err := s.store.CreateThread(ctx, store.Thread{ID: id, Tenant: th.Tenant, Metadata: th.Metadata}); err != nil {
-			return err
-		}
-	} else {
-		head, err := s.store.Load(ctx, store.LoadRequest{Thread: th.ID})
-		if err != nil {
-			return err
-		}
-		at := head.Seq
-		if head.Status == store.StatusFailed || head.Status == store.StatusInterrupted {
-			at = head.Meta.StepOf
-		}
-		if _, err := s.store.Fork(ctx, store.ForkRequest{Thread: th.ID, At: at, Into: id, Meta: store.Meta{Source: "copy"}}); err != nil {
-			return err
-		}
+	if _, err := s.store.CopyThread(ctx, th.ID, id); err != nil {
+		return err
 	}
 	cp, err := s.thread(ctx, id)
 	if err != nil {

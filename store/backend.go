@@ -75,6 +75,9 @@ type ThreadQuery struct {
 	Metadata map[string]json.RawMessage
 }
 
+// SeqRange is the seqs From to To, both included.
+type SeqRange struct{ From, To int64 }
+
 // RowQuery selects rows of one thread namespace.
 type RowQuery struct {
 	Thread    string
@@ -111,9 +114,12 @@ type Backend interface {
 	Rows(ctx context.Context, q RowQuery) ([]Row, error)
 	// Namespaces lists the namespaces of a thread that have rows, by name.
 	Namespaces(ctx context.Context, thread string) ([]NamespaceRecord, error)
-	// DeleteBelow deletes the rows (and their writes) of a thread namespace
-	// with seq < below, returning how many rows went.
-	DeleteBelow(ctx context.Context, thread, ns string, below int64) (int64, error)
+	// DeleteRanges deletes the rows (their snapshots and writes) of a
+	// thread namespace whose seq lies in one of the ranges, in one
+	// transaction, returning how many rows went. It fails with ErrConflict,
+	// deleting nothing, unless the namespace's newest seq is still head:
+	// a row added since the caller chose the ranges may need one of them.
+	DeleteRanges(ctx context.Context, thread, ns string, head int64, ranges []SeqRange) (int64, error)
 	// PutWrites stores pending writes, replacing ones with the same task.
 	PutWrites(ctx context.Context, thread, ns string, seq int64, ws []Write) error
 	// Writes returns pending writes ordered by task.

@@ -805,66 +805,6 @@ func (e *Engine) Namespaces(ctx context.Context, thread string) ([]NamespaceInfo
 	return out, nil
 }
 
-// Prune implements Store.
-func (e *Engine) Prune(ctx context.Context, r PruneRequest) (PruneResult, error) {
-	if e.closed.Load() {
-		return PruneResult{}, ErrClosed
-	}
-	keep := int64(max(r.KeepLast, 1))
-	var threads []string
-	if r.Thread != "" {
-		if err := ValidateThreadID(r.Thread); err != nil {
-			return PruneResult{}, err
-		}
-		if _, err := e.b.Thread(ctx, r.Thread); err != nil {
-			return PruneResult{}, err
-		}
-		threads = []string{r.Thread}
-	} else {
-		for t, err := range e.Threads(ctx, ThreadFilter{}) {
-			if err != nil {
-				return PruneResult{}, err
-			}
-			threads = append(threads, t.ID)
-		}
-	}
-	var res PruneResult
-	for _, th := range threads {
-		nss, err := e.b.Namespaces(ctx, th)
-		if err != nil {
-			return res, err
-		}
-		pruned := false
-		for _, nsr := range nss {
-			ns, head := nsr.Name, nsr.Head
-			if head <= keep {
-				continue
-			}
-			kept, err := e.rows(ctx, RowQuery{Thread: th, Namespace: ns, From: head - keep + 1, To: head})
-			if err != nil {
-				return res, err
-			}
-			cutoff := head - keep + 1
-			for _, k := range kept {
-				cutoff = min(cutoff, k.Base)
-			}
-			n, err := e.b.DeleteBelow(ctx, th, ns, cutoff)
-			e.cache.dropThread(th)
-			if err != nil {
-				return res, err
-			}
-			if n > 0 {
-				res.Checkpoints += n
-				pruned = true
-			}
-		}
-		if pruned {
-			res.Threads++
-		}
-	}
-	return res, nil
-}
-
 // PutWrites implements Store.
 func (e *Engine) PutWrites(ctx context.Context, thread, ns string, seq int64, ws []Write) error {
 	if err := e.check(thread, ns); err != nil {

@@ -1,6 +1,10 @@
 package store
 
-import "github.com/cairn-dev/cairn/state"
+import (
+	"time"
+
+	"github.com/cairn-dev/cairn/state"
+)
 
 // LoadRequest names a checkpoint to load with its state.
 type LoadRequest struct {
@@ -51,18 +55,39 @@ type ForkRequest struct {
 	Meta  Meta
 }
 
-// PruneRequest deletes old history.
+// PruneRequest deletes old history, never what a kept checkpoint needs to
+// be rebuilt, the state an interrupt waits on, or the pending writes that
+// keep a resumed step from running again.
 type PruneRequest struct {
 	// Thread limits pruning to one thread; empty prunes all.
 	Thread string
-	// KeepLast keeps at least the newest KeepLast checkpoints of each
-	// namespace (at least 1). Older ones go, except those the kept ones need
-	// to be rebuilt (the snapshot they replay from and what lies between).
+	// KeepLast, when not 0, keeps the newest KeepLast checkpoints of each
+	// branch of each namespace (a branch ends at a checkpoint nothing was
+	// built on: the head, a fork's tip, a paused branch), with what they
+	// need to be rebuilt (the snapshot they replay from and the patches
+	// between); older ones go with their pending writes.
 	KeepLast int
+	// OlderThan, when not 0, deletes whole threads with no activity (no
+	// checkpoint, or creation for an empty thread) for that long.
+	OlderThan time.Duration
+	// Expired deletes whole threads past their own time to live (ThreadTTL).
+	Expired bool
+	// Now is the time OlderThan and Expired count from (default: now).
+	Now time.Time
 }
 
 // PruneResult reports what Prune deleted.
 type PruneResult struct {
+	// Threads is the number of threads that lost checkpoints; Checkpoints
+	// how many they lost, Bytes their stored size (patches, snapshots,
+	// metadata).
 	Threads     int
 	Checkpoints int64
+	Bytes       int64
+	// Deleted lists the threads deleted whole (OlderThan, Expired).
+	Deleted []string
+	// Busy lists the threads left as they were: written to throughout
+	// (each try found a new checkpoint), or, for deletion, with a run
+	// pending or running or a pause waiting for an answer.
+	Busy []string
 }

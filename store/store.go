@@ -37,8 +37,11 @@ type Store interface {
 	// by name (the root "" first); ErrNotFound when the thread does not
 	// exist.
 	Namespaces(ctx context.Context, thread string) ([]NamespaceInfo, error)
-	// Prune deletes old checkpoints.
+	// Prune deletes old checkpoints and idle threads; see PruneRequest.
 	Prune(ctx context.Context, r PruneRequest) (PruneResult, error)
+	// CopyThread copies a thread, its whole history and pending writes,
+	// into a new one.
+	CopyThread(ctx context.Context, from, to string) (Thread, error)
 	// Close releases resources; pending commits finish first.
 	Close() error
 }

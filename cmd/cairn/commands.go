@@ -545,38 +545,6 @@ func (a *app) exportCmd() *cobra.Command {
 	return cmd
 }
 
-func (a *app) pruneCmd() *cobra.Command {
-	var thread string
-	var keep int
-	cmd := &cobra.Command{
-		Use:   "prune --keep N [--thread ID]",
-		Short: "Delete old checkpoints, keeping the newest N of each thread (and what they need)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if keep < 1 {
-				return usagef("--keep is required and must be at least 1")
-			}
-			s, err := a.openExisting()
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			res, err := s.Prune(cmd.Context(), store.PruneRequest{Thread: thread, KeepLast: keep})
-			if err != nil {
-				return argError(err)
-			}
-			if a.json {
-				return a.printJSON(map[string]any{"threads": res.Threads, "checkpoints": res.Checkpoints})
-			}
-			fmt.Fprintf(a.stdout, "pruned %d checkpoints from %d threads\n", res.Checkpoints, res.Threads)
-			return nil
-		},
-	}
-	cmd.Flags().StringVar(&thread, "thread", "", "prune only this thread")
-	cmd.Flags().IntVar(&keep, "keep", 0, "checkpoints to keep per thread namespace (≥ 1)")
-	return cmd
-}
-
 func (a *app) benchCmd() *cobra.Command {
 	var cfg bench.Config
 	var durability, flowDurability, cpuProfile, streamModes string

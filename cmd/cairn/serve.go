@@ -22,6 +22,7 @@ type serveFlags struct {
 	timeout                         time.Duration
 	rateLimit                       float64
 	queue                           bool
+	retention                       retentionFlags
 }
 
 func (a *app) serveCmd() *cobra.Command {
@@ -44,6 +45,7 @@ func (a *app) serveCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&f.queue, "queue", false, "record runs and queue them for cairn worker processes instead of running them here (PostgreSQL stores)")
 	cmd.Flags().Int64Var(&f.maxBody, "max-body", 1<<20, "the largest request body, in bytes")
 	cmd.Flags().DurationVar(&f.timeout, "request-timeout", 30*time.Second, "the longest a request other than a stream, wait or join may take")
+	f.retention.bind(cmd)
 	return cmd
 }
 
@@ -71,7 +73,7 @@ func (f serveFlags) check() error {
 	if st, err := os.Stat(f.assistants); err != nil || !st.IsDir() {
 		return usagef("--assistants %s: not a folder", f.assistants)
 	}
-	return nil
+	return f.retention.check()
 }
 
 func (a *app) serve(ctx context.Context, f serveFlags) error {
@@ -116,6 +118,8 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	for _, as := range list {
 		names = append(names, as.Info().ID)
 	}
+	host, _ := os.Hostname()
+	a.sweep(ctx, s, f.retention, fmt.Sprintf("serve-%s-%d", host, os.Getpid()))
 	fmt.Fprintf(a.stderr, "cairn: serving http://%s (store %s; %s; assistants: %s; UI at /ui/)\n", ln.Addr(), a.shownStore(), authNote, strings.Join(names, ", "))
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)

@@ -22,6 +22,7 @@ type workerFlags struct {
 	assistants, safeDir, id string
 	concurrency             int
 	lease, rescueAfter      time.Duration
+	retention               retentionFlags
 }
 
 func (a *app) workerCmd() *cobra.Command {
@@ -42,6 +43,7 @@ func (a *app) workerCmd() *cobra.Command {
 	cmd.Flags().IntVar(&f.concurrency, "concurrency", 10, "runs of each assistant run at once")
 	cmd.Flags().DurationVar(&f.lease, "lease", 30*time.Second, "how long a thread's lease lasts unless renewed (renewed every third of it)")
 	cmd.Flags().DurationVar(&f.rescueAfter, "rescue-after", time.Minute, "how long a run may stay with a silent worker before another takes it (at least --lease)")
+	f.retention.bind(cmd)
 	return cmd
 }
 
@@ -74,6 +76,9 @@ func (a *app) work(ctx context.Context, f workerFlags) error {
 	if st, err := os.Stat(f.assistants); err != nil || !st.IsDir() {
 		return usagef("--assistants %s: not a folder", f.assistants)
 	}
+	if err := f.retention.check(); err != nil {
+		return err
+	}
 	list, err := a.loadAssistants(f.assistants, f.safeDir)
 	if err != nil {
 		return err
@@ -104,6 +109,7 @@ func (a *app) work(ctx context.Context, f workerFlags) error {
 	if err := w.Start(ctx); err != nil {
 		return err
 	}
+	a.sweep(ctx, s, f.retention, id)
 	fmt.Fprintf(a.stderr, "cairn: worker %s taking runs of %s (store %s)\n", id, strings.Join(names, ", "), a.shownStore())
 	<-ctx.Done()
 	fmt.Fprintln(a.stderr, "cairn: worker stopping; runs in flight are left for another worker")

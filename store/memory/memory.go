@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -26,7 +27,7 @@ type Backend struct {
 
 type thread struct {
 	rec    store.ThreadRecord
-	ns     map[string][]store.Row // ascending by seq; seqs are contiguous
+	ns     map[string][]store.Row // ascending by seq (pruning leaves gaps)
 	writes map[writeKey][]store.Write
 }
 
@@ -196,12 +197,7 @@ func (b *Backend) Insert(_ context.Context, r store.Row) error {
 	if r.Seq < next {
 		return fmt.Errorf("%w: seq %d exists", store.ErrConflict, r.Seq)
 	}
-	if r.Seq != next {
-		return fmt.Errorf("%w: seq %d leaves a gap after %d", store.ErrInvalidArgument, r.Seq, next-1)
-	}
-	// Seqs are contiguous (pruning removes a prefix): the parent exists when
-	// it lies within the stored range.
-	if r.Parent > 0 && (len(rows) == 0 || r.Parent < rows[0].Seq || r.Parent > rows[len(rows)-1].Seq) {
+	if r.Parent > 0 && !hasSeq(rows, r.Parent) {
 		return fmt.Errorf("%w: thread %q namespace %q has no checkpoint %d to extend", store.ErrConflict, r.Thread, r.Namespace, r.Parent)
 	}
 	if !ok {
@@ -217,6 +213,12 @@ func (b *Backend) Insert(_ context.Context, r store.Row) error {
 	r.Create, r.NewThread = nil, false
 	t.ns[r.Namespace] = append(rows, r)
 	return nil
+}
+
+// hasSeq reports whether rows (ascending by seq) hold seq.
+func hasSeq(rows []store.Row, seq int64) bool {
+	_, ok := slices.BinarySearchFunc(rows, seq, func(r store.Row, s int64) int { return cmp.Compare(r.Seq, s) })
+	return ok
 }
 
 // rows returns the rows of a namespace; nil for a nil thread.
@@ -294,26 +296,29 @@ func (b *Backend) Namespaces(_ context.Context, id string) ([]store.NamespaceRec
 	return out, nil
 }
 
-// DeleteBelow implements store.Backend.
-func (b *Backend) DeleteBelow(_ context.Context, id, ns string, below int64) (int64, error) {
+// DeleteRanges implements store.Backend.
+func (b *Backend) DeleteRanges(_ context.Context, id, ns string, head int64, ranges []store.SeqRange) (int64, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.live(); err != nil {
 		return 0, err
 	}
 	t, ok := b.threads[id]
-	if !ok {
-		return 0, nil
+	if !ok || len(t.ns[ns]) == 0 || t.ns[ns][len(t.ns[ns])-1].Seq != head {
+		return 0, fmt.Errorf("%w: thread %q namespace %q changed while it was pruned", store.ErrConflict, id, ns)
+	}
+	in := func(seq int64) bool {
+		return slices.ContainsFunc(ranges, func(r store.SeqRange) bool { return r.From <= seq && seq <= r.To })
 	}
 	rows := t.ns[ns]
-	i := sort.Search(len(rows), func(i int) bool { return rows[i].Seq >= below })
-	t.ns[ns] = slices.Clone(rows[i:])
+	kept := slices.DeleteFunc(slices.Clone(rows), func(r store.Row) bool { return in(r.Seq) })
+	t.ns[ns] = kept
 	for k := range t.writes {
-		if k.ns == ns && k.seq < below {
+		if k.ns == ns && in(k.seq) {
 			delete(t.writes, k)
 		}
 	}
-	return int64(i), nil
+	return int64(len(rows) - len(kept)), nil
 }
 
 // PutWrites implements store.Backend.

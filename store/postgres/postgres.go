@@ -677,21 +677,35 @@ func (b *Backend) Namespaces(ctx context.Context, thread string) ([]store.Namesp
 	return out, wrap(err, "namespaces", thread)
 }
 
-// DeleteBelow implements store.Backend.
-func (b *Backend) DeleteBelow(ctx context.Context, thread, ns string, below int64) (int64, error) {
+// DeleteRanges implements store.Backend.
+func (b *Backend) DeleteRanges(ctx context.Context, thread, ns string, head int64, ranges []store.SeqRange) (int64, error) {
 	if err := b.writable(); err != nil {
 		return 0, err
 	}
 	var n int64
 	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `DELETE FROM cairn_checkpoints WHERE thread = $1 AND ns = $2 AND seq < $3`, thread, ns, below)
-		if err != nil {
+		// The thread's row lock orders this against appends (they take it
+		// to move the head).
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM cairn_threads WHERE id = $1 FOR UPDATE`, thread); err != nil {
 			return err
 		}
-		n = tag.RowsAffected()
-		for _, table := range []string{"cairn_snapshots", "cairn_writes"} {
-			if _, err := tx.Exec(ctx, `DELETE FROM `+table+` WHERE thread = $1 AND ns = $2 AND seq < $3`, thread, ns, below); err != nil {
+		var newest *int64
+		if err := tx.QueryRow(ctx, `SELECT max(seq) FROM cairn_checkpoints WHERE thread = $1 AND ns = $2`, thread, ns).Scan(&newest); err != nil {
+			return err
+		}
+		if newest == nil || *newest != head {
+			return fmt.Errorf("%w: thread %q namespace %q grew while it was pruned (head %d)", store.ErrConflict, thread, ns, head)
+		}
+		for _, r := range ranges {
+			tag, err := tx.Exec(ctx, `DELETE FROM cairn_checkpoints WHERE thread = $1 AND ns = $2 AND seq BETWEEN $3 AND $4`, thread, ns, r.From, r.To)
+			if err != nil {
 				return err
+			}
+			n += tag.RowsAffected()
+			for _, table := range []string{"cairn_snapshots", "cairn_writes"} {
+				if _, err := tx.Exec(ctx, `DELETE FROM `+table+` WHERE thread = $1 AND ns = $2 AND seq BETWEEN $3 AND $4`, thread, ns, r.From, r.To); err != nil {
+					return err
+				}
 			}
 		}
 		return nil

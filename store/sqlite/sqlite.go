@@ -1147,19 +1147,29 @@ func (b *Backend) Namespaces(ctx context.Context, thread string) ([]store.Namesp
 	return out, b.readErr(rows.Err(), thread, "", 0, "namespaces")
 }
 
-// DeleteBelow implements store.Backend.
-func (b *Backend) DeleteBelow(ctx context.Context, thread, ns string, below int64) (int64, error) {
+// DeleteRanges implements store.Backend.
+func (b *Backend) DeleteRanges(ctx context.Context, thread, ns string, head int64, ranges []store.SeqRange) (int64, error) {
 	var n int64
 	err := b.do(ctx, func(ctx context.Context, c *sql.Conn) error {
 		return savepoint(ctx, c, func() error {
-			res, err := c.ExecContext(ctx, `DELETE FROM checkpoints WHERE thread = ? AND ns = ? AND seq < ?`, thread, ns, below)
-			if err != nil {
+			var newest sql.NullInt64
+			if err := c.QueryRowContext(ctx, `SELECT max(seq) FROM checkpoints WHERE thread = ? AND ns = ?`, thread, ns).Scan(&newest); err != nil {
 				return err
 			}
-			n, _ = res.RowsAffected()
-			for _, table := range []string{"snapshots", "writes"} {
-				if _, err := c.ExecContext(ctx, `DELETE FROM `+table+` WHERE thread = ? AND ns = ? AND seq < ?`, thread, ns, below); err != nil {
+			if newest.Int64 != head {
+				return fmt.Errorf("%w: thread %q namespace %q grew while it was pruned (head %d, now %d)", store.ErrConflict, thread, ns, head, newest.Int64)
+			}
+			for _, r := range ranges {
+				res, err := c.ExecContext(ctx, `DELETE FROM checkpoints WHERE thread = ? AND ns = ? AND seq BETWEEN ? AND ?`, thread, ns, r.From, r.To)
+				if err != nil {
 					return err
+				}
+				k, _ := res.RowsAffected()
+				n += k
+				for _, table := range []string{"snapshots", "writes"} {
+					if _, err := c.ExecContext(ctx, `DELETE FROM `+table+` WHERE thread = ? AND ns = ? AND seq BETWEEN ? AND ?`, thread, ns, r.From, r.To); err != nil {
+						return err
+					}
 				}
 			}
 			return nil

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairn-dev/cairn/store"
+)
+
+// pruneFlags are cairn prune's flags.
+type pruneFlags struct {
+	thread     string
+	keepLast   int
+	olderThan  time.Duration
+	expired    bool
+	deprecated int // --keep, the old name of --keep-last
+}
+
+func (f *pruneFlags) request() (store.PruneRequest, error) {
+	if f.deprecated != 0 {
+		if f.keepLast != 0 && f.keepLast != f.deprecated {
+			return store.PruneRequest{}, usagef("--keep %d and --keep-last %d disagree (--keep is the old name of --keep-last)", f.deprecated, f.keepLast)
+		}
+		f.keepLast = f.deprecated
+	}
+	switch {
+	case f.keepLast < 0:
+		return store.PruneRequest{}, usagef("--keep-last %d: must be at least 1", f.keepLast)
+	case f.olderThan < 0:
+		return store.PruneRequest{}, usagef("--older-than %s: must be positive", f.olderThan)
+	case f.keepLast == 0 && f.olderThan == 0 && !f.expired:
+		return store.PruneRequest{}, usagef("say what to prune: --keep-last N, --older-than DURATION or --expired")
+	case f.thread != "" && (f.olderThan != 0 || f.expired):
+		return store.PruneRequest{}, usagef("--thread goes with --keep-last only (to delete one thread: cairn delete THREAD)")
+	}
+	return store.PruneRequest{Thread: f.thread, KeepLast: f.keepLast, OlderThan: f.olderThan, Expired: f.expired}, nil
+}
+
+func (a *app) pruneCmd() *cobra.Command {
+	var f pruneFlags
+	cmd := &cobra.Command{
+		Use:   "prune (--keep-last N [--thread ID] | --older-than DURATION | --expired)",
+		Short: "Delete old history: all but the newest N checkpoints of each branch (and what they need), or idle threads",
+		Long: "--keep-last N keeps the newest N checkpoints of every branch of every thread (or of --thread), with the snapshot they replay from, " +
+			"the state a pause waits on and the pending writes a resume needs. --older-than deletes whole threads idle for that long; " +
+			"--expired those past their own time to live (thread metadata " + store.ThreadTTLKey + "). A thread with a run in progress " +
+			"or a pause waiting for an answer is never deleted.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			req, err := f.request()
+			if err != nil {
+				return err
+			}
+			s, err := a.openExisting()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			res, err := s.Prune(cmd.Context(), req)
+			if err != nil {
+				return argError(err)
+			}
+			return a.printPruned(res)
+		},
+	}
+	cmd.Flags().StringVar(&f.thread, "thread", "", "prune only this thread")
+	cmd.Flags().IntVar(&f.keepLast, "keep-last", 0, "checkpoints to keep on each branch of each thread namespace (≥ 1)")
+	cmd.Flags().IntVar(&f.deprecated, "keep", 0, "the old name of --keep-last")
+	cmd.Flags().DurationVar(&f.olderThan, "older-than", 0, "delete threads with no activity for this long (e.g. 720h)")
+	cmd.Flags().BoolVar(&f.expired, "expired", false, "delete threads past their own time to live (metadata "+store.ThreadTTLKey+")")
+	return cmd
+}
+
+// printPruned reports what a prune did, and how the database gets the
+// space back.
+func (a *app) printPruned(res store.PruneResult) error {
+	if a.json {
+		return a.printJSON(map[string]any{"threads": res.Threads, "checkpoints": res.Checkpoints, "bytes": res.Bytes,
+			"deleted_threads": orEmpty(res.Deleted), "busy_threads": orEmpty(res.Busy)})
+	}
+	fmt.Fprintf(a.stdout, "pruned %d checkpoints (%d bytes) from %d threads\n", res.Checkpoints, res.Bytes, res.Threads)
+	if len(res.Deleted) > 0 {
+		fmt.Fprintf(a.stdout, "deleted %d threads: %s\n", len(res.Deleted), strings.Join(res.Deleted, " "))
+	}
+	if len(res.Busy) > 0 {
+		fmt.Fprintf(a.stdout, "left as they were (busy): %s\n", strings.Join(res.Busy, " "))
+	}
+	if res.Checkpoints > 0 || len(res.Deleted) > 0 {
+		if strings.HasPrefix(a.storeURL, "postgres") {
+			fmt.Fprintln(a.stderr, "PostgreSQL's autovacuum makes the space reusable; VACUUM FULL (which locks the tables) returns it to the file system.")
+		} else if !strings.HasPrefix(a.storeURL, "memory:") {
+			fmt.Fprintln(a.stderr, "SQLite reuses the freed pages for new checkpoints; to shrink the file, run VACUUM on it (sqlite3 FILE VACUUM) while no process writes.")
+		}
+	}
+	return nil
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func (a *app) copyCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "copy THREAD NEW",
+		Short: "Copy a thread, its whole history and pending writes, into a new thread",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := store.ValidateThreadID(args[1]); err != nil {
+				return usagef("NEW %q: %v", args[1], err)
+			}
+			s, err := a.openExisting()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			th, err := s.CopyThread(cmd.Context(), args[0], args[1])
+			if err != nil {
+				return argError(err)
+			}
+			if a.json {
+				return a.printJSON(map[string]any{"thread": th.ID, "head": th.Head, "copied_from": args[0]})
+			}
+			fmt.Fprintf(a.stdout, "copied %s to %s (head %d)\n", args[0], th.ID, th.Head)
+			return nil
+		},
+	}
+}
+
+func (a *app) deleteCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete THREAD",
+		Short: "Delete a thread with its history, pending writes and runs",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.openExisting()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			if err := s.DeleteThread(cmd.Context(), args[0]); err != nil {
+				return argError(err)
+			}
+			fmt.Fprintf(a.stdout, "deleted %s\n", args[0])
+			return nil
+		},
+	}
+}
+
+// retentionFlags are the background sweep's flags of cairn serve and
+// cairn worker.
+type retentionFlags struct {
+	every     time.Duration
+	keepLast  int
+	olderThan time.Duration
+}
+
+func (f *retentionFlags) bind(cmd *cobra.Command) {
+	cmd.Flags().DurationVar(&f.every, "retention-every", 10*time.Minute, "how often to sweep the store: threads past their own time to live ("+store.ThreadTTLKey+"), and what --retention-keep-last and --retention-older-than ask (0: never; one process sweeps at a time)")
+	cmd.Flags().IntVar(&f.keepLast, "retention-keep-last", 0, "each sweep keeps the newest N checkpoints of each branch of each thread (0: all)")
+	cmd.Flags().DurationVar(&f.olderThan, "retention-older-than", 0, "each sweep deletes threads idle for this long (0: none)")
+}
+
+func (f *retentionFlags) check() error {
+	if f.every < 0 || f.keepLast < 0 || f.olderThan < 0 {
+		return usagef("--retention-every %s, --retention-keep-last %d, --retention-older-than %s: none may be negative", f.every, f.keepLast, f.olderThan)
+	}
+	if f.every == 0 && (f.keepLast > 0 || f.olderThan > 0) {
+		return usagef("--retention-keep-last and --retention-older-than need sweeps: --retention-every must be positive")
+	}
+	return nil
+}
+
+// sweep runs the store's retention sweeper until ctx ends, if asked.
+func (a *app) sweep(ctx context.Context, s store.Store, f retentionFlags, owner string) {
+	if f.every == 0 {
+		return
+	}
+	sw := store.Sweeper{Store: s, Every: f.every, Owner: owner, Logger: a.logger,
+		Request: store.PruneRequest{KeepLast: f.keepLast, OlderThan: f.olderThan, Expired: true}}
+	go func() { _ = sw.Run(ctx) }()
+}

@@ -1,0 +1,117 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// CopyingKey marks, in a thread's metadata, a copy still being made (its
+// value is the source thread): CopyThread removes it when the copy is
+// whole, so a copy cut short by a crash says so.
+const CopyingKey = "cairn_copying"
+
+// CopyThread copies a thread, every namespace and checkpoint with its
+// pending writes, into a new thread with the same tenant and metadata:
+// the copy has the same history (seqs, parents, states, metadata), so a
+// pause in it waits on the same interrupt and a resumed step runs no
+// completed task again. ErrConflict if the new thread exists. A copy of a
+// pruned thread begins where what is left of its history begins.
+func (e *Engine) CopyThread(ctx context.Context, from, to string) (Thread, error) {
+	if err := e.check(from, ""); err != nil {
+		return Thread{}, err
+	}
+	if err := ValidateThreadID(to); err != nil {
+		return Thread{}, err
+	}
+	src, err := e.b.Thread(ctx, from)
+	if err != nil {
+		return Thread{}, err
+	}
+	if err := verifyThread(&src); err != nil {
+		return Thread{}, err
+	}
+	md, err := e.copyingMetadata(src, from)
+	if err != nil {
+		return Thread{}, err
+	}
+	rec := ThreadRecord{ID: to, Tenant: src.Tenant, Metadata: md, CreatedAt: e.now().UnixNano()}
+	rec.Sum = ThreadChecksum(&rec)
+	nss, err := e.b.Namespaces(ctx, from)
+	if err != nil {
+		return Thread{}, err
+	}
+	if len(nss) == 0 {
+		if err := e.b.CreateThread(ctx, rec); err != nil {
+			return Thread{}, err
+		}
+	}
+	create := &rec
+	for _, ns := range nss { // the root namespace first
+		if err := e.copyNamespace(ctx, from, to, ns.Name, &create); err != nil {
+			return Thread{}, err
+		}
+	}
+	rec.Metadata = src.Metadata
+	rec.Sum = ThreadChecksum(&rec)
+	if err := e.b.UpdateThread(ctx, rec); err != nil {
+		return Thread{}, err
+	}
+	return e.Thread(ctx, to)
+}
+
+// copyingMetadata is the source's metadata with CopyingKey set.
+func (e *Engine) copyingMetadata(src ThreadRecord, from string) ([]byte, error) {
+	md := map[string]any{}
+	if len(src.Metadata) > 0 {
+		if err := json.Unmarshal(src.Metadata, &md); err != nil {
+			return nil, &CorruptError{Thread: from, What: "thread metadata", Err: err}
+		}
+	}
+	md[CopyingKey] = from
+	return json.Marshal(md)
+}
+
+// copyNamespace copies one namespace's rows, in seq order, and their
+// writes; the first row copied creates the thread (*create, then nil).
+func (e *Engine) copyNamespace(ctx context.Context, from, to, ns string, create **ThreadRecord) error {
+	rows, err := e.b.Rows(ctx, RowQuery{Thread: from, Namespace: ns, Snapshots: true})
+	if err != nil {
+		return err
+	}
+	have := make(map[int64]bool, len(rows))
+	for i := range rows {
+		r := rows[i]
+		if err := verifyRow(&r); err != nil {
+			return err
+		}
+		if r.Parent != 0 && !have[r.Parent] {
+			r.Parent = 0 // pruned before the copy: a snapshot row, rebuilt on its own
+		}
+		have[r.Seq] = true
+		r.Thread = to
+		r.Create, r.NewThread = *create, *create != nil
+		*create = nil
+		// Encrypted blobs are bound to their thread: sealed again for the copy.
+		if err := e.rebindRow(ctx, &r, from); err != nil {
+			return err
+		}
+		r.Sum = RowChecksum(&r)
+		if err := e.b.Insert(ctx, r); err != nil {
+			return fmt.Errorf("copying checkpoint %d of %q: %w", r.Seq, from, err)
+		}
+		ws, err := e.b.Writes(ctx, from, ns, r.Seq)
+		if err != nil {
+			return err
+		}
+		if len(ws) > 0 {
+			if ws, err = e.rebindWrites(ctx, from, to, ns, r.Seq, ws); err != nil {
+				return err
+			}
+			if err := e.b.PutWrites(ctx, to, ns, r.Seq, ws); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
