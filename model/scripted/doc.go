@@ -8,6 +8,7 @@
 //	  - tool_calls:                  # the model asks for tools
 //	      - name: write_files
 //	        args: {files: [{filename: main.go, content: "package main"}]}
+//	  - echo_tool: true              # answers what the last tool returned
 //	  - error: {status: 429, message: slow down}   # a provider error
 //	    delay_ms: 200                # optional: wait before answering
 //

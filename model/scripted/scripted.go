@@ -28,8 +28,11 @@ type reply struct {
 	// ChunkDelayMS spaces the chunks of a streamed reply.
 	ChunkDelayMS int            `yaml:"chunk_delay_ms"`
 	Error        *scriptedError `yaml:"error"`
-	line         int
-	jsonText     json.RawMessage
+	// EchoTool answers the content of the request's last tool message
+	// (what the last tool returned) as the reply's text.
+	EchoTool bool `yaml:"echo_tool"`
+	line     int
+	jsonText json.RawMessage
 }
 
 type toolCall struct {
@@ -115,7 +118,7 @@ func parseReply(name string, n *yaml.Node) (reply, error) {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if !allowedKeys[k.Value] {
-			return r, fmt.Errorf("%w: %s:%d: unknown key %q (text, json, tool_calls, step, delay_ms, chunk_delay_ms, error)", ErrScript, name, k.Line, k.Value)
+			return r, fmt.Errorf("%w: %s:%d: unknown key %q (text, json, tool_calls, echo_tool, step, delay_ms, chunk_delay_ms, error)", ErrScript, name, k.Line, k.Value)
 		}
 		switch k.Value {
 		case "json":
@@ -140,13 +143,13 @@ func parseReply(name string, n *yaml.Node) (reply, error) {
 // check checks a decoded reply and encodes its json: value.
 func (r *reply) check(name string) error {
 	kinds := 0
-	for _, set := range []bool{r.Text != nil, r.JSON != nil, r.ToolCalls != nil, r.Error != nil} {
+	for _, set := range []bool{r.Text != nil, r.JSON != nil, r.ToolCalls != nil, r.Error != nil, r.EchoTool} {
 		if set {
 			kinds++
 		}
 	}
 	if kinds != 1 {
-		return fmt.Errorf("%w: %s:%d: a reply needs exactly one of the keys text, json, tool_calls or error", ErrScript, name, r.line)
+		return fmt.Errorf("%w: %s:%d: a reply needs exactly one of the keys text, json, tool_calls, echo_tool: true or error", ErrScript, name, r.line)
 	}
 	if r.JSON != nil {
 		var v any
@@ -202,7 +205,7 @@ func parseToolCalls(name string, v *yaml.Node) ([]toolCall, error) {
 	return calls, nil
 }
 
-var allowedKeys = map[string]bool{"text": true, "json": true, "tool_calls": true, "step": true, "delay_ms": true, "chunk_delay_ms": true, "error": true}
+var allowedKeys = map[string]bool{"text": true, "json": true, "tool_calls": true, "echo_tool": true, "step": true, "delay_ms": true, "chunk_delay_ms": true, "error": true}
 
 // Generate implements agent.Model.
 func (m *Model) Generate(ctx context.Context, req agent.Request) (agent.Response, error) {
@@ -265,6 +268,12 @@ func (m *Model) respond(ctx context.Context, req agent.Request) (agent.Response,
 		msg.Content = *r.Text
 	case r.jsonText != nil:
 		msg.Content = string(r.jsonText)
+	case r.EchoTool:
+		echo, ok := lastToolResult(req.Messages)
+		if !ok {
+			return agent.Response{}, reply{}, &agent.ProviderError{Provider: "scripted", Err: agent.ErrMalformed, Message: fmt.Sprintf("%s:%d: echo_tool: the conversation has no tool result", m.name, r.line)}
+		}
+		msg.Content = echo
 	default:
 		for i, tc := range r.ToolCalls {
 			var v any
@@ -325,3 +334,13 @@ func (r reply) answers(calls []agent.ToolCall) bool {
 }
 
 var _ agent.Model = (*Model)(nil)
+
+// lastToolResult is the content of the last tool message.
+func lastToolResult(msgs []agent.Message) (string, bool) {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == agent.RoleTool {
+			return msgs[i].Content, true
+		}
+	}
+	return "", false
+}

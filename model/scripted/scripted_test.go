@@ -107,3 +107,31 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestEchoTool: an echo_tool reply answers what the last tool returned;
+// without a tool result it is a malformed reply.
+func TestEchoTool(t *testing.T) {
+	m, err := scripted.Parse("echo.yaml", []byte("replies:\n  - tool_calls: [{name: look, args: {q: tea}}]\n  - echo_tool: true\n  - echo_tool: true\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	look, err := agent.NewTool("look", "", func(_ context.Context, _ agent.ToolContext, a struct {
+		Q string `json:"q"`
+	}) (any, error) {
+		return map[string]string{"found": a.Q + " with milk"}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	res, err := agent.RunTools(ctx, m, agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Content: "?"}}}, []agent.Tool{look}, agent.LoopOptions{})
+	if err != nil || res.Final.Content != `{"found":"tea with milk"}` {
+		t.Fatalf("echo: %q, %v", res.Final.Content, err)
+	}
+	if _, err := m.Generate(ctx, agent.Request{Messages: []agent.Message{{Role: agent.RoleUser, Content: "?"}}}); !errors.Is(err, agent.ErrMalformed) {
+		t.Fatalf("echo without a tool result: %v", err)
+	}
+	if _, err := scripted.Parse("x.yaml", []byte("replies:\n  - echo_tool: true\n    text: a\n")); !errors.Is(err, scripted.ErrScript) {
+		t.Fatalf("echo_tool with text: %v", err)
+	}
+}
