@@ -144,6 +144,9 @@ type File struct {
 	// MCPServers are MCP servers whose tools tools: may list, as
 	// "<server>.<tool>" or "<server>.*".
 	MCPServers []MCPServerSpec `yaml:"mcp_servers"`
+	// Memory is the namespace of the long-term memory store the memory
+	// tools (memory_put, memory_get, memory_search, memory_delete) use.
+	Memory MemorySpec `yaml:"memory"`
 
 	// From the body.
 	Instructions string
@@ -277,6 +280,8 @@ func (a *File) noteLines(m *yaml.Node) {
 					a.Chain[j].line = item.Line + 1
 				}
 			}
+		case "memory":
+			a.Memory.noteLines(k, v)
 		}
 	}
 }
@@ -377,6 +382,9 @@ func (a *File) check(bodyLine int) error {
 	}
 	if _, err := redact.New(a.Secrets.RedactConfig()); err != nil {
 		return &FileError{File: a.Path, Msg: "secrets: " + err.Error(), Err: err}
+	}
+	if err := a.checkMemory(); err != nil {
+		return err
 	}
 	return a.checkMCP()
 }

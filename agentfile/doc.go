@@ -17,6 +17,13 @@
 // (read_file, write_file, list_files) or a Go program's own
 // (RunConfig.Tools). Both are checked before anything is stored.
 //
+// Memory: the built-in tools memory_put, memory_get, memory_search and
+// memory_delete keep items in the long-term memory store (RunConfig.Items,
+// default the store's), across threads, in the namespace memory: names —
+// labels with {agent}, {thread} and {metadata.KEY} filled in when a tool
+// runs — in the tenant of the run's thread; memory.ttl (minutes) and
+// memory.search_limit tune them. What they write is redacted like state.
+//
 // Secrets (the defaults of package redact, the file's secrets:, the API
 // key values) are redacted before anything is stored, shown or written.
 // Gate pipelines, which run agent files gate by gate, are in package

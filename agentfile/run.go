@@ -129,6 +129,10 @@ type RunConfig struct {
 	// those of its handoff files), plus the values of the API key variables.
 	// A pipeline passes its own.
 	Redact *redact.Redactor
+	// Items is the long-term memory store the memory tools (and the
+	// run's nodes, flow.Items) use, scoped to the tenant of the thread.
+	// Nil: the items of Store (full-text search).
+	Items store.ItemStore
 	// NewThread, when set, is the metadata of the thread Run creates
 	// (if it does not exist) once every check passed, so a refused run
 	// leaves nothing behind.
@@ -697,7 +701,7 @@ func (p *prepared) run(ctx context.Context, cfg RunConfig, ns string, resume boo
 func (p *prepared) runner(cfg RunConfig, ns string) (*flow.Runner, error) {
 	return flow.NewRunner(p.graph, cfg.Store, flow.Options{Durability: cfg.Durability, Observer: cfg.Observer, Namespace: ns, Redact: p.redact, Logger: cfg.Logger, TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider, CaptureContent: cfg.CaptureContent,
 		InterruptBefore: p.steps(p.a.InterruptBefore, cfg.InterruptBefore), InterruptAfter: p.steps(nil, cfg.InterruptAfter),
-		RecursionLimit: -1}) // a chain is a line, it cannot loop: no step limit
+		RecursionLimit: -1, Items: cfg.Items}) // a chain is a line, it cannot loop: no step limit
 }
 
 // steps keeps the file's own steps and those of the run's that this

@@ -212,8 +212,11 @@ func (c *confinement) list(dir string) ([]string, error) {
 
 // BuiltinTools lists the tool names agent files may use.
 func BuiltinTools() []string {
-	out := make([]string, 0, len(builtinTools))
+	out := make([]string, 0, len(builtinTools)+len(memoryTools))
 	for n := range builtinTools {
+		out = append(out, n)
+	}
+	for n := range memoryTools {
 		out = append(out, n)
 	}
 	sort.Strings(out)
@@ -226,7 +229,7 @@ func BuiltinTools() []string {
 func (a *File) tools(c *confinement, extra []agent.Tool, mcp *mcpTools) ([]agent.Tool, error) {
 	byName := map[string]agent.Tool{}
 	for _, t := range extra {
-		if builtinTools[t.Name] != nil {
+		if builtinTools[t.Name] != nil || memoryTools[t.Name] != nil {
 			return nil, &FileError{File: a.Path, Msg: fmt.Sprintf("tool %q is built in: a Go tool cannot replace it; give it another name", t.Name), Err: ErrToolName}
 		}
 		byName[t.Name] = t
@@ -239,6 +242,14 @@ func (a *File) tools(c *confinement, extra []agent.Tool, mcp *mcpTools) ([]agent
 		}
 		if mk := builtinTools[name]; mk != nil {
 			t, err := mk(c)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, t)
+			continue
+		}
+		if mk := memoryTools[name]; mk != nil {
+			t, err := mk(a)
 			if err != nil {
 				return nil, err
 			}
