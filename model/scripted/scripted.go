@@ -262,6 +262,21 @@ func (m *Model) respond(ctx context.Context, req agent.Request) (agent.Response,
 		return agent.Response{}, reply{}, &agent.ProviderError{Provider: "scripted", Status: r.Error.Status, Message: r.Error.Message,
 			RetryAfter: time.Duration(r.Error.RetryAfterMS) * time.Millisecond, Err: httperr.ForStatus(r.Error.Status)}
 	}
+	msg, err := m.message(r, req)
+	if err != nil {
+		return agent.Response{}, reply{}, err
+	}
+	out := len(msg.Content)
+	for _, tc := range msg.ToolCalls {
+		out += len(tc.Name) + len(tc.Args)
+	}
+	raw, _ := json.Marshal(map[string]any{"script": m.name, "line": r.line}) // plain values always marshal
+	return agent.Response{Message: msg, Usage: agent.Usage{Input: int64(in/4 + 1), Output: int64(out/4 + 1)},
+		Model: "scripted", Latency: time.Since(start), Raw: raw}, r, nil
+}
+
+// message is the assistant message a reply makes for a request.
+func (m *Model) message(r reply, req agent.Request) (agent.Message, error) {
 	msg := agent.Message{Role: agent.RoleAssistant}
 	switch {
 	case r.Text != nil:
@@ -271,7 +286,7 @@ func (m *Model) respond(ctx context.Context, req agent.Request) (agent.Response,
 	case r.EchoTool:
 		echo, ok := lastToolResult(req.Messages)
 		if !ok {
-			return agent.Response{}, reply{}, &agent.ProviderError{Provider: "scripted", Err: agent.ErrMalformed, Message: fmt.Sprintf("%s:%d: echo_tool: the conversation has no tool result", m.name, r.line)}
+			return agent.Message{}, &agent.ProviderError{Provider: "scripted", Err: agent.ErrMalformed, Message: fmt.Sprintf("%s:%d: echo_tool: the conversation has no tool result", m.name, r.line)}
 		}
 		msg.Content = echo
 	default:
@@ -280,25 +295,19 @@ func (m *Model) respond(ctx context.Context, req agent.Request) (agent.Response,
 			if tc.Args == nil {
 				v = map[string]any{}
 			} else if err := tc.Args.Decode(&v); err != nil {
-				return agent.Response{}, reply{}, &agent.ProviderError{Provider: "scripted", Err: agent.ErrMalformed, Message: fmt.Sprintf("%s:%d: args: %v", m.name, r.line, err)}
+				return agent.Message{}, &agent.ProviderError{Provider: "scripted", Err: agent.ErrMalformed, Message: fmt.Sprintf("%s:%d: args: %v", m.name, r.line, err)}
 			}
 			if v == nil {
 				v = map[string]any{}
 			}
 			args, err := json.Marshal(agent.YAMLValue(v))
 			if err != nil {
-				return agent.Response{}, reply{}, &agent.ProviderError{Provider: "scripted", Err: agent.ErrMalformed, Message: err.Error()}
+				return agent.Message{}, &agent.ProviderError{Provider: "scripted", Err: agent.ErrMalformed, Message: err.Error()}
 			}
 			msg.ToolCalls = append(msg.ToolCalls, agent.ToolCall{ID: fmt.Sprintf("call_%d_%d", r.line, i), Name: tc.Name, Args: args})
 		}
 	}
-	out := len(msg.Content)
-	for _, tc := range msg.ToolCalls {
-		out += len(tc.Name) + len(tc.Args)
-	}
-	raw, _ := json.Marshal(map[string]any{"script": m.name, "line": r.line}) // plain values always marshal
-	return agent.Response{Message: msg, Usage: agent.Usage{Input: int64(in/4 + 1), Output: int64(out/4 + 1)},
-		Model: "scripted", Latency: time.Since(start), Raw: raw}, r, nil
+	return msg, nil
 }
 
 // markAnswered marks as used the tool-call replies the conversation
