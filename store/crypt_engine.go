@@ -102,6 +102,16 @@ func (e *Engine) sealer(ctx context.Context, r *Row) (rowSealer, error) {
 	return s, nil
 }
 
+// overhead is what sealing added to the row's patch: the snapshot policy
+// counts patch bytes as an unencrypted store would, so encryption does not
+// make snapshots more frequent.
+func (s rowSealer) overhead() int64 {
+	if s.ring == nil {
+		return 0
+	}
+	return sealedOverhead
+}
+
 // sealSnapshot seals a row's snapshot blob.
 func (s rowSealer) sealSnapshot(blob []byte) []byte {
 	if s.ring == nil {

@@ -309,7 +309,7 @@ func (e *Engine) insert(ctx context.Context, cp Checkpoint, seq int64, parent ro
 	if err != nil {
 		return Checkpoint{}, err
 	}
-	since := parent.since + int64(len(row.Patch))
+	since := parent.since + int64(len(row.Patch)) - sealer.overhead()
 	var snapBytes int
 	if cp.Parent == 0 || (since > e.minSnap && float64(since) > e.ratio*float64(parent.baseSize)) {
 		row.Snapshot, snapBytes = e.encodeSnapshot(cp.State)

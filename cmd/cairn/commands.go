@@ -550,6 +550,7 @@ func (a *app) benchCmd() *cobra.Command {
 	var durability, flowDurability, cpuProfile, streamModes string
 	var wb workersBench
 	var levels string
+	var be benchEncryption
 	cmd := &cobra.Command{
 		Use:   "bench w1|w2|workers",
 		Short: "Run the benchmark workloads of docs/bench/W1.md",
@@ -603,13 +604,10 @@ func (a *app) benchCmd() *cobra.Command {
 				}
 				defer pprof.StopCPUProfile()
 			}
-			res, err := bench.Run(cmd.Context(), cfg)
-			if err != nil {
-				return argError(err)
-			}
-			return a.printBenchResult(res)
+			return a.benchRun(cmd.Context(), cfg, be)
 		},
 	}
+	be.flags(cmd)
 	cmd.Flags().IntVar(&cfg.Steps, "steps", 0, "steps per thread S (default 1000 for w1, 100 for w2)")
 	cmd.Flags().IntVar(&cfg.Threads, "threads", 0, "threads for w2 (default 50)")
 	cmd.Flags().StringVar(&durability, "durability", "sync", "sync (WAL, synchronous=NORMAL) or strict (fsync every commit)")
@@ -649,6 +647,9 @@ func printBench(a *app, r bench.Result) {
 	title := r.Workload
 	if r.Mode != "" {
 		title += " " + r.Mode
+	}
+	if r.Encrypted {
+		title += " encrypted"
 	}
 	fmt.Fprintf(tw, "%s\t%s, %s, durability %s, %d thread(s) × %d steps\n", title, r.Engine, r.Store, r.Durability, r.Threads, r.StepsPerThread)
 	rows := [][2]string{

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -165,5 +166,30 @@ func TestRekeyCommand(t *testing.T) {
 	// Another pass finds nothing to do.
 	if code, out, _ := cli(t, env(testKey(2)), "rekey"); code != 0 || !strings.Contains(out, "0 checkpoints, 0 snapshots") {
 		t.Fatalf("second rekey: %d %s", code, out)
+	}
+}
+
+// TestBenchEncryption: cairn bench w1 --encryption both runs W1 without
+// and with encryption and reports their ratio.
+func TestBenchEncryption(t *testing.T) {
+	code, out, errOut := cli(t, nil, "bench", "w1", "--steps", "20", "--encryption", "both", "--rounds", "1", "--json")
+	if code != 0 {
+		t.Fatalf("bench: %d %s", code, errOut)
+	}
+	var c struct {
+		Plain, Encrypted struct {
+			Encrypted      bool `json:"encrypted"`
+			CheckpointRows int  `json:"checkpoint_rows"`
+		}
+		Ratio float64
+	}
+	if err := json.Unmarshal([]byte(out), &c); err != nil || c.Plain.Encrypted || !c.Encrypted.Encrypted || c.Encrypted.CheckpointRows != 21 || c.Ratio <= 0 {
+		t.Fatalf("bench output %s: %+v %v", out, c, err)
+	}
+	if code, out, _ := cli(t, nil, "bench", "w1", "--steps", "5", "--encryption", "both", "--rounds", "1"); code != 0 || !strings.Contains(out, "encryption at rest:") || !strings.Contains(out, "w1 encrypted") {
+		t.Fatalf("bench text: %d %s", code, out)
+	}
+	if code, _, errOut := cli(t, nil, "bench", "w1", "--encryption", "maybe"); code != 2 || !strings.Contains(errOut, "--encryption") {
+		t.Fatalf("bad --encryption: %d %s", code, errOut)
 	}
 }

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/cairn-dev/cairn/internal/bench"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -64,4 +66,61 @@ func rewritten(m map[string]int64) string {
 		parts = append(parts, fmt.Sprintf("%d %s", m[k], k))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// benchEncryption is what cairn bench's --encryption and --rounds ask.
+type benchEncryption struct {
+	mode   string
+	rounds int
+}
+
+func (be *benchEncryption) flags(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&be.mode, "encryption", "off", "off, on (encrypted at rest: the keys of CAIRN_ENCRYPTION_KEYS, else a random key) or both (without then with, alternating --rounds times, and their ratio)")
+	cmd.Flags().IntVar(&be.rounds, "rounds", 3, "with --encryption both: runs of each, the fastest kept")
+}
+
+// benchRun runs a benchmark workload: on a plaintext store, on an
+// encrypted one (--encryption on) or on both, compared (both).
+func (a *app) benchRun(ctx context.Context, cfg bench.Config, be benchEncryption) error {
+	switch be.mode {
+	case "off":
+	case "on":
+		opts, err := a.storeOptions()
+		if err != nil {
+			return err
+		}
+		if cfg.Keyring = opts.Keyring; cfg.Keyring == nil {
+			cfg.Keyring = bench.RandomKeyring()
+		}
+	case "both":
+		return a.benchCompare(ctx, cfg, be.rounds)
+	default:
+		return usagef("--encryption %q: want off, on or both", be.mode)
+	}
+	res, err := bench.Run(ctx, cfg)
+	if err != nil {
+		return argError(err)
+	}
+	return a.printBenchResult(res)
+}
+
+// benchCompare runs a workload without and with encryption and prints
+// both and their ratio.
+func (a *app) benchCompare(ctx context.Context, cfg bench.Config, rounds int) error {
+	if rounds < 1 {
+		return usagef("--rounds %d: want 1 or more", rounds)
+	}
+	c, err := bench.CompareEncryption(ctx, cfg, rounds)
+	if err != nil {
+		return argError(err)
+	}
+	if a.json {
+		return a.printJSON(c)
+	}
+	printBench(a, c.Plain)
+	fmt.Fprintln(a.stdout)
+	printBench(a, c.Encrypted)
+	fmt.Fprintf(a.stdout, "\nencryption at rest: %.1f µs/step vs %.1f µs/step without (fastest of %d runs each): %.3f×\n",
+		c.Encrypted.USPerStep, c.Plain.USPerStep, c.Rounds, c.Ratio)
+	return nil
 }

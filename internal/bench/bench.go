@@ -35,6 +35,8 @@ type Config struct {
 	SnapshotRatio float64
 	// NoCompression stores blobs uncompressed.
 	NoCompression bool
+	// Keyring, when set, encrypts the store at rest.
+	Keyring *store.Keyring
 	// FlowDurability is the runner's durability: sync (default), async or
 	// exit.
 	FlowDurability flow.Durability
@@ -72,6 +74,8 @@ type Result struct {
 	HistoryMS      float64 `json:"history_ms"`
 	HistoryItems   int     `json:"history_items"`
 	PeakRSSBytes   int64   `json:"peak_rss_bytes"`
+	// Encrypted: the store was encrypted at rest.
+	Encrypted bool `json:"encrypted,omitempty"`
 	// Concurrent holds W2's concurrent run.
 	Concurrent *Result `json:"concurrent,omitempty"`
 	// On PostgreSQL, W2's concurrent run also measures the server's own
@@ -240,7 +244,7 @@ func runOnce(ctx context.Context, cfg Config, threads []string, concurrent bool)
 // openEmpty opens the benchmark's store and checks that none of its
 // threads exist yet.
 func openEmpty(ctx context.Context, cfg Config, url string, threads []string) (*store.Engine, error) {
-	s, err := store.Open(ctx, url, store.OpenOptions{Store: store.Options{SnapshotRatio: cfg.SnapshotRatio, NoCompression: cfg.NoCompression}, Durability: string(cfg.Durability)})
+	s, err := store.Open(ctx, url, store.OpenOptions{Store: store.Options{SnapshotRatio: cfg.SnapshotRatio, NoCompression: cfg.NoCompression, Keyring: cfg.Keyring}, Durability: string(cfg.Durability)})
 	if err != nil {
 		return nil, err
 	}
@@ -284,7 +288,7 @@ func (cfg Config) result(url string, threads int) Result {
 			dur = d
 		}
 	}
-	res := Result{Workload: cfg.Workload, Stream: joinModes(cfg.Stream), Engine: cfg.Engine, Store: url, Durability: string(dur), StepsPerThread: cfg.Steps, Threads: threads}
+	res := Result{Workload: cfg.Workload, Stream: joinModes(cfg.Stream), Engine: cfg.Engine, Store: url, Durability: string(dur), StepsPerThread: cfg.Steps, Threads: threads, Encrypted: cfg.Keyring != nil}
 	switch store.Scheme(url) {
 	case "memory":
 		res.Durability = "none"

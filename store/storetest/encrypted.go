@@ -228,6 +228,16 @@ func testRekey(t *testing.T, f *encFixture) {
 	if again, err := both.Rekey(ctx); err != nil || len(again.Rewritten) != 0 || again.Current == 0 {
 		t.Fatalf("second rekey: %+v %v", again, err)
 	}
+	checkRekeyed(t, onlyNew, want)
+	onlyOld := store.New(b, store.Options{Keyring: TestKeyring(t, 1), SnapshotCache: -1})
+	if _, err := onlyOld.Load(ctx, store.LoadRequest{Thread: "ea"}); !errors.Is(err, store.ErrNoKey) {
+		t.Fatalf("old key alone after rekey: %v, want ErrNoKey", err)
+	}
+}
+
+// checkRekeyed reads everything of the fixture with the new key alone.
+func checkRekeyed(t *testing.T, onlyNew *store.Engine, want map[string]string) {
+	ctx := context.Background()
 	for th, w := range want {
 		cp, err := onlyNew.Load(ctx, store.LoadRequest{Thread: th})
 		if err != nil || cp.State.String() != w {
@@ -243,9 +253,5 @@ func testRekey(t *testing.T, f *encFixture) {
 	}
 	if evs, err := rl.Events(ctx, "run1", 0, 0); err != nil || len(evs) != 2 || string(evs[1].Data) != `{"e":2}` {
 		t.Fatalf("events after rekey: %v %v", evs, err)
-	}
-	onlyOld := store.New(b, store.Options{Keyring: TestKeyring(t, 1), SnapshotCache: -1})
-	if _, err := onlyOld.Load(ctx, store.LoadRequest{Thread: "ea"}); !errors.Is(err, store.ErrNoKey) {
-		t.Fatalf("old key alone after rekey: %v, want ErrNoKey", err)
 	}
 }

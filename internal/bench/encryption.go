@@ -1,0 +1,62 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+
+	"github.com/cairn-dev/cairn/store"
+)
+
+// Comparison is a workload run without and with encryption at rest.
+type Comparison struct {
+	Plain     Result `json:"plain"`
+	Encrypted Result `json:"encrypted"`
+	// Rounds is how many times each was run, alternating; the fastest run
+	// of each is kept.
+	Rounds int `json:"rounds"`
+	// Ratio is the encrypted run's time per step over the plain one's.
+	Ratio float64 `json:"ratio"`
+}
+
+// CompareEncryption runs the configured workload on fresh stores without
+// and with encryption (a random key), alternating, rounds times each, and
+// compares the fastest of each. cfg.Store must be empty (a fresh SQLite
+// file per run).
+func CompareEncryption(ctx context.Context, cfg Config, rounds int) (Comparison, error) {
+	if cfg.Store != "" {
+		return Comparison{}, fmt.Errorf("%w: the encryption comparison needs fresh stores: leave --store unset", store.ErrInvalidArgument)
+	}
+	ring := RandomKeyring()
+	c := Comparison{Rounds: max(rounds, 1)}
+	for range c.Rounds {
+		for _, enc := range []bool{false, true} {
+			run := cfg
+			run.Keyring = nil
+			best := &c.Plain
+			if enc {
+				run.Keyring, best = ring, &c.Encrypted
+			}
+			res, err := Run(ctx, run)
+			if err != nil {
+				return Comparison{}, err
+			}
+			if best.USPerStep == 0 || res.USPerStep < best.USPerStep {
+				*best = res
+			}
+		}
+	}
+	c.Ratio = c.Encrypted.USPerStep / c.Plain.USPerStep
+	return c, nil
+}
+
+// RandomKeyring returns a keyring of one random key.
+func RandomKeyring() *store.Keyring {
+	key := make([]byte, 32)
+	_, _ = rand.Read(key) // crypto/rand.Read never fails
+	ring, err := store.NewKeyring(key)
+	if err != nil {
+		panic(err) // a 32-byte key is always accepted
+	}
+	return ring
+}
