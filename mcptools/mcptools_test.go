@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,11 +16,28 @@ import (
 	"github.com/cairn-dev/cairn/mcptools"
 )
 
+// serverBin is the test server, built once by TestMain.
+var serverBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "mcptools-test")
+	if err == nil {
+		serverBin, err = mcptest.BuildIn(dir)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
 // servers starts the test server both ways: as a stdio command and over
 // streamable HTTP (with a bearer key), recording calls in calls.
 func servers(t *testing.T, calls string) map[string]mcptools.Server {
 	t.Helper()
-	bin := mcptest.Build(t, t.TempDir())
+	bin := serverBin
 	url := mcptest.StartHTTP(t, bin, []string{"MCPTEST_KEY=k-123456789"}, "-calls", calls)
 	return map[string]mcptools.Server{
 		"stdio": {Name: "test", Command: bin, Args: []string{"-calls", calls}},

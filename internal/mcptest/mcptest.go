@@ -5,6 +5,7 @@ package mcptest
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,14 +18,23 @@ import (
 // Build compiles the test server into dir and returns the binary's path.
 func Build(t testing.TB, dir string) string {
 	t.Helper()
+	bin, err := BuildIn(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// BuildIn is Build for a TestMain: it compiles the test server into dir.
+func BuildIn(dir string) (string, error) {
 	_, here, _, _ := runtime.Caller(0)
 	bin := filepath.Join(dir, "mcptest-server")
 	cmd := exec.Command("go", "build", "-o", bin, "./server")
 	cmd.Dir = filepath.Dir(here)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the MCP test server: %v\n%s", err, out)
+		return "", fmt.Errorf("building the MCP test server: %v\n%s", err, out)
 	}
-	return bin
+	return bin, nil
 }
 
 // StartHTTP starts the server binary on a free loopback port, serving
