@@ -59,6 +59,9 @@ type app struct {
 	stdout              io.Writer
 	stderr              io.Writer
 	getenv              func(string) string
+	// items is the long-term memory store of the agent files cairn serve
+	// and cairn worker run (nil: each run's store's own).
+	items store.ItemStore
 }
 
 func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {

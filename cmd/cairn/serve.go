@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cairn-dev/cairn/redact"
 	"github.com/cairn-dev/cairn/server"
 	"github.com/cairn-dev/cairn/store"
 )
@@ -23,6 +24,7 @@ type serveFlags struct {
 	rateLimit                       float64
 	queue                           bool
 	retention                       retentionFlags
+	memory                          memoryFlags
 }
 
 func (a *app) serveCmd() *cobra.Command {
@@ -46,6 +48,7 @@ func (a *app) serveCmd() *cobra.Command {
 	cmd.Flags().Int64Var(&f.maxBody, "max-body", 1<<20, "the largest request body, in bytes")
 	cmd.Flags().DurationVar(&f.timeout, "request-timeout", 30*time.Second, "the longest a request other than a stream, wait or join may take")
 	f.retention.bind(cmd)
+	f.memory.bind(cmd)
 	return cmd
 }
 
@@ -73,11 +76,18 @@ func (f serveFlags) check() error {
 	if st, err := os.Stat(f.assistants); err != nil || !st.IsDir() {
 		return usagef("--assistants %s: not a folder", f.assistants)
 	}
+	if err := f.memory.check(); err != nil {
+		return err
+	}
 	return f.retention.check()
 }
 
 func (a *app) serve(ctx context.Context, f serveFlags) error {
 	if err := f.check(); err != nil {
+		return err
+	}
+	index, indexKey, err := a.memoryIndex(f.memory)
+	if err != nil {
 		return err
 	}
 	list, err := a.loadAssistants(f.assistants, f.safeDir)
@@ -94,7 +104,18 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		return err
 	}
 	defer s.Close()
-	sc := server.Config{Store: s, Assistants: list, Logger: a.logger, MaxBodyBytes: f.maxBody, RequestTimeout: f.timeout, RateLimit: f.rateLimit, Queue: f.queue}
+	items, err := store.ItemsOf(s, store.WithIndex(index))
+	if err != nil {
+		return err
+	}
+	a.items = items // the agent files' memory tools use it too
+	sc := server.Config{Store: s, Assistants: list, Logger: a.logger, MaxBodyBytes: f.maxBody, RequestTimeout: f.timeout, RateLimit: f.rateLimit, Queue: f.queue, Items: items}
+	if indexKey != "" {
+		if sc.Redact, err = redact.New(redact.Config{}); err != nil {
+			return err
+		}
+		sc.Redact = sc.Redact.WithSecrets(indexKey)
+	}
 	authNote := "auth none: no API keys, loopback only"
 	if f.auth == "keys" {
 		if sc.Keys, err = serveKeys(ctx, s); err != nil {
@@ -120,7 +141,8 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	}
 	host, _ := os.Hostname()
 	a.sweep(ctx, s, f.retention, fmt.Sprintf("serve-%s-%d", host, os.Getpid()))
-	fmt.Fprintf(a.stderr, "cairn: serving http://%s (store %s; %s; assistants: %s; UI at /ui/)\n", ln.Addr(), a.shownStore(), authNote, strings.Join(names, ", "))
+	sweepItems(ctx, items, f.memory.sweep, a.logger)
+	fmt.Fprintf(a.stderr, "cairn: serving http://%s (store %s; %s; %s; assistants: %s; UI at /ui/)\n", ln.Addr(), a.shownStore(), authNote, f.memory.note(), strings.Join(names, ", "))
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

@@ -23,6 +23,7 @@ type workerFlags struct {
 	concurrency             int
 	lease, rescueAfter      time.Duration
 	retention               retentionFlags
+	memory                  memoryFlags
 }
 
 func (a *app) workerCmd() *cobra.Command {
@@ -44,6 +45,7 @@ func (a *app) workerCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&f.lease, "lease", 30*time.Second, "how long a thread's lease lasts unless renewed (renewed every third of it)")
 	cmd.Flags().DurationVar(&f.rescueAfter, "rescue-after", time.Minute, "how long a run may stay with a silent worker before another takes it (at least --lease)")
 	f.retention.bind(cmd)
+	f.memory.bind(cmd)
 	return cmd
 }
 
@@ -79,6 +81,13 @@ func (a *app) work(ctx context.Context, f workerFlags) error {
 	if err := f.retention.check(); err != nil {
 		return err
 	}
+	if err := f.memory.check(); err != nil {
+		return err
+	}
+	index, _, err := a.memoryIndex(f.memory)
+	if err != nil {
+		return err
+	}
 	list, err := a.loadAssistants(f.assistants, f.safeDir)
 	if err != nil {
 		return err
@@ -88,6 +97,9 @@ func (a *app) work(ctx context.Context, f workerFlags) error {
 		return err
 	}
 	defer s.Close()
+	if a.items, err = store.ItemsOf(s, store.WithIndex(index)); err != nil {
+		return err
+	}
 	srv, err := server.New(server.Config{Store: s, Assistants: list, Logger: a.logger})
 	if err != nil {
 		return err
@@ -110,6 +122,7 @@ func (a *app) work(ctx context.Context, f workerFlags) error {
 		return err
 	}
 	a.sweep(ctx, s, f.retention, id)
+	sweepItems(ctx, a.items, f.memory.sweep, a.logger)
 	fmt.Fprintf(a.stderr, "cairn: worker %s taking runs of %s (store %s)\n", id, strings.Join(names, ", "), a.shownStore())
 	<-ctx.Done()
 	fmt.Fprintln(a.stderr, "cairn: worker stopping; runs in flight are left for another worker")
@@ -132,7 +145,10 @@ func (a *app) loadAssistants(dir, safeDir string) ([]server.Assistant, error) {
 		safeDir = abs
 	}
 	cfg := server.AssistantConfig{Getenv: a.getenv, AllowedRoot: safeDir,
-		Configure:         func(rc *agentfile.RunConfig) { rc.Logger = a.logger },
+		Configure: func(rc *agentfile.RunConfig) {
+			rc.Logger = a.logger
+			rc.Items = a.items // set by serve and worker once the store is open
+		},
 		ConfigurePipeline: func(pc *pipeline.Config) { pc.Logger = a.logger }}
 	list, err := server.LoadAssistants(dir, cfg)
 	if err != nil {
