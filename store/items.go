@@ -277,7 +277,7 @@ func ItemsOf(s Store, opts ...ItemOption) (ItemStore, error) {
 	}
 	if e, ok := s.(*Engine); ok {
 		if b, ok := e.b.(ItemBackend); ok {
-			return &itemStore{b: b, e: e, cfg: cfg}, nil
+			return &itemStore{b: sealedItems{ItemBackend: b, ring: e.crypt.ring}, e: e, cfg: cfg}, nil
 		}
 	}
 	if is, ok := s.(ItemStore); ok && len(opts) == 0 {

@@ -115,7 +115,10 @@ func (r *rekeyer) pass(ctx context.Context) error {
 		}
 		q.After = page[len(page)-1].ID
 	}
-	return r.runs(ctx)
+	if err := r.runs(ctx); err != nil {
+		return err
+	}
+	return r.items(ctx)
 }
 
 // reseal returns blob sealed with the newest key, or nil when it is

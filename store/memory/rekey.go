@@ -2,6 +2,7 @@ package memory
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"slices"
 	"sort"
@@ -114,3 +115,45 @@ func (b *Backend) RewriteEvent(_ context.Context, run string, seq int64, old, nw
 }
 
 var _ store.BlobRewriter = (*Backend)(nil)
+
+// StoredItems implements store.ItemRewriter.
+func (b *Backend) StoredItems(_ context.Context, after store.ItemKey, limit int) ([]store.ItemRow, error) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if err := b.live(); err != nil {
+		return nil, err
+	}
+	keys := make([]store.ItemKey, 0, len(b.items))
+	for k := range b.items {
+		if compareItemKeys(k, after) > 0 {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, compareItemKeys)
+	out := make([]store.ItemRow, 0, min(limit, len(keys)))
+	for _, k := range keys[:min(limit, len(keys))] {
+		out = append(out, store.ItemRow{ItemKey: k, Value: bytes.Clone(b.items[k].row.Value)})
+	}
+	return out, nil
+}
+
+func compareItemKeys(a, b store.ItemKey) int {
+	return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Key, b.Key))
+}
+
+// RewriteItem implements store.ItemRewriter.
+func (b *Backend) RewriteItem(_ context.Context, k store.ItemKey, old, nw []byte) (bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.live(); err != nil {
+		return false, err
+	}
+	r, ok := b.items[k]
+	if !ok || !bytes.Equal(r.row.Value, old) {
+		return false, nil
+	}
+	r.row.Value = bytes.Clone(nw)
+	return true, nil
+}
+
+var _ store.ItemRewriter = (*Backend)(nil)

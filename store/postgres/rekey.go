@@ -87,3 +87,40 @@ func (b *Backend) RewriteEvent(ctx context.Context, run string, seq int64, old, 
 }
 
 var _ store.BlobRewriter = (*Backend)(nil)
+
+// StoredItems implements store.ItemRewriter.
+func (b *Backend) StoredItems(ctx context.Context, after store.ItemKey, limit int) ([]store.ItemRow, error) {
+	rows, err := b.pool.Query(ctx, `SELECT tenant, ns, key, value FROM cairn_items WHERE (tenant, ns, key) > ($1, $2, $3) ORDER BY tenant, ns, key LIMIT $4`,
+		after.Tenant, after.Namespace, after.Key, limit)
+	if err != nil {
+		return nil, wrap(err, "items", "")
+	}
+	defer rows.Close()
+	var out []store.ItemRow
+	for rows.Next() {
+		var r store.ItemRow
+		if err := rows.Scan(&r.Tenant, &r.Namespace, &r.Key, &r.Value); err != nil {
+			return nil, wrap(err, "items", "")
+		}
+		if r.Value, err = decodeItemValue(r.ItemKey, r.Value); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, wrap(rows.Err(), "items", "")
+}
+
+// RewriteItem implements store.ItemRewriter.
+func (b *Backend) RewriteItem(ctx context.Context, k store.ItemKey, old, nw []byte) (bool, error) {
+	oldVal, err := encodeItemValue(k, old)
+	if err != nil {
+		return false, err
+	}
+	nwVal, err := encodeItemValue(k, nw)
+	if err != nil {
+		return false, err
+	}
+	return b.swap(ctx, "", swapStmt{`UPDATE cairn_items SET value = $1 WHERE tenant = $2 AND ns = $3 AND key = $4 AND value = $5`, []any{nwVal, k.Tenant, k.Namespace, k.Key, oldVal}})
+}
+
+var _ store.ItemRewriter = (*Backend)(nil)

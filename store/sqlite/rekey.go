@@ -85,3 +85,43 @@ func (b *Backend) RewriteEvent(ctx context.Context, run string, seq int64, old, 
 }
 
 var _ store.BlobRewriter = (*Backend)(nil)
+
+// StoredItems implements store.ItemRewriter.
+func (b *Backend) StoredItems(ctx context.Context, after store.ItemKey, limit int) ([]store.ItemRow, error) {
+	if b.noItems {
+		return nil, nil
+	}
+	rows, err := b.read.QueryContext(ctx, `SELECT tenant, ns, key, value FROM items WHERE (tenant, ns, key) > (?, ?, ?) ORDER BY tenant, ns, key LIMIT ?`,
+		after.Tenant, after.Namespace, after.Key, limit)
+	if err != nil {
+		return nil, b.readErr(err, "", "", 0, "items")
+	}
+	defer rows.Close()
+	var out []store.ItemRow
+	for rows.Next() {
+		var r store.ItemRow
+		if err := rows.Scan(&r.Tenant, &r.Namespace, &r.Key, &r.Value); err != nil {
+			return nil, b.readErr(err, "", "", 0, "items")
+		}
+		if r.Value, err = decodeItemValue(r.ItemKey, r.Value); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, b.readErr(rows.Err(), "", "", 0, "items")
+}
+
+// RewriteItem implements store.ItemRewriter.
+func (b *Backend) RewriteItem(ctx context.Context, k store.ItemKey, old, nw []byte) (bool, error) {
+	oldVal, err := encodeItemValue(k, old)
+	if err != nil {
+		return false, err
+	}
+	nwVal, err := encodeItemValue(k, nw)
+	if err != nil {
+		return false, err
+	}
+	return b.swap(ctx, swapStmt{`UPDATE items SET value = ? WHERE tenant = ? AND ns = ? AND key = ? AND value = ?`, []any{nwVal, k.Tenant, k.Namespace, k.Key, oldVal}})
+}
+
+var _ store.ItemRewriter = (*Backend)(nil)

@@ -88,6 +88,13 @@ func newEncFixture(t *testing.T, h Harness) *encFixture {
 	if err := rl.AppendEvents(ctx, "run1", []store.EventRecord{{Seq: 1, Data: []byte(`{"e":1}`)}, {Seq: 2, Data: []byte(`{"e":2}`)}}); err != nil {
 		t.Fatal(err)
 	}
+	is, err := store.ItemsOf(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tenant := range []string{"acme", "other"} {
+		mustPut(t, is, store.PutOp{Tenant: tenant, Namespace: []string{"notes"}, Key: "k", Value: map[string]any{"text": "secret of " + tenant}, NoIndex: true})
+	}
 	return &encFixture{s: s, bw: bw}
 }
 
@@ -142,6 +149,7 @@ func testEncryption(t *testing.T, h Harness) {
 		})
 	}
 	t.Run("pending write from another thread", func(t *testing.T) { testSwappedWrite(t, f) })
+	t.Run("item from another tenant", func(t *testing.T) { testSwappedItem(t, f) })
 	t.Run("NoKey", func(t *testing.T) { checkNoKey(t, f.s.Backend(), "ea") })
 	t.Run("Rekey", func(t *testing.T) { testRekey(t, f) })
 }
@@ -196,6 +204,35 @@ func checkNoKey(t *testing.T, b store.Backend, thread string) {
 	if _, err := rl.Events(ctx, "run1", 0, 0); !errors.Is(err, store.ErrNoKey) {
 		t.Fatalf("events without keys: %v, want ErrNoKey", err)
 	}
+	is, err := store.ItemsOf(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := is.Get(ctx, store.GetOp{Tenant: "acme", Namespace: []string{"notes"}, Key: "k"}); !errors.Is(err, store.ErrNoKey) {
+		t.Fatalf("item without keys: %v, want ErrNoKey", err)
+	}
+}
+
+func testSwappedItem(t *testing.T, f *encFixture) {
+	ctx := context.Background()
+	ir, ok := f.s.Backend().(store.ItemRewriter)
+	if !ok {
+		t.Fatalf("%T does not implement store.ItemRewriter", f.s.Backend())
+	}
+	items, err := ir.StoredItems(ctx, store.ItemKey{}, 10)
+	if err != nil || len(items) != 2 || items[0].Tenant != "acme" {
+		t.Fatalf("stored items: %v %v", items, err)
+	}
+	if ok, err := ir.RewriteItem(ctx, items[0].ItemKey, items[0].Value, items[1].Value); err != nil || !ok {
+		t.Fatalf("rewrite item: %v %v", ok, err)
+	}
+	is, _ := store.ItemsOf(f.s)
+	if _, err := is.Get(ctx, store.GetOp{Tenant: "acme", Namespace: []string{"notes"}, Key: "k"}); !errors.Is(err, store.ErrCorrupt) {
+		t.Fatalf("an item's value moved from another tenant: %v, want ErrCorrupt", err)
+	}
+	if ok, err := ir.RewriteItem(ctx, items[0].ItemKey, items[1].Value, items[0].Value); err != nil || !ok {
+		t.Fatalf("restore item: %v %v", ok, err)
+	}
 }
 
 // testRekey rotates from key 1 to key 2: before Rekey a keyring of key 2
@@ -222,7 +259,7 @@ func testRekey(t *testing.T, f *encFixture) {
 	}
 	// 2 threads × 4 rows (2 snapshots: the first rows), a write each, a
 	// run, 2 events.
-	if st.Rewritten["checkpoints"] != 8 || st.Rewritten["snapshots"] != 2 || st.Rewritten["writes"] != 2 || st.Rewritten["runs"] != 1 || st.Rewritten["events"] != 2 || st.Changed != 0 {
+	if st.Rewritten["checkpoints"] != 8 || st.Rewritten["snapshots"] != 2 || st.Rewritten["writes"] != 2 || st.Rewritten["runs"] != 1 || st.Rewritten["events"] != 2 || st.Rewritten["items"] != 2 || st.Changed != 0 {
 		t.Fatalf("rekey: %+v", st)
 	}
 	if again, err := both.Rekey(ctx); err != nil || len(again.Rewritten) != 0 || again.Current == 0 {
@@ -253,5 +290,9 @@ func checkRekeyed(t *testing.T, onlyNew *store.Engine, want map[string]string) {
 	}
 	if evs, err := rl.Events(ctx, "run1", 0, 0); err != nil || len(evs) != 2 || string(evs[1].Data) != `{"e":2}` {
 		t.Fatalf("events after rekey: %v %v", evs, err)
+	}
+	is, _ := store.ItemsOf(onlyNew)
+	if it, err := is.Get(ctx, store.GetOp{Tenant: "other", Namespace: []string{"notes"}, Key: "k"}); err != nil || it.Value["text"] != "secret of other" {
+		t.Fatalf("item after rekey: %+v %v", it, err)
 	}
 }
