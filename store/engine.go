@@ -490,9 +490,12 @@ func decodePatch(r *Row) (state.Patch, error) {
 	return nil, &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: r.Seq, What: "patch", Err: err}
 }
 
-func decodeSnapshot(r *Row) (state.Doc, error) {
+// decodeSnapshot decodes a row's snapshot, and reports the size of the
+// state's encoding: what the decoded state holds in memory (its values
+// are slices of it), its weight in the snapshot cache.
+func decodeSnapshot(r *Row) (state.Doc, int, error) {
 	if r.Snapshot == nil {
-		return state.Doc{}, &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: r.Seq, What: "snapshot", Err: errors.New("missing")}
+		return state.Doc{}, 0, &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: r.Seq, What: "snapshot", Err: errors.New("missing")}
 	}
 	// Its size was checked against the row's by Engine.openRows.
 	payload, err := decodeBlob(r.Snapshot)
@@ -502,10 +505,10 @@ func decodeSnapshot(r *Row) (state.Doc, error) {
 		// values are validated: a snapshot with a valid CRC but invalid
 		// content is reported here, with its thread and seq.
 		if d, err = state.DecodeDoc(payload, true); err == nil {
-			return d, nil
+			return d, len(payload), nil
 		}
 	}
-	return state.Doc{}, &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: r.Seq, What: "snapshot", Err: err}
+	return state.Doc{}, 0, &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: r.Seq, What: "snapshot", Err: err}
 }
 
 // replay computes the states of rows (ascending, all sharing base), starting
@@ -523,10 +526,13 @@ func (e *Engine) replay(rows []Row, base int64) (map[int64]state.Doc, error) {
 			d, ok := e.cache.get(k)
 			if !ok {
 				var err error
-				if d, err = decodeSnapshot(r); err != nil {
+				var size int
+				if d, size, err = decodeSnapshot(r); err != nil {
 					return nil, err
 				}
-				e.cache.put(k, d, int64(len(r.Snapshot)))
+				// Weighed by the decoded state, not the stored (compressed)
+				// bytes: a budget of stored bytes held ten times its size.
+				e.cache.put(k, d, int64(size))
 			}
 			states[r.Seq] = d
 			continue
