@@ -660,6 +660,9 @@ func printBench(a *app, r bench.Result) {
 		{"history walk", fmt.Sprintf("%.1f ms for %d states", r.HistoryMS, r.HistoryItems)},
 		{"peak RSS", humanBytes(r.PeakRSSBytes)},
 	}
+	if r.FloorUSPerCommit > 0 {
+		rows = append(rows, [2]string{"SQLite floor", fmt.Sprintf("%.1f µs per INSERT of a 200-byte row + COMMIT, same driver and pragmas; a step costs %.2f× that", r.FloorUSPerCommit, r.RatioToFloor)})
+	}
 	if r.PGCeilingTxPerSec > 0 {
 		rows = append(rows, [2]string{"server ceiling", fmt.Sprintf("%.0f single-row transactions/s from %d clients; this run: %.2f× that", r.PGCeilingTxPerSec, r.PGCeilingClients, r.RatioToCeiling)})
 	}

@@ -81,6 +81,11 @@ type Result struct {
 	// On PostgreSQL, W2's concurrent run also measures the server's own
 	// ceiling for single-row transactions from as many clients as threads
 	// (PGCeiling), and the run's steps a second against it.
+	// On SQLite, W1 also measures the floor of a durable step in the same
+	// run (SQLiteFloor: one INSERT of a 200-byte row and COMMIT, on the
+	// same driver and pragmas), and its steps' cost against it.
+	FloorUSPerCommit  float64 `json:"floor_us_per_commit,omitempty"`
+	RatioToFloor      float64 `json:"us_per_step_over_floor,omitempty"`
 	PGCeilingTxPerSec float64 `json:"pg_single_row_tx_per_sec,omitempty"`
 	PGCeilingClients  int     `json:"pg_ceiling_clients,omitempty"`
 	RatioToCeiling    float64 `json:"steps_per_sec_over_ceiling,omitempty"`
@@ -231,6 +236,11 @@ func runOnce(ctx context.Context, cfg Config, threads []string, concurrent bool)
 		db, wal := sb.Sizes()
 		res.DBPlusWALBytes = db + wal
 	}
+	if len(threads) == 1 {
+		if err := measureFloor(ctx, cfg, s, &res); err != nil {
+			return Result{}, err
+		}
+	}
 	if err := measureReads(ctx, s, threads[0], cfg.Steps, &res); err != nil {
 		return Result{}, err
 	}
@@ -239,6 +249,26 @@ func runOnce(ctx context.Context, cfg Config, threads []string, concurrent bool)
 	}
 	res.PeakRSSBytes = peakRSS()
 	return res, nil
+}
+
+// measureFloor measures, on a SQLite store, the floor of a durable step
+// beside the store's file (min(S, 3000) commits) and the run's ratio to it.
+func measureFloor(ctx context.Context, cfg Config, s *store.Engine, res *Result) error {
+	sb, ok := s.Backend().(*sqlite.Backend)
+	if !ok {
+		return nil
+	}
+	dir, err := os.MkdirTemp(filepath.Dir(sb.Path()), "cairn-floor-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	floor, err := SQLiteFloor(ctx, dir, cfg.Durability, min(cfg.Steps, 3000))
+	if err != nil {
+		return err
+	}
+	res.FloorUSPerCommit, res.RatioToFloor = floor, res.USPerStep/floor
+	return nil
 }
 
 // openEmpty opens the benchmark's store and checks that none of its
