@@ -24,11 +24,12 @@ func ValidateItemNamespace(ns []string, what string) error {
 	if ns[0] == "langgraph" {
 		return fmt.Errorf("%w: %s: the first label cannot be \"langgraph\"", ErrInvalidArgument, what)
 	}
-	return validateLabels(ns, what)
+	return ValidateItemLabels(ns, what)
 }
 
-// validateLabels checks labels, which may be none (a search's prefix).
-func validateLabels(ns []string, what string) error {
+// ValidateItemLabels checks the labels of a namespace prefix or suffix,
+// which may be none: what ValidateItemNamespace checks of each label.
+func ValidateItemLabels(ns []string, what string) error {
 	if len(ns) > maxNamespaceDepth {
 		return fmt.Errorf("%w: %s has %d labels (at most %d)", ErrInvalidArgument, what, len(ns), maxNamespaceDepth)
 	}
@@ -47,8 +48,9 @@ func validateLabels(ns []string, what string) error {
 	return nil
 }
 
-// validateItemKey checks an item key: 1 to 1024 bytes of UTF-8 without NUL.
-func validateItemKey(key string) error {
+// ValidateItemKey checks an item key: 1 to 1024 bytes of UTF-8 without
+// NUL.
+func ValidateItemKey(key string) error {
 	switch {
 	case key == "":
 		return fmt.Errorf("%w: key is empty", ErrInvalidArgument)
@@ -78,7 +80,7 @@ func checkItem(tenant string, ns []string, key string) (ItemKey, error) {
 	if err := ValidateItemNamespace(ns, "namespace"); err != nil {
 		return ItemKey{}, err
 	}
-	if err := validateItemKey(key); err != nil {
+	if err := ValidateItemKey(key); err != nil {
 		return ItemKey{}, err
 	}
 	return ItemKey{Tenant: tenant, Namespace: JoinNamespace(ns), Key: key}, nil

@@ -208,7 +208,7 @@ func (s *itemStore) planSearch(o SearchOp) (*searchPlan, error) {
 	if err := validateTenant(o.Tenant); err != nil {
 		return nil, err
 	}
-	if err := validateLabels(o.Prefix, "namespace prefix"); err != nil {
+	if err := ValidateItemLabels(o.Prefix, "namespace prefix"); err != nil {
 		return nil, err
 	}
 	if err := checkPage(o.Limit, o.Offset); err != nil {
@@ -232,10 +232,10 @@ func checkList(o ListNamespacesOp) error {
 	if err := validateTenant(o.Tenant); err != nil {
 		return err
 	}
-	if err := validateLabels(o.Prefix, "prefix"); err != nil {
+	if err := ValidateItemLabels(o.Prefix, "prefix"); err != nil {
 		return err
 	}
-	if err := validateLabels(o.Suffix, "suffix"); err != nil {
+	if err := ValidateItemLabels(o.Suffix, "suffix"); err != nil {
 		return err
 	}
 	if o.MaxDepth < 0 {
