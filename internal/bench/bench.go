@@ -71,9 +71,18 @@ type Result struct {
 	CheckpointRows int64   `json:"checkpoint_rows"`
 	Snapshots      int64   `json:"snapshot_rows"`
 	GetStateMS     float64 `json:"get_state_ms"`
-	HistoryMS      float64 `json:"history_ms"`
-	HistoryItems   int     `json:"history_items"`
-	PeakRSSBytes   int64   `json:"peak_rss_bytes"`
+	// HeadDecodeMS is one parse of the head state's JSON into a state;
+	// HeadDecodeBinaryMS one decode of its binary encoding (a snapshot's
+	// form, values kept as JSON text); HeadColdMS a head load from a
+	// store opened anew on the same database (no cached snapshot: a
+	// fresh process's first load).
+	HeadDecodeMS       float64 `json:"head_decode_ms,omitempty"`
+	HeadDecodeBinaryMS float64 `json:"head_decode_binary_ms,omitempty"`
+	HeadColdMS         float64 `json:"head_load_cold_ms,omitempty"`
+	HeadStateBytes     int64   `json:"head_state_json_bytes,omitempty"`
+	HistoryMS          float64 `json:"history_ms"`
+	HistoryItems       int     `json:"history_items"`
+	PeakRSSBytes       int64   `json:"peak_rss_bytes"`
 	// Encrypted: the store was encrypted at rest.
 	Encrypted bool `json:"encrypted,omitempty"`
 	// Concurrent holds W2's concurrent run.
@@ -244,6 +253,11 @@ func runOnce(ctx context.Context, cfg Config, threads []string, concurrent bool)
 	if err := measureReads(ctx, s, threads[0], cfg.Steps, &res); err != nil {
 		return Result{}, err
 	}
+	if store.Scheme(url) != "memory" {
+		if err := measureColdHead(ctx, cfg, url, threads[0], &res); err != nil {
+			return Result{}, err
+		}
+	}
 	if err := countRows(ctx, s, threads, &res); err != nil {
 		return Result{}, err
 	}
@@ -382,6 +396,9 @@ func measureReads(ctx context.Context, s store.Store, thread string, steps int, 
 	if n, _ := head.State.ListLen("messages"); n != steps {
 		return fmt.Errorf("head state of thread %s has %d messages, want %d", thread, n, steps)
 	}
+	if err := measureHead(head.State, res); err != nil {
+		return err
+	}
 	runtime.GC()
 	t0 = time.Now()
 	for cp, err := range s.History(ctx, store.HistoryRequest{Thread: thread, WithState: true, PageSize: 256}) {
@@ -394,6 +411,44 @@ func measureReads(ctx context.Context, s store.Store, thread string, steps int, 
 		res.HistoryItems++
 	}
 	res.HistoryMS = ms(time.Since(t0))
+	return nil
+}
+
+// measureHead times one decode of the head state's bytes: its JSON
+// parsed into a state, and its binary encoding (a snapshot's form)
+// decoded.
+func measureHead(d state.Doc, res *Result) error {
+	js := d.AppendJSON(nil)
+	res.HeadStateBytes = int64(len(js))
+	runtime.GC()
+	t0 := time.Now()
+	if _, err := state.ParseDoc(js); err != nil {
+		return fmt.Errorf("parse head: %w", err)
+	}
+	res.HeadDecodeMS = ms(time.Since(t0))
+	enc := state.EncodeDoc(nil, d)
+	runtime.GC()
+	t0 = time.Now()
+	if _, err := state.DecodeDoc(enc, false); err != nil {
+		return fmt.Errorf("decode head: %w", err)
+	}
+	res.HeadDecodeBinaryMS = ms(time.Since(t0))
+	return nil
+}
+
+// measureColdHead times a head load from a store opened anew on url.
+func measureColdHead(ctx context.Context, cfg Config, url, thread string, res *Result) error {
+	s, err := store.Open(ctx, url, store.OpenOptions{Store: store.Options{Keyring: cfg.Keyring}, Durability: string(cfg.Durability)})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	runtime.GC()
+	t0 := time.Now()
+	if _, err := s.Load(ctx, store.LoadRequest{Thread: thread}); err != nil {
+		return fmt.Errorf("cold head load: %w", err)
+	}
+	res.HeadColdMS = ms(time.Since(t0))
 	return nil
 }
 
