@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/cairn-dev/cairn/internal/embedtest"
+	"github.com/cairn-dev/cairn/internal/pgtest"
 )
 
 const memoAgent = `---
@@ -172,5 +175,43 @@ func TestServeMemoryIndex(t *testing.T) {
 	b, _ := json.Marshal(emb.Requests())
 	if !strings.Contains(string(b), "embed-test") {
 		t.Fatalf("requests %s", b)
+	}
+}
+
+// TestLangGraphSDKStore runs server/sdktest/store.test.mjs, written with
+// the official LangGraph JS SDK's store client, against a real cairn
+// serve whose memory store has a semantic index (the fake embeddings
+// endpoint): on SQLite, and on PostgreSQL.
+func TestLangGraphSDKStore(t *testing.T) {
+	node, npm := needTool(t, "node"), needTool(t, "npm")
+	dir, err := filepath.Abs(filepath.Join("..", "..", "server", "sdktest"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@langchain", "langgraph-sdk", "package.json")); err != nil {
+		install := exec.Command(npm, "ci", "--no-audit", "--no-fund")
+		install.Dir = dir
+		if out, err := install.CombinedOutput(); err != nil {
+			t.Fatalf("npm ci: %v\n%s", err, out)
+		}
+	}
+	emb := embedtest.New(t, "")
+	for _, name := range []string{"sqlite", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			url := "sqlite://" + filepath.Join(t.TempDir(), "serve.db")
+			if name == "postgres" {
+				url, _ = pgtest.Schema(t, "cairn_sdk_store")
+			}
+			p := startServe(t, "--assistants", filepath.Join("..", "..", "examples", "serve"), "--store", url,
+				"--store-index-url", emb.URL, "--store-index-model", "embed-test", "--store-index-dims", fmt.Sprint(embedtest.Dims), "--store-index-fields", "text")
+			cmd := exec.Command(node, "--test", "store.test.mjs")
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "CAIRN_URL="+p.url)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("the SDK store suite failed: %v\n%s", err, out)
+			}
+			t.Logf("%s", lastLines(string(out), 8))
+		})
 	}
 }
