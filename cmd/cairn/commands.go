@@ -654,7 +654,7 @@ func printBench(a *app, r bench.Result) {
 	fmt.Fprintf(tw, "%s\t%s, %s, durability %s, %d thread(s) × %d steps\n", title, r.Engine, r.Store, r.Durability, r.Threads, r.StepsPerThread)
 	rows := [][2]string{
 		{"total", fmt.Sprintf("%.1f ms", r.TotalMS)},
-		{"per step", fmt.Sprintf("%.1f µs (first 10%%: %.1f µs, last 10%%: %.1f µs), %.0f steps/s", r.USPerStep, r.USFirst10, r.USLast10, r.StepsPerSec)},
+		{"per step", fmt.Sprintf("%.1f µs (first 10%%: %.1f µs, last 10%%: %.1f µs), %.0f steps/s; %.0f allocations, %s allocated", r.USPerStep, r.USFirst10, r.USLast10, r.StepsPerSec, r.AllocsPerStep, humanBytes(int64(r.BytesPerStep)))},
 		{"on disk", fmt.Sprintf("%s (db + WAL), %d checkpoints, %d snapshots", humanBytes(r.DBPlusWALBytes), r.CheckpointRows, r.Snapshots)},
 		{"head load", fmt.Sprintf("%.2f ms (a store opened anew: %.2f ms); the head's %s of JSON parse in %.2f ms (binary form: %.2f ms)", r.GetStateMS, r.HeadColdMS, humanBytes(r.HeadStateBytes), r.HeadDecodeMS, r.HeadDecodeBinaryMS)},
 		{"history walk", fmt.Sprintf("%.1f ms for %d states", r.HistoryMS, r.HistoryItems)},

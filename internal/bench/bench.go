@@ -67,6 +67,10 @@ type Result struct {
 	FlowDurability string  `json:"flow_durability,omitempty"`
 	USFirst10      float64 `json:"us_per_step_first10pct"`
 	USLast10       float64 `json:"us_per_step_last10pct"`
+	// AllocsPerStep and BytesPerStep are the Go heap allocations of the
+	// writes, per step (the whole process: runner, store, driver).
+	AllocsPerStep  float64 `json:"allocs_per_step"`
+	BytesPerStep   float64 `json:"alloc_bytes_per_step"`
 	DBPlusWALBytes int64   `json:"db_plus_wal_bytes"`
 	CheckpointRows int64   `json:"checkpoint_rows"`
 	Snapshots      int64   `json:"snapshot_rows"`
@@ -230,11 +234,16 @@ func runOnce(ctx context.Context, cfg Config, threads []string, concurrent bool)
 	}
 	res := cfg.result(url, len(threads))
 	stepTimes := make([]time.Duration, cfg.Steps)
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
 	start := time.Now()
 	if err := writeThreads(ctx, s, schema, runThread, cfg.Steps, threads, concurrent, stepTimes); err != nil {
 		return Result{}, err
 	}
 	total := time.Since(start)
+	runtime.ReadMemStats(&m1)
+	steps := float64(cfg.Steps * len(threads))
+	res.AllocsPerStep, res.BytesPerStep = float64(m1.Mallocs-m0.Mallocs)/steps, float64(m1.TotalAlloc-m0.TotalAlloc)/steps
 	res.TotalMS = ms(total)
 	res.USPerStep = float64(total.Microseconds()) / float64(cfg.Steps*len(threads))
 	res.StepsPerSec = float64(cfg.Steps*len(threads)) / total.Seconds()
