@@ -13,7 +13,7 @@ import (
 // routes lists the endpoints; the mux and the OpenAPI document are made
 // from it.
 func (s *Server) routes() []route {
-	return []route{
+	return append([]route{
 		{method: "GET", path: "/ok", summary: "Health check", open: true, handler: s.ok},
 		{method: "GET", path: "/info", summary: "Server information", open: true, handler: s.info},
 		{method: "GET", path: "/openapi.json", summary: "This API's OpenAPI document", open: true, handler: s.openapi},
@@ -64,7 +64,7 @@ func (s *Server) routes() []route {
 		{method: "DELETE", path: "/store/items", summary: "Delete an item", handler: s.deleteItem},
 		{method: "POST", path: "/store/items/search", summary: "Search items under a namespace prefix (filter, query)", handler: s.searchItems},
 		{method: "POST", path: "/store/namespaces", summary: "List namespaces (prefix, suffix, max_depth)", handler: s.listNamespaces},
-	}
+	}, s.checkpointerRoutes()...)
 }
 
 func (s *Server) ok(w http.ResponseWriter, _ *http.Request) error {

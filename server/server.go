@@ -77,6 +77,7 @@ type Server struct {
 	expiries   *expiries
 	limits     *limiters
 	started    time.Time
+	lg         lgIndex // the LangGraph checkpointer's ids and heads
 }
 
 // ErrConfig: the server's configuration is unusable.
@@ -183,15 +184,17 @@ type route struct {
 	// not bound.
 	long bool
 	// open: answered without an API key.
-	open    bool
-	handler func(w http.ResponseWriter, r *http.Request) error
+	open bool
+	// bodyLimit raises the body limit of the route above the server's.
+	bodyLimit int64
+	handler   func(w http.ResponseWriter, r *http.Request) error
 }
 
 // wrap applies what every request gets: the body limit, the timeout,
 // the tenant, and errors written as the API writes them.
 func (s *Server) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+		r.Body = http.MaxBytesReader(w, r.Body, max(s.cfg.MaxBodyBytes, rt.bodyLimit))
 		tenant, who := "", ""
 		if !rt.open {
 			var ok bool
