@@ -98,9 +98,14 @@ func (b *Backend) GetItems(ctx context.Context, keys []store.ItemKey, now int64)
 	return out, nil
 }
 
-// scanQuery builds a scan's query and arguments: rows of the tenant at or
-// below the prefix ("." the separator, "/" the byte after it, so those
-// below are a range of the key), unexpired.
+// prefixCond selects the rows at or below a joined namespace ($N): "."
+// is the separator and "/" the byte after it, so they lie in the range
+// [$N, $N || '/') of the primary key, which the query searches; the last
+// test drops the neighbours in that range ("a-b" beside "a").
+const prefixCond = ` AND ns >= $%d AND ns < $%d || '/' AND (ns = $%d OR starts_with(ns, $%d || '.'))`
+
+// scanQuery builds a scan's query and arguments: the unexpired rows of
+// the tenant at or below the prefix.
 func scanQuery(q store.ItemScan) (string, []any) {
 	args := []any{q.Tenant, q.Now}
 	var sb strings.Builder
@@ -118,7 +123,7 @@ func scanQuery(q store.ItemScan) (string, []any) {
 	if q.Prefix != "" {
 		args = append(args, q.Prefix)
 		n := len(args)
-		fmt.Fprintf(&sb, ` AND (ns = $%d OR (ns >= $%d || '.' AND ns < $%d || '/'))`, n, n, n)
+		fmt.Fprintf(&sb, prefixCond, n, n, n, n)
 	}
 	if q.Vectors {
 		sb.WriteString(` AND vectors IS NOT NULL`)
@@ -161,7 +166,7 @@ func (b *Backend) ScanItems(ctx context.Context, q store.ItemScan) iter.Seq2[sto
 func (b *Backend) ItemNamespaces(ctx context.Context, tenant, prefix string, now int64) ([]string, error) {
 	text, args := `SELECT DISTINCT ns FROM cairn_items WHERE tenant = $1 AND (expires_at = 0 OR expires_at > $2)`, []any{tenant, now}
 	if prefix != "" {
-		text += ` AND (ns = $3 OR (ns >= $3 || '.' AND ns < $3 || '/'))`
+		text += fmt.Sprintf(prefixCond, 3, 3, 3, 3)
 		args = append(args, prefix)
 	}
 	rows, err := b.pool.Query(ctx, text+` ORDER BY ns`, args...)

@@ -134,9 +134,10 @@ func (b *Backend) GetItems(ctx context.Context, keys []store.ItemKey, now int64)
 }
 
 // prefixCond selects the rows at or below a joined namespace (?2): "." is
-// the separator and "/" the byte after it, so the rows below it are a
-// range of the (tenant, ns, key) index.
-const prefixCond = ` AND (i.ns = ?2 OR (i.ns >= ?2 || '.' AND i.ns < ?2 || '/'))`
+// the separator and "/" the byte after it, so they lie in the range
+// [?2, ?2 || '/') of the (tenant, ns, key) index, which the query searches;
+// the last test drops the neighbours in that range ("a-b" beside "a").
+const prefixCond = ` AND i.ns >= ?2 AND i.ns < ?2 || '/' AND (i.ns = ?2 OR substr(i.ns, 1, length(?2) + 1) = ?2 || '.')`
 
 // scanQuery builds the query of a scan: ?1 tenant, ?2 prefix, ?3 now,
 // ?4 the full-text match.
@@ -147,7 +148,9 @@ func scanQuery(q store.ItemScan) string {
 		sb.WriteString(`, i.vectors`)
 	}
 	if len(q.Terms) > 0 {
-		sb.WriteString(`, -bm25(item_text) FROM item_text JOIN items i ON i.id = item_text.rowid WHERE item_text MATCH ?4 AND i.tenant = ?1`)
+		// CROSS JOIN keeps the full-text index the outer loop: the words
+		// narrow the rows first.
+		sb.WriteString(`, -bm25(item_text) FROM item_text CROSS JOIN items i ON i.id = item_text.rowid WHERE item_text MATCH ?4 AND i.tenant = ?1`)
 	} else {
 		sb.WriteString(` FROM items i WHERE i.tenant = ?1`)
 	}
