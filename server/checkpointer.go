@@ -242,7 +242,12 @@ func (s *Server) lgCommit(ctx context.Context, n *lgNS, t lgTarget, req *lgPut) 
 	if err != nil {
 		return store.Checkpoint{}, err
 	}
-	patch, err := lgPatch(base, req.Channels, req.ParentID == "")
+	var versions map[string]json.RawMessage
+	if err := json.Unmarshal(req.Checkpoint.Versions, &versions); len(req.Checkpoint.Versions) > 0 && err != nil {
+		return store.Checkpoint{}, unprocessable("$.checkpoint.channel_versions", "want an object: %v", err)
+	}
+	keep := func(f string) bool { _, ok := versions[f]; return ok && req.ParentID != "" }
+	patch, err := lgPatch(base, req.Channels, keep)
 	if err != nil {
 		return store.Checkpoint{}, err
 	}
@@ -300,9 +305,11 @@ func lgSource(md json.RawMessage) string {
 var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 
 // lgPatch is the patch that sets the channels on base: an appended list
-// becomes "add /ch/-" operations, an unchanged value nothing. With full,
-// the fields of base that chans does not name are removed.
-func lgPatch(base state.Doc, chans map[string]lgChannel, full bool) (state.Patch, error) {
+// becomes "add /ch/-" operations, an unchanged value nothing. The fields
+// of base that chans does not name stay when keep says so and are removed
+// otherwise: a checkpoint has the channels of its channel_versions, as
+// LangGraph's savers read them.
+func lgPatch(base state.Doc, chans map[string]lgChannel, keep func(string) bool) (state.Patch, error) {
 	var p state.Patch
 	names := make([]string, 0, len(chans))
 	for k := range chans {
@@ -316,11 +323,9 @@ func lgPatch(base state.Doc, chans map[string]lgChannel, full bool) (state.Patch
 		}
 		p = append(p, ops...)
 	}
-	if full {
-		for _, f := range base.Fields() {
-			if _, ok := chans[f]; !ok {
-				p = append(p, state.Op{Op: state.OpRemove, Path: "/" + pointerEscaper.Replace(f)})
-			}
+	for _, f := range base.Fields() {
+		if _, ok := chans[f]; !ok && !keep(f) {
+			p = append(p, state.Op{Op: state.OpRemove, Path: "/" + pointerEscaper.Replace(f)})
 		}
 	}
 	return p, nil

@@ -1,0 +1,482 @@
+// A LangGraph JS checkpointer whose storage is Cairn, through `cairn serve`.
+// See docs/langgraph-saver.md in the Cairn repository.
+import type { RunnableConfig } from "@langchain/core/runnables";
+import {
+  BaseCheckpointSaver,
+  TASKS,
+  WRITES_IDX_MAP,
+  compareWritesSortKeys,
+  getCheckpointId,
+  maxChannelVersion,
+  writesSortKey,
+  type ChannelVersions,
+  type Checkpoint,
+  type CheckpointListOptions,
+  type CheckpointMetadata,
+  type CheckpointPendingWrite,
+  type CheckpointTuple,
+  type PendingWrite,
+  type SerializerProtocol,
+} from "@langchain/langgraph-checkpoint";
+
+/** Options of a {@link CairnSaver}. */
+export interface CairnSaverOptions {
+  /** The address of `cairn serve`, e.g. http://127.0.0.1:8123. */
+  url: string;
+  /** An API key (`cairn keys create`) when the server asks for one. */
+  apiKey?: string;
+  /** The serializer of channel values (default: LangGraph's JsonPlusSerializer). */
+  serde?: SerializerProtocol;
+  /** Checkpoints read per request while listing (default 10, at most 100). */
+  pageSize?: number;
+  /** The fetch function (default: the global one). */
+  fetch?: typeof fetch;
+}
+
+/** A request Cairn refused or could not answer. */
+export class CairnError extends Error {
+  /** The HTTP status. */
+  readonly status: number;
+  /** Where in the request the problem is (422s), e.g. $.thread_id. */
+  readonly path?: string;
+  constructor(status: number, message: string, path?: string) {
+    super(message);
+    this.name = "CairnError";
+    this.status = status;
+    this.path = path;
+  }
+}
+
+/**
+ * Another writer put a checkpoint on the thread since this one read it: the
+ * put's parent is no longer the head (HTTP 409). Nothing was stored; read
+ * the thread again and decide.
+ */
+export class CairnConflictError extends CairnError {
+  constructor(message: string) {
+    super(409, message);
+    this.name = "CairnConflictError";
+  }
+}
+
+/** Options of {@link CairnSaver.prune}. */
+export interface PruneOptions {
+  /** keep_latest (default) keeps the newest checkpoints; delete deletes the threads. */
+  strategy?: "keep_latest" | "delete";
+  /** With keep_latest, how many of each branch of each namespace to keep (default 1). */
+  keepLast?: number;
+}
+
+/** What {@link CairnSaver.prune} deleted. */
+export interface PruneResult {
+  threads: number;
+  checkpoints: number;
+  bytes: number;
+  deleted: string[] | null;
+  busy: string[] | null;
+}
+
+// A stored value that is not plain JSON: {"__lg_typed__": type, "b64": …},
+// or JSON holding the marker itself: {"__lg_typed__": "json", "value": …}.
+const TYPED = "__lg_typed__";
+
+interface Header {
+  v: number;
+  id: string;
+  ts: string;
+  channel_versions: ChannelVersions;
+  versions_seen: Record<string, ChannelVersions>;
+}
+
+interface WireWrite {
+  task_id: string;
+  channel: string;
+  idx: number;
+  task_path?: string;
+  value: unknown;
+}
+
+interface WireTuple {
+  thread_id: string;
+  checkpoint_ns: string;
+  seq: number;
+  checkpoint: Header;
+  metadata?: unknown;
+  parent_id?: string;
+  channels: Record<string, unknown>;
+  pending_writes: WireWrite[];
+}
+
+interface WireRef {
+  thread_id: string;
+  checkpoint_ns: string;
+  seq: number;
+  checkpoint_id: string;
+}
+
+// What the saver knows of the newest checkpoint it put or read on a thread
+// namespace: the serialized elements of its list channels, so the next put
+// sends only what a list gained.
+interface Head {
+  id: string;
+  lists: Map<string, string[]>;
+}
+
+const HEADS_MAX = 256;
+const LANDED_MAX = 4096;
+// How long writes wait for the put of their checkpoint.
+const WAIT_MS = 30_000;
+
+/**
+ * A LangGraph checkpointer that stores checkpoints in Cairn: a checkpoint's
+ * changed channels become a patch against its parent (a list that grew
+ * stores only its new elements), two writers on one thread get a
+ * {@link CairnConflictError} instead of a silent fork, and the thread is a
+ * Cairn thread (history, forks, retention, the UI).
+ */
+export class CairnSaver extends BaseCheckpointSaver {
+  private readonly url: string;
+  private readonly apiKey?: string;
+  private readonly pageSize: number;
+  private readonly fetchFn: typeof fetch;
+  private readonly heads = new Map<string, Head>();
+  // Checkpoints read by id (time travel): a put after one of them may
+  // start a branch; any other put must extend the head.
+  private readonly explicit = new Set<string>();
+  // Puts in flight, by thread, namespace and checkpoint id: LangGraph may
+  // put a checkpoint's writes, or its child, before the put returned.
+  private readonly inflight = new Map<string, Promise<unknown>>();
+  // Checkpoints this saver put (the newest LANDED_MAX), and writes waiting
+  // for a put: with durability "async" LangGraph puts a step's writes
+  // before the checkpoint they belong to.
+  private readonly landed = new Set<string>();
+  private readonly waiters = new Map<string, Array<() => void>>();
+
+  constructor(options: CairnSaverOptions) {
+    super(options.serde);
+    if (!options?.url) throw new Error("CairnSaver: options.url (the address of cairn serve) is required");
+    this.url = options.url.replace(/\/+$/, "");
+    this.apiKey = options.apiKey;
+    this.pageSize = Math.min(100, Math.max(1, options.pageSize ?? 10));
+    this.fetchFn = options.fetch ?? fetch;
+  }
+
+  private async call<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const headers: Record<string, string> = { "content-type": "application/json" };
+    if (this.apiKey) headers["x-api-key"] = this.apiKey;
+    const res = await this.fetchFn(this.url + path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    let data: any = undefined;
+    try {
+      data = text ? JSON.parse(text) : undefined;
+    } catch {
+      data = { detail: text };
+    }
+    if (!res.ok) {
+      const detail = `${method} ${path}: ${res.status} ${data?.detail ?? res.statusText}`;
+      if (res.status === 409) throw new CairnConflictError(detail);
+      throw new CairnError(res.status, detail, data?.path);
+    }
+    return data as T;
+  }
+
+  // ---- values ----
+
+  /** The stored JSON text of one value. */
+  private async encode(value: unknown): Promise<string> {
+    const [type, data] = await this.serde.dumpsTyped(value);
+    if (type === "json") {
+      const text = typeof data === "string" ? data : new TextDecoder().decode(data);
+      if (!text.includes(TYPED)) return text;
+      return `{"${TYPED}":"json","value":${text}}`;
+    }
+    const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
+    return JSON.stringify({ [TYPED]: type, b64: Buffer.from(bytes).toString("base64") });
+  }
+
+  private async decode(stored: unknown): Promise<unknown> {
+    if (stored !== null && typeof stored === "object" && !Array.isArray(stored) && TYPED in stored) {
+      const t = stored as Record<string, any>;
+      if (t[TYPED] === "json") return this.serde.loadsTyped("json", JSON.stringify(t.value));
+      return this.serde.loadsTyped(t[TYPED], new Uint8Array(Buffer.from(String(t.b64), "base64")));
+    }
+    return this.serde.loadsTyped("json", JSON.stringify(stored));
+  }
+
+  /** A channel's value: a list element by element, so appends can be sent alone. */
+  private async decodeChannel(stored: unknown): Promise<unknown> {
+    if (Array.isArray(stored)) return Promise.all(stored.map((e) => this.decode(e)));
+    return this.decode(stored);
+  }
+
+  // ---- reads ----
+
+  private key(thread: string, ns: string): string {
+    return `${thread}\u0000${ns}`;
+  }
+
+  private remember(thread: string, ns: string, head: Head): void {
+    const k = this.key(thread, ns);
+    this.heads.delete(k);
+    this.heads.set(k, head);
+    if (this.heads.size > HEADS_MAX) this.heads.delete(this.heads.keys().next().value as string);
+  }
+
+  async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
+    const thread_id = config.configurable?.thread_id;
+    if (thread_id === undefined || thread_id === null) return undefined;
+    const checkpoint_ns: string = config.configurable?.checkpoint_ns ?? "";
+    const checkpoint_id = getCheckpointId(config) || undefined;
+    let wire: WireTuple;
+    try {
+      wire = await this.call<WireTuple>("POST", "/checkpointer/get", { thread_id: String(thread_id), checkpoint_ns, checkpoint_id });
+    } catch (e) {
+      if (e instanceof CairnError && e.status === 404) return undefined;
+      throw e;
+    }
+    if (checkpoint_id) {
+      if (this.explicit.size >= 10000) this.explicit.clear();
+      this.explicit.add(`${this.key(wire.thread_id, checkpoint_ns)}\u0000${checkpoint_id}`);
+    }
+    const lists = new Map<string, string[]>();
+    for (const [ch, v] of Object.entries(wire.channels)) {
+      if (Array.isArray(v)) lists.set(ch, v.map((e) => JSON.stringify(e)));
+    }
+    this.remember(wire.thread_id, checkpoint_ns, { id: wire.checkpoint.id, lists });
+    return this.tupleOf(wire);
+  }
+
+  private async tupleOf(wire: WireTuple): Promise<CheckpointTuple> {
+    const values: Record<string, unknown> = {};
+    await Promise.all(
+      Object.entries(wire.channels).map(async ([ch, v]) => {
+        values[ch] = await this.decodeChannel(v);
+      }),
+    );
+    const checkpoint: Checkpoint = {
+      v: wire.checkpoint.v,
+      id: wire.checkpoint.id,
+      ts: wire.checkpoint.ts,
+      channel_values: values,
+      channel_versions: wire.checkpoint.channel_versions ?? {},
+      versions_seen: wire.checkpoint.versions_seen ?? {},
+    };
+    const config = { configurable: { thread_id: wire.thread_id, checkpoint_ns: wire.checkpoint_ns, checkpoint_id: wire.checkpoint.id } };
+    const tuple: CheckpointTuple = {
+      config,
+      checkpoint,
+      metadata: (await this.serde.loadsTyped("json", JSON.stringify(wire.metadata ?? {}))) as CheckpointMetadata,
+      pendingWrites: await this.writesOf(wire.pending_writes),
+    };
+    if (wire.parent_id) {
+      tuple.parentConfig = { configurable: { thread_id: wire.thread_id, checkpoint_ns: wire.checkpoint_ns, checkpoint_id: wire.parent_id } };
+      if (checkpoint.v < 4) await this.migratePendingSends(checkpoint, wire);
+    }
+    return tuple;
+  }
+
+  /** Pending writes in the order LangGraph applies them (writesSortKey). */
+  private async writesOf(ws: WireWrite[]): Promise<CheckpointPendingWrite[]> {
+    const sorted = [...ws].sort((a, b) =>
+      compareWritesSortKeys(writesSortKey(a.task_path ?? "", a.task_id, a.idx), writesSortKey(b.task_path ?? "", b.task_id, b.idx)),
+    );
+    return Promise.all(sorted.map(async (w) => [w.task_id, w.channel, await this.decode(w.value)] as CheckpointPendingWrite));
+  }
+
+  // Checkpoints before format 4 kept the sends of a step in their parent's
+  // pending writes; LangGraph's savers move them into the TASKS channel.
+  private async migratePendingSends(checkpoint: Checkpoint, wire: WireTuple): Promise<void> {
+    const parent = await this.call<WireTuple>("POST", "/checkpointer/get", {
+      thread_id: wire.thread_id,
+      checkpoint_ns: wire.checkpoint_ns,
+      checkpoint_id: wire.parent_id,
+    });
+    const sends = (await this.writesOf(parent.pending_writes)).filter(([, ch]) => ch === TASKS).map(([, , v]) => v);
+    checkpoint.channel_values[TASKS] = sends;
+    const versions = Object.values(checkpoint.channel_versions);
+    checkpoint.channel_versions[TASKS] = versions.length > 0 ? maxChannelVersion(...versions) : this.getNextVersion(undefined);
+  }
+
+  async *list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple> {
+    const { limit, before, filter } = options ?? {};
+    const thread_id = config.configurable?.thread_id;
+    const { refs } = await this.call<{ refs: WireRef[] }>("POST", "/checkpointer/list", {
+      thread_id: thread_id === undefined ? undefined : String(thread_id),
+      checkpoint_ns: config.configurable?.checkpoint_ns,
+      checkpoint_id: getCheckpointId(config) || undefined,
+      before: before?.configurable?.checkpoint_id,
+      limit,
+      filter,
+    });
+    for (let i = 0; i < refs.length; i += this.pageSize) {
+      const { tuples } = await this.call<{ tuples: WireTuple[] }>("POST", "/checkpointer/batch", { refs: refs.slice(i, i + this.pageSize) });
+      for (const t of tuples) yield await this.tupleOf(t);
+    }
+  }
+
+  // ---- writes ----
+
+  async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
+    const thread_id = config.configurable?.thread_id;
+    if (thread_id === undefined || thread_id === null) {
+      throw new Error('CairnSaver.put: the config has no "thread_id" in its "configurable"');
+    }
+    // Registered before the first await: a putWrites or put that follows
+    // at once waits for this one.
+    const k = `${this.key(String(thread_id), config.configurable?.checkpoint_ns ?? "")}\u0000${checkpoint.id}`;
+    const done = this.store(config, checkpoint, metadata, newVersions);
+    this.inflight.set(k, done);
+    try {
+      await done;
+      this.landed.add(k);
+      if (this.landed.size > LANDED_MAX) this.landed.delete(this.landed.values().next().value as string);
+    } finally {
+      if (this.inflight.get(k) === done) this.inflight.delete(k);
+      for (const wake of this.waiters.get(k) ?? []) wake();
+      this.waiters.delete(k);
+    }
+    return { configurable: { thread_id, checkpoint_ns: config.configurable?.checkpoint_ns ?? "", checkpoint_id: checkpoint.id } };
+  }
+
+  private async store(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<void> {
+    const thread = String(config.configurable?.thread_id);
+    const checkpoint_ns: string = config.configurable?.checkpoint_ns ?? "";
+    const parent_id: string | undefined = config.configurable?.checkpoint_id || undefined;
+    const prev = this.heads.get(this.key(thread, checkpoint_ns));
+    const parentLists = prev && parent_id && prev.id === parent_id ? prev.lists : new Map<string, string[]>();
+    const lists = new Map(parentLists);
+    const channels: Record<string, unknown> = {};
+    for (const ch of Object.keys(newVersions)) {
+      const value = (checkpoint.channel_values as Record<string, unknown>)[ch];
+      if (!(ch in checkpoint.channel_values) || value === undefined) {
+        channels[ch] = { delete: true };
+        lists.delete(ch);
+        continue;
+      }
+      if (!Array.isArray(value)) {
+        channels[ch] = { value: JSON.parse(await this.encode(value)) };
+        lists.delete(ch);
+        continue;
+      }
+      const elems = await Promise.all(value.map((e) => this.encode(e)));
+      lists.set(ch, elems);
+      const old = parentLists.get(ch);
+      if (old && old.length <= elems.length && old.every((e, i) => e === elems[i])) {
+        channels[ch] = { append: elems.slice(old.length).map((e) => JSON.parse(e)), base: old.length };
+      } else {
+        channels[ch] = { value: JSON.parse(`[${elems.join(",")}]`) };
+      }
+    }
+    const [mdType, mdData] = await this.serde.dumpsTyped(metadata);
+    if (mdType !== "json") throw new Error(`CairnSaver.put: metadata serialized as ${mdType}, not JSON`);
+    const header: Header = {
+      v: checkpoint.v,
+      id: checkpoint.id,
+      ts: checkpoint.ts,
+      channel_versions: checkpoint.channel_versions,
+      versions_seen: checkpoint.versions_seen,
+    };
+    const fork = parent_id !== undefined && this.explicit.has(`${this.key(thread, checkpoint_ns)}\u0000${parent_id}`);
+    if (parent_id) await this.settled(thread, checkpoint_ns, parent_id);
+    await this.call("POST", "/checkpointer/put", {
+      thread_id: thread,
+      checkpoint_ns,
+      parent_id,
+      fork,
+      checkpoint: header,
+      metadata: JSON.parse(typeof mdData === "string" ? mdData : new TextDecoder().decode(mdData)),
+      channels,
+    });
+    this.remember(thread, checkpoint_ns, { id: checkpoint.id, lists });
+  }
+
+  /** Waits for a put of this saver of the checkpoint, if one is in flight. */
+  private async settled(thread: string, ns: string, id: string): Promise<void> {
+    const p = this.inflight.get(`${this.key(thread, ns)}\u0000${id}`);
+    if (p) await p.catch(() => undefined);
+  }
+
+  /** Waits until this saver put checkpoint k, at most WAIT_MS. */
+  private landing(k: string): Promise<void> {
+    if (this.landed.has(k)) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, WAIT_MS);
+      timer.unref?.();
+      const list = this.waiters.get(k) ?? [];
+      list.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+      this.waiters.set(k, list);
+    });
+  }
+
+  async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath?: string): Promise<void> {
+    const thread_id = config.configurable?.thread_id;
+    const checkpoint_id = config.configurable?.checkpoint_id;
+    if (thread_id === undefined || thread_id === null) throw new Error('CairnSaver.putWrites: the config has no "thread_id"');
+    if (!checkpoint_id) throw new Error('CairnSaver.putWrites: the config has no "checkpoint_id"');
+    const encoded = await Promise.all(
+      writes.map(async ([channel, value], idx) => ({
+        channel,
+        idx: WRITES_IDX_MAP[channel] ?? idx,
+        value: JSON.parse(await this.encode(value)),
+      })),
+    );
+    const thread = String(thread_id);
+    const ns: string = config.configurable?.checkpoint_ns ?? "";
+    const k = `${this.key(thread, ns)}\u0000${checkpoint_id}`;
+    const inflight = this.inflight.get(k);
+    if (inflight) await inflight.catch(() => undefined);
+    else if (!this.landed.has(k) && [...this.inflight.keys()].some((p) => p.startsWith(`${this.key(thread, ns)}\u0000`))) await this.landing(k);
+    const body = { thread_id: thread, checkpoint_ns: ns, checkpoint_id, task_id: taskId, task_path: taskPath ?? "", writes: encoded };
+    try {
+      await this.call("POST", "/checkpointer/writes", body);
+    } catch (e) {
+      // The checkpoint's put may not have been made yet.
+      if (!(e instanceof CairnError && e.status === 404) || this.landed.has(k)) throw e;
+      await this.landing(k);
+      await this.call("POST", "/checkpointer/writes", body);
+    }
+  }
+
+  // ---- threads ----
+
+  private forget(thread: string): void {
+    for (const k of [...this.heads.keys()]) if (k.startsWith(`${thread}\u0000`)) this.heads.delete(k);
+    for (const k of [...this.explicit]) if (k.startsWith(`${thread}\u0000`)) this.explicit.delete(k);
+  }
+
+  /** Deletes a thread: all its checkpoints and pending writes. */
+  async deleteThread(threadId: string): Promise<void> {
+    this.forget(threadId);
+    await this.call("DELETE", `/checkpointer/threads/${encodeURIComponent(threadId)}`);
+  }
+
+  /**
+   * Copies a thread, every namespace, checkpoint (same checkpoint ids) and
+   * pending write, to a new thread; a CairnConflictError if it exists.
+   */
+  async copyThread(sourceThreadId: string, targetThreadId: string): Promise<void> {
+    await this.call("POST", `/checkpointer/threads/${encodeURIComponent(sourceThreadId)}/copy`, { target_thread_id: targetThreadId });
+  }
+
+  /**
+   * Deletes old checkpoints of threads. keep_latest keeps the newest
+   * keepLast (default 1) of each branch of each namespace, with the
+   * checkpoints they are rebuilt from and their pending writes, so the head
+   * still loads and resumes; delete deletes the threads.
+   */
+  async prune(threadIds: string[], options: PruneOptions = {}): Promise<PruneResult> {
+    for (const t of threadIds) this.forget(t);
+    return this.call<PruneResult>("POST", "/checkpointer/prune", {
+      thread_ids: threadIds,
+      strategy: options.strategy ?? "keep_latest",
+      keep_last: options.keepLast ?? 1,
+    });
+  }
+}
