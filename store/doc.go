@@ -95,4 +95,14 @@
 // Namespaces keep the checkpoints of subgraphs, gates and handoffs apart in
 // the same thread: each namespace of a thread has its own chain of seqs;
 // "" is the root. Store.Namespaces lists them with their heads.
+//
+// # Long-term memory
+//
+// ItemsOf gives a store's ItemStore, LangGraph's BaseStore: JSON objects
+// under keys in hierarchical namespaces of items (["users", "u1"]),
+// across threads, per tenant, with filters (CompileFilter), full-text or
+// semantic search (WithIndex, an Embedder) and times to live. Backends
+// implement ItemBackend; the item store on top checks every operation,
+// stamps times with the engine's clock and computes what is indexed, so
+// every backend answers alike (the conformance suite's Items tests).
 package store
