@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 )
 
 // Encryption at rest. A sealed blob is
@@ -61,7 +62,31 @@ var (
 // blobs are sealed with the first key; blobs sealed with any of them open.
 // A nil *Keyring means no encryption. A Keyring is safe for concurrent use.
 type Keyring struct {
-	keys []ringKey
+	keys   []ringKey
+	nonces nonceSource
+}
+
+// nonceSource hands out random nonces from crypto/rand, read a few
+// kilobytes at a time: a system call per seal would cost more than the
+// sealing. Every nonce is fresh random bytes, never handed out twice.
+type nonceSource struct {
+	mu  sync.Mutex
+	buf [4096]byte
+	pos int
+}
+
+func (n *nonceSource) read(dst []byte) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.pos == 0 || n.pos+len(dst) > len(n.buf) {
+		// crypto/rand.Read never fails (it crashes the program if the
+		// system's generator does).
+		_, _ = rand.Read(n.buf[:])
+		n.pos = 0
+	}
+	copy(dst, n.buf[n.pos:])
+	clear(n.buf[n.pos : n.pos+len(dst)])
+	n.pos += len(dst)
 }
 
 type ringKey struct {
@@ -173,12 +198,12 @@ func (k *Keyring) KeyIDs() []string {
 }
 
 // sealKind names what a sealed blob is; it is part of the associated data.
+// A checkpoint's metadata is sealed in its patch blob (joinMeta).
 type sealKind byte
 
 const (
 	sealPatch    sealKind = 'p'
 	sealSnapshot sealKind = 's'
-	sealMeta     sealKind = 'm'
 	sealWrite    sealKind = 'w'
 	sealRun      sealKind = 'r'
 	sealEvent    sealKind = 'e'
@@ -227,9 +252,7 @@ func (k *Keyring) seal(b *binding, plain []byte) []byte {
 	out := make([]byte, sealedHeader, sealedHeader+len(plain)+gcmTagLen)
 	out[0] = codecSealed
 	copy(out[1:], rk.id[:])
-	// Random 96-bit nonce. crypto/rand.Read never fails (it crashes the
-	// program if the system's generator does).
-	_, _ = rand.Read(out[1+keyIDLen : sealedHeader])
+	k.nonces.read(out[1+keyIDLen : sealedHeader]) // a random 96-bit nonce
 	var buf [128]byte
 	aad := b.aad(buf[:0], out[:1+keyIDLen])
 	return rk.aead.Seal(out, out[1+keyIDLen:sealedHeader], plain, aad)
@@ -286,12 +309,4 @@ func (k *Keyring) openBlob(b *binding, blob []byte) ([]byte, error) {
 		return blob, nil
 	}
 	return k.open(b, blob)
-}
-
-// sealBlob seals a blob when the store encrypts (k not nil).
-func (k *Keyring) sealBlob(b *binding, blob []byte) []byte {
-	if k == nil {
-		return blob
-	}
-	return k.seal(b, blob)
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -65,13 +66,38 @@ func (c *rowCrypt) forget(thread string) {
 
 // rowSealer seals the blobs of one row.
 type rowSealer struct {
-	ring *Keyring
-	b    binding
+	ring  *Keyring
+	b     binding
+	added int64 // bytes sealing added to the patch
+}
+
+// In an encrypted store a row's metadata travels in its sealed patch
+// blob — the patch column holds seal(uvarint(len(meta)) | meta | patch
+// blob) and the meta column is empty — so a row costs one seal and one
+// header, not two.
+
+// joinMeta is the plaintext of a sealed patch blob.
+func joinMeta(meta, patch []byte) []byte {
+	out := binary.AppendUvarint(make([]byte, 0, binary.MaxVarintLen64+len(meta)+len(patch)), uint64(len(meta)))
+	out = append(out, meta...)
+	return append(out, patch...)
+}
+
+// splitMeta undoes joinMeta.
+func splitMeta(plain []byte) (meta, patch []byte, err error) {
+	n, k := binary.Uvarint(plain)
+	if k <= 0 || n > uint64(len(plain)-k) {
+		return nil, nil, errors.New("sealed patch: bad metadata length")
+	}
+	if n > 0 {
+		meta = plain[k : k+int(n)]
+	}
+	return meta, plain[k+int(n):], nil
 }
 
 // sealer returns the sealer of a row about to be inserted: its Meta and
-// Patch are sealed at once, its snapshot by sealSnapshot. Without a
-// keyring it changes nothing.
+// Patch are sealed at once (into Patch), its snapshot by sealSnapshot.
+// Without a keyring it changes nothing.
 func (e *Engine) sealer(ctx context.Context, r *Row) (rowSealer, error) {
 	c := e.crypt
 	if c.ring == nil {
@@ -92,25 +118,17 @@ func (e *Engine) sealer(ctx context.Context, r *Row) (rowSealer, error) {
 			return rowSealer{}, err
 		}
 	}
-	s := rowSealer{ring: c.ring, b: binding{tenant: tenant, thread: r.Thread, ns: r.Namespace, seq: r.Seq}}
-	if len(r.Meta) > 0 {
-		s.b.kind = sealMeta
-		r.Meta = c.ring.seal(&s.b, r.Meta)
-	}
-	s.b.kind = sealPatch
-	r.Patch = c.ring.seal(&s.b, r.Patch)
+	s := rowSealer{ring: c.ring, b: binding{kind: sealPatch, tenant: tenant, thread: r.Thread, ns: r.Namespace, seq: r.Seq}}
+	before := len(r.Patch)
+	r.Patch, r.Meta = c.ring.seal(&s.b, joinMeta(r.Meta, r.Patch)), nil
+	s.added = int64(len(r.Patch) - before)
 	return s, nil
 }
 
-// overhead is what sealing added to the row's patch: the snapshot policy
-// counts patch bytes as an unencrypted store would, so encryption does not
-// make snapshots more frequent.
-func (s rowSealer) overhead() int64 {
-	if s.ring == nil {
-		return 0
-	}
-	return sealedOverhead
-}
+// overhead is what sealing added to the row's patch (the header and the
+// metadata): the snapshot policy counts patch bytes as an unencrypted
+// store would, so encryption does not make snapshots more frequent.
+func (s rowSealer) overhead() int64 { return s.added }
 
 // sealSnapshot seals a row's snapshot blob.
 func (s rowSealer) sealSnapshot(blob []byte) []byte {
@@ -158,11 +176,14 @@ func (e *Engine) openRows(ctx context.Context, rows []Row) error {
 // have been deleted and made again by another process).
 func (e *Engine) openRow(ctx context.Context, b *binding, r *Row) error {
 	b.ns, b.seq = r.Namespace, r.Seq
+	if len(r.Meta) > 0 && e.crypt.ring != nil {
+		return &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: r.Seq, What: "metadata", Err: errPlaintext}
+	}
 	fields := [...]struct {
 		kind sealKind
 		what string
 		blob *[]byte
-	}{{sealMeta, "metadata", &r.Meta}, {sealPatch, "patch", &r.Patch}, {sealSnapshot, "snapshot", &r.Snapshot}}
+	}{{sealPatch, "patch", &r.Patch}, {sealSnapshot, "snapshot", &r.Snapshot}}
 	for _, f := range fields {
 		if len(*f.blob) == 0 {
 			continue
@@ -177,6 +198,9 @@ func (e *Engine) openRow(ctx context.Context, b *binding, r *Row) error {
 		}
 		if errors.Is(err, ErrNoKey) && e.crypt.ring == nil {
 			return fmt.Errorf("thread %q namespace %q seq %d, %s: %w", r.Thread, r.Namespace, r.Seq, f.what, err)
+		}
+		if err == nil && f.kind == sealPatch && e.crypt.ring != nil {
+			r.Meta, plain, err = splitMeta(plain)
 		}
 		if err != nil {
 			return &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: r.Seq, What: f.what, Err: err}

@@ -134,7 +134,7 @@ func TestSealOpen(t *testing.T) {
 // TestRotation: a ring with a new key first seals with it and still opens
 // what the old key sealed; a ring of the new key alone does not.
 func TestRotation(t *testing.T) {
-	at := binding{kind: sealMeta, thread: "t", seq: 1}
+	at := binding{kind: sealWrite, thread: "t", seq: 1}
 	old := testRing(t, 1).seal(&at, []byte("{}"))
 	rotated := testRing(t, 2, 1)
 	if got, err := rotated.open(&at, old); err != nil || string(got) != "{}" {

@@ -206,44 +206,53 @@ func (r *rekeyer) row(ctx context.Context, tenant string, old *Row) error {
 	if err := verifyRow(old); err != nil {
 		return err
 	}
+	corrupt := func(what string, err error) error {
+		return &CorruptError{Thread: old.Thread, Namespace: old.Namespace, Seq: old.Seq, What: what, Err: err}
+	}
 	nw := *old
 	nw.Snapshot = nil
-	b := binding{tenant: tenant, thread: old.Thread, ns: old.Namespace, seq: old.Seq}
-	changed := false
-	for _, f := range [...]struct {
-		kind     sealKind
-		what     string
-		src, dst *[]byte
-	}{{sealMeta, "metadata", &old.Meta, &nw.Meta}, {sealPatch, "patch", &old.Patch, &nw.Patch}, {sealSnapshot, "snapshot", &old.Snapshot, &nw.Snapshot}} {
-		if len(*f.src) == 0 {
-			continue
-		}
-		b.kind = f.kind
-		sealed, err := r.reseal(&b, *f.src)
-		if err != nil {
-			return &CorruptError{Thread: old.Thread, Namespace: old.Namespace, Seq: old.Seq, What: f.what, Err: err}
-		}
-		if sealed != nil {
-			*f.dst, changed = sealed, true
-		} else if f.kind == sealSnapshot {
-			*f.dst = *f.src
+	b := binding{kind: sealPatch, tenant: tenant, thread: old.Thread, ns: old.Namespace, seq: old.Seq}
+	patch, err := r.resealPatch(&b, old)
+	if err != nil {
+		return corrupt("patch", err)
+	}
+	if patch != nil {
+		nw.Patch, nw.Meta = patch, nil
+	}
+	var snap []byte
+	if len(old.Snapshot) > 0 {
+		b.kind = sealSnapshot
+		if snap, err = r.reseal(&b, old.Snapshot); err != nil {
+			return corrupt("snapshot", err)
 		}
 	}
-	if !changed {
+	if patch == nil && snap == nil {
 		return nil
 	}
-	if nw.Snapshot != nil {
-		nw.BaseSize = int64(len(nw.Snapshot))
+	if snap != nil {
+		nw.Snapshot, nw.BaseSize = snap, int64(len(snap))
 	}
 	nw.Sum = RowChecksum(&nw)
 	ok, err := r.bw.RewriteRow(ctx, *old, nw)
 	if err := r.count("checkpoints", ok, err); err != nil {
 		return err
 	}
-	if ok && nw.Snapshot != nil {
+	if ok && snap != nil {
 		r.st.Rewritten["snapshots"]++
 	}
 	return nil
+}
+
+// resealPatch returns a row's patch blob sealed with the newest key, its
+// metadata inside (joinMeta), or nil when it is already.
+func (r *rekeyer) resealPatch(b *binding, old *Row) ([]byte, error) {
+	if !isSealed(old.Patch) {
+		return r.ring.seal(b, joinMeta(old.Meta, old.Patch)), nil // a plaintext row
+	}
+	if len(old.Meta) > 0 {
+		return nil, fmt.Errorf("metadata: %w", errPlaintext)
+	}
+	return r.reseal(b, old.Patch)
 }
 
 func (r *rekeyer) runs(ctx context.Context) error {

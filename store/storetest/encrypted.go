@@ -128,7 +128,6 @@ func testEncryption(t *testing.T, h Harness) {
 	}{
 		{"patch from another seq", func(nw *store.Row) { nw.Patch = f.raw(t, "ea", 3).Patch }},
 		{"patch from another thread and tenant", func(nw *store.Row) { nw.Patch = f.raw(t, "eb", 2).Patch }},
-		{"metadata from another seq", func(nw *store.Row) { nw.Meta = f.raw(t, "ea", 3).Meta }},
 		{"plaintext patch", func(nw *store.Row) { nw.Patch = rawBlob([]byte(`[]`)) }},
 		{"plaintext metadata", func(nw *store.Row) { nw.Meta = []byte(`{"source":"step"}`) }},
 	} {
