@@ -16,6 +16,8 @@ func FuzzParseAgentFile(f *testing.F) {
 	f.Add([]byte("---\n---\n"))
 	f.Add([]byte("---\nname: x\nmcp_servers:\n  - {name: files, command: ./srv, args: [--root, .], env: {TOKEN: \"${TOKEN}\"}, timeout: 5s}\n  - {name: search, url: http://127.0.0.1:9000/mcp, headers: {Authorization: \"Bearer ${KEY}\"}}\ntools: [files.read, search.*, read_file]\n---\n## Instructions\nx\n"))
 	f.Add([]byte("---\nname: x\nmcp_servers: [{name: s, url: \"${\"}]\ntools: [s.*, s.a, t.b]\n---\n## Instructions\nx\n"))
+	f.Add([]byte("---\nname: x\ntools: [memory_put, memory_search]\nmemory:\n  namespace: [users, \"{metadata.user}\", \"{agent}-{thread}\"]\n  ttl: 1.5\n  search_limit: 3\n---\n## Instructions\nx\n"))
+	f.Add([]byte("---\nname: x\ntools: [memory_get]\nmemory: {namespace: [\"{\", a.b, \"{metadata.}\"]}\n---\n## Instructions\nx\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		a, err := agentfile.Parse("f.md", data)
 		if err != nil {

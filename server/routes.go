@@ -257,7 +257,7 @@ func (s *Server) openapi(w http.ResponseWriter, _ *http.Request) error {
 		if params != nil {
 			op["parameters"] = params
 		}
-		if rt.method == "POST" || rt.method == "PATCH" || rt.method == "PUT" {
+		if rt.method == "POST" || rt.method == "PATCH" || rt.method == "PUT" || (rt.method == "DELETE" && strings.HasPrefix(rt.path, "/store/")) {
 			op["requestBody"] = map[string]any{"content": map[string]any{"application/json": map[string]any{"schema": map[string]string{"type": "object"}}}}
 		}
 		if strings.HasSuffix(rt.path, "/stream") {
