@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -14,7 +17,7 @@ import (
 // state of every checkpoint after the first step.
 const (
 	encMarker  = "ZEBRA-QUARTZ-PLAN-7391"
-	encAgent   = "---\nname: enc\nmodel: {provider: scripted, script: r.yaml}\n---\n## Instructions\nSummarise.\n"
+	encAgent   = "---\nname: enc\nmodel: {provider: scripted, script: replies/r.yaml}\n---\n## Instructions\nSummarise.\n"
 	encReplies = "replies:\n  - text: \"the summary: " + encMarker + "\"\n"
 )
 
@@ -24,7 +27,10 @@ func testKey(b byte) string { return base64.StdEncoding.EncodeToString(bytes.Rep
 func encDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	for name, content := range map[string]string{"enc.md": encAgent, "r.yaml": encReplies} {
+	if err := os.Mkdir(filepath.Join(dir, "replies"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{"enc.md": encAgent, "replies/r.yaml": encReplies} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -191,5 +197,54 @@ func TestBenchEncryption(t *testing.T) {
 	}
 	if code, _, errOut := cli(t, nil, "bench", "w1", "--encryption", "maybe"); code != 2 || !strings.Contains(errOut, "--encryption") {
 		t.Fatalf("bad --encryption: %d %s", code, errOut)
+	}
+}
+
+// TestServeEncrypted runs an agent through cairn serve on an encrypted
+// store: the API answers with the state, the run and its replayed events,
+// while the database's bytes (checkpoints, run records, run events) hold
+// none of the run's text.
+func TestServeEncrypted(t *testing.T) {
+	dir := encDir(t)
+	db := filepath.Join(t.TempDir(), "serve.db")
+	p := startServeCmd(t, cairnProcess(t, []string{"CAIRN_ENCRYPTION_KEYS=" + testKey(3)}, "serve", "--addr", "127.0.0.1:0", "--assistants", dir, "--store", "sqlite:"+db))
+	var shown bytes.Buffer
+	p.call(t, "POST", "/threads", map[string]any{"thread_id": "t"}, nil)
+	body, _ := json.Marshal(map[string]any{"assistant_id": "enc", "input": "input " + encMarker, "stream_mode": []string{"values", "messages-tuple"}})
+	res, err := http.Post(p.url+"/threads/t/runs/stream", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(&shown, res.Body)
+	res.Body.Close()
+	var runs []struct {
+		RunID string `json:"run_id"`
+	}
+	p.call(t, "GET", "/threads/t/runs", nil, &runs)
+	if len(runs) != 1 {
+		t.Fatalf("runs: %+v", runs)
+	}
+	var st json.RawMessage
+	p.call(t, "GET", "/threads/t/state", nil, &st)
+	shown.Write(st)
+	replay, err := http.Get(p.url + "/threads/t/runs/" + runs[0].RunID + "/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, _ := io.ReadAll(replay.Body)
+	replay.Body.Close()
+	if !bytes.Contains(st, []byte(encMarker)) || !bytes.Contains(events, []byte(encMarker)) {
+		t.Fatalf("the API does not show the run's text:\nstate %s\nevents %s", st, events)
+	}
+	p.stop(syscall.SIGTERM)
+	if bytes.Contains(storeBytes(t, db), []byte(encMarker)) {
+		t.Fatal("the database file holds the run's text")
+	}
+	// The run log is sealed too: without the key, cairn runs refuses.
+	if code, out, errOut := cli(t, map[string]string{"CAIRN_STORE": "sqlite:" + db}, "runs", runs[0].RunID); code == 0 || strings.Contains(out+errOut, encMarker) {
+		t.Fatalf("cairn runs without the key: %d %s %s", code, out, errOut)
+	}
+	if code, out, errOut := cli(t, map[string]string{"CAIRN_STORE": "sqlite:" + db, "CAIRN_ENCRYPTION_KEYS": testKey(3)}, "runs", runs[0].RunID); code != 0 {
+		t.Fatalf("cairn runs with the key: %d %s %s", code, out, errOut)
 	}
 }

@@ -52,7 +52,7 @@ func (a *app) rekeyCmd() *cobra.Command {
 			if a.json {
 				return a.printJSON(st)
 			}
-			fmt.Fprintf(a.stdout, "rekeyed %s to key %s: %s rewritten; %d already current; %d changed meanwhile (%d passes)\n",
+			fmt.Fprintf(a.stdout, "rekeyed %s to key %s: %s rewritten; %d already current; %d changed meanwhile; passes: %d\n",
 				a.shownStore(), st.Key, rewritten(st.Rewritten), st.Current, st.Changed, st.Passes)
 			return nil
 		},
@@ -76,7 +76,7 @@ type benchEncryption struct {
 
 func (be *benchEncryption) flags(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&be.mode, "encryption", "off", "off, on (encrypted at rest: the keys of CAIRN_ENCRYPTION_KEYS, else a random key) or both (without then with, alternating --rounds times, and their ratio)")
-	cmd.Flags().IntVar(&be.rounds, "rounds", 3, "with --encryption both: runs of each, the fastest kept")
+	cmd.Flags().IntVar(&be.rounds, "rounds", 5, "with --encryption both: runs of each, the fastest kept")
 }
 
 // benchRun runs a benchmark workload: on a plaintext store, on an
