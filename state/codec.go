@@ -58,6 +58,10 @@ func EncodeDoc(b []byte, d Doc) []byte {
 	return b
 }
 
+// EncodedDocSize is the size of EncodeDoc's output for d, computed
+// without encoding it.
+func EncodedDocSize(d Doc) int { return encodedDocSize(d) }
+
 // encodedDocSize is the exact size of EncodeDoc's output.
 func encodedDocSize(d Doc) int {
 	n := 1 + uvarintLen(len(d.fields))

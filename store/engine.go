@@ -359,22 +359,24 @@ func (e *Engine) insert(ctx context.Context, cp Checkpoint, seq int64, parent ro
 }
 
 // encodeSnapshot encodes a full state as a stored blob, and reports the
-// size of the state's encoding (its weight in the snapshot cache).
+// size of the state's encoding (its weight in the snapshot cache). A
+// large state is encoded and compressed a block at a time, never held
+// whole in its encoded form beside the stored blob.
 func (e *Engine) encodeSnapshot(d state.Doc) ([]byte, int) {
-	sb, _ := e.scratch.Get().(*scratchBufs)
-	if sb == nil {
-		sb = &scratchBufs{}
+	if state.EncodedDocSize(d) < blobChunk {
+		sb, _ := e.scratch.Get().(*scratchBufs)
+		if sb == nil {
+			sb = &scratchBufs{}
+		}
+		sb.doc = state.EncodeDoc(sb.doc[:0], d)
+		n := len(sb.doc)
+		out := encodeBlob(sb.doc, e.comp, &sb.comp)
+		e.scratch.Put(sb)
+		return out, n
 	}
-	sb.doc = state.EncodeDoc(sb.doc[:0], d)
-	n := len(sb.doc)
-	var out []byte
-	if e.comp {
-		out = encodeBlob(sb.doc, true, &sb.comp)
-	} else {
-		out = encodeBlob(sb.doc, false, nil)
-	}
-	e.scratch.Put(sb)
-	return out, n
+	bw := newBlobWriter(e.comp)
+	n, _ := state.WriteDoc(bw, d) // a blobWriter never fails
+	return bw.finish(), int(n)
 }
 
 // info returns the snapshot bookkeeping of row seq, from the cache of rows
