@@ -87,6 +87,10 @@ type Result struct {
 	HistoryMS          float64 `json:"history_ms"`
 	HistoryItems       int     `json:"history_items"`
 	PeakRSSBytes       int64   `json:"peak_rss_bytes"`
+	// USMedian is the median step's time: what a step costs without the
+	// pauses (WAL checkpoints, the machine's other work) that the mean
+	// includes.
+	USMedian float64 `json:"us_per_step_median"`
 	// Encrypted: the store was encrypted at rest.
 	Encrypted bool `json:"encrypted,omitempty"`
 	// Concurrent holds W2's concurrent run.
@@ -250,6 +254,7 @@ func runOnce(ctx context.Context, cfg Config, threads []string, concurrent bool)
 	tenth := max(1, cfg.Steps/10)
 	res.USFirst10 = meanUS(stepTimes[:tenth])
 	res.USLast10 = meanUS(stepTimes[len(stepTimes)-tenth:])
+	res.USMedian = medianUS(stepTimes)
 	if sb, ok := s.Backend().(*sqlite.Backend); ok {
 		db, wal := sb.Sizes()
 		res.DBPlusWALBytes = db + wal
@@ -262,15 +267,24 @@ func runOnce(ctx context.Context, cfg Config, threads []string, concurrent bool)
 	if err := measureReads(ctx, s, threads[0], cfg.Steps, &res); err != nil {
 		return Result{}, err
 	}
+	if err := countRows(ctx, s, threads, &res); err != nil {
+		return Result{}, err
+	}
+	res.PeakRSSBytes = peakRSS()
+	// What follows measures the head against its own bytes; it is not part
+	// of W1 (nor of its peak memory).
+	head, err := s.Load(ctx, store.LoadRequest{Thread: threads[0]})
+	if err != nil {
+		return Result{}, err
+	}
+	if err := measureHead(head.State, &res); err != nil {
+		return Result{}, err
+	}
 	if store.Scheme(url) != "memory" {
 		if err := measureColdHead(ctx, cfg, url, threads[0], &res); err != nil {
 			return Result{}, err
 		}
 	}
-	if err := countRows(ctx, s, threads, &res); err != nil {
-		return Result{}, err
-	}
-	res.PeakRSSBytes = peakRSS()
 	return res, nil
 }
 
@@ -404,9 +418,6 @@ func measureReads(ctx context.Context, s store.Store, thread string, steps int, 
 	res.GetStateMS = ms(time.Since(t0))
 	if n, _ := head.State.ListLen("messages"); n != steps {
 		return fmt.Errorf("head state of thread %s has %d messages, want %d", thread, n, steps)
-	}
-	if err := measureHead(head.State, res); err != nil {
-		return err
 	}
 	runtime.GC()
 	t0 = time.Now()
