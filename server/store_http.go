@@ -49,6 +49,22 @@ func (s *Server) items() (store.ItemStore, error) {
 	return is, nil
 }
 
+// itemRequest reads a /store request's body into its operation, for the
+// tenant of the request, with the item store it goes to.
+func itemRequest[Op any](s *Server, r *http.Request, decode func([]byte, string) (Op, error)) (store.ItemStore, Op, error) {
+	var op Op
+	is, err := s.items()
+	if err != nil {
+		return nil, op, err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return nil, op, err
+	}
+	op, err = decode(body, tenantOf(r.Context()))
+	return is, op, err
+}
+
 // itemIndex is a put's index: false, null or an array of field paths.
 type itemIndex struct {
 	set    bool
@@ -149,15 +165,7 @@ func jsonObject(raw json.RawMessage, path string, optional bool) (map[string]any
 }
 
 func (s *Server) putItem(w http.ResponseWriter, r *http.Request) error {
-	is, err := s.items()
-	if err != nil {
-		return err
-	}
-	body, err := readBody(r)
-	if err != nil {
-		return err
-	}
-	op, err := decodePutItem(body, tenantOf(r.Context()))
+	is, op, err := itemRequest(s, r, decodePutItem)
 	if err != nil {
 		return err
 	}
@@ -232,15 +240,7 @@ func decodeDeleteItem(body []byte, tenant string) (store.DeleteOp, error) {
 }
 
 func (s *Server) deleteItem(w http.ResponseWriter, r *http.Request) error {
-	is, err := s.items()
-	if err != nil {
-		return err
-	}
-	body, err := readBody(r)
-	if err != nil {
-		return err
-	}
-	op, err := decodeDeleteItem(body, tenantOf(r.Context()))
+	is, op, err := itemRequest(s, r, decodeDeleteItem)
 	if err != nil {
 		return err
 	}
@@ -309,15 +309,7 @@ func decodeSearchItems(body []byte, tenant string) (store.SearchOp, error) {
 }
 
 func (s *Server) searchItems(w http.ResponseWriter, r *http.Request) error {
-	is, err := s.items()
-	if err != nil {
-		return err
-	}
-	body, err := readBody(r)
-	if err != nil {
-		return err
-	}
-	op, err := decodeSearchItems(body, tenantOf(r.Context()))
+	is, op, err := itemRequest(s, r, decodeSearchItems)
 	if err != nil {
 		return err
 	}
@@ -367,15 +359,7 @@ func decodeListNamespaces(body []byte, tenant string) (store.ListNamespacesOp, e
 }
 
 func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) error {
-	is, err := s.items()
-	if err != nil {
-		return err
-	}
-	body, err := readBody(r)
-	if err != nil {
-		return err
-	}
-	op, err := decodeListNamespaces(body, tenantOf(r.Context()))
+	is, op, err := itemRequest(s, r, decodeListNamespaces)
 	if err != nil {
 		return err
 	}

@@ -183,18 +183,7 @@ func TestServeMemoryIndex(t *testing.T) {
 // serve whose memory store has a semantic index (the fake embeddings
 // endpoint): on SQLite, and on PostgreSQL.
 func TestLangGraphSDKStore(t *testing.T) {
-	node, npm := needTool(t, "node"), needTool(t, "npm")
-	dir, err := filepath.Abs(filepath.Join("..", "..", "server", "sdktest"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@langchain", "langgraph-sdk", "package.json")); err != nil {
-		install := exec.Command(npm, "ci", "--no-audit", "--no-fund")
-		install.Dir = dir
-		if out, err := install.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci: %v\n%s", err, out)
-		}
-	}
+	node, dir := sdkSuite(t)
 	emb := embedtest.New(t, "")
 	for _, name := range []string{"sqlite", "postgres"} {
 		t.Run(name, func(t *testing.T) {

@@ -152,18 +152,7 @@ func needTool(t *testing.T, name string) string {
 // committed lockfile), against a real cairn serve: on SQLite, and on
 // PostgreSQL when CAIRN_TEST_POSTGRES names a server (CI sets it).
 func TestLangGraphSDK(t *testing.T) {
-	node, npm := needTool(t, "node"), needTool(t, "npm")
-	dir, err := filepath.Abs(filepath.Join("..", "..", "server", "sdktest"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@langchain", "langgraph-sdk", "package.json")); err != nil {
-		install := exec.Command(npm, "ci", "--no-audit", "--no-fund")
-		install.Dir = dir
-		if out, err := install.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci: %v\n%s", err, out)
-		}
-	}
+	node, dir := sdkSuite(t)
 	stores := map[string]func(t *testing.T) string{
 		"sqlite": func(t *testing.T) string { return "sqlite://" + filepath.Join(t.TempDir(), "serve.db") },
 		"postgres": func(t *testing.T) string {
@@ -184,6 +173,25 @@ func TestLangGraphSDK(t *testing.T) {
 			t.Logf("%s", lastLines(string(out), 8))
 		})
 	}
+}
+
+// sdkSuite returns node and the folder of server/sdktest, its packages
+// installed (npm ci, from the committed lockfile) if they are not yet.
+func sdkSuite(t *testing.T) (node, dir string) {
+	t.Helper()
+	node, npm := needTool(t, "node"), needTool(t, "npm")
+	dir, err := filepath.Abs(filepath.Join("..", "..", "server", "sdktest"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@langchain", "langgraph-sdk", "package.json")); err != nil {
+		install := exec.Command(npm, "ci", "--no-audit", "--no-fund")
+		install.Dir = dir
+		if out, err := install.CombinedOutput(); err != nil {
+			t.Fatalf("npm ci: %v\n%s", err, out)
+		}
+	}
+	return node, dir
 }
 
 func lastLines(s string, n int) string {
