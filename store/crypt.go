@@ -296,7 +296,7 @@ func (k *Keyring) current(blob []byte) bool {
 }
 
 func noKeyError(blob []byte) error {
-	return fmt.Errorf("%w: the blob is encrypted with key %s, which the store was not given (set %s)", ErrNoKey, sealedKeyID(blob), EnvEncryptionKeys)
+	return fmt.Errorf("%w: the blob is encrypted with key %s, which is not among the keys given (%s)", ErrNoKey, sealedKeyID(blob), EnvEncryptionKeys)
 }
 
 // openBlob opens a blob as a store with keyring k (nil: no encryption)
