@@ -412,6 +412,16 @@ type lgTuple struct {
 	ParentID   string            `json:"parent_id,omitempty"`
 	Channels   state.Doc         `json:"channels"`
 	Writes     []json.RawMessage `json:"pending_writes"`
+	// Shared lists, in a batch, the list channels whose value is the
+	// first Len elements of the same channel of tuple Of of the batch:
+	// history shares most of its lists, so a batch sends each once.
+	Shared map[string]lgShared `json:"shared,omitempty"`
+}
+
+// lgShared names a list a tuple shares with an earlier tuple of a batch.
+type lgShared struct {
+	Of  int `json:"of"`
+	Len int `json:"len"`
 }
 
 // getCheckpoint answers a checkpoint (the head without an id) or 404.

@@ -1,15 +1,18 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"reflect"
 	"slices"
 	"strings"
 
+	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -196,8 +199,67 @@ func (s *Server) batchCheckpoints(w http.ResponseWriter, r *http.Request) error 
 		out = append(out, got...)
 		i = j
 	}
+	lgShare(out)
 	writeJSON(w, http.StatusOK, map[string]any{"tuples": out})
 	return nil
+}
+
+// lgShare finds, for each tuple of a batch, the list channels that are a
+// beginning of the same list in the tuple before it (the same namespace,
+// newer: history grows lists), and sends them as references to the tuple
+// holding the elements.
+func lgShare(out []lgTuple) {
+	root := make([]map[string]int, len(out)) // channel -> the tuple holding its elements
+	for i := 1; i < len(out); i++ {
+		prev, cur := &out[i-1], &out[i]
+		if prev.ThreadID != cur.ThreadID || prev.NS != cur.NS {
+			continue
+		}
+		for _, name := range cur.Channels.Fields() {
+			n, isList := cur.Channels.ListLen(name)
+			pn, pList := prev.Channels.ListLen(name)
+			if !isList || !pList || n == 0 || n > pn || !samePrefix(cur.Channels, prev.Channels, name, n) {
+				continue
+			}
+			of := i - 1
+			if r, ok := root[i-1][name]; ok {
+				of = r
+			}
+			if root[i] == nil {
+				root[i] = map[string]int{}
+				cur.Shared = map[string]lgShared{}
+			}
+			root[i][name] = of
+			cur.Shared[name] = lgShared{Of: of, Len: n}
+		}
+	}
+	for i := range out {
+		if len(out[i].Shared) == 0 {
+			continue
+		}
+		p := make(state.Patch, 0, len(out[i].Shared))
+		for _, name := range slices.Sorted(maps.Keys(out[i].Shared)) {
+			p = append(p, state.Op{Op: state.OpRemove, Path: "/" + pointerEscaper.Replace(name)})
+		}
+		if d, err := out[i].Channels.Apply(p); err == nil {
+			out[i].Channels = d
+		} else {
+			out[i].Shared = nil // cannot happen: the fields exist
+		}
+	}
+}
+
+// samePrefix reports whether list field name of a is the first n
+// elements of the same field of b.
+func samePrefix(a, b state.Doc, name string, n int) bool {
+	for i := range n {
+		x, _ := a.Element(name, i)
+		y, _ := b.Element(name, i)
+		if !bytes.Equal(x, y) {
+			return false
+		}
+	}
+	return true
 }
 
 // lgRun reads refs of one namespace, seqs descending, in one walk.

@@ -27,7 +27,7 @@ export interface CairnSaverOptions {
   apiKey?: string;
   /** The serializer of channel values (default: LangGraph's JsonPlusSerializer). */
   serde?: SerializerProtocol;
-  /** Checkpoints read per request while listing (default 10, at most 100). */
+  /** Checkpoints read per request while listing (default 50, at most 100). */
   pageSize?: number;
   /** The fetch function (default: the global one). */
   fetch?: typeof fetch;
@@ -105,6 +105,9 @@ interface WireTuple {
   parent_id?: string;
   channels: Record<string, unknown>;
   pending_writes: WireWrite[];
+  // In a batch: list channels that are the first len elements of the same
+  // channel of tuple `of` of the batch.
+  shared?: Record<string, { of: number; len: number }>;
 }
 
 interface WireRef {
@@ -157,7 +160,7 @@ export class CairnSaver extends BaseCheckpointSaver {
     if (!options?.url) throw new Error("CairnSaver: options.url (the address of cairn serve) is required");
     this.url = options.url.replace(/\/+$/, "");
     this.apiKey = options.apiKey;
-    this.pageSize = Math.min(100, Math.max(1, options.pageSize ?? 10));
+    this.pageSize = Math.min(100, Math.max(1, options.pageSize ?? 50));
     this.fetchFn = options.fetch ?? fetch;
   }
 
@@ -250,13 +253,18 @@ export class CairnSaver extends BaseCheckpointSaver {
     return this.tupleOf(wire);
   }
 
-  private async tupleOf(wire: WireTuple): Promise<CheckpointTuple> {
+  private async tupleOf(wire: WireTuple, batch: Record<string, unknown[]>[] = []): Promise<CheckpointTuple> {
     const values: Record<string, unknown> = {};
     await Promise.all(
       Object.entries(wire.channels).map(async ([ch, v]) => {
         values[ch] = await this.decodeChannel(v);
       }),
     );
+    for (const [ch, s] of Object.entries(wire.shared ?? {})) {
+      const from = batch[s.of]?.[ch];
+      if (!from || from.length < s.len) throw new Error(`CairnSaver: a batch shares ${ch} with tuple ${s.of}, which lacks it`);
+      values[ch] = from.slice(0, s.len);
+    }
     const checkpoint: Checkpoint = {
       v: wire.checkpoint.v,
       id: wire.checkpoint.id,
@@ -314,7 +322,16 @@ export class CairnSaver extends BaseCheckpointSaver {
     });
     for (let i = 0; i < refs.length; i += this.pageSize) {
       const { tuples } = await this.call<{ tuples: WireTuple[] }>("POST", "/checkpointer/batch", { refs: refs.slice(i, i + this.pageSize) });
-      for (const t of tuples) yield await this.tupleOf(t);
+      // Lists a batch sends once are shared by the tuples (their elements,
+      // not the arrays); the saver keeps its own copy of each array.
+      const lists: Record<string, unknown[]>[] = [];
+      for (const t of tuples) {
+        const tuple = await this.tupleOf(t, lists);
+        const own: Record<string, unknown[]> = {};
+        for (const [ch, v] of Object.entries(tuple.checkpoint.channel_values)) if (Array.isArray(v)) own[ch] = v.slice();
+        lists.push(own);
+        yield tuple;
+      }
     }
   }
 
