@@ -515,8 +515,10 @@ func decodeSnapshot(r *Row) (state.Doc, int, error) {
 
 // replay computes the states of rows (ascending, all sharing base), starting
 // from the base row's snapshot. Rows whose parent state is unknown are
-// skipped (they belong to other branches).
-func (e *Engine) replay(rows []Row, base int64) (map[int64]state.Doc, error) {
+// skipped (they belong to other branches). keep puts a snapshot decoded
+// here in the cache (a history walk, which reads each snapshot once, does
+// not: it would push out the ones loads need and hold its own).
+func (e *Engine) replay(rows []Row, base int64, keep bool) (map[int64]state.Doc, error) {
 	states := make(map[int64]state.Doc, len(rows))
 	for i := range rows {
 		r := &rows[i]
@@ -534,7 +536,9 @@ func (e *Engine) replay(rows []Row, base int64) (map[int64]state.Doc, error) {
 				}
 				// Weighed by the decoded state, not the stored (compressed)
 				// bytes: a budget of stored bytes held ten times its size.
-				e.cache.put(k, d, int64(size))
+				if keep {
+					e.cache.put(k, d, int64(size))
+				}
 			}
 			states[r.Seq] = d
 			continue
@@ -587,7 +591,7 @@ func (e *Engine) Load(ctx context.Context, r LoadRequest) (Checkpoint, error) {
 	if len(chain) == 0 {
 		return Checkpoint{}, &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: t.Seq, What: "row", Err: fmt.Errorf("no path to snapshot %d", t.Base)}
 	}
-	states, err := e.replay(chain, t.Base)
+	states, err := e.replay(chain, t.Base, true)
 	if err != nil {
 		return Checkpoint{}, err
 	}
@@ -671,7 +675,7 @@ func (e *Engine) History(ctx context.Context, r HistoryRequest) iter.Seq2[Checkp
 						grp, err = e.chainRows(ctx, r.Thread, r.Namespace, row.Base, row.Seq)
 						if err == nil {
 							group.base = row.Base
-							group.states, err = e.replay(grp, row.Base)
+							group.states, err = e.replay(grp, row.Base, false)
 							d, ok = group.states[row.Seq]
 							if err == nil && !ok {
 								err = &CorruptError{Thread: row.Thread, Namespace: row.Namespace, Seq: row.Seq, What: "row", Err: fmt.Errorf("no path to snapshot %d", row.Base)}
