@@ -179,16 +179,23 @@ func FuzzParseKeyring(f *testing.F) {
 func FuzzOpenBlob(f *testing.F) {
 	ring := testRing(f, 1)
 	at := binding{kind: sealPatch, tenant: "acme", thread: "t1", seq: 2}
-	valid := ring.seal(&at, encodeBlob([]byte(`[{"op":"add","path":"/a","value":1}]`), true, nil))
+	plain := encodeBlob([]byte(`[{"op":"add","path":"/a","value":1}]`), true, nil)
+	valid := ring.seal(&at, plain)
 	f.Add(valid)
 	f.Add(valid[:sealedOverhead])
 	f.Add(encodeBlob([]byte(`[]`), false, nil))
 	f.Add([]byte{codecSealed})
 	f.Fuzz(func(t *testing.T, blob []byte) {
+		// Fuzzing workers are other processes, where the seed's nonce is
+		// not valid's: a blob that opens must be a seal of the plaintext
+		// (a changed one would be a forgery).
 		got, err := ring.open(&at, blob)
-		if err == nil && !bytes.Equal(blob, valid) {
+		if err == nil && !bytes.Equal(got, plain) {
 			t.Fatalf("a blob that was never sealed opened: %q", got)
 		}
 		_, _ = decodeBlob(blob)
+		if meta, patch, err := splitMeta(blob); err == nil && len(meta)+len(patch) >= len(blob) {
+			t.Fatalf("splitMeta(%q) = %q, %q", blob, meta, patch)
+		}
 	})
 }
