@@ -88,6 +88,13 @@
 // created in one IMMEDIATE transaction, and each process waits for the
 // others (sqlite.Options.BusyTimeout) instead of failing with SQLITE_BUSY.
 //
+// Encryption at rest: with Options.Keyring, every blob (patches with the
+// checkpoint's metadata, snapshots, pending writes, run records and events,
+// item values) is sealed with AES-256-GCM, bound to its tenant, thread and
+// position; ids, times, statuses and thread metadata stay plaintext.
+// Engine.Rekey re-seals a store with the newest key. See
+// docs/encryption.md.
+//
 // Decoded snapshots are kept in a bounded in-memory cache (Options.
 // SnapshotCache, default 64 MiB), filled when a snapshot is written or read.
 // Snapshots never change, so the cache never serves stale data.
