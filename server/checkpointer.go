@@ -168,13 +168,14 @@ func (s *Server) putCheckpoint(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx := r.Context()
-	if err := s.lgEnsureThread(ctx, t.thread); err != nil {
+	exists, err := s.lgThreadExists(ctx, t.thread)
+	if err != nil {
 		return err
 	}
 	n := s.lg.get(t.thread, t.ns)
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	cp, err := s.lgCommit(ctx, n, t, &req)
+	cp, err := s.lgCommit(ctx, n, t, &req, exists)
 	if err != nil {
 		return err
 	}
@@ -182,24 +183,31 @@ func (s *Server) putCheckpoint(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// lgEnsureThread creates the thread for the request's tenant when it does
-// not exist; another tenant's is not found.
-func (s *Server) lgEnsureThread(ctx context.Context, id string) error {
+// lgThreadExists reports whether the request's tenant has the thread;
+// another tenant's is not found.
+func (s *Server) lgThreadExists(ctx context.Context, id string) (bool, error) {
 	th, err := s.store.Thread(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		md := map[string]any{LGThreadKey: "langgraph"}
-		th, err = s.store.CreateThread(ctx, store.Thread{ID: id, Tenant: tenantOf(ctx), Metadata: md})
-		if errors.Is(err, store.ErrConflict) {
-			th, err = s.store.Thread(ctx, id)
-		}
+		return false, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	if th.Tenant != tenantOf(ctx) {
-		return notFound("thread %q not found", id)
+		return false, notFound("thread %q not found", id)
 	}
-	return nil
+	return true, nil
+}
+
+// lgCreateThread creates the thread of a first checkpoint for the
+// request's tenant, marked as the checkpointer's.
+func (s *Server) lgCreateThread(ctx context.Context, id string) error {
+	md := map[string]any{LGThreadKey: "langgraph"}
+	_, err := s.store.CreateThread(ctx, store.Thread{ID: id, Tenant: tenantOf(ctx), Metadata: md})
+	if errors.Is(err, store.ErrConflict) { // made meanwhile: the append decides
+		_, err = s.lgThreadExists(ctx, id)
+	}
+	return err
 }
 
 // lgHead reads the head of a namespace without its state (0: empty).
@@ -210,57 +218,82 @@ func (s *Server) lgHead(ctx context.Context, thread, ns string) (store.Checkpoin
 	return store.Checkpoint{}, nil
 }
 
-// lgCommit appends the checkpoint after its parent, or forks from it;
-// n.mu is held.
-func (s *Server) lgCommit(ctx context.Context, n *lgNS, t lgTarget, req *lgPut) (store.Checkpoint, error) {
-	head, err := s.lgHead(ctx, t.thread, t.ns)
-	if err != nil {
-		return store.Checkpoint{}, err
-	}
-	if _, dup, err := n.seq(ctx, s.store, t.thread, t.ns, req.Checkpoint.ID); err != nil || dup {
-		if err == nil {
-			err = conflict("checkpoint %q is already stored in thread %q namespace %q", req.Checkpoint.ID, t.thread, t.lgNS)
+// lgPlan is what a put will commit: the checkpoint the patch applies to
+// (at), the head, the patch and the new state.
+type lgPlan struct {
+	at    int64
+	head  store.Checkpoint
+	patch state.Patch
+	state state.Doc
+}
+
+// lgPlanPut checks a put against the stored namespace and computes its
+// patch; nothing is written. n.mu is held.
+func (s *Server) lgPlanPut(ctx context.Context, n *lgNS, t lgTarget, req *lgPut, exists bool) (lgPlan, error) {
+	var pl lgPlan
+	if exists {
+		var err error
+		if pl.head, err = s.lgHead(ctx, t.thread, t.ns); err != nil {
+			return pl, err
 		}
-		return store.Checkpoint{}, err
+		if _, dup, err := n.seq(ctx, s.store, t.thread, t.ns, req.Checkpoint.ID); err != nil || dup {
+			return pl, cmpErr(err, conflict("checkpoint %q is already stored in thread %q namespace %q", req.Checkpoint.ID, t.thread, t.lgNS))
+		}
 	}
-	at := head.Seq // the Cairn checkpoint the patch applies to
+	pl.at = pl.head.Seq
 	if req.ParentID != "" {
-		pseq, ok, err := n.seq(ctx, s.store, t.thread, t.ns, req.ParentID)
-		if err != nil {
-			return store.Checkpoint{}, err
+		pseq, ok := int64(0), false
+		if exists {
+			var err error
+			if pseq, ok, err = n.seq(ctx, s.store, t.thread, t.ns, req.ParentID); err != nil {
+				return pl, err
+			}
 		}
 		if !ok {
-			return store.Checkpoint{}, notFound("parent checkpoint %q not found in thread %q namespace %q", req.ParentID, t.thread, t.lgNS)
+			return pl, notFound("parent checkpoint %q not found in thread %q namespace %q", req.ParentID, t.thread, t.lgNS)
 		}
-		if pseq != head.Seq && !req.Fork {
-			hr, _ := lgRecordOf(head.Meta)
-			return store.Checkpoint{}, conflict("thread %q namespace %q moved on: its head is checkpoint %q, not the parent %q (another writer put a checkpoint since this one was read)", t.thread, t.lgNS, hr.Checkpoint.ID, req.ParentID)
+		if pseq != pl.head.Seq && !req.Fork {
+			hr, _ := lgRecordOf(pl.head.Meta)
+			return pl, conflict("thread %q namespace %q moved on: its head is checkpoint %q, not the parent %q (another writer put a checkpoint since this one was read)", t.thread, t.lgNS, hr.Checkpoint.ID, req.ParentID)
 		}
-		at = pseq
+		pl.at = pseq
 	}
-	base, err := s.lgState(ctx, n, t, at)
+	base, err := s.lgState(ctx, n, t, pl.at)
 	if err != nil {
-		return store.Checkpoint{}, err
+		return pl, err
 	}
 	var versions map[string]json.RawMessage
 	if err := json.Unmarshal(req.Checkpoint.Versions, &versions); len(req.Checkpoint.Versions) > 0 && err != nil {
-		return store.Checkpoint{}, unprocessable("$.checkpoint.channel_versions", "want an object: %v", err)
+		return pl, unprocessable("$.checkpoint.channel_versions", "want an object: %v", err)
 	}
 	keep := func(f string) bool { _, ok := versions[f]; return ok && req.ParentID != "" }
-	patch, err := lgPatch(base, req.Channels, keep)
+	if pl.patch, err = lgPatch(base, req.Channels, keep); err != nil {
+		return pl, err
+	}
+	if pl.state, err = base.Apply(pl.patch); err != nil {
+		return pl, unprocessable("$.channels", "%v", err)
+	}
+	return pl, nil
+}
+
+// lgCommit appends the checkpoint after its parent, or forks from it;
+// the thread is created with its first checkpoint. n.mu is held.
+func (s *Server) lgCommit(ctx context.Context, n *lgNS, t lgTarget, req *lgPut, exists bool) (store.Checkpoint, error) {
+	pl, err := s.lgPlanPut(ctx, n, t, req, exists)
 	if err != nil {
 		return store.Checkpoint{}, err
 	}
-	st, err := base.Apply(patch)
-	if err != nil {
-		return store.Checkpoint{}, unprocessable("$.channels", "%v", err)
+	if !exists {
+		if err := s.lgCreateThread(ctx, t.thread); err != nil {
+			return store.Checkpoint{}, err
+		}
 	}
 	meta := store.Meta{Source: lgSource(req.Metadata), Extra: map[string]any{lgExtraKey: lgRecord{Checkpoint: req.Checkpoint, ParentID: req.ParentID, Metadata: req.Metadata}}}
 	var cp store.Checkpoint
-	if at == head.Seq {
-		cp, err = s.store.Append(ctx, store.Checkpoint{Thread: t.thread, Namespace: t.ns, Parent: head.Seq, Patch: patch, State: st, Meta: meta})
+	if pl.at == pl.head.Seq {
+		cp, err = s.store.Append(ctx, store.Checkpoint{Thread: t.thread, Namespace: t.ns, Parent: pl.head.Seq, Patch: pl.patch, State: pl.state, Meta: meta})
 	} else {
-		cp, err = s.store.Fork(ctx, store.ForkRequest{Thread: t.thread, Namespace: t.ns, At: at, Patch: patch, Meta: meta})
+		cp, err = s.store.Fork(ctx, store.ForkRequest{Thread: t.thread, Namespace: t.ns, At: pl.at, Patch: pl.patch, Meta: meta})
 	}
 	if errors.Is(err, store.ErrConflict) {
 		return store.Checkpoint{}, conflict("thread %q namespace %q moved on while checkpoint %q was stored (another writer): %v", t.thread, t.lgNS, req.Checkpoint.ID, err)
@@ -268,7 +301,7 @@ func (s *Server) lgCommit(ctx context.Context, n *lgNS, t lgTarget, req *lgPut) 
 	if err != nil {
 		return store.Checkpoint{}, err
 	}
-	n.add(cp.Seq, req.Checkpoint.ID, st)
+	n.add(cp.Seq, req.Checkpoint.ID, pl.state)
 	return cp, nil
 }
 

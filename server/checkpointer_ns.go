@@ -14,7 +14,8 @@ import (
 // namespaces with "/". lgNamespace maps one to the other reversibly:
 // segments are joined by "/", and in each segment a byte outside
 // [A-Za-z0-9.:-] (and a first byte that is not a letter or digit) is
-// written "_XX" in hex; an empty segment is "_".
+// written "_XX" in hex; an empty segment is "_". A result that would
+// start with "_" starts with "0__" instead ("__" is never an escape).
 
 // errLGNamespace: a Cairn namespace that no LangGraph namespace maps to.
 var errLGNamespace = errors.New("not a namespace of the LangGraph checkpointer")
@@ -43,6 +44,9 @@ func lgNamespace(ns string) (string, error) {
 		}
 	}
 	out := b.String()
+	if out[0] == '_' { // a namespace starts with a letter or digit; "__" is no escape
+		out = "0_" + out
+	}
 	if err := store.ValidateNamespace(out); err != nil {
 		return "", fmt.Errorf("checkpoint_ns %q is too long for Cairn once escaped (%d bytes, at most 256)", ns, len(out))
 	}
@@ -55,7 +59,11 @@ func lgNamespaceOf(ns string) (string, error) {
 	if ns == "" {
 		return "", nil
 	}
-	segs := strings.Split(ns, "/")
+	body := ns
+	if strings.HasPrefix(ns, "0__") {
+		body = ns[2:]
+	}
+	segs := strings.Split(body, "/")
 	for i, seg := range segs {
 		if seg == "_" {
 			segs[i] = ""
