@@ -164,10 +164,15 @@ func jsonObject(raw json.RawMessage, path string, optional bool) (map[string]any
 	return m, nil
 }
 
+// putItem stores an item, its value redacted by the server's redactor
+// first (as a run's input is).
 func (s *Server) putItem(w http.ResponseWriter, r *http.Request) error {
 	is, op, err := itemRequest(s, r, decodePutItem)
 	if err != nil {
 		return err
+	}
+	if m, ok := s.redact.Value(op.Value).(map[string]any); ok {
+		op.Value = m
 	}
 	if err := is.Put(r.Context(), op); err != nil {
 		return itemErr(err)

@@ -122,6 +122,11 @@ func TestStoreAPI(t *testing.T) {
 	a.want("GET", "/store/items?namespace=users.u1&key=prefs", "", 200, "null")
 	a.want("DELETE", "/store/items", `{"namespace":["users","u1"],"key":"prefs"}`, 204)
 	a.want("GET", "/info", "", 200, `"store":true`)
+	// Secrets in a value are redacted before it is stored.
+	a.want("PUT", "/store/items", `{"namespace":["users","u1"],"key":"creds","value":{"api_key":"abc","text":"mine is sk-live-0123456789abcdefghij"}}`, 204)
+	if b := a.want("GET", "/store/items?namespace=users.u1&key=creds", "", 200, `"api_key":"[REDACTED]"`); strings.Contains(b, "sk-live") || strings.Contains(b, "abc") {
+		t.Fatalf("a secret was stored: %s", b)
+	}
 }
 
 func toStrings(v any) []string {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,7 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/cairn-dev/cairn/internal/crashtest"
 	"github.com/cairn-dev/cairn/internal/embedtest"
 	"github.com/cairn-dev/cairn/internal/pgtest"
 )
@@ -202,5 +205,34 @@ func TestLangGraphSDKStore(t *testing.T) {
 			}
 			t.Logf("%s", lastLines(string(out), 8))
 		})
+	}
+}
+
+// TestServeSweepsExpiredItems: cairn serve deletes items past their ttl
+// every --store-ttl-sweep, not only hides them.
+func TestServeSweepsExpiredItems(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "serve.db")
+	p := startServe(t, "--assistants", filepath.Join("..", "..", "examples", "serve"), "--store", "sqlite:"+db, "--store-ttl-sweep", "50ms")
+	for _, k := range []string{"brief", "kept"} {
+		body := map[string]any{"namespace": []string{"s"}, "key": k, "value": map[string]any{"v": k}}
+		if k == "brief" {
+			body["ttl"] = 0.001 // 60 ms
+		}
+		if code := p.call(t, "PUT", "/store/items", body, nil); code != 204 {
+			t.Fatalf("put %s: %d", k, code)
+		}
+	}
+	conn, err := sql.Open("sqlite", "file:"+db+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	crashtest.WaitFor(t, 5*time.Second, "the sweep", func() bool {
+		var n int
+		return conn.QueryRow(`SELECT count(*) FROM items`).Scan(&n) == nil && n == 1
+	})
+	var key string
+	if err := conn.QueryRow(`SELECT key FROM items`).Scan(&key); err != nil || key != "kept" {
+		t.Fatalf("left %q, %v", key, err)
 	}
 }
