@@ -490,7 +490,7 @@ func (s *Server) lgLoad(ctx context.Context, t lgTarget, id string) (store.Check
 	defer n.mu.Unlock()
 	missing := notFound("thread %q namespace %q has no checkpoint %q", t.thread, t.lgNS, id)
 	if id == "" {
-		head, err := s.lgHead(ctx, t.thread, t.ns)
+		head, err := s.lgNewest(ctx, t)
 		if err != nil || head.Seq == 0 {
 			return store.Checkpoint{}, cmpErr(err, notFound("thread %q namespace %q has no checkpoints", t.thread, t.lgNS))
 		}
@@ -517,6 +517,19 @@ func (s *Server) lgLoad(ctx context.Context, t lgTarget, id string) (store.Check
 		n.ids, n.top, n.head = map[string]int64{}, 0, 0
 	}
 	return store.Checkpoint{}, missing
+}
+
+// lgNewest reads the newest checkpoint the checkpointer wrote in a
+// namespace, without its state: a branch made with Cairn's own fork is
+// passed over, and a put after what is returned is then a conflict, not a
+// thread started again.
+func (s *Server) lgNewest(ctx context.Context, t lgTarget) (store.Checkpoint, error) {
+	for cp, err := range s.store.History(ctx, store.HistoryRequest{Thread: t.thread, Namespace: t.ns, PageSize: 20}) {
+		if _, ok := lgRecordOf(cp.Meta); ok || err != nil {
+			return cp, err
+		}
+	}
+	return store.Checkpoint{}, nil
 }
 
 // cmpErr is err when not nil, else fallback.

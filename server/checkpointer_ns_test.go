@@ -1,9 +1,12 @@
 package server
 
 import (
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -60,6 +63,44 @@ func FuzzLGNamespace(f *testing.F) {
 		if lg, err := lgNamespaceOf(s); err == nil {
 			if c, err := lgNamespace(lg); err != nil || c != s {
 				t.Fatalf("lgNamespace(lgNamespaceOf(%q) = %q) = %q, %v", s, lg, c, err)
+			}
+		}
+	})
+}
+
+// FuzzLGPatch: the patch a put stores turns the parent's state into the
+// state the put names, whatever the two values are (lists that grew or
+// not, scalars, objects).
+func FuzzLGPatch(f *testing.F) {
+	f.Add(`{"m":[1,2],"c":1}`, `[1,2,3]`)
+	f.Add(`{"m":[{"a":1}]}`, `[{"a":2}]`)
+	f.Add(`{"m":"x"}`, `[1]`)
+	f.Add(`{}`, `{"k":[1]}`)
+	f.Add(`{"m":[1,2,3]}`, `[1]`)
+	f.Fuzz(func(t *testing.T, base, value string) {
+		d, err := state.ParseDoc([]byte(base))
+		if err != nil || !json.Valid([]byte(value)) {
+			return
+		}
+		keep := func(string) bool { return true }
+		p, err := lgPatch(d, map[string]lgChannel{"m": {Value: json.RawMessage(value)}}, keep)
+		if err != nil {
+			return // a value the state cannot hold is refused, not stored
+		}
+		got, err := d.Apply(p)
+		if err != nil {
+			t.Fatalf("patch %v does not apply to %s: %v", p, base, err)
+		}
+		raw, _ := got.Raw("m")
+		var want, have any
+		_ = json.Unmarshal([]byte(value), &want)
+		_ = json.Unmarshal(raw, &have)
+		if !reflect.DeepEqual(want, have) {
+			t.Fatalf("base %s value %s: patch %v gives %s", base, value, p, raw)
+		}
+		for _, f := range d.Fields() {
+			if f != "m" && !got.Has(f) {
+				t.Fatalf("field %s lost", f)
 			}
 		}
 	})
