@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -11,6 +13,12 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cairn-dev/cairn/internal/crashtest"
+	"github.com/cairn-dev/cairn/internal/pgtest"
 )
 
 // The marker is in the run's input and the model's reply: it is in the
@@ -247,5 +255,50 @@ func TestServeEncrypted(t *testing.T) {
 	}
 	if code, out, errOut := cli(t, map[string]string{"CAIRN_STORE": "sqlite:" + db, "CAIRN_ENCRYPTION_KEYS": testKey(3)}, "runs", runs[0].RunID); code != 0 {
 		t.Fatalf("cairn runs with the key: %d %s %s", code, out, errOut)
+	}
+}
+
+// TestRunQueueEncrypted queues a run on an encrypted PostgreSQL store
+// (cairn run --queue) for a worker with the same key: the run completes,
+// its state reads back with the key, and no table — checkpoints, run
+// records, events, River's jobs — holds its input in the clear.
+func TestRunQueueEncrypted(t *testing.T) {
+	dsn, schema := pgtest.Schema(t, "cairn_rqe")
+	assistants := filepath.Join("..", "..", "examples", "serve")
+	keys := "CAIRN_ENCRYPTION_KEYS=" + testKey(4)
+	startChild(t, cairnProcess(t, []string{keys}, "worker", "--log-level", "info", "--id", "w1", "--assistants", assistants, "--store", dsn, "--lease", "1s", "--rescue-after", "2s"), "taking runs of")
+	env := map[string]string{"CAIRN_ENCRYPTION_KEYS": testKey(4)}
+	code, stdout, stderr := cli(t, env, "run", filepath.Join(assistants, "five-steps.md"), "--queue", "--input-text", encMarker, "--thread", "rqe", "--store", dsn, "--json")
+	var q struct {
+		RunID string `json:"run_id"`
+	}
+	if code != 0 || json.Unmarshal([]byte(stdout), &q) != nil || q.RunID == "" {
+		t.Fatalf("run --queue: %d %s %s", code, stdout, stderr)
+	}
+	crashtest.WaitFor(t, 20*time.Second, "the queued run to finish", func() bool {
+		_, out, _ := cli(t, env, "runs", q.RunID, "--store", dsn, "--json")
+		var v runView
+		return json.Unmarshal([]byte(out), &v) == nil && v.Status == "success"
+	})
+	if code, out, _ := cli(t, env, "state", "rqe", "--store", dsn); code != 0 || !strings.Contains(out, encMarker) {
+		t.Fatalf("state with the key: %d\n%s", code, out)
+	}
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for _, c := range []struct{ table, column string }{
+		{"cairn_checkpoints", "patch"}, {"cairn_checkpoints", "coalesce(meta, '')"}, {"cairn_snapshots", "data"}, {"cairn_writes", "data"},
+		{"cairn_runs", "data"}, {"cairn_run_events", "data"}, {"river_job", "convert_to(args::text, 'UTF8')"},
+	} {
+		var n int
+		q := fmt.Sprintf(`SELECT count(*) FROM %s.%s WHERE position(convert_to($1, 'UTF8') IN %s) > 0`, schema, c.table, c.column)
+		if err := conn.QueryRow(context.Background(), q, encMarker).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", c.table, err)
+		}
+		if n != 0 {
+			t.Errorf("%d rows of %s hold the run's input in %s", n, c.table, c.column)
+		}
 	}
 }
