@@ -199,3 +199,18 @@ func FuzzOpenBlob(f *testing.F) {
 		}
 	})
 }
+
+func TestCorruptErrorText(t *testing.T) {
+	for _, tc := range []struct {
+		err  CorruptError
+		want string
+	}{
+		{CorruptError{Thread: "t", Seq: 2, What: "patch", Err: errSealAuth}, `store: thread "t" seq 2: corrupt patch: authentication failed`},
+		{CorruptError{Seq: 3, What: `event of run "r"`, Err: errSealAuth}, `store: seq 3: corrupt event of run "r": authentication failed`},
+		{CorruptError{What: `item "k"`, Err: errPlaintext}, `store: corrupt item "k": not encrypted`},
+	} {
+		if got := tc.err.Error(); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%q, want it to start with %q", got, tc.want)
+		}
+	}
+}

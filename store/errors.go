@@ -57,6 +57,9 @@ func (e *CorruptError) Error() string {
 		at += fmt.Sprintf(" seq %d", e.Seq)
 	}
 	if e.Thread == "" {
+		if at == "" {
+			return fmt.Sprintf("store: corrupt %s: %v", e.What, e.Err)
+		}
 		return fmt.Sprintf("store:%s: corrupt %s: %v", at, e.What, e.Err)
 	}
 	return fmt.Sprintf("store: thread %q%s: corrupt %s: %v", e.Thread, at, e.What, e.Err)
