@@ -8,7 +8,8 @@
 //
 // --state messages (LangGraph's messages reducer, the default), plain
 // (objects and concat) or delta (the beta DeltaChannel); --thread ID;
-// --history 0 skips reading the whole history; --db names the SQLite file
+// --history 0 skips reading the whole history, --history-budget-s N stops
+// it after N seconds; --db names the SQLite file
 // whose size (with its WAL) is reported.
 import { createHash } from "node:crypto";
 import fs from "node:fs";
@@ -78,9 +79,15 @@ res.final_state_sha256 = createHash("sha256").update(JSON.stringify(snap.values)
 if (args.history !== "0") {
   t = performance.now();
   let n = 0;
+  const budget = parseFloat(args["history-budget-s"] ?? "0") * 1000;
+  res.history_complete = true;
   for await (const s of graph.getStateHistory({ configurable: { thread_id: thread } })) {
     if (s.values == null) throw new Error("history item without values");
     n++;
+    if (budget > 0 && performance.now() - t > budget) {
+      res.history_complete = false;
+      break;
+    }
   }
   res.history_ms = +(performance.now() - t).toFixed(1);
   res.history_items = n;

@@ -122,10 +122,24 @@ interface WireRef {
 // sends only what a list gained.
 interface Head {
   id: string;
-  lists: Map<string, string[]>;
+  lists: Map<string, List>;
+}
+
+// A list channel's elements and their serialized text.
+interface List {
+  objs: unknown[];
+  texts: string[];
 }
 
 const HEADS_MAX = 256;
+
+/** The number of leading elements of b that are the elements of a. */
+function sharedPrefix(a: unknown[], b: unknown[]): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a[i] === b[i]) i++;
+  return i;
+}
 const LANDED_MAX = 4096;
 // How long writes wait for the put of their checkpoint.
 const WAIT_MS = 30_000;
@@ -212,8 +226,12 @@ export class CairnSaver extends BaseCheckpointSaver {
 
   /** A channel's value: a list element by element, so appends can be sent alone. */
   private async decodeChannel(stored: unknown): Promise<unknown> {
-    if (Array.isArray(stored)) return Promise.all(stored.map((e) => this.decode(e)));
-    return this.decode(stored);
+    if (!Array.isArray(stored)) return this.decode(stored);
+    if (!stored.some((e) => e !== null && typeof e === "object" && !Array.isArray(e) && TYPED in e)) {
+      // Plain JSON elements: one call, as a saver that stored the list whole.
+      return this.serde.loadsTyped("json", JSON.stringify(stored));
+    }
+    return Promise.all(stored.map((e) => this.decode(e)));
   }
 
   // ---- reads ----
@@ -245,12 +263,16 @@ export class CairnSaver extends BaseCheckpointSaver {
       if (this.explicit.size >= 10000) this.explicit.clear();
       this.explicit.add(`${this.key(wire.thread_id, checkpoint_ns)}\u0000${checkpoint_id}`);
     }
-    const lists = new Map<string, string[]>();
+    const tuple = await this.tupleOf(wire);
+    const lists = new Map<string, List>();
     for (const [ch, v] of Object.entries(wire.channels)) {
-      if (Array.isArray(v)) lists.set(ch, v.map((e) => JSON.stringify(e)));
+      const objs = tuple.checkpoint.channel_values[ch];
+      if (Array.isArray(v) && Array.isArray(objs) && objs.length === v.length) {
+        lists.set(ch, { objs: objs.slice(), texts: v.map((e) => JSON.stringify(e)) });
+      }
     }
     this.remember(wire.thread_id, checkpoint_ns, { id: wire.checkpoint.id, lists });
-    return this.tupleOf(wire);
+    return tuple;
   }
 
   private async tupleOf(wire: WireTuple, batch: Record<string, unknown[]>[] = []): Promise<CheckpointTuple> {
@@ -364,7 +386,7 @@ export class CairnSaver extends BaseCheckpointSaver {
     const checkpoint_ns: string = config.configurable?.checkpoint_ns ?? "";
     const parent_id: string | undefined = config.configurable?.checkpoint_id || undefined;
     const prev = this.heads.get(this.key(thread, checkpoint_ns));
-    const parentLists = prev && parent_id && prev.id === parent_id ? prev.lists : new Map<string, string[]>();
+    const parentLists = prev && parent_id && prev.id === parent_id ? prev.lists : new Map<string, List>();
     const lists = new Map(parentLists);
     const channels: Record<string, unknown> = {};
     for (const ch of Object.keys(newVersions)) {
@@ -379,13 +401,17 @@ export class CairnSaver extends BaseCheckpointSaver {
         lists.delete(ch);
         continue;
       }
-      const elems = await Promise.all(value.map((e) => this.encode(e)));
-      lists.set(ch, elems);
       const old = parentLists.get(ch);
-      if (old && old.length <= elems.length && old.every((e, i) => e === elems[i])) {
-        channels[ch] = { append: elems.slice(old.length).map((e) => JSON.parse(e)), base: old.length };
+      // An element that is the parent's own (the same object at the same
+      // place: reducers replace what they change) keeps its serialization.
+      const same = old ? sharedPrefix(old.objs, value) : 0;
+      const texts = old ? old.texts.slice(0, same) : [];
+      for (const e of await Promise.all(value.slice(same).map((e) => this.encode(e)))) texts.push(e);
+      lists.set(ch, { objs: value.slice(), texts });
+      if (old && old.texts.length <= texts.length && old.texts.every((e, i) => i < same || e === texts[i])) {
+        channels[ch] = { append: texts.slice(old.texts.length).map((e) => JSON.parse(e)), base: old.texts.length };
       } else {
-        channels[ch] = { value: JSON.parse(`[${elems.join(",")}]`) };
+        channels[ch] = { value: JSON.parse(`[${texts.join(",")}]`) };
       }
     }
     const [mdType, mdData] = await this.serde.dumpsTyped(metadata);
