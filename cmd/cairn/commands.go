@@ -159,7 +159,7 @@ func (a *app) stateCmd() *cobra.Command {
 			if a.json {
 				return a.printJSON(toJSON(cp))
 			}
-			return a.printJSON(json.RawMessage(cp.State.AppendJSON(nil)))
+			return writeIndented(a.stdout, cp.State.AppendJSON(nil))
 		},
 	}
 	cmd.Flags().Int64Var(&at, "at", 0, "checkpoint seq (default: the head)")
