@@ -113,8 +113,10 @@ func (e *Engine) sealer(ctx context.Context, r *Row) (rowSealer, error) {
 		if r.Create != nil {
 			def = r.Create.Tenant
 		}
+		// A first row reads the thread afresh: the thread may have been
+		// deleted and made again, for another tenant, since it was cached.
 		var err error
-		if tenant, err = c.tenant(ctx, e.b, r.Thread, def, false); err != nil {
+		if tenant, err = c.tenant(ctx, e.b, r.Thread, def, r.Seq == 1); err != nil {
 			return rowSealer{}, err
 		}
 	}
