@@ -259,11 +259,6 @@ func runOnce(ctx context.Context, cfg Config, threads []string, concurrent bool)
 		db, wal := sb.Sizes()
 		res.DBPlusWALBytes = db + wal
 	}
-	if len(threads) == 1 {
-		if err := measureFloor(ctx, cfg, s, &res); err != nil {
-			return Result{}, err
-		}
-	}
 	if err := measureReads(ctx, s, threads[0], cfg.Steps, &res); err != nil {
 		return Result{}, err
 	}
@@ -271,6 +266,11 @@ func runOnce(ctx context.Context, cfg Config, threads []string, concurrent bool)
 		return Result{}, err
 	}
 	res.PeakRSSBytes = peakRSS()
+	if len(threads) == 1 {
+		if err := measureFloor(ctx, cfg, s, &res); err != nil {
+			return Result{}, err
+		}
+	}
 	// What follows measures the head against its own bytes; it is not part
 	// of W1 (nor of its peak memory).
 	head, err := s.Load(ctx, store.LoadRequest{Thread: threads[0]})
