@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -603,11 +604,53 @@ func (e *Engine) Load(ctx context.Context, r LoadRequest) (Checkpoint, error) {
 	return cp, nil
 }
 
+// chainWindow is how many rows chainRows reads at once when the rows
+// between a checkpoint and its snapshot are many.
+const chainWindow = 4096
+
 // chainRows reads the rows from base to seq with their patches, and the
-// base's snapshot unless the cache has it.
+// base's snapshot unless the cache has it: all the rows between them when
+// they are few, else the chain itself, walking down the parent links a
+// window at a time — a checkpoint forked from far back in a long history
+// reads its own few ancestors, not the whole history since its snapshot.
 func (e *Engine) chainRows(ctx context.Context, thread, ns string, base, seq int64) ([]Row, error) {
 	_, cached := e.cache.get(snapKey{thread, ns, base})
-	return e.rows(ctx, RowQuery{Thread: thread, Namespace: ns, From: base, To: seq, Snapshots: !cached})
+	if seq-base < chainWindow {
+		return e.rows(ctx, RowQuery{Thread: thread, Namespace: ns, From: base, To: seq, Snapshots: !cached})
+	}
+	// The checkpoint itself first: a fork's parent may be far below it.
+	top, err := e.rows(ctx, RowQuery{Thread: thread, Namespace: ns, From: seq, To: seq})
+	if err != nil || len(top) == 0 || top[0].Parent == 0 {
+		return top, err
+	}
+	chain := top // descending
+	for next := top[0].Parent; ; {
+		from := max(base, next-chainWindow+1)
+		rows, err := e.rows(ctx, RowQuery{Thread: thread, Namespace: ns, From: from, To: next, Snapshots: !cached && from == base})
+		if err != nil {
+			return nil, err
+		}
+		at := make(map[int64]int, len(rows))
+		for i := range rows {
+			at[rows[i].Seq] = i
+		}
+		cur := next
+		for {
+			i, ok := at[cur]
+			if !ok {
+				return nil, nil // a broken chain: the caller reports it
+			}
+			chain = append(chain, rows[i])
+			if cur == base || rows[i].Parent == 0 {
+				slices.Reverse(chain)
+				return chain, nil
+			}
+			if cur = rows[i].Parent; cur < from {
+				break // a fork's jump: the next window ends at its parent
+			}
+		}
+		next = cur
+	}
 }
 
 // ancestry returns the rows on the path from base to seq, ascending, or nil
