@@ -197,8 +197,9 @@ func TestBenchEncryption(t *testing.T) {
 		}
 		Ratio       float64
 		MedianRatio float64 `json:"median_ratio"`
+		CPURatio    float64 `json:"cpu_ratio"`
 	}
-	if err := json.Unmarshal([]byte(out), &c); err != nil || c.Plain.Encrypted || !c.Encrypted.Encrypted || c.Encrypted.CheckpointRows != 21 || c.Ratio <= 0 || c.MedianRatio <= 0 {
+	if err := json.Unmarshal([]byte(out), &c); err != nil || c.Plain.Encrypted || !c.Encrypted.Encrypted || c.Encrypted.CheckpointRows != 21 || c.Ratio <= 0 || c.MedianRatio <= 0 || c.CPURatio <= 0 {
 		t.Fatalf("bench output %s: %+v %v", out, c, err)
 	}
 	if code, out, _ := cli(t, nil, "bench", "w1", "--steps", "5", "--encryption", "both", "--rounds", "1"); code != 0 || !strings.Contains(out, "encryption at rest:") || !strings.Contains(out, "w1 encrypted") {

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cairn-dev/cairn/flow"
@@ -91,6 +92,10 @@ type Result struct {
 	// pauses (WAL checkpoints, the machine's other work) that the mean
 	// includes.
 	USMedian float64 `json:"us_per_step_median"`
+	// CPUUSPerStep is the process's CPU time (user and system) per step
+	// while the threads were written: what the steps cost the machine,
+	// whatever else it was doing.
+	CPUUSPerStep float64 `json:"cpu_us_per_step"`
 	// Encrypted: the store was encrypted at rest.
 	Encrypted bool `json:"encrypted,omitempty"`
 	// Concurrent holds W2's concurrent run.
@@ -240,6 +245,7 @@ func runOnce(ctx context.Context, cfg Config, threads []string, concurrent bool)
 	stepTimes := make([]time.Duration, cfg.Steps)
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
+	cpu0 := cpuTime()
 	start := time.Now()
 	if err := writeThreads(ctx, s, schema, runThread, cfg.Steps, threads, concurrent, stepTimes); err != nil {
 		return Result{}, err
@@ -247,6 +253,7 @@ func runOnce(ctx context.Context, cfg Config, threads []string, concurrent bool)
 	total := time.Since(start)
 	runtime.ReadMemStats(&m1)
 	steps := float64(cfg.Steps * len(threads))
+	res.CPUUSPerStep = float64((cpuTime() - cpu0).Microseconds()) / steps
 	res.AllocsPerStep, res.BytesPerStep = float64(m1.Mallocs-m0.Mallocs)/steps, float64(m1.TotalAlloc-m0.TotalAlloc)/steps
 	res.TotalMS = ms(total)
 	res.USPerStep = float64(total.Microseconds()) / float64(cfg.Steps*len(threads))
@@ -644,6 +651,15 @@ func meanUS(ds []time.Duration) float64 {
 
 // peakRSS reads the process's peak resident set size (VmHWM) on Linux; 0
 // elsewhere.
+// cpuTime is the CPU time (user and system) the process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 func peakRSS() int64 {
 	f, err := os.Open("/proc/self/status")
 	if err != nil {

@@ -23,6 +23,9 @@ type Comparison struct {
 	// less.
 	Ratio       float64 `json:"ratio"`
 	MedianRatio float64 `json:"median_ratio"`
+	// CPURatio is the same of their CPU time per step (the lowest of the
+	// rounds): the cost of encryption on a machine busy with other work.
+	CPURatio float64 `json:"cpu_ratio"`
 }
 
 // CompareEncryption runs the configured workload on fresh stores without
@@ -35,7 +38,7 @@ func CompareEncryption(ctx context.Context, cfg Config, rounds int) (Comparison,
 	}
 	ring := RandomKeyring()
 	c := Comparison{Rounds: max(rounds, 1)}
-	medians := [2]float64{}
+	var medians, cpus [2]float64
 	for range c.Rounds {
 		for _, enc := range []bool{false, true} {
 			run := cfg
@@ -51,14 +54,21 @@ func CompareEncryption(ctx context.Context, cfg Config, rounds int) (Comparison,
 			if best.USPerStep == 0 || res.USPerStep < best.USPerStep {
 				*best = res
 			}
-			if m := &medians[b2i(enc)]; *m == 0 || res.USMedian < *m {
-				*m = res.USMedian
-			}
+			lowest(&medians[b2i(enc)], res.USMedian)
+			lowest(&cpus[b2i(enc)], res.CPUUSPerStep)
 		}
 	}
 	c.Ratio = c.Encrypted.USPerStep / c.Plain.USPerStep
 	c.MedianRatio = medians[1] / medians[0]
+	c.CPURatio = cpus[1] / cpus[0]
 	return c, nil
+}
+
+// lowest keeps in *m the lowest positive value it is given.
+func lowest(m *float64, v float64) {
+	if *m == 0 || v < *m {
+		*m = v
+	}
 }
 
 func b2i(b bool) int {
