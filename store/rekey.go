@@ -28,6 +28,14 @@ type BlobRewriter interface {
 	RewriteEvent(ctx context.Context, run string, seq int64, old, nw []byte) (bool, error)
 }
 
+// Vacuumer is implemented by backends that can rebuild their storage so
+// that bytes they freed are gone from it (SQLite: VACUUM and an emptied
+// WAL). After Rekey encrypts a plaintext store, the plaintext it replaced
+// may otherwise stay in freed pages.
+type Vacuumer interface {
+	Vacuum(ctx context.Context) error
+}
+
 // StoredWrite is a pending write as a backend stores it.
 type StoredWrite struct {
 	Thread, Namespace string

@@ -152,6 +152,9 @@ func TestRekeyCommand(t *testing.T) {
 	if code, _, errOut := cli(t, env(""), "run", filepath.Join(dir, "enc.md"), "--thread", "t", "--input-text", "x"); code != 0 {
 		t.Fatalf("run: %d %s", code, errOut)
 	}
+	if !bytes.Contains(storeBytes(t, db), []byte(encMarker)) {
+		t.Fatal("the plaintext store does not hold the state's text: the search below proves nothing")
+	}
 	if code, _, errOut := cli(t, env(""), "rekey"); code != 2 || !strings.Contains(errOut, "rekey needs the keys") {
 		t.Fatalf("rekey without keys: %d %s", code, errOut)
 	}
@@ -159,9 +162,13 @@ func TestRekeyCommand(t *testing.T) {
 	if code, _, errOut := cli(t, env(testKey(1)), "state", "t"); code != 1 || !strings.Contains(errOut, "not encrypted") {
 		t.Fatalf("plaintext store read with keys: %d %s", code, errOut)
 	}
-	code, out, errOut := cli(t, env(testKey(1)), "rekey")
-	if code != 0 || !strings.Contains(out, "rekeyed") || strings.Contains(out, " 0 checkpoints") {
+	code, out, errOut := cli(t, env(testKey(1)), "rekey", "--vacuum")
+	if code != 0 || !strings.Contains(out, "rekeyed") || strings.Contains(out, " 0 checkpoints") || !strings.Contains(out, "vacuumed") {
 		t.Fatalf("rekey of a plaintext store: %d %s %s", code, out, errOut)
+	}
+	// Vacuumed: no freed page of the file or its WAL keeps the plaintext.
+	if bytes.Contains(storeBytes(t, db), []byte(encMarker)) {
+		t.Fatal("the database file holds the state's text after rekey --vacuum")
 	}
 	if code, out, _ := cli(t, env(testKey(1)), "state", "t"); code != 0 || !strings.Contains(out, encMarker) {
 		t.Fatalf("state after encrypting: %d %s", code, out)

@@ -24,13 +24,15 @@ func (a *app) storeOptions() (store.Options, error) {
 }
 
 func (a *app) rekeyCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "rekey",
+	var vacuum bool
+	cmd := &cobra.Command{
+		Use:   "rekey [--vacuum]",
 		Short: "Seal every stored blob with the newest encryption key (CAIRN_ENCRYPTION_KEYS), online; encrypts a plaintext store",
 		Long: "rekey rewrites every checkpoint patch, snapshot and metadata, pending write, run record and run event " +
 			"of the store with the first key of CAIRN_ENCRYPTION_KEYS (or CAIRN_ENCRYPTION_KEYS_FILE), opening old blobs " +
 			"with any key listed. Each blob is rewritten in its own small transaction, only if it is still what was read, " +
-			"so other processes can keep writing. Afterwards the old keys can be removed from the list. See docs/encryption.md.",
+			"so other processes can keep writing. Afterwards the old keys can be removed from the list. --vacuum then rebuilds a " +
+			"SQLite file so that no plaintext the rewrite replaced stays in its free pages or WAL. See docs/encryption.md.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts, err := a.storeOptions()
@@ -45,18 +47,32 @@ func (a *app) rekeyCmd() *cobra.Command {
 				return err
 			}
 			defer s.Close()
+			vac, canVacuum := s.Backend().(store.Vacuumer)
+			if vacuum && !canVacuum {
+				return usagef("--vacuum rebuilds SQLite files; on PostgreSQL run VACUUM FULL on the cairn_ tables (docs/encryption.md)")
+			}
 			st, err := s.Rekey(cmd.Context())
 			if err != nil {
 				return err
+			}
+			if vacuum {
+				if err := vac.Vacuum(cmd.Context()); err != nil {
+					return err
+				}
 			}
 			if a.json {
 				return a.printJSON(st)
 			}
 			fmt.Fprintf(a.stdout, "rekeyed %s to key %s: %s rewritten; %d already current; %d changed meanwhile; passes: %d\n",
 				a.shownStore(), st.Key, rewritten(st.Rewritten), st.Current, st.Changed, st.Passes)
+			if vacuum {
+				fmt.Fprintln(a.stdout, "vacuumed: the file and its WAL hold no freed pages")
+			}
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&vacuum, "vacuum", false, "then rebuild the SQLite file and empty its WAL, so no replaced plaintext stays in freed pages")
+	return cmd
 }
 
 // rewritten lists the counts of RekeyStats.Rewritten in a fixed order.
