@@ -300,14 +300,11 @@ func (s *Server) lgRun(ctx context.Context, refs []lgRef) ([]lgTuple, error) {
 }
 
 // deleteCheckpoints deletes a thread with its checkpoints and writes; a
-// missing thread is not an error.
+// missing thread (or another tenant's) is a 404, which the saver takes
+// as done.
 func (s *Server) deleteCheckpoints(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	th, err := s.thread(ctx, r.PathValue("thread_id"))
-	if statusOf(err) == http.StatusNotFound {
-		writeJSON(w, http.StatusOK, map[string]bool{"deleted": false})
-		return nil
-	}
 	if err != nil {
 		return err
 	}

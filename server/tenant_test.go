@@ -89,6 +89,8 @@ func TestTenants(t *testing.T) {
 		{"GET", "/threads/a1/runs/" + rid + "/stream", ""},
 		{"GET", "/threads/a1/interrupts", ""},
 		{"POST", "/threads/a1/interrupts/x/answer", `{"action": "approve"}`},
+		{"DELETE", "/checkpointer/threads/a1", ""},
+		{"POST", "/checkpointer/threads/a1/copy", `{"target_thread_id": "mine"}`},
 	}
 	checkWalked(t, hs, walked, rid, cp)
 	for _, tc := range walked {

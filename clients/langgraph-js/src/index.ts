@@ -497,7 +497,11 @@ export class CairnSaver extends BaseCheckpointSaver {
   /** Deletes a thread: all its checkpoints and pending writes. */
   async deleteThread(threadId: string): Promise<void> {
     this.forget(threadId);
-    await this.call("DELETE", `/checkpointer/threads/${encodeURIComponent(threadId)}`);
+    try {
+      await this.call("DELETE", `/checkpointer/threads/${encodeURIComponent(threadId)}`);
+    } catch (e) {
+      if (!(e instanceof CairnError && e.status === 404)) throw e; // nothing to delete
+    }
   }
 
   /**
