@@ -46,10 +46,17 @@ func TestLangGraphSaver(t *testing.T) {
 	for _, name := range []string{"sqlite", "postgres"} {
 		t.Run(name, func(t *testing.T) {
 			db := stores[name](t)
-			p := startServe(t, "--assistants", filepath.Join("..", "..", "examples", "serve"), "--store", db)
+			args := []string{"--assistants", filepath.Join("..", "..", "examples", "serve"), "--store", db}
+			env := []string{"NO_COLOR=1"}
+			if name == "postgres" { // with API keys: every thread in the key's tenant
+				key := saverKey(t, db)
+				args = append(args, "--auth", "keys")
+				env = append(env, "CAIRN_API_KEY="+key)
+			}
+			p := startServe(t, args...)
 			cmd := exec.Command(node, filepath.Join("node_modules", "vitest", "vitest.mjs"), "run")
 			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), "CAIRN_URL="+p.url, "NO_COLOR=1")
+			cmd.Env = append(append(os.Environ(), env...), "CAIRN_URL="+p.url)
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("the saver's suites failed: %v\n%s", err, out)
@@ -63,6 +70,19 @@ func TestLangGraphSaver(t *testing.T) {
 			}
 		})
 	}
+}
+
+// saverKey makes an API key with cairn keys create.
+func saverKey(t *testing.T, store string) string {
+	t.Helper()
+	code, out, errOut := cli(t, nil, "keys", "create", "--tenant", "langgraph-app", "--json", "--store", store)
+	var k struct {
+		Key string `json:"key"`
+	}
+	if err := json.Unmarshal([]byte(out), &k); code != 0 || err != nil || k.Key == "" {
+		t.Fatalf("cairn keys create: %d %v %s", code, err, errOut)
+	}
+	return k.Key
 }
 
 // checkSaverThreadCLI writes a W1 thread with the saver and reads it with
