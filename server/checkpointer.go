@@ -24,10 +24,10 @@ import (
 // lgExtraKey is the key of a checkpoint's LangGraph fields in Meta.Extra.
 const lgExtraKey = "langgraph"
 
-// LGThreadKey marks, in a thread's metadata, the threads the LangGraph
+// lgThreadKey marks, in a thread's metadata, the threads the LangGraph
 // checkpointer created (value "langgraph"); a list without a thread id
 // looks at those.
-const LGThreadKey = "cairn_checkpointer"
+const lgThreadKey = "cairn_checkpointer"
 
 // lgBodyLimit is the request body limit of the checkpointer routes when
 // the server's is lower: a checkpoint whose list channel changed other
@@ -202,7 +202,7 @@ func (s *Server) lgThreadExists(ctx context.Context, id string) (bool, error) {
 // lgCreateThread creates the thread of a first checkpoint for the
 // request's tenant, marked as the checkpointer's.
 func (s *Server) lgCreateThread(ctx context.Context, id string) error {
-	md := map[string]any{LGThreadKey: "langgraph"}
+	md := map[string]any{lgThreadKey: "langgraph"}
 	_, err := s.store.CreateThread(ctx, store.Thread{ID: id, Tenant: tenantOf(ctx), Metadata: md})
 	if errors.Is(err, store.ErrConflict) { // made meanwhile: the append decides
 		_, err = s.lgThreadExists(ctx, id)
@@ -291,7 +291,8 @@ func (s *Server) lgCommit(ctx context.Context, n *lgNS, t lgTarget, req *lgPut, 
 	meta := store.Meta{Source: lgSource(req.Metadata), Extra: map[string]any{lgExtraKey: lgRecord{Checkpoint: req.Checkpoint, ParentID: req.ParentID, Metadata: req.Metadata}}}
 	var cp store.Checkpoint
 	if pl.at == pl.head.Seq {
-		cp, err = s.store.Append(ctx, store.Checkpoint{Thread: t.thread, Namespace: t.ns, Parent: pl.head.Seq, Patch: pl.patch, State: pl.state, Meta: meta})
+		nodes := lgNodes(pl.head.Meta, req.Checkpoint.Seen)
+		cp, err = s.store.Append(ctx, store.Checkpoint{Thread: t.thread, Namespace: t.ns, Parent: pl.head.Seq, Nodes: nodes, Patch: pl.patch, State: pl.state, Meta: meta})
 	} else {
 		cp, err = s.store.Fork(ctx, store.ForkRequest{Thread: t.thread, Namespace: t.ns, At: pl.at, Patch: pl.patch, Meta: meta})
 	}
@@ -303,6 +304,38 @@ func (s *Server) lgCommit(ctx context.Context, n *lgNS, t lgTarget, req *lgPut, 
 	}
 	n.add(cp.Seq, req.Checkpoint.ID, pl.state)
 	return cp, nil
+}
+
+// lgNodes names the nodes that ran in the step a checkpoint ends, for
+// Cairn's history and UI: those whose versions_seen changed since the
+// parent (LangGraph's own bookkeeping entries left out).
+func lgNodes(parent store.Meta, seen json.RawMessage) []string {
+	var now, before map[string]json.RawMessage
+	if json.Unmarshal(seen, &now) != nil {
+		return nil
+	}
+	if rec, ok := lgRecordOf(parent); ok {
+		_ = json.Unmarshal(rec.Checkpoint.Seen, &before) // nil: every node is new
+	}
+	var nodes []string
+	for k, v := range now {
+		if strings.HasPrefix(k, "__") && strings.HasSuffix(k, "__") {
+			continue
+		}
+		if old, ok := before[k]; !ok || !bytes.Equal(compactJSON(old), compactJSON(v)) {
+			nodes = append(nodes, k)
+		}
+	}
+	slices.Sort(nodes)
+	return nodes
+}
+
+func compactJSON(b []byte) []byte {
+	var out bytes.Buffer
+	if json.Compact(&out, b) != nil {
+		return b
+	}
+	return out.Bytes()
 }
 
 // lgState is the state of checkpoint seq (0: the empty state), from the

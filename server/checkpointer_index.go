@@ -9,7 +9,7 @@ import (
 )
 
 // lgIndexMax bounds the thread namespaces the checkpointer index keeps.
-const lgIndexMax = 1024
+const lgIndexMax = 256
 
 // lgIndex maps LangGraph checkpoint ids to Cairn seqs, per thread
 // namespace, and keeps the head state of the namespaces being written, in

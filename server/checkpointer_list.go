@@ -85,7 +85,7 @@ func (s *Server) lgSources(ctx context.Context, req *lgList) ([]lgTarget, error)
 		}
 		threads = []string{t.thread}
 	} else {
-		f := store.ThreadFilter{Tenant: tenantOf(ctx), Metadata: map[string]any{LGThreadKey: "langgraph"}}
+		f := store.ThreadFilter{Tenant: tenantOf(ctx), Metadata: map[string]any{lgThreadKey: "langgraph"}}
 		for th, err := range s.store.Threads(ctx, f) {
 			if err != nil {
 				return nil, err
