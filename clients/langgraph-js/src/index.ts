@@ -15,6 +15,7 @@ import {
   type CheckpointMetadata,
   type CheckpointPendingWrite,
   type CheckpointTuple,
+  type DeltaChannelHistory,
   type PendingWrite,
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
@@ -355,6 +356,50 @@ export class CairnSaver extends BaseCheckpointSaver {
         yield tuple;
       }
     }
+  }
+
+  /**
+   * The history DeltaChannel rebuilds its value from: LangGraph's own walk
+   * up the parent chain, reading the ancestors a page at a time (one list
+   * of up to 100 checkpoints) instead of one request each.
+   */
+  async getDeltaChannelHistory(options: { config: RunnableConfig; channels: string[] }): Promise<Record<string, DeltaChannelHistory>> {
+    const { config, channels } = options;
+    if (channels.length === 0) return {};
+    const collected: Record<string, CheckpointPendingWrite[]> = {};
+    const seeds: Record<string, unknown> = {};
+    const remaining = new Set(channels);
+    for (const ch of channels) collected[ch] = [];
+    const page = new Map<string, CheckpointTuple>();
+    let cursor = (await this.getTuple(config))?.parentConfig;
+    while (cursor != null && remaining.size > 0) {
+      const id = cursor.configurable?.checkpoint_id as string;
+      let tup = page.get(id);
+      if (!tup) {
+        page.clear();
+        tup = await this.getTuple(cursor);
+        if (tup === undefined) break;
+        const ancestors = { configurable: { thread_id: cursor.configurable?.thread_id, checkpoint_ns: cursor.configurable?.checkpoint_ns ?? "" } };
+        for await (const t of this.list(ancestors, { before: cursor, limit: 99 })) page.set(t.checkpoint.id, t);
+      }
+      const perChannel: Record<string, CheckpointPendingWrite[]> = {};
+      for (const w of tup.pendingWrites ?? []) if (remaining.has(w[1])) (perChannel[w[1]] ??= []).push(w);
+      for (const [ch, block] of Object.entries(perChannel)) for (let i = block.length - 1; i >= 0; i -= 1) collected[ch].push(block[i]);
+      for (const ch of [...remaining]) {
+        if (Object.prototype.hasOwnProperty.call(tup.checkpoint.channel_values, ch)) {
+          seeds[ch] = tup.checkpoint.channel_values[ch];
+          remaining.delete(ch);
+        }
+      }
+      cursor = tup.parentConfig;
+    }
+    const result: Record<string, DeltaChannelHistory> = {};
+    for (const ch of channels) {
+      const entry: DeltaChannelHistory = { writes: collected[ch].slice().reverse() };
+      if (Object.prototype.hasOwnProperty.call(seeds, ch)) entry.seed = seeds[ch];
+      result[ch] = entry;
+    }
+    return result;
   }
 
   // ---- writes ----
