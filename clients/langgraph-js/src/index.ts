@@ -249,6 +249,12 @@ export class CairnSaver extends BaseCheckpointSaver {
   }
 
   async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
+    return this.readTuple(config, true);
+  }
+
+  // readTuple reads a checkpoint; explicit: a caller's read by id, after
+  // which a put may branch from it (internal reads never allow that).
+  private async readTuple(config: RunnableConfig, explicit: boolean): Promise<CheckpointTuple | undefined> {
     const thread_id = config.configurable?.thread_id;
     if (thread_id === undefined || thread_id === null) return undefined;
     const checkpoint_ns: string = config.configurable?.checkpoint_ns ?? "";
@@ -260,7 +266,7 @@ export class CairnSaver extends BaseCheckpointSaver {
       if (e instanceof CairnError && e.status === 404) return undefined;
       throw e;
     }
-    if (checkpoint_id) {
+    if (checkpoint_id && explicit) {
       if (this.explicit.size >= 10000) this.explicit.clear();
       this.explicit.add(`${this.key(wire.thread_id, checkpoint_ns)}\u0000${checkpoint_id}`);
     }
@@ -272,7 +278,7 @@ export class CairnSaver extends BaseCheckpointSaver {
         lists.set(ch, { objs: objs.slice(), texts: v.map((e) => JSON.stringify(e)) });
       }
     }
-    this.remember(wire.thread_id, checkpoint_ns, { id: wire.checkpoint.id, lists });
+    if (explicit) this.remember(wire.thread_id, checkpoint_ns, { id: wire.checkpoint.id, lists });
     return tuple;
   }
 
@@ -371,13 +377,13 @@ export class CairnSaver extends BaseCheckpointSaver {
     const remaining = new Set(channels);
     for (const ch of channels) collected[ch] = [];
     const page = new Map<string, CheckpointTuple>();
-    let cursor = (await this.getTuple(config))?.parentConfig;
+    let cursor = (await this.readTuple(config, false))?.parentConfig;
     while (cursor != null && remaining.size > 0) {
       const id = cursor.configurable?.checkpoint_id as string;
       let tup = page.get(id);
       if (!tup) {
         page.clear();
-        tup = await this.getTuple(cursor);
+        tup = await this.readTuple(cursor, false);
         if (tup === undefined) break;
         const ancestors = { configurable: { thread_id: cursor.configurable?.thread_id, checkpoint_ns: cursor.configurable?.checkpoint_ns ?? "" } };
         for await (const t of this.list(ancestors, { before: cursor, limit: 99 })) page.set(t.checkpoint.id, t);

@@ -117,6 +117,9 @@ describe("a LangGraph graph on the Cairn saver", () => {
     const tb = await b.getTuple({ configurable: { thread_id } });
     const next = (t, id) => ({ ...t.checkpoint, id, channel_values: { ...t.checkpoint.channel_values, last: id } });
     const ids = ["1f0c0000-0000-6000-8000-00000000000a", "1f0c0000-0000-6000-8000-00000000000b"];
+    // Reads LangGraph makes on its own (DeltaChannel's history walk, by id)
+    // do not let a put branch.
+    await b.getDeltaChannelHistory({ config: tb.config, channels: ["messages"] });
     await a.put(ta.config, next(ta, ids[0]), { source: "loop", step: 9, parents: {} }, { last: 9 });
     await expect(b.put(tb.config, next(tb, ids[1]), { source: "loop", step: 9, parents: {} }, { last: 9 })).rejects.toBeInstanceOf(CairnConflictError);
     expect((await saver().getTuple({ configurable: { thread_id } })).checkpoint.id).toBe(ids[0]);
