@@ -46,11 +46,11 @@ func TestLangGraphSaver(t *testing.T) {
 	for _, name := range []string{"sqlite", "postgres"} {
 		t.Run(name, func(t *testing.T) {
 			db := stores[name](t)
-			args := []string{"--assistants", filepath.Join("..", "..", "examples", "serve"), "--store", db}
+			args := []string{"--assistants", "none", "--store", db} // a server for the checkpointer only
 			env := []string{"NO_COLOR=1"}
-			if name == "postgres" { // with API keys: every thread in the key's tenant
+			if name == "postgres" { // with assistants, and API keys: every thread in the key's tenant
 				key := saverKey(t, db)
-				args = append(args, "--auth", "keys")
+				args = []string{"--assistants", filepath.Join("..", "..", "examples", "serve"), "--store", db, "--auth", "keys"}
 				env = append(env, "CAIRN_API_KEY="+key)
 			}
 			p := startServe(t, args...)

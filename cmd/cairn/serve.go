@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -40,7 +41,7 @@ func (a *app) serveCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.serve(cmd.Context(), f) },
 	}
 	cmd.Flags().StringVar(&f.addr, "addr", "127.0.0.1:2024", "the address to listen on (host:port; port 0 picks a free one)")
-	cmd.Flags().StringVar(&f.assistants, "assistants", ".", "the folder of agent files (*.md) and pipeline files (*.yaml) to serve")
+	cmd.Flags().StringVar(&f.assistants, "assistants", ".", "the folder of agent files (*.md) and pipeline files (*.yaml) to serve; none: no assistants (threads, the store and the LangGraph checkpointer only)")
 	cmd.Flags().StringVar(&f.auth, "auth", "none", "keys: every request needs an API key (cairn keys create), whose tenant scopes it; none: no keys, one tenant, loopback addresses only")
 	cmd.Flags().Float64Var(&f.rateLimit, "rate-limit", 0, "requests a second allowed to each API key (bursts of twice that; 0: no limit; needs --auth keys)")
 	cmd.Flags().StringVar(&f.safeDir, "safe-dir", "", "the directory agent files may reach; their safe_dir must be inside it (default: each file's folder)")
@@ -73,7 +74,7 @@ func (f serveFlags) check() error {
 	if f.timeout <= 0 {
 		return usagef("--request-timeout %s: must be positive", f.timeout)
 	}
-	if st, err := os.Stat(f.assistants); err != nil || !st.IsDir() {
+	if st, err := os.Stat(f.assistants); f.assistants != "none" && (err != nil || !st.IsDir()) {
 		return usagef("--assistants %s: not a folder", f.assistants)
 	}
 	if err := f.memory.check(); err != nil {
@@ -90,9 +91,11 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	if err != nil {
 		return err
 	}
-	list, err := a.loadAssistants(f.assistants, f.safeDir)
-	if err != nil {
-		return err
+	var list []server.Assistant
+	if f.assistants != "none" {
+		if list, err = a.loadAssistants(f.assistants, f.safeDir); err != nil {
+			return err
+		}
 	}
 	var s *store.Engine
 	if f.queue {
@@ -135,14 +138,14 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		ln.Close()
 		return err
 	}
-	var names []string
+	names := []string{}
 	for _, as := range list {
 		names = append(names, as.Info().ID)
 	}
 	host, _ := os.Hostname()
 	a.sweep(ctx, s, f.retention, fmt.Sprintf("serve-%s-%d", host, os.Getpid()))
 	sweepItems(ctx, items, f.memory.sweep, a.logger)
-	fmt.Fprintf(a.stderr, "cairn: serving http://%s (store %s; %s; %s; assistants: %s; UI at /ui/)\n", ln.Addr(), a.shownStore(), authNote, f.memory.note(), strings.Join(names, ", "))
+	fmt.Fprintf(a.stderr, "cairn: serving http://%s (store %s; %s; %s; assistants: %s; UI at /ui/)\n", ln.Addr(), a.shownStore(), authNote, f.memory.note(), cmp.Or(strings.Join(names, ", "), "none"))
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
