@@ -146,6 +146,12 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	a.sweep(ctx, s, f.retention, fmt.Sprintf("serve-%s-%d", host, os.Getpid()))
 	sweepItems(ctx, items, f.memory.sweep, a.logger)
 	fmt.Fprintf(a.stderr, "cairn: serving http://%s (store %s; %s; %s; assistants: %s; UI at /ui/)\n", ln.Addr(), a.shownStore(), authNote, f.memory.note(), cmp.Or(strings.Join(names, ", "), "none"))
+	return a.serveHTTP(ctx, srv, ln)
+}
+
+// serveHTTP answers on ln until ctx ends, then stops the server (runs in
+// flight stay running in the store, for the next start).
+func (a *app) serveHTTP(ctx context.Context, srv *server.Server, ln net.Listener) error {
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
