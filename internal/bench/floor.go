@@ -17,14 +17,16 @@ import (
 // SQLiteFloor measures the floor of a durable step on SQLite: n
 // transactions of one INSERT of a 200-byte row and COMMIT, on the store's
 // driver with the store's pragmas (WAL, synchronous NORMAL, or FULL for
-// strict durability), in a file of dir. It returns the mean µs per commit.
+// strict durability, the store's WAL checkpoint size), in a file of dir.
+// It returns the mean µs per commit.
 func SQLiteFloor(ctx context.Context, dir string, durability sqlite.Durability, n int) (float64, error) {
 	syncMode := "NORMAL"
 	if durability == sqlite.DurabilityStrict {
 		syncMode = "FULL"
 	}
 	path := filepath.Join(dir, "floor.db")
-	dsn := (&url.URL{Scheme: "file", Path: path}).String() + "?_pragma=busy_timeout(5000)&_pragma=synchronous(" + syncMode + ")&_pragma=journal_mode(WAL)"
+	dsn := (&url.URL{Scheme: "file", Path: path}).String() + "?_pragma=busy_timeout(5000)&_pragma=synchronous(" + syncMode + ")&_pragma=journal_mode(WAL)" +
+		fmt.Sprintf("&_pragma=wal_autocheckpoint(%d)&_pragma=journal_size_limit(%d)", sqlite.DefaultWALPages, sqlite.DefaultWALPages*4096)
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return 0, fmt.Errorf("bench: floor: %w", err)

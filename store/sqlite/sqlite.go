@@ -21,6 +21,10 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
+// DefaultWALPages is the WAL size at which a store checkpoints it by
+// default: 128 pages of 4 KiB (512 KiB).
+const DefaultWALPages = 128
+
 // Durability says when a commit is safe.
 type Durability string
 
@@ -55,7 +59,7 @@ type Options struct {
 	MaxBatch int
 	// WALPages is the WAL size, in 4 KiB pages, at which the committing
 	// connection copies it into the database and restarts it; the WAL file
-	// is truncated to that size when it restarts (default 128, 512 KiB).
+	// is truncated to that size when it restarts (default DefaultWALPages).
 	WALPages int
 	// ReadOnly opens an existing store for reading only: it never creates a
 	// directory, a file or a table, and never writes to the file. A missing
@@ -197,7 +201,7 @@ func (o *Options) setDefaults() {
 		o.MaxBatch = 256
 	}
 	if o.WALPages <= 0 {
-		o.WALPages = 128
+		o.WALPages = DefaultWALPages
 	}
 }
 
