@@ -149,7 +149,9 @@ func (e *Engine) pruneThread(ctx context.Context, thread string, keep int64, res
 		n, bytes, err := e.pruneNamespace(ctx, thread, nsr.Name, keep)
 		e.cache.dropThread(thread)
 		if errors.Is(err, ErrConflict) {
-			res.Busy = append(res.Busy, thread)
+			if !slices.Contains(res.Busy, thread) { // once, however many of its namespaces were busy
+				res.Busy = append(res.Busy, thread)
+			}
 			continue
 		}
 		if err != nil {
