@@ -2,6 +2,7 @@ package state
 
 import (
 	"encoding/json"
+	"hash/maphash"
 	"sync"
 	"sync/atomic"
 )
@@ -21,9 +22,18 @@ type listTail struct {
 	claimed atomic.Int64
 
 	mu   sync.Mutex
-	ids  map[string]int // message id → first position, for items[:idsN]
+	ids  map[uint64]int32 // hash of a message id → its first position, for items[:idsN]
 	idsN int
 }
+
+// idSeed seeds the hash of message ids: set once, shared by every index so
+// that an index can be inherited by copying its entries.
+var idSeed = maphash.MakeSeed()
+
+// idKey is the index's key for a message id. Keys are hashes, not the ids
+// themselves, so a list of n messages indexes in about 16n bytes whatever
+// its ids' lengths; a lookup confirms its hit against the element.
+func idKey(id string) uint64 { return maphash.String(idSeed, id) }
 
 func newList(items []json.RawMessage) *list {
 	t := &listTail{}
@@ -53,8 +63,8 @@ func (l *list) appendedWithID(elem json.RawMessage, id string) *list {
 	t := nl.tail
 	t.mu.Lock()
 	if t.ids != nil && t.idsN == n {
-		if _, dup := t.ids[id]; !dup {
-			t.ids[id] = n
+		if k := idKey(id); !hasKey(t.ids, k) {
+			t.ids[k] = int32(n)
 		}
 		t.idsN = n + 1
 	}
@@ -91,9 +101,9 @@ func (t *listTail) inherit(from *listTail, n int) {
 		return
 	}
 	covered := min(from.idsN, n)
-	ids := make(map[string]int, covered+covered/2)
+	ids := make(map[uint64]int32, covered+covered/2)
 	for k, p := range from.ids {
-		if p < covered {
+		if int(p) < covered {
 			ids[k] = p
 		}
 	}
@@ -128,20 +138,40 @@ func (l *list) indexOf(id string) (int, bool) {
 	n := len(l.items)
 	t := l.tail
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if t.ids == nil {
-		t.ids = make(map[string]int, n)
+		t.ids = make(map[uint64]int32, n)
 	}
 	for ; t.idsN < n; t.idsN++ {
 		if mid, ok := messageID(l.items[t.idsN]); ok {
-			if _, dup := t.ids[mid]; !dup {
-				t.ids[mid] = t.idsN
+			if k := idKey(mid); !hasKey(t.ids, k) {
+				t.ids[k] = int32(t.idsN)
 			}
 		}
 	}
-	p, ok := t.ids[id]
-	if !ok || p >= n {
+	p, ok := t.ids[idKey(id)]
+	t.mu.Unlock()
+	if !ok || int(p) >= n {
 		return 0, false
 	}
-	return p, true
+	if mid, _ := messageID(l.items[p]); mid == id {
+		return int(p), true
+	}
+	// Two ids share a hash: the index holds the other one's position.
+	return l.scanFor(id)
+}
+
+// scanFor finds the first message with the given id by reading every
+// element: the answer when the index's hash names another message.
+func (l *list) scanFor(id string) (int, bool) {
+	for i, raw := range l.items {
+		if mid, ok := messageID(raw); ok && mid == id {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+func hasKey(m map[uint64]int32, k uint64) bool {
+	_, ok := m[k]
+	return ok
 }

@@ -557,3 +557,29 @@ func TestAsPatchRebuilds(t *testing.T) {
 		t.Fatal(FieldPointer("a/b~"))
 	}
 }
+
+// TestIndexHashCollision: a lookup whose hash names another message's
+// position still finds the message it asked for.
+func TestIndexHashCollision(t *testing.T) {
+	var items []json.RawMessage
+	for _, id := range []string{"a", "b", "c", "b"} {
+		items = append(items, json.RawMessage(`{"id":"`+id+`","role":"user"}`))
+	}
+	l := newList(items)
+	for _, tc := range []struct {
+		id   string
+		want int
+		ok   bool
+	}{{"a", 0, true}, {"b", 1, true}, {"c", 2, true}, {"d", 0, false}} {
+		if got, ok := l.indexOf(tc.id); got != tc.want || ok != tc.ok {
+			t.Fatalf("indexOf(%q) = %d, %v; want %d, %v", tc.id, got, ok, tc.want, tc.ok)
+		}
+	}
+	// Make "c" collide with "a": the index now points "c" at position 0.
+	l.tail.mu.Lock()
+	l.tail.ids[idKey("c")] = 0
+	l.tail.mu.Unlock()
+	if got, ok := l.indexOf("c"); got != 2 || !ok {
+		t.Fatalf("indexOf(c) after a collision = %d, %v; want 2, true", got, ok)
+	}
+}

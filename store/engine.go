@@ -714,6 +714,9 @@ func (e *Engine) History(ctx context.Context, r HistoryRequest) iter.Seq2[Checkp
 				if err == nil && r.WithState {
 					d, ok := group.states[row.Seq]
 					if group.base != row.Base || !ok {
+						// The group's states go before the next group is
+						// replayed: a walk holds one group's states at a time.
+						group.states = nil
 						var grp []Row
 						grp, err = e.chainRows(ctx, r.Thread, r.Namespace, row.Base, row.Seq)
 						if err == nil {

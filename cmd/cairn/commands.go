@@ -615,6 +615,7 @@ func (a *app) benchCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&cfg.NoCompression, "no-compression", false, "store blobs uncompressed")
 	cmd.Flags().StringVar(&cfg.Engine, "engine", "runner", "runner (the flow runner) or store (a plain loop over the store, to measure the runner's overhead)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	cmd.Flags().StringVar(&cfg.MemProfile, "memprofile", "", "write the heap live when the writes end to this file, and when the reads end to this file + .reads")
 	cmd.Flags().StringVar(&streamModes, "stream", "", "run through Runner.Stream in these modes (comma-separated: values, updates, messages, custom, checkpoints, tasks, debug), reading every event")
 	cmd.Flags().StringVar(&levels, "workers", "1,2,4,8", "workers: the numbers of worker processes to measure, in turn")
 	cmd.Flags().IntVar(&wb.perWorker, "runs-per-worker", 40, "workers: runs queued per worker process")

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,6 +51,10 @@ type Config struct {
 	Stream []flow.StreamMode
 	// TracerProvider receives the runner's spans (nil: the global no-op).
 	TracerProvider trace.TracerProvider
+	// MemProfile, when set, is a file to write heap profiles into: the
+	// heap live when the writes end (MemProfile) and when the reads end
+	// (MemProfile + ".reads").
+	MemProfile string
 }
 
 // Result holds the figures W1.md asks for.
@@ -252,6 +257,9 @@ func runOnce(ctx context.Context, cfg Config, threads []string, concurrent bool)
 	}
 	total := time.Since(start)
 	runtime.ReadMemStats(&m1)
+	if err := cfg.writeHeap(""); err != nil {
+		return Result{}, err
+	}
 	steps := float64(cfg.Steps * len(threads))
 	res.CPUUSPerStep = float64((cpuTime() - cpu0).Microseconds()) / steps
 	res.AllocsPerStep, res.BytesPerStep = float64(m1.Mallocs-m0.Mallocs)/steps, float64(m1.TotalAlloc-m0.TotalAlloc)/steps
@@ -267,6 +275,9 @@ func runOnce(ctx context.Context, cfg Config, threads []string, concurrent bool)
 		res.DBPlusWALBytes = db + wal
 	}
 	if err := measureReads(ctx, s, threads[0], cfg.Steps, &res); err != nil {
+		return Result{}, err
+	}
+	if err := cfg.writeHeap(".reads"); err != nil {
 		return Result{}, err
 	}
 	if err := countRows(ctx, s, threads, &res); err != nil {
@@ -293,6 +304,23 @@ func runOnce(ctx context.Context, cfg Config, threads []string, concurrent bool)
 		}
 	}
 	return res, nil
+}
+
+// writeHeap writes the live heap to cfg.MemProfile+suffix, when set.
+func (cfg Config) writeHeap(suffix string) error {
+	if cfg.MemProfile == "" {
+		return nil
+	}
+	f, err := os.Create(cfg.MemProfile + suffix)
+	if err != nil {
+		return fmt.Errorf("bench: heap profile: %w", err)
+	}
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return fmt.Errorf("bench: heap profile: %w", err)
+	}
+	return f.Close()
 }
 
 // measureFloor measures, on a SQLite store, the floor of a durable step
@@ -532,21 +560,10 @@ func w1Graph(schema *state.Schema, steps int) (*flow.Compiled, error) {
 func runThreadFlow(ctx context.Context, s store.Store, g *flow.Compiled, opts flow.Options, modes []flow.StreamMode, thread string, steps int, times []time.Duration) error {
 	opts.RecursionLimit = -1 // W1 runs thousands of steps
 	if times != nil {
-		last := time.Now()
-		i := 0
-		opts.Observer = func(e flow.Event) {
-			switch e.Kind {
-			case flow.EventRunStart:
-				last = time.Now()
-			case flow.EventStepEnd:
-				now := time.Now()
-				if i < len(times) {
-					times[i] = now.Sub(last)
-				}
-				i++
-				last = now
-			}
-		}
+		// Steps are timed by their commits, not by the runner's events: an
+		// observer would make the runner encode every event's payload, work
+		// a run without one never does.
+		s = &stepClock{Store: s, times: times}
 	}
 	r, err := flow.NewRunner(g, s, opts)
 	if err != nil {
@@ -588,6 +605,26 @@ func consume(events iter.Seq2[flow.Event, error], wantState bool) (flow.Result, 
 		}
 	}
 	return flow.Result{}, fmt.Errorf("the stream ended without a result")
+}
+
+// stepClock times a run's steps by its commits: step i's time runs from
+// the commit before it (the input's, for the first) to its own.
+type stepClock struct {
+	store.Store
+	times []time.Duration
+	last  time.Time
+	n     int // checkpoints committed
+}
+
+func (c *stepClock) Append(ctx context.Context, cp store.Checkpoint) (store.Checkpoint, error) {
+	out, err := c.Store.Append(ctx, cp)
+	now := time.Now()
+	if i := c.n - 1; i >= 0 && i < len(c.times) {
+		c.times[i] = now.Sub(c.last)
+	}
+	c.n++
+	c.last = now
+	return out, err
 }
 
 // runThreadStore runs one W1 thread as a plain loop over the store: the

@@ -62,12 +62,22 @@ func BenchmarkW1Engine(b *testing.B) {
 
 func TestRunW1Small(t *testing.T) {
 	for _, engine := range []string{"runner", "store"} {
-		res, err := Run(context.Background(), Config{Workload: "w1", Steps: 40, Engine: engine, Store: "memory:"})
+		prof := filepath.Join(t.TempDir(), "heap")
+		res, err := Run(context.Background(), Config{Workload: "w1", Steps: 40, Engine: engine, Store: "memory:", MemProfile: prof})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if res.CheckpointRows != 41 || res.HistoryItems != 41 || res.Engine != engine {
 			t.Fatalf("%s: %+v", engine, res)
+		}
+		// Every step was timed: the first and last tenth and the median.
+		if res.USFirst10 <= 0 || res.USLast10 <= 0 || res.USMedian <= 0 {
+			t.Fatalf("%s: steps untimed: %+v", engine, res)
+		}
+		for _, f := range []string{prof, prof + ".reads"} {
+			if fi, err := os.Stat(f); err != nil || fi.Size() == 0 {
+				t.Fatalf("%s: heap profile %s: %v", engine, f, err)
+			}
 		}
 	}
 	if _, err := Run(context.Background(), Config{Workload: "w1", Engine: "nope", Store: "memory:"}); err == nil {
