@@ -22,7 +22,8 @@ import (
 )
 
 // DefaultWALPages is the WAL size at which a store checkpoints it by
-// default: 128 pages of 4 KiB (512 KiB).
+// default: 128 pages of 4 KiB (512 KiB). The checkpoint runs in the
+// background; no commit waits for it.
 const DefaultWALPages = 128
 
 // Durability says when a commit is safe.
@@ -57,9 +58,10 @@ type Options struct {
 	BusyTimeout time.Duration
 	// MaxBatch caps the commits grouped into one transaction (default 256).
 	MaxBatch int
-	// WALPages is the WAL size, in 4 KiB pages, at which the committing
-	// connection copies it into the database and restarts it; the WAL file
-	// is truncated to that size when it restarts (default DefaultWALPages).
+	// WALPages is the WAL size, in 4 KiB pages, at which a background
+	// connection copies it into the database, after which the writer
+	// restarts it; the WAL file is truncated to that size when it restarts
+	// (default DefaultWALPages).
 	WALPages int
 	// ReadOnly opens an existing store for reading only: it never creates a
 	// directory, a file or a table, and never writes to the file. A missing
@@ -134,7 +136,13 @@ type Backend struct {
 
 	stmts sync.Map // query text → *sql.Stmt on the read pool
 
-	stats Stats // guarded by the lead
+	stats Stats // guarded by wmu
+
+	// Background checkpoints: the writer counts the pages it wrote since
+	// its last nudge (walPages, guarded by wmu) against walLimit.
+	ckpt     *checkpointer
+	walPages int
+	walLimit int
 }
 
 // Stats counts the writer's work.
@@ -142,13 +150,19 @@ type Stats struct {
 	// Jobs is the number of writes (appends, thread changes) committed or
 	// refused; Transactions the number of transactions they ran in.
 	Jobs, Transactions int64
+	// Checkpoints counts the background WAL checkpoints.
+	Checkpoints CheckpointStats
 }
 
 // Stats returns the writer's counters.
 func (b *Backend) Stats() Stats {
 	b.wmu.Lock()
-	defer b.wmu.Unlock()
-	return b.stats
+	st := b.stats
+	b.wmu.Unlock()
+	if b.ckpt != nil {
+		st.Checkpoints = b.ckpt.snapshot()
+	}
+	return st
 }
 
 // query runs a read through a statement prepared once per query text (the
@@ -181,9 +195,10 @@ func (b *Backend) prepare(ctx context.Context, text string) error {
 // job is one unit of work for the writer. Its fn runs inside the batch
 // transaction; expected failures (a conflict) leave the others committed.
 type job struct {
-	ctx  context.Context
-	fn   func(ctx context.Context, tx *sql.Conn) error
-	done chan error
+	ctx   context.Context
+	fn    func(ctx context.Context, tx *sql.Conn) error
+	done  chan error
+	pages int // the WAL pages it is expected to write
 }
 
 // errLead is sent to a queued job's owner to make it the next leader.
@@ -236,14 +251,16 @@ func Open(path string, opts Options) (*Backend, error) {
 	base := fileURI(path)
 	busy := fmt.Sprintf("_pragma=busy_timeout(%d)", opts.BusyTimeout.Milliseconds())
 	common := fmt.Sprintf("%s&_pragma=synchronous(%s)", busy, syncMode)
-	walOpts := fmt.Sprintf("&_pragma=wal_autocheckpoint(%d)&_pragma=journal_size_limit(%d)", opts.WALPages, opts.WALPages*4096)
+	// The writer never checkpoints: the checkpointer does, in the
+	// background.
+	walOpts := fmt.Sprintf("&_pragma=wal_autocheckpoint(0)&_pragma=journal_size_limit(%d)", opts.WALPages*4096)
 	w, err := sql.Open("sqlite", base+"?"+common+walOpts)
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	w.SetMaxOpenConns(1)
 	w.SetConnMaxLifetime(0)
-	b := &Backend{path: path, write: w, maxBatch: opts.MaxBatch, log: opts.Logger}
+	b := &Backend{path: path, write: w, maxBatch: opts.MaxBatch, log: opts.Logger, walLimit: opts.WALPages}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
 	}
@@ -277,6 +294,9 @@ func Open(path string, opts Options) (*Backend, error) {
 	}
 	if err := b.prepareWrites(ctx); err != nil {
 		return fail(b.wrapOpen(err))
+	}
+	if b.ckpt, err = startCheckpointer(base+"?"+common, path, b.log); err != nil {
+		return fail(err)
 	}
 	return b, nil
 }
@@ -655,7 +675,18 @@ func (b *Backend) run(batch []*job) {
 	b.wmu.Lock()
 	b.stats.Jobs += int64(len(batch))
 	b.stats.Transactions++
+	for _, j := range batch {
+		b.walPages += j.pages
+	}
+	full := b.walPages >= b.walLimit
+	if full {
+		b.walPages = 0
+	}
 	b.wmu.Unlock()
+	if full {
+		b.ckpt.poke()
+	}
+	b.ckpt.finishUp(ctx, b.conn)
 	if len(batch) > 1 && b.log.Enabled(ctx, slog.LevelDebug) {
 		b.log.Debug("group commit", "path", b.path, "jobs", len(batch))
 	}
@@ -670,10 +701,15 @@ func (b *Backend) run(batch []*job) {
 // the lead to the oldest waiting caller. Commits that arrive while a batch
 // runs are grouped into the next one.
 func (b *Backend) do(ctx context.Context, fn func(ctx context.Context, c *sql.Conn) error) error {
+	return b.doSized(ctx, 0, fn)
+}
+
+// doSized is do for a job that writes about bytes of blobs.
+func (b *Backend) doSized(ctx context.Context, bytes int, fn func(ctx context.Context, c *sql.Conn) error) error {
 	if b.readOnly {
 		return fmt.Errorf("%w: %s", store.ErrReadOnly, b.path)
 	}
-	j := &job{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	j := &job{ctx: ctx, fn: fn, done: make(chan error, 1), pages: walEstimate(bytes)}
 	b.wmu.Lock()
 	if b.closed {
 		b.wmu.Unlock()
@@ -856,7 +892,7 @@ func (b *Backend) DeleteThread(ctx context.Context, id string) error {
 
 // Insert implements store.Backend.
 func (b *Backend) Insert(ctx context.Context, r store.Row) error {
-	return b.do(ctx, func(ctx context.Context, c *sql.Conn) error {
+	return b.doSized(ctx, len(r.Patch)+len(r.Meta)+len(r.Snapshot), func(ctx context.Context, c *sql.Conn) error {
 		if r.NewThread {
 			// The thread and its first row commit together or not at all.
 			return savepoint(ctx, c, func() error { return b.insert(ctx, c, r) })
@@ -1244,8 +1280,12 @@ func (b *Backend) Close() error {
 	for _, st := range []*sql.Stmt{b.begin, b.commit, b.rollback, b.insertRow, b.insertSnap, b.ensureThread} {
 		st.Close()
 	}
+	var ckErr error
+	if b.ckpt != nil {
+		ckErr = b.ckpt.close()
+	}
 	_, _ = b.conn.ExecContext(context.Background(), `PRAGMA wal_checkpoint(TRUNCATE)`)
-	errs := []error{b.read.Close(), b.conn.Close(), b.write.Close()}
+	errs := []error{ckErr, b.read.Close(), b.conn.Close(), b.write.Close()}
 	return errors.Join(errs...)
 }
 

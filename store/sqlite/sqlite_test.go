@@ -309,3 +309,52 @@ func TestStaleWriterAfterRecreate(t *testing.T) {
 		t.Fatalf("%d checkpoints after the stale append", n)
 	}
 }
+
+// TestBackgroundCheckpoints: commits never checkpoint themselves; the
+// background checkpointer and the writer's finishing copies keep the WAL
+// near WALPages however many commits run, and every row is there after a
+// reopen.
+func TestBackgroundCheckpoints(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.db")
+	const walPages, steps = 16, 3000
+	s, err := sqlite.OpenStore(path, sqlite.Options{WALPages: walPages}, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	doc := state.EmptyDoc()
+	pad := strings.Repeat("x", 300)
+	maxWAL := int64(0)
+	for seq := int64(0); seq < steps; seq++ {
+		nd, p, err := state.MustSchema().Apply(doc, state.Update{"n": seq, "pad": pad + itoa(int(seq))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Append(ctx, store.Checkpoint{Thread: "c", Parent: seq, Patch: p, State: nd}); err != nil {
+			t.Fatal(err)
+		}
+		doc = nd
+		if fi, err := os.Stat(path + "-wal"); err == nil {
+			maxWAL = max(maxWAL, fi.Size())
+		}
+	}
+	st := s.Backend().(*sqlite.Backend).Stats().Checkpoints
+	if st.Runs == 0 || st.Frames == 0 || st.Finishes == 0 || st.Failed != 0 {
+		t.Fatalf("checkpoints %+v: want background copies and finishing copies, no failures", st)
+	}
+	// Without a restart the WAL would hold a page for every commit (12 MB);
+	// with one it holds what is written between two restarts: WALPages,
+	// and what commits add while a copy runs.
+	if limit := int64(steps * 4096 / 4); maxWAL > limit {
+		t.Fatalf("the WAL grew to %d bytes (limit %d): it never restarts", maxWAL, limit)
+	}
+	t.Logf("%+v, largest WAL %d bytes", st, maxWAL)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := openAt(t, path)
+	defer r.Close()
+	if th, err := r.Thread(ctx, "c"); err != nil || th.Head != steps {
+		t.Fatalf("after reopen: head %d, %v", th.Head, err)
+	}
+}
