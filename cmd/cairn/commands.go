@@ -662,7 +662,8 @@ func printBench(a *app, r bench.Result) {
 		{"peak RSS", humanBytes(r.PeakRSSBytes)},
 	}
 	if r.FloorUSPerCommit > 0 {
-		rows = append(rows, [2]string{"SQLite floor", fmt.Sprintf("%.1f µs per INSERT of a 200-byte row + COMMIT, same driver and pragmas; a step costs %.2f× that", r.FloorUSPerCommit, r.RatioToFloor)})
+		rows = append(rows, [2]string{"SQLite floor", fmt.Sprintf("%.1f µs per INSERT of a 200-byte row + COMMIT, same driver and pragmas; a step costs %.2f× that", r.FloorUSPerCommit, r.RatioToFloor)},
+			[2]string{"prepared floor", fmt.Sprintf("%.1f µs with the statements prepared once; the median step costs %.2f× that", r.FloorPreparedUS, r.MedianToFloorPrepared)})
 	}
 	if r.PGCeilingTxPerSec > 0 {
 		rows = append(rows, [2]string{"server ceiling", fmt.Sprintf("%.0f single-row transactions/s from %d clients; this run: %.2f× that", r.PGCeilingTxPerSec, r.PGCeilingClients, r.RatioToCeiling)})

@@ -111,11 +111,15 @@ type Result struct {
 	// On SQLite, W1 also measures the floor of a durable step in the same
 	// run (SQLiteFloor: one INSERT of a 200-byte row and COMMIT, on the
 	// same driver and pragmas), and its steps' cost against it.
-	FloorUSPerCommit  float64 `json:"floor_us_per_commit,omitempty"`
-	RatioToFloor      float64 `json:"us_per_step_over_floor,omitempty"`
-	PGCeilingTxPerSec float64 `json:"pg_single_row_tx_per_sec,omitempty"`
-	PGCeilingClients  int     `json:"pg_ceiling_clients,omitempty"`
-	RatioToCeiling    float64 `json:"steps_per_sec_over_ceiling,omitempty"`
+	FloorUSPerCommit float64 `json:"floor_us_per_commit,omitempty"`
+	RatioToFloor     float64 `json:"us_per_step_over_floor,omitempty"`
+	// The same floor with its statements prepared once, and the step's
+	// median against it.
+	FloorPreparedUS       float64 `json:"floor_prepared_us_per_commit,omitempty"`
+	MedianToFloorPrepared float64 `json:"median_step_over_floor_prepared,omitempty"`
+	PGCeilingTxPerSec     float64 `json:"pg_single_row_tx_per_sec,omitempty"`
+	PGCeilingClients      int     `json:"pg_ceiling_clients,omitempty"`
+	RatioToCeiling        float64 `json:"steps_per_sec_over_ceiling,omitempty"`
 }
 
 // Schema is W1's state: messages (messages reducer), count and last
@@ -339,7 +343,8 @@ func measureFloor(ctx context.Context, cfg Config, s *store.Engine, res *Result)
 	if err != nil {
 		return err
 	}
-	res.FloorUSPerCommit, res.RatioToFloor = floor, res.USPerStep/floor
+	res.FloorUSPerCommit, res.RatioToFloor = floor.Plain, res.USPerStep/floor.Plain
+	res.FloorPreparedUS, res.MedianToFloorPrepared = floor.Prepared, res.USMedian/floor.Prepared
 	return nil
 }
 
