@@ -62,6 +62,32 @@ func EncodeDoc(b []byte, d Doc) []byte {
 // without encoding it.
 func EncodedDocSize(d Doc) int { return encodedDocSize(d) }
 
+// Footprint estimates the bytes d holds in memory: its values' bytes plus
+// what each list element and object member costs beside them (a slice
+// header, the list's spare capacity, an id index entry, a map slot). A
+// cache that weighs states by it stays near its budget.
+func Footprint(d Doc) int64 {
+	const perElem = 56
+	n := int64(0)
+	for name, v := range d.fields {
+		n += int64(len(name)) + perElem
+		switch {
+		case v.list != nil:
+			n += int64(cap(v.list.items)) * perElem
+			for _, it := range v.list.items {
+				n += int64(len(it))
+			}
+		case v.obj != nil:
+			for k, it := range v.obj {
+				n += int64(len(k)+len(it)) + perElem
+			}
+		default:
+			n += int64(len(v.raw))
+		}
+	}
+	return n
+}
+
 // encodedDocSize is the exact size of EncodeDoc's output.
 func encodedDocSize(d Doc) int {
 	n := 1 + uvarintLen(len(d.fields))

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -581,5 +582,30 @@ func TestIndexHashCollision(t *testing.T) {
 	l.tail.mu.Unlock()
 	if got, ok := l.indexOf("c"); got != 2 || !ok {
 		t.Fatalf("indexOf(c) after a collision = %d, %v; want 2, true", got, ok)
+	}
+}
+
+// TestFootprint: a state's footprint counts its values' bytes and what
+// each element costs beside them, so it grows with both.
+func TestFootprint(t *testing.T) {
+	s := MustSchema(WithField("messages", ReducerMessages))
+	small, _, err := s.Apply(EmptyDoc(), Update{"messages": []Message{{ID: "a", Role: "user", Content: "hi"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := make([]Message, 1000)
+	for i := range msgs {
+		msgs[i] = Message{ID: "m" + strconv.Itoa(i), Role: "user", Content: strings.Repeat("x", 200)}
+	}
+	big, _, err := s.Apply(EmptyDoc(), Update{"messages": msgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, fb := Footprint(small), Footprint(big)
+	if enc := int64(EncodedDocSize(big)); fb < enc || fb > 2*enc {
+		t.Fatalf("footprint of 1000 messages %d; want between its encoding %d and twice that", fb, enc)
+	}
+	if fs <= 0 || fs*100 > fb {
+		t.Fatalf("footprints %d (1 message) and %d (1000)", fs, fb)
 	}
 }

@@ -96,7 +96,7 @@
 // docs/encryption.md.
 //
 // Decoded snapshots are kept in a bounded in-memory cache (Options.
-// SnapshotCache, default 64 MiB), filled when a snapshot is written or read.
+// SnapshotCache, default 16 MiB), filled when a snapshot is written or read.
 // Snapshots never change, so the cache never serves stale data.
 //
 // Namespaces keep the checkpoints of subgraphs, gates and handoffs apart in

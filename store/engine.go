@@ -31,7 +31,8 @@ type Options struct {
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// SnapshotCache is the byte budget for decoded snapshot states kept in
-	// memory (default 64 MiB; negative disables the cache).
+	// memory, weighed by state.Footprint (default 16 MiB; negative
+	// disables the cache).
 	SnapshotCache int64
 	// Keyring, when set, encrypts every blob the store writes (checkpoint
 	// patches, snapshots and metadata, pending writes, run records and
@@ -96,7 +97,7 @@ func New(b Backend, opts Options) *Engine {
 	}
 	switch {
 	case opts.SnapshotCache == 0:
-		e.cache = newSnapCache(64 << 20)
+		e.cache = newSnapCache(16 << 20)
 	case opts.SnapshotCache > 0:
 		e.cache = newSnapCache(opts.SnapshotCache)
 	}
@@ -352,7 +353,7 @@ func (e *Engine) insert(ctx context.Context, cp Checkpoint, seq int64, parent ro
 	e.heads[key] = rowInfo{seq: seq, base: row.Base, since: row.Since, baseSize: row.BaseSize}
 	e.mu.Unlock()
 	if row.HasSnapshot {
-		e.cache.put(snapKey{cp.Thread, cp.Namespace, seq}, cp.State, int64(snapBytes))
+		e.cache.put(snapKey{cp.Thread, cp.Namespace, seq}, cp.State, max(int64(snapBytes), state.Footprint(cp.State)))
 	}
 	cp.Snapshot = row.HasSnapshot
 	cp.HasState = true
@@ -535,10 +536,11 @@ func (e *Engine) replay(rows []Row, base int64, keep bool) (map[int64]state.Doc,
 				if d, size, err = decodeSnapshot(r); err != nil {
 					return nil, err
 				}
-				// Weighed by the decoded state, not the stored (compressed)
-				// bytes: a budget of stored bytes held ten times its size.
+				// Weighed by the decoded state's footprint, not the stored
+				// (compressed) bytes: a budget of stored bytes held ten
+				// times its size.
 				if keep {
-					e.cache.put(k, d, int64(size))
+					e.cache.put(k, d, max(int64(size), state.Footprint(d)))
 				}
 			}
 			states[r.Seq] = d
