@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -692,10 +693,7 @@ func (e *Engine) History(ctx context.Context, r HistoryRequest) iter.Seq2[Checkp
 		if page <= 0 {
 			page = 100
 		}
-		var group struct {
-			base   int64
-			states map[int64]state.Doc
-		}
+		var group historyGroup
 		to := int64(0)
 		if r.Before > 0 {
 			to = r.Before - 1
@@ -714,22 +712,8 @@ func (e *Engine) History(ctx context.Context, r HistoryRequest) iter.Seq2[Checkp
 				row := &rows[i]
 				cp, err := checkpoint(row)
 				if err == nil && r.WithState {
-					d, ok := group.states[row.Seq]
-					if group.base != row.Base || !ok {
-						// The group's states go before the next group is
-						// replayed: a walk holds one group's states at a time.
-						group.states = nil
-						var grp []Row
-						grp, err = e.chainRows(ctx, r.Thread, r.Namespace, row.Base, row.Seq)
-						if err == nil {
-							group.base = row.Base
-							group.states, err = e.replay(grp, row.Base, false)
-							d, ok = group.states[row.Seq]
-							if err == nil && !ok {
-								err = &CorruptError{Thread: row.Thread, Namespace: row.Namespace, Seq: row.Seq, What: "row", Err: fmt.Errorf("no path to snapshot %d", row.Base)}
-							}
-						}
-					}
+					var d state.Doc
+					d, err = group.stateOf(ctx, e, row)
 					cp.State, cp.HasState = d, err == nil
 				}
 				if !yield(cp, err) || err != nil {
@@ -748,6 +732,51 @@ func (e *Engine) History(ctx context.Context, r HistoryRequest) iter.Seq2[Checkp
 			}
 		}
 	}
+}
+
+// historyGroup holds a history walk's states of one snapshot group: the
+// states replayed from one snapshot, for the rows of a page that share it.
+type historyGroup struct {
+	base   int64
+	states map[int64]state.Doc
+	weight int64 // the footprint of the group's snapshot state
+}
+
+// largeState is the footprint from which a walk collects the group it
+// drops before it decodes the next: two states that large are not held at
+// once. A collection costs a few milliseconds; decoding such a snapshot
+// costs tens.
+const largeState = 16 << 20
+
+// stateOf returns row's state, replaying the row's group when it is not
+// the one held.
+func (g *historyGroup) stateOf(ctx context.Context, e *Engine, row *Row) (state.Doc, error) {
+	if d, ok := g.states[row.Seq]; ok && g.base == row.Base {
+		return d, nil
+	}
+	// The group's states go before the next group is replayed: a walk
+	// holds one group's states at a time.
+	g.states = nil
+	if g.weight >= largeState {
+		runtime.GC()
+	}
+	g.weight = 0
+	grp, err := e.chainRows(ctx, row.Thread, row.Namespace, row.Base, row.Seq)
+	if err != nil {
+		return state.Doc{}, err
+	}
+	if g.states, err = e.replay(grp, row.Base, false); err != nil {
+		return state.Doc{}, err
+	}
+	g.base = row.Base
+	if base, ok := g.states[row.Base]; ok {
+		g.weight = state.Footprint(base)
+	}
+	d, ok := g.states[row.Seq]
+	if !ok {
+		return state.Doc{}, &CorruptError{Thread: row.Thread, Namespace: row.Namespace, Seq: row.Seq, What: "row", Err: fmt.Errorf("no path to snapshot %d", row.Base)}
+	}
+	return d, nil
 }
 
 // Fork implements Store.

@@ -8,9 +8,16 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/cairn-dev/cairn/internal/gcpace"
 )
 
 func main() {
+	if os.Getenv("GOGC") == "" {
+		// A store's states are large and long-lived: pace the collector
+		// by the live heap rather than doubling it (internal/gcpace).
+		gcpace.Start(0)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
 	stop()

@@ -1,0 +1,57 @@
+package gcpace
+
+import (
+	"runtime"
+	"runtime/debug"
+	"testing"
+	"time"
+)
+
+func TestPercent(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		name        string
+		live, floor uint64
+		want        int
+	}{
+		{"nothing live", 0, DefaultFloor, 100},
+		{"small heap keeps the default", 4 * mib, DefaultFloor, 100},
+		{"headroom of the floor", 32 * mib, DefaultFloor, 50},
+		{"quarter of a large heap", 400 * mib, DefaultFloor, 25},
+		{"floor above the heap", 64 * mib, 128 * mib, 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Percent(tc.live, tc.floor); got != tc.want {
+				t.Fatalf("Percent(%d, %d) = %d, want %d", tc.live, tc.floor, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestPacerFollowsTheHeap: with 96 MiB live the pacer lowers GOGC after a
+// collection, and Stop restores what was set before.
+func TestPacerFollowsTheHeap(t *testing.T) {
+	before := debug.SetGCPercent(80)
+	defer debug.SetGCPercent(before)
+	p := Start(0)
+	if p.Percent() != 100 {
+		t.Fatalf("starts at %d", p.Percent())
+	}
+	hold := make([][]byte, 96)
+	for i := range hold {
+		hold[i] = make([]byte, 1<<20)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for p.Percent() == 100 && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := p.Percent(); got >= 100 || got < 25 {
+		t.Fatalf("GOGC %d with 96 MiB live; want below 100", got)
+	}
+	runtime.KeepAlive(hold)
+	p.Stop()
+	if got := debug.SetGCPercent(80); got != 80 {
+		t.Fatalf("Stop left GOGC at %d, want the 80 set before", got)
+	}
+}
