@@ -5,7 +5,7 @@
 // a lot for a large one: a process holding a 250 MB state would peak near
 // 500 MB for garbage alone. A Pacer lowers GOGC as the live heap grows so
 // that the headroom stays near a quarter of the live heap (and never below
-// a floor, 16 MiB by default), between GOGC=25 and GOGC=100. Small
+// a floor, 8 MiB by default), between GOGC=25 and GOGC=100. Small
 // processes keep the default pace and its low CPU cost; large ones trade a
 // little collector work for a peak much closer to what they hold.
 //

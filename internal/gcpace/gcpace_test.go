@@ -16,7 +16,8 @@ func TestPercent(t *testing.T) {
 	}{
 		{"nothing live", 0, DefaultFloor, 100},
 		{"small heap keeps the default", 4 * mib, DefaultFloor, 100},
-		{"headroom of the floor", 32 * mib, DefaultFloor, 50},
+		{"a quarter of a 32 MiB heap is the floor", 32 * mib, DefaultFloor, 25},
+		{"headroom of the floor", 16 * mib, DefaultFloor, 50},
 		{"quarter of a large heap", 400 * mib, DefaultFloor, 25},
 		{"floor above the heap", 64 * mib, 128 * mib, 100},
 	} {
