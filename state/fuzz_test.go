@@ -117,6 +117,11 @@ func FuzzParseDoc(f *testing.F) {
 		if !json.Valid(d.AppendJSON(nil)) {
 			t.Fatalf("%q parsed to invalid JSON %s", s, d)
 		}
+		// The streamed text is the same bytes.
+		var streamed bytes.Buffer
+		if n, err := d.WriteJSON(&streamed); err != nil || n != int64(streamed.Len()) || !bytes.Equal(streamed.Bytes(), d.AppendJSON(nil)) {
+			t.Fatalf("%q: WriteJSON wrote %q (%d, %v), AppendJSON %s", s, streamed.Bytes(), n, err, d)
+		}
 	})
 }
 

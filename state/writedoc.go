@@ -67,3 +67,43 @@ func (dw *docWriter) flush() {
 	}
 	dw.buf = dw.buf[:0]
 }
+
+// WriteJSON writes the canonical JSON text of d — AppendJSON's bytes — to
+// w a piece at a time, so that a large document is never held as one text
+// in memory; it returns the bytes written.
+func (d Doc) WriteJSON(w io.Writer) (int64, error) {
+	dw := &docWriter{w: w, buf: make([]byte, 0, docChunk)}
+	dw.buf = append(dw.buf, '{')
+	for i, name := range d.Fields() {
+		if i > 0 {
+			dw.buf = append(dw.buf, ',')
+		}
+		dw.buf = appendString(dw.buf, name)
+		dw.buf = append(dw.buf, ':')
+		v := d.fields[name]
+		if v.list == nil {
+			dw.raw(v.appendJSON(nil)) // objects and raw values are one piece
+			continue
+		}
+		dw.buf = append(dw.buf, '[')
+		for j, it := range v.list.items {
+			if j > 0 {
+				dw.buf = append(dw.buf, ',')
+			}
+			dw.raw(it)
+		}
+		dw.buf = append(dw.buf, ']')
+	}
+	dw.buf = append(dw.buf, '}')
+	dw.flush()
+	return dw.n, dw.err
+}
+
+// raw appends p as it is, writing the gathered bytes out when they reach a
+// chunk.
+func (dw *docWriter) raw(p []byte) {
+	dw.buf = append(dw.buf, p...)
+	if len(dw.buf) >= docChunk {
+		dw.flush()
+	}
+}

@@ -159,7 +159,11 @@ func (a *app) stateCmd() *cobra.Command {
 			if a.json {
 				return a.printJSON(toJSON(cp))
 			}
-			return writeIndented(a.stdout, cp.State.AppendJSON(nil))
+			ind := newIndenter(a.stdout)
+			if _, err := cp.State.WriteJSON(ind); err != nil {
+				return err
+			}
+			return ind.Close()
 		},
 	}
 	cmd.Flags().Int64Var(&at, "at", 0, "checkpoint seq (default: the head)")

@@ -21,6 +21,21 @@ func checkIndented(t *testing.T, compact []byte) {
 	if got.String() != want.String() {
 		t.Fatalf("%s:\n got %q\nwant %q", compact, got.String(), want.String())
 	}
+	// The same text written a byte at a time: cuts between writes change
+	// nothing.
+	var cut bytes.Buffer
+	ind := newIndenter(&cut)
+	for i := range compact {
+		if _, err := ind.Write(compact[i : i+1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ind.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if cut.String() != want.String() {
+		t.Fatalf("%s written a byte at a time:\n got %q\nwant %q", compact, cut.String(), want.String())
+	}
 }
 
 func TestWriteIndented(t *testing.T) {
