@@ -313,9 +313,13 @@ func (b *Backend) prepareWrites(ctx context.Context) error {
 		{&b.rollback, `ROLLBACK`},
 		// The parent must exist: a writer whose idea of the thread is stale
 		// (the thread was deleted and started again elsewhere) must not leave
-		// a row that points at nothing.
+		// a row that points at nothing. Without its parent the row's patch
+		// is NULL, which the NOT NULL column refuses (errNoParent): one
+		// plain INSERT, cheaper than an INSERT … SELECT … WHERE EXISTS,
+		// which SQLite runs through a temporary table.
 		{&b.insertRow, `INSERT INTO checkpoints (thread, ns, seq, parent, base, since, base_size, status, created_at, has_snapshot, meta, patch, crc)
-			SELECT ?,?,?,?,?,?,?,?,?,?,?,?,? WHERE ?4 = 0 OR EXISTS (SELECT 1 FROM checkpoints WHERE thread = ?1 AND ns = ?2 AND seq = ?4)`},
+			VALUES (?,?,?,?,?,?,?,?,?,?,?,
+				CASE WHEN ?4 = 0 OR EXISTS (SELECT 1 FROM checkpoints WHERE thread = ?1 AND ns = ?2 AND seq = ?4) THEN ? END, ?)`},
 		{&b.insertSnap, `INSERT OR REPLACE INTO snapshots (thread, ns, seq, data) VALUES (?,?,?,?)`},
 		{&b.ensureThread, `INSERT OR IGNORE INTO threads (id, tenant, metadata, created_at, crc) VALUES (?,?,?,?,?)`},
 	} {
@@ -913,16 +917,19 @@ func (b *Backend) insert(ctx context.Context, c *sql.Conn, r store.Row) error {
 	if r.HasSnapshot {
 		has = 1
 	}
-	res, err := b.insertRow.ExecContext(ctx, r.Thread, r.Namespace, r.Seq, r.Parent, r.Base, r.Since, r.BaseSize,
-		int(r.Status), r.CreatedAt, has, nullBytes(r.Meta), r.Patch, int64(r.Sum))
-	if err != nil {
-		if isConstraint(err) {
-			return fmt.Errorf("%w: thread %q namespace %q seq %d exists", store.ErrConflict, r.Thread, r.Namespace, r.Seq)
-		}
-		return err
+	patch := r.Patch
+	if patch == nil {
+		patch = []byte{} // NULL means a missing parent
 	}
-	if n, err := res.RowsAffected(); err == nil && n == 0 {
+	_, err := b.insertRow.ExecContext(ctx, r.Thread, r.Namespace, r.Seq, r.Parent, r.Base, r.Since, r.BaseSize,
+		int(r.Status), r.CreatedAt, has, nullBytes(r.Meta), patch, int64(r.Sum))
+	switch {
+	case sqliteCode(err) == sqlite3.SQLITE_CONSTRAINT_NOTNULL:
 		return fmt.Errorf("%w: thread %q namespace %q has no checkpoint %d to extend", store.ErrConflict, r.Thread, r.Namespace, r.Parent)
+	case isConstraint(err):
+		return fmt.Errorf("%w: thread %q namespace %q seq %d exists", store.ErrConflict, r.Thread, r.Namespace, r.Seq)
+	case err != nil:
+		return err
 	}
 	if r.HasSnapshot {
 		if _, err := b.insertSnap.ExecContext(ctx, r.Thread, r.Namespace, r.Seq, r.Snapshot); err != nil {
