@@ -663,7 +663,7 @@ func printBench(a *app, r bench.Result) {
 		{"on disk", fmt.Sprintf("%s (db + WAL), %d checkpoints, %d snapshots", humanBytes(r.DBPlusWALBytes), r.CheckpointRows, r.Snapshots)},
 		{"head load", fmt.Sprintf("%.2f ms (a store opened anew: %.2f ms); the head's %s of JSON parse in %.2f ms (binary form: %.2f ms)", r.GetStateMS, r.HeadColdMS, humanBytes(r.HeadStateBytes), r.HeadDecodeMS, r.HeadDecodeBinaryMS)},
 		{"history walk", fmt.Sprintf("%.1f ms for %d states", r.HistoryMS, r.HistoryItems)},
-		{"peak RSS", humanBytes(r.PeakRSSBytes)},
+		{"peak RSS", humanBytes(r.PeakRSSBytes) + " (" + humanBytes(r.StartRSSBytes) + " before the first step)"},
 	}
 	if r.FloorUSPerCommit > 0 {
 		rows = append(rows, [2]string{"SQLite floor", fmt.Sprintf("%.1f µs per INSERT of a 200-byte row + COMMIT, same driver and pragmas; a step costs %.2f× that", r.FloorUSPerCommit, r.RatioToFloor)},

@@ -93,6 +93,10 @@ type Result struct {
 	HistoryMS          float64 `json:"history_ms"`
 	HistoryItems       int     `json:"history_items"`
 	PeakRSSBytes       int64   `json:"peak_rss_bytes"`
+	// StartRSSBytes is the peak resident memory before the first step: the
+	// binary, the runtime and the open store, what the workload's own
+	// memory is counted from.
+	StartRSSBytes int64 `json:"start_rss_bytes,omitempty"`
 	// USMedian is the median step's time: what a step costs without the
 	// pauses (WAL checkpoints, the machine's other work) that the mean
 	// includes.
@@ -251,29 +255,9 @@ func runOnce(ctx context.Context, cfg Config, threads []string, concurrent bool)
 		return Result{}, err
 	}
 	res := cfg.result(url, len(threads))
-	stepTimes := make([]time.Duration, cfg.Steps)
-	var m0, m1 runtime.MemStats
-	runtime.ReadMemStats(&m0)
-	cpu0 := cpuTime()
-	start := time.Now()
-	if err := writeThreads(ctx, s, schema, runThread, cfg.Steps, threads, concurrent, stepTimes); err != nil {
+	if err := cfg.measureWrites(ctx, s, schema, runThread, threads, concurrent, &res); err != nil {
 		return Result{}, err
 	}
-	total := time.Since(start)
-	runtime.ReadMemStats(&m1)
-	if err := cfg.writeHeap(""); err != nil {
-		return Result{}, err
-	}
-	steps := float64(cfg.Steps * len(threads))
-	res.CPUUSPerStep = float64((cpuTime() - cpu0).Microseconds()) / steps
-	res.AllocsPerStep, res.BytesPerStep = float64(m1.Mallocs-m0.Mallocs)/steps, float64(m1.TotalAlloc-m0.TotalAlloc)/steps
-	res.TotalMS = ms(total)
-	res.USPerStep = float64(total.Microseconds()) / float64(cfg.Steps*len(threads))
-	res.StepsPerSec = float64(cfg.Steps*len(threads)) / total.Seconds()
-	tenth := max(1, cfg.Steps/10)
-	res.USFirst10 = meanUS(stepTimes[:tenth])
-	res.USLast10 = meanUS(stepTimes[len(stepTimes)-tenth:])
-	res.USMedian = medianUS(stepTimes)
 	if sb, ok := s.Backend().(*sqlite.Backend); ok {
 		db, wal := sb.Sizes()
 		res.DBPlusWALBytes = db + wal
@@ -308,6 +292,37 @@ func runOnce(ctx context.Context, cfg Config, threads []string, concurrent bool)
 		}
 	}
 	return res, nil
+}
+
+// measureWrites writes the threads and records their figures: time,
+// CPU, allocations and step times, with the process's resident memory
+// before the first step.
+func (cfg Config) measureWrites(ctx context.Context, s *store.Engine, schema *state.Schema, runThread threadRunner, threads []string, concurrent bool, res *Result) error {
+	stepTimes := make([]time.Duration, cfg.Steps)
+	var m0, m1 runtime.MemStats
+	res.StartRSSBytes = peakRSS()
+	runtime.ReadMemStats(&m0)
+	cpu0 := cpuTime()
+	start := time.Now()
+	if err := writeThreads(ctx, s, schema, runThread, cfg.Steps, threads, concurrent, stepTimes); err != nil {
+		return err
+	}
+	total := time.Since(start)
+	runtime.ReadMemStats(&m1)
+	if err := cfg.writeHeap(""); err != nil {
+		return err
+	}
+	steps := float64(cfg.Steps * len(threads))
+	res.CPUUSPerStep = float64((cpuTime() - cpu0).Microseconds()) / steps
+	res.AllocsPerStep, res.BytesPerStep = float64(m1.Mallocs-m0.Mallocs)/steps, float64(m1.TotalAlloc-m0.TotalAlloc)/steps
+	res.TotalMS = ms(total)
+	res.USPerStep = float64(total.Microseconds()) / steps
+	res.StepsPerSec = steps / total.Seconds()
+	tenth := max(1, cfg.Steps/10)
+	res.USFirst10 = meanUS(stepTimes[:tenth])
+	res.USLast10 = meanUS(stepTimes[len(stepTimes)-tenth:])
+	res.USMedian = medianUS(stepTimes)
+	return nil
 }
 
 // writeHeap writes the live heap to cfg.MemProfile+suffix, when set.
