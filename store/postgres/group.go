@@ -189,6 +189,12 @@ type rowKey struct {
 	seq        int64
 }
 
+// writtenKey is a stored row's key and checksum.
+type writtenKey struct {
+	rowKey
+	sum int64
+}
+
 // levelsOf splits a batch's row indexes into levels: a row whose parent
 // is an earlier row of the batch goes one level after it.
 func levelsOf(rows []store.Row) [][]int {
@@ -249,7 +255,7 @@ func queueCheckpoints(pb *pgx.Batch, rows []store.Row, lv []int) {
 		AND (r.tsum IS NULL OR EXISTS (SELECT 1 FROM cairn_threads t WHERE t.id = r.thread AND t.crc = r.tsum))
 		AND (r.fence = 0 OR EXISTS (SELECT 1 FROM cairn_leases l WHERE l.thread = r.thread AND l.token = r.fence FOR SHARE))
 		ON CONFLICT DO NOTHING
-		RETURNING thread, ns, seq`,
+		RETURNING thread, ns, seq, crc`,
 		thread, ns, seq, parent, base, since, baseSize, status, createdAt, hasSnap, meta, patch, sums, threadSum, fences)
 }
 
@@ -281,14 +287,17 @@ func readBatch(res pgx.BatchResults, rows []store.Row, levels [][]int, errs []er
 		}
 	}
 	for _, lv := range levels {
-		written := map[rowKey]bool{}
+		// A row was written if its key and checksum came back: two rows of
+		// one batch may share a key (writers racing on one head), and only
+		// the one stored won.
+		written := map[writtenKey]bool{}
 		got, err := res.Query()
 		if err != nil {
 			return wrap(err, "insert", "")
 		}
 		for got.Next() {
-			var k rowKey
-			if err := got.Scan(&k.thread, &k.ns, &k.seq); err != nil {
+			var k writtenKey
+			if err := got.Scan(&k.thread, &k.ns, &k.seq, &k.sum); err != nil {
 				got.Close()
 				return wrap(err, "insert", "")
 			}
@@ -300,7 +309,7 @@ func readBatch(res pgx.BatchResults, rows []store.Row, levels [][]int, errs []er
 		}
 		for _, i := range lv {
 			r := rows[i]
-			if !written[rowKey{r.Thread, r.Namespace, r.Seq}] && errs[i] == nil {
+			if !written[writtenKey{rowKey{r.Thread, r.Namespace, r.Seq}, int64(r.Sum)}] && errs[i] == nil {
 				errs[i] = fmt.Errorf("%w: thread %q namespace %q: checkpoint %d exists, or its parent %d does not (another writer moved the head)", store.ErrConflict, r.Thread, r.Namespace, r.Seq, r.Parent)
 			}
 		}
