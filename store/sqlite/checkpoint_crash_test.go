@@ -1,0 +1,137 @@
+package sqlite_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn/internal/crashtest"
+	"github.com/cairn-dev/cairn/state"
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/sqlite"
+)
+
+// ckptWALPages is tiny so that background checkpoints, and the writer's
+// copies that let the WAL restart, run all the time.
+const ckptWALPages = 4
+
+var ckptSchema = state.MustSchema(state.WithField("n", state.ReducerReplace), state.WithField("pad", state.ReducerReplace))
+
+// appendForever appends to thread "k" of the store at path from its head,
+// printing each committed seq on stdout, until killed.
+func appendForever(path string) error {
+	ctx := context.Background()
+	s, err := sqlite.OpenStore(path, sqlite.Options{WALPages: ckptWALPages}, store.Options{})
+	if err != nil {
+		return err
+	}
+	doc, head := state.EmptyDoc(), int64(0)
+	if cp, err := s.Load(ctx, store.LoadRequest{Thread: "k"}); err == nil {
+		doc, head = cp.State, cp.Seq
+	}
+	pad := strings.Repeat("p", 3000)
+	for {
+		nd, p, err := ckptSchema.Apply(doc, state.Update{"n": head + 1, "pad": pad + strconv.FormatInt(head, 10)})
+		if err != nil {
+			return err
+		}
+		cp, err := s.Append(ctx, store.Checkpoint{Thread: "k", Parent: head, Patch: p, State: nd})
+		if err != nil {
+			return err
+		}
+		doc, head = nd, cp.Seq
+		fmt.Println(head)
+	}
+}
+
+// TestKillDuringBackgroundCheckpoints kills, with SIGKILL at random moments,
+// a process whose WAL is checkpointed in the background every few commits,
+// and counts what was lost: every commit the process reported is there
+// after each kill, and every checkpoint loads with the state it was given.
+func TestKillDuringBackgroundCheckpoints(t *testing.T) {
+	crashtest.RunChild("CAIRN_CKPT_CHILD", func() error { return appendForever(os.Getenv("CAIRN_CKPT_DB")) })
+	if testing.Short() {
+		t.Skip("kills processes")
+	}
+	path := filepath.Join(t.TempDir(), "k.db")
+	ctx := context.Background()
+	acked := int64(0)
+	for round := range 15 {
+		cmd := crashtest.Command("TestKillDuringBackgroundCheckpoints", "CAIRN_CKPT_CHILD=1", "CAIRN_CKPT_DB="+path)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var last atomic.Int64
+		last.Store(acked)
+		go func() {
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				if n, err := strconv.ParseInt(sc.Text(), 10, 64); err == nil {
+					last.Store(n)
+				}
+			}
+		}()
+		want := acked + 20 + rand.Int64N(200)
+		crashtest.WaitFor(t, 30*time.Second, fmt.Sprintf("round %d: commit %d", round, want), func() bool { return last.Load() >= want })
+		time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond)
+		if killed, err := crashtest.Kill(cmd); !killed {
+			t.Fatalf("round %d: the child was not killed: %v", round, err)
+		}
+		acked = last.Load()
+		s, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{})
+		if err != nil {
+			t.Fatalf("round %d: reopen: %v", round, err)
+		}
+		th, err := s.Thread(ctx, "k")
+		if err != nil || th.Head < acked {
+			t.Fatalf("round %d: head %d after %d commits were reported: %v", round, th.Head, acked, err)
+		}
+		for _, seq := range []int64{1, th.Head / 2, th.Head} {
+			cp, err := s.Load(ctx, store.LoadRequest{Thread: "k", Seq: seq})
+			var n int64
+			if err == nil {
+				err = cp.State.Get("n", &n)
+			}
+			if err != nil || n != seq {
+				t.Fatalf("round %d: checkpoint %d holds n=%d: %v", round, seq, n, err)
+			}
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		acked = th.Head
+	}
+	// Every state of the history, rebuilt from what the kills left.
+	s, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	walked := int64(0)
+	for cp, err := range s.History(ctx, store.HistoryRequest{Thread: "k", WithState: true}) {
+		var n int64
+		if err == nil {
+			err = cp.State.Get("n", &n)
+		}
+		if err != nil || n != cp.Seq {
+			t.Fatalf("checkpoint %d holds n=%d: %v", cp.Seq, n, err)
+		}
+		walked++
+	}
+	if walked != acked {
+		t.Fatalf("the history holds %d checkpoints, want %d", walked, acked)
+	}
+	t.Logf("15 kills, %d commits, none lost", acked)
+}
