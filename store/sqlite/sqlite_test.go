@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
@@ -356,5 +357,66 @@ func TestBackgroundCheckpoints(t *testing.T) {
 	defer r.Close()
 	if th, err := r.Thread(ctx, "c"); err != nil || th.Head != steps {
 		t.Fatalf("after reopen: head %d, %v", th.Head, err)
+	}
+}
+
+// TestLargeWALCheckpointedAtOpen: a store opened on a WAL that another
+// process left large (it never checkpointed: its limit was high, then it
+// stopped) copies that WAL in the background at once, without waiting for
+// its own writes to fill one.
+func TestLargeWALCheckpointedAtOpen(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "w.db")
+	s, err := sqlite.OpenStore(path, sqlite.Options{WALPages: 1 << 20}, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	doc := state.EmptyDoc()
+	pad := strings.Repeat("w", 2000)
+	for seq := int64(0); seq < 400; seq++ {
+		nd, p, err := state.MustSchema().Apply(doc, state.Update{"n": seq, "pad": pad + itoa(int(seq))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Append(ctx, store.Checkpoint{Thread: "w", Parent: seq, Patch: p, State: nd}); err != nil {
+			t.Fatal(err)
+		}
+		doc = nd
+	}
+	// What a crash leaves: the database and its WAL, copied while the
+	// writer is idle.
+	crash := filepath.Join(dir, "crash")
+	if err := os.MkdirAll(crash, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, suffix := range []string{"", "-wal"} {
+		b, err := os.ReadFile(path + suffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(crash, "w.db"+suffix), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	if fi, err := os.Stat(filepath.Join(crash, "w.db-wal")); err != nil || fi.Size() < 100*4096 {
+		t.Fatalf("the copied WAL is not large: %v", err)
+	}
+	r, err := sqlite.OpenStore(filepath.Join(crash, "w.db"), sqlite.Options{}, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	b := r.Backend().(*sqlite.Backend)
+	deadline := time.Now().Add(10 * time.Second)
+	for b.Stats().Checkpoints.Runs == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st := b.Stats().Checkpoints; st.Runs == 0 || st.Frames == 0 {
+		t.Fatalf("no background checkpoint after opening a large WAL: %+v", st)
+	}
+	if th, err := r.Thread(ctx, "w"); err != nil || th.Head != 400 {
+		t.Fatalf("head %d, %v", th.Head, err)
 	}
 }
