@@ -55,6 +55,21 @@ func startCheckpointer(dsn, path string, log *slog.Logger) (*checkpointer, error
 	return c, nil
 }
 
+// startCheckpoints starts b's checkpointer on a connection opened with
+// dsn. A WAL left larger than b's limit by a process that stopped without
+// checkpointing (killed, or never writing enough to nudge) is copied at
+// once: the writer counts only its own pages.
+func (b *Backend) startCheckpoints(dsn string) error {
+	var err error
+	if b.ckpt, err = startCheckpointer(dsn, b.path, b.log); err != nil {
+		return err
+	}
+	if _, wal := b.Sizes(); wal > int64(b.walLimit)*4096 {
+		b.ckpt.poke()
+	}
+	return nil
+}
+
 // poke asks for a checkpoint; it never blocks the writer.
 func (c *checkpointer) poke() {
 	if c == nil {

@@ -295,14 +295,8 @@ func Open(path string, opts Options) (*Backend, error) {
 	if err := b.prepareWrites(ctx); err != nil {
 		return fail(b.wrapOpen(err))
 	}
-	if b.ckpt, err = startCheckpointer(base+"?"+common, path, b.log); err != nil {
+	if err := b.startCheckpoints(base + "?" + common); err != nil {
 		return fail(err)
-	}
-	// A WAL left large by a process that stopped without checkpointing
-	// (killed, or never writing enough to nudge) is copied now: the
-	// writer counts only its own pages.
-	if _, wal := b.Sizes(); wal > int64(b.walLimit)*4096 {
-		b.ckpt.poke()
 	}
 	return b, nil
 }
