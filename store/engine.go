@@ -313,10 +313,8 @@ func (e *Engine) insert(ctx context.Context, cp Checkpoint, seq int64, parent ro
 		return Checkpoint{}, err
 	}
 	since := parent.since + int64(len(row.Patch)) - sealer.overhead()
-	var snapBytes int
 	if cp.Parent == 0 || (since > e.minSnap && float64(since) > e.ratio*float64(parent.baseSize)) {
-		row.Snapshot, snapBytes = e.encodeSnapshot(cp.State)
-		row.Snapshot = sealer.sealSnapshot(row.Snapshot)
+		row.Snapshot = sealer.sealSnapshot(e.encodeSnapshot(cp.State))
 		row.HasSnapshot = true
 		if e.log.Enabled(context.Background(), slog.LevelDebug) {
 			e.log.Debug("snapshot written", "thread", cp.Thread, "ns", cp.Namespace, "seq", seq, "bytes", len(row.Snapshot), "patch_bytes_since", since)
@@ -354,32 +352,30 @@ func (e *Engine) insert(ctx context.Context, cp Checkpoint, seq int64, parent ro
 	e.heads[key] = rowInfo{seq: seq, base: row.Base, since: row.Since, baseSize: row.BaseSize}
 	e.mu.Unlock()
 	if row.HasSnapshot {
-		e.cache.put(snapKey{cp.Thread, cp.Namespace, seq}, cp.State, max(int64(snapBytes), state.Footprint(cp.State)))
+		e.cache.put(snapKey{cp.Thread, cp.Namespace, seq}, cp.State, state.Footprint(cp.State))
 	}
 	cp.Snapshot = row.HasSnapshot
 	cp.HasState = true
 	return cp, nil
 }
 
-// encodeSnapshot encodes a full state as a stored blob, and reports the
-// size of the state's encoding (its weight in the snapshot cache). A
-// large state is encoded and compressed a block at a time, never held
-// whole in its encoded form beside the stored blob.
-func (e *Engine) encodeSnapshot(d state.Doc) ([]byte, int) {
+// encodeSnapshot encodes a full state as a stored blob. A large state is
+// encoded and compressed a block at a time, never held whole in its
+// encoded form beside the stored blob.
+func (e *Engine) encodeSnapshot(d state.Doc) []byte {
 	if state.EncodedDocSize(d) < blobChunk {
 		sb, _ := e.scratch.Get().(*scratchBufs)
 		if sb == nil {
 			sb = &scratchBufs{}
 		}
 		sb.doc = state.EncodeDoc(sb.doc[:0], d)
-		n := len(sb.doc)
 		out := encodeBlob(sb.doc, e.comp, &sb.comp)
 		e.scratch.Put(sb)
-		return out, n
+		return out
 	}
 	bw := newBlobWriter(e.comp)
-	n, _ := state.WriteDoc(bw, d) // a blobWriter never fails
-	return bw.finish(), int(n)
+	_, _ = state.WriteDoc(bw, d) // a blobWriter never fails
+	return bw.finish()
 }
 
 // info returns the snapshot bookkeeping of row seq, from the cache of rows
@@ -495,12 +491,10 @@ func decodePatch(r *Row) (state.Patch, error) {
 	return nil, &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: r.Seq, What: "patch", Err: err}
 }
 
-// decodeSnapshot decodes a row's snapshot, and reports the size of the
-// state's encoding: what the decoded state holds in memory (its values
-// are slices of it), its weight in the snapshot cache.
-func decodeSnapshot(r *Row) (state.Doc, int, error) {
+// decodeSnapshot decodes a row's snapshot.
+func decodeSnapshot(r *Row) (state.Doc, error) {
 	if r.Snapshot == nil {
-		return state.Doc{}, 0, &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: r.Seq, What: "snapshot", Err: errors.New("missing")}
+		return state.Doc{}, &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: r.Seq, What: "snapshot", Err: errors.New("missing")}
 	}
 	// Its size was checked against the row's by Engine.openRows.
 	payload, err := decodeBlob(r.Snapshot)
@@ -510,10 +504,10 @@ func decodeSnapshot(r *Row) (state.Doc, int, error) {
 		// values are validated: a snapshot with a valid CRC but invalid
 		// content is reported here, with its thread and seq.
 		if d, err = state.DecodeDoc(payload, true); err == nil {
-			return d, len(payload), nil
+			return d, nil
 		}
 	}
-	return state.Doc{}, 0, &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: r.Seq, What: "snapshot", Err: err}
+	return state.Doc{}, &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: r.Seq, What: "snapshot", Err: err}
 }
 
 // replay computes the states of rows (ascending, all sharing base), starting
@@ -533,15 +527,14 @@ func (e *Engine) replay(rows []Row, base int64, keep bool) (map[int64]state.Doc,
 			d, ok := e.cache.get(k)
 			if !ok {
 				var err error
-				var size int
-				if d, size, err = decodeSnapshot(r); err != nil {
+				if d, err = decodeSnapshot(r); err != nil {
 					return nil, err
 				}
 				// Weighed by the decoded state's footprint, not the stored
 				// (compressed) bytes: a budget of stored bytes held ten
 				// times its size.
 				if keep {
-					e.cache.put(k, d, max(int64(size), state.Footprint(d)))
+					e.cache.put(k, d, state.Footprint(d))
 				}
 			}
 			states[r.Seq] = d

@@ -140,7 +140,7 @@ func FuzzDecodeRow(f *testing.F) {
 				t.Fatalf("untyped error %v", err)
 			}
 		}
-		if _, _, err := decodeSnapshot(&r); err != nil && !errors.Is(err, ErrCorrupt) {
+		if _, err := decodeSnapshot(&r); err != nil && !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("untyped snapshot error %v", err)
 		}
 		// A row whose checksum does not match names the row; one whose

@@ -20,8 +20,8 @@ const liveMetric = "/gc/heap/live:bytes"
 // Pacer sets GOGC after each collection from the live heap it found.
 type Pacer struct {
 	floor   uint64
-	mu      sync.Mutex // orders a cycle's GOGC before Stop's
-	stopped atomic.Bool
+	mu      sync.Mutex   // orders a cycle's GOGC before Stop's
+	stopped bool         // guarded by mu
 	percent atomic.Int64 // the GOGC last set
 	prev    int          // GOGC when started, restored by Stop
 	sample  []metrics.Sample
@@ -56,9 +56,10 @@ func (p *Pacer) Percent() int { return int(p.percent.Load()) }
 func (p *Pacer) Stop() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.stopped.Swap(true) {
+	if p.stopped {
 		return
 	}
+	p.stopped = true
 	debug.SetGCPercent(p.prev)
 }
 
@@ -71,7 +72,7 @@ func (p *Pacer) arm() {
 func (p *Pacer) cycle() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.stopped.Load() {
+	if p.stopped {
 		return
 	}
 	metrics.Read(p.sample)

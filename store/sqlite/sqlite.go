@@ -314,9 +314,9 @@ func (b *Backend) prepareWrites(ctx context.Context) error {
 		// The parent must exist: a writer whose idea of the thread is stale
 		// (the thread was deleted and started again elsewhere) must not leave
 		// a row that points at nothing. Without its parent the row's patch
-		// is NULL, which the NOT NULL column refuses (errNoParent): one
-		// plain INSERT, cheaper than an INSERT … SELECT … WHERE EXISTS,
-		// which SQLite runs through a temporary table.
+		// is NULL, which the NOT NULL column refuses (insert reports it as
+		// ErrConflict): one plain INSERT, cheaper than an INSERT … SELECT …
+		// WHERE EXISTS, which SQLite runs through a temporary table.
 		{&b.insertRow, `INSERT INTO checkpoints (thread, ns, seq, parent, base, since, base_size, status, created_at, has_snapshot, meta, patch, crc)
 			VALUES (?,?,?,?,?,?,?,?,?,?,?,
 				CASE WHEN ?4 = 0 OR EXISTS (SELECT 1 FROM checkpoints WHERE thread = ?1 AND ns = ?2 AND seq = ?4) THEN ? END, ?)`},
