@@ -45,6 +45,19 @@ type Row struct {
 	Fence int64
 }
 
+// SnapshotAttacher is a Backend that can give a row already stored the
+// snapshot of its state, so that the engine encodes and writes a snapshot
+// after the commit of its row instead of inside it (docs/DESIGN.md, "Late
+// snapshots").
+type SnapshotAttacher interface {
+	// AttachSnapshot stores r.Snapshot as the snapshot of row (r.Thread,
+	// r.Namespace, r.Seq) and sets the row's HasSnapshot, Base, Since,
+	// BaseSize and Sum to r's, in one transaction, if the row is still
+	// stored with checksum old. Otherwise (the row was deleted, or deleted
+	// and written again) it writes nothing and reports false.
+	AttachSnapshot(ctx context.Context, r Row, old uint32) (bool, error)
+}
+
 // ThreadRecord is a thread as a backend stores it.
 type ThreadRecord struct {
 	ID        string

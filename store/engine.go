@@ -31,6 +31,11 @@ type Options struct {
 	NoCompression bool
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// InlineSnapshots writes every snapshot inside the commit of its row.
+	// By default, on a backend that can (SnapshotAttacher), a snapshot
+	// after the first is encoded and written after its row commits, by a
+	// worker (docs/DESIGN.md, "Late snapshots").
+	InlineSnapshots bool
 	// SnapshotCache is the byte budget for decoded snapshot states kept in
 	// memory, weighed by state.Footprint (default 16 MiB; negative
 	// disables the cache).
@@ -64,6 +69,7 @@ type Engine struct {
 
 	cache *snapCache
 	crypt *rowCrypt
+	late  *lateSnaps // nil: snapshots are written inside their commits
 
 	// scratch holds reusable buffers for encoding snapshots, which are
 	// large; only the compressed result is kept.
@@ -74,9 +80,12 @@ type scratchBufs struct{ doc, comp []byte }
 
 type headKey struct{ thread, ns string }
 
-// rowInfo is what the snapshot policy needs of a parent row.
+// rowInfo is what the snapshot policy needs of a parent row. pend is the
+// row whose late snapshot is being written when that row is base (0:
+// none); baseSize is then the previous snapshot's size until it is.
 type rowInfo struct {
 	seq, base, since, baseSize int64
+	pend                       int64
 }
 
 const maxCachedHeads = 1 << 16
@@ -101,6 +110,10 @@ func New(b Backend, opts Options) *Engine {
 		e.cache = newSnapCache(16 << 20)
 	case opts.SnapshotCache > 0:
 		e.cache = newSnapCache(opts.SnapshotCache)
+	}
+	if a, ok := b.(SnapshotAttacher); ok && !opts.InlineSnapshots {
+		e.late = newLateSnaps(a)
+		go e.lateWorker()
 	}
 	return e
 }
@@ -312,51 +325,81 @@ func (e *Engine) insert(ctx context.Context, cp Checkpoint, seq int64, parent ro
 	if err != nil {
 		return Checkpoint{}, err
 	}
-	since := parent.since + int64(len(row.Patch)) - sealer.overhead()
-	if cp.Parent == 0 || (since > e.minSnap && float64(since) > e.ratio*float64(parent.baseSize)) {
-		row.Snapshot = sealer.sealSnapshot(e.encodeSnapshot(cp.State))
-		row.HasSnapshot = true
-		if e.log.Enabled(context.Background(), slog.LevelDebug) {
-			e.log.Debug("snapshot written", "thread", cp.Thread, "ns", cp.Namespace, "seq", seq, "bytes", len(row.Snapshot), "patch_bytes_since", since)
-		}
-		row.Base, row.Since, row.BaseSize = seq, 0, int64(len(row.Snapshot))
-	} else {
-		row.Base, row.Since, row.BaseSize = parent.base, since, parent.baseSize
-	}
+	late := e.placeSnapshot(&row, cp, parent, sealer)
 	row.Sum = RowChecksum(&row)
 	key := headKey{cp.Thread, cp.Namespace}
 	if err := e.b.Insert(ctx, row); err != nil {
-		if errors.Is(err, ErrFenced) {
-			e.mu.Lock()
-			delete(e.heads, key)
-			e.mu.Unlock()
-			e.log.Debug("fenced writer refused", "thread", cp.Thread, "ns", cp.Namespace, "token", row.Fence)
-			return Checkpoint{}, err
-		}
-		if errors.Is(err, ErrConflict) && newThread {
-			return Checkpoint{}, fmt.Errorf("%w: thread %q exists", ErrConflict, cp.Thread)
-		}
-		if errors.Is(err, ErrConflict) {
-			e.mu.Lock()
-			delete(e.heads, key)
-			e.mu.Unlock()
-			e.log.Debug("stale writer refused", "thread", cp.Thread, "ns", cp.Namespace, "parent", cp.Parent)
-			return Checkpoint{}, fmt.Errorf("%w: thread %q namespace %q: checkpoint %d is no longer the head", ErrConflict, cp.Thread, cp.Namespace, cp.Parent)
-		}
-		return Checkpoint{}, err
+		return Checkpoint{}, e.refused(err, key, cp, row.Fence, newThread)
 	}
-	e.mu.Lock()
-	if len(e.heads) >= maxCachedHeads {
-		clear(e.heads)
-	}
-	e.heads[key] = rowInfo{seq: seq, base: row.Base, since: row.Since, baseSize: row.BaseSize}
-	e.mu.Unlock()
+	e.remember(key, &row, parent, late, cp.State, sealer)
 	if row.HasSnapshot {
 		e.cache.put(snapKey{cp.Thread, cp.Namespace, seq}, cp.State, state.Footprint(cp.State))
 	}
 	cp.Snapshot = row.HasSnapshot
 	cp.HasState = true
 	return cp, nil
+}
+
+// placeSnapshot applies the snapshot policy to a row about to be inserted
+// on parent: it sets the row's snapshot bookkeeping, and its snapshot when
+// one is due and written inside the commit. It reports a snapshot due and
+// to be written after the commit (late).
+func (e *Engine) placeSnapshot(row *Row, cp Checkpoint, parent rowInfo, sealer rowSealer) bool {
+	since := parent.since + int64(len(row.Patch)) - sealer.overhead()
+	want := cp.Parent == 0 || (since > e.minSnap && float64(since) > e.ratio*float64(parent.baseSize))
+	late := want && cp.Parent != 0 && e.late != nil
+	if !want || late {
+		row.Base, row.Since, row.BaseSize = parent.base, since, parent.baseSize
+		return late
+	}
+	row.Snapshot = sealer.sealSnapshot(e.encodeSnapshot(cp.State))
+	row.HasSnapshot = true
+	if e.log.Enabled(context.Background(), slog.LevelDebug) {
+		e.log.Debug("snapshot written", "thread", cp.Thread, "ns", cp.Namespace, "seq", row.Seq, "bytes", len(row.Snapshot), "patch_bytes_since", since)
+	}
+	row.Base, row.Since, row.BaseSize = row.Seq, 0, int64(len(row.Snapshot))
+	return false
+}
+
+// refused is the error of an insert the backend refused; a fenced or stale
+// writer's cached head is dropped.
+func (e *Engine) refused(err error, key headKey, cp Checkpoint, fence int64, newThread bool) error {
+	switch {
+	case errors.Is(err, ErrFenced):
+		e.mu.Lock()
+		delete(e.heads, key)
+		e.mu.Unlock()
+		e.log.Debug("fenced writer refused", "thread", cp.Thread, "ns", cp.Namespace, "token", fence)
+		return err
+	case errors.Is(err, ErrConflict) && newThread:
+		return fmt.Errorf("%w: thread %q exists", ErrConflict, cp.Thread)
+	case errors.Is(err, ErrConflict):
+		e.mu.Lock()
+		delete(e.heads, key)
+		e.mu.Unlock()
+		e.log.Debug("stale writer refused", "thread", cp.Thread, "ns", cp.Namespace, "parent", cp.Parent)
+		return fmt.Errorf("%w: thread %q namespace %q: checkpoint %d is no longer the head", ErrConflict, cp.Thread, cp.Namespace, cp.Parent)
+	}
+	return err
+}
+
+// remember caches a committed row as its namespace's head, and queues its
+// late snapshot (the rows after it replay from it at once: see
+// latesnap.go).
+func (e *Engine) remember(key headKey, row *Row, parent rowInfo, late bool, d state.Doc, sealer rowSealer) {
+	info := rowInfo{seq: row.Seq, base: row.Base, since: row.Since, baseSize: row.BaseSize, pend: parent.pend}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.heads) >= maxCachedHeads {
+		clear(e.heads)
+	}
+	if cur, ok := e.heads[key]; ok && parent.pend != 0 && cur.seq == parent.seq && cur.pend != parent.pend {
+		info = lateDone(info, cur)
+	}
+	if late && info.pend == 0 && e.queueLate(key, *row, d, sealer) {
+		info = rowInfo{seq: row.Seq, base: row.Seq, baseSize: row.BaseSize, pend: row.Seq}
+	}
+	e.heads[key] = info
 }
 
 // encodeSnapshot encodes a full state as a stored blob. A large state is
@@ -510,18 +553,17 @@ func decodeSnapshot(r *Row) (state.Doc, error) {
 	return state.Doc{}, &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: r.Seq, What: "snapshot", Err: err}
 }
 
-// replay computes the states of rows (ascending, all sharing base), starting
-// from the base row's snapshot. Rows whose parent state is unknown are
-// skipped (they belong to other branches). keep puts a snapshot decoded
+// replay computes the states of rows (ascending), starting from the base
+// row's snapshot: the rows that replay from base, and the rows on their
+// paths that replay from a later snapshot (a late snapshot, attached after
+// the rows below it were committed). Rows of other groups and branches,
+// whose parent state is unknown, are skipped. keep puts a snapshot decoded
 // here in the cache (a history walk, which reads each snapshot once, does
 // not: it would push out the ones loads need and hold its own).
 func (e *Engine) replay(rows []Row, base int64, keep bool) (map[int64]state.Doc, error) {
 	states := make(map[int64]state.Doc, len(rows))
 	for i := range rows {
 		r := &rows[i]
-		if r.Base != base {
-			continue
-		}
 		if r.Seq == base {
 			k := snapKey{r.Thread, r.Namespace, r.Seq}
 			d, ok := e.cache.get(k)
@@ -541,6 +583,9 @@ func (e *Engine) replay(rows []Row, base int64, keep bool) (map[int64]state.Doc,
 			continue
 		}
 		prev, ok := states[r.Parent]
+		if !ok && r.Base != base {
+			continue // another group's row
+		}
 		if !ok {
 			return nil, &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: r.Seq, What: "row", Err: fmt.Errorf("parent %d is not in the chain of snapshot %d", r.Parent, base)}
 		}
@@ -580,15 +625,15 @@ func (e *Engine) Load(ctx context.Context, r LoadRequest) (Checkpoint, error) {
 		return Checkpoint{}, fmt.Errorf("%w: thread %q namespace %q has no checkpoint %d", ErrNotFound, r.Thread, r.Namespace, r.Seq)
 	}
 	t := target[0]
-	rows, err := e.chainRows(ctx, r.Thread, r.Namespace, t.Base, t.Seq)
+	rows, base, err := e.chainRows(ctx, r.Thread, r.Namespace, t.Base, t.Seq)
 	if err != nil {
 		return Checkpoint{}, err
 	}
-	chain := ancestry(rows, t.Seq, t.Base)
+	chain := ancestry(rows, t.Seq, base)
 	if len(chain) == 0 {
-		return Checkpoint{}, &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: t.Seq, What: "row", Err: fmt.Errorf("no path to snapshot %d", t.Base)}
+		return Checkpoint{}, &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: t.Seq, What: "row", Err: fmt.Errorf("no path to snapshot %d", base)}
 	}
-	states, err := e.replay(chain, t.Base, true)
+	states, err := e.replay(chain, base, true)
 	if err != nil {
 		return Checkpoint{}, err
 	}
@@ -604,12 +649,33 @@ func (e *Engine) Load(ctx context.Context, r LoadRequest) (Checkpoint, error) {
 // between a checkpoint and its snapshot are many.
 const chainWindow = 4096
 
-// chainRows reads the rows from base to seq with their patches, and the
+// chainRows reads the rows from base to seq (chainSpan), and returns them
+// with the seq of the snapshot they replay from: base, or, when base is a
+// row whose late snapshot is not written (yet), the snapshot that row
+// replays from, with the rows down to it.
+func (e *Engine) chainRows(ctx context.Context, thread, ns string, base, seq int64) ([]Row, int64, error) {
+	rows, err := e.chainSpan(ctx, thread, ns, base, seq)
+	for err == nil && len(rows) > 0 && rows[0].Seq == base && !rows[0].HasSnapshot && rows[0].Base < base {
+		if _, cached := e.cache.get(snapKey{thread, ns, base}); cached {
+			break
+		}
+		var lower []Row
+		if lower, err = e.chainSpan(ctx, thread, ns, rows[0].Base, base); err != nil {
+			break
+		}
+		base = rows[0].Base
+		below := slices.DeleteFunc(lower, func(r Row) bool { return r.Seq >= rows[0].Seq })
+		rows = append(below, rows...)
+	}
+	return rows, base, err
+}
+
+// chainSpan reads the rows from base to seq with their patches, and the
 // base's snapshot unless the cache has it: all the rows between them when
 // they are few, else the chain itself, walking down the parent links a
 // window at a time — a checkpoint forked from far back in a long history
 // reads its own few ancestors, not the whole history since its snapshot.
-func (e *Engine) chainRows(ctx context.Context, thread, ns string, base, seq int64) ([]Row, error) {
+func (e *Engine) chainSpan(ctx context.Context, thread, ns string, base, seq int64) ([]Row, error) {
 	_, cached := e.cache.get(snapKey{thread, ns, base})
 	if seq-base < chainWindow {
 		return e.rows(ctx, RowQuery{Thread: thread, Namespace: ns, From: base, To: seq, Snapshots: !cached})
@@ -754,16 +820,16 @@ func (g *historyGroup) stateOf(ctx context.Context, e *Engine, row *Row) (state.
 		runtime.GC()
 	}
 	g.weight = 0
-	grp, err := e.chainRows(ctx, row.Thread, row.Namespace, row.Base, row.Seq)
+	grp, base, err := e.chainRows(ctx, row.Thread, row.Namespace, row.Base, row.Seq)
 	if err != nil {
 		return state.Doc{}, err
 	}
-	if g.states, err = e.replay(grp, row.Base, false); err != nil {
+	if g.states, err = e.replay(grp, base, false); err != nil {
 		return state.Doc{}, err
 	}
 	g.base = row.Base
-	if base, ok := g.states[row.Base]; ok {
-		g.weight = state.Footprint(base)
+	if d, ok := g.states[base]; ok {
+		g.weight = state.Footprint(d)
 	}
 	d, ok := g.states[row.Seq]
 	if !ok {
@@ -916,10 +982,14 @@ func (e *Engine) Writes(ctx context.Context, thread, ns string, seq int64) ([]Wr
 	return e.openWrites(ctx, thread, ns, seq, ws)
 }
 
-// Close implements Store.
+// Close implements Store. It waits for the snapshots queued to be written
+// after their commits.
 func (e *Engine) Close() error {
 	if e.closed.Swap(true) {
 		return nil
+	}
+	if e.late != nil {
+		e.late.close()
 	}
 	return e.b.Close()
 }

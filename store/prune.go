@@ -50,6 +50,9 @@ func (e *Engine) Prune(ctx context.Context, r PruneRequest) (PruneResult, error)
 	if r.Now.IsZero() {
 		r.Now = time.Now()
 	}
+	// What a checkpoint replays from is settled once its late snapshot is
+	// written: a prune that ran before would keep the rows below it.
+	e.WaitSnapshots()
 	threads, err := e.pruneThreads(ctx, r.Thread)
 	if err != nil {
 		return PruneResult{}, err
@@ -206,13 +209,14 @@ func prunable(rows []Row, keep int64) ([]SeqRange, int64) {
 		built[rows[i].Parent] = true
 	}
 	need := make(map[int64]bool, len(rows))
+	reach := make(map[int64]int64, len(rows))
 	for i := range rows {
 		if built[rows[i].Seq] {
 			continue // not a branch's tip
 		}
 		r := &rows[i]
 		for k := int64(0); k < keep && r != nil; k++ {
-			needChain(r, at, need)
+			needChain(r, at, need, reach)
 			r = at(r.Parent)
 		}
 	}
@@ -237,11 +241,22 @@ func prunable(rows []Row, keep int64) ([]SeqRange, int64) {
 }
 
 // needChain marks a row and the rows its state replays through: its
-// ancestors back to its base, the snapshot it starts from.
-func needChain(r *Row, at func(int64) *Row, need map[int64]bool) {
-	for r != nil && !need[r.Seq] {
-		need[r.Seq] = true
-		if r.Seq == r.Base || r.Parent == 0 {
+// ancestors back to its base, the snapshot it starts from, and past that
+// base when its late snapshot is not written (yet) to the snapshot it
+// replays from (see latesnap.go).
+// reach records, per row, the lowest base a walk through it went down to:
+// a later walk stops at a row already walked to its own base or below.
+func needChain(r *Row, at func(int64) *Row, need map[int64]bool, reach map[int64]int64) {
+	base := r.Base
+	for r != nil {
+		if b, ok := reach[r.Seq]; ok && b <= base {
+			return
+		}
+		need[r.Seq], reach[r.Seq] = true, base
+		if r.Seq == base && !r.HasSnapshot && r.Base < base {
+			base = r.Base // a late snapshot not written (yet): replayed from further down
+		}
+		if r.Seq == base || r.Parent == 0 {
 			return
 		}
 		r = at(r.Parent)

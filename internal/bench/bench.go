@@ -307,6 +307,8 @@ func (cfg Config) measureWrites(ctx context.Context, s *store.Engine, schema *st
 	if err := writeThreads(ctx, s, schema, runThread, cfg.Steps, threads, concurrent, stepTimes); err != nil {
 		return err
 	}
+	// The snapshots written after their commits are the run's work too.
+	s.WaitSnapshots()
 	total := time.Since(start)
 	runtime.ReadMemStats(&m1)
 	if err := cfg.writeHeap(""); err != nil {

@@ -221,6 +221,24 @@ func hasSeq(rows []store.Row, seq int64) bool {
 	return ok
 }
 
+// AttachSnapshot implements store.SnapshotAttacher.
+func (b *Backend) AttachSnapshot(_ context.Context, r store.Row, old uint32) (bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.live(); err != nil {
+		return false, err
+	}
+	rows := b.threads[r.Thread].rows(r.Namespace)
+	i, ok := slices.BinarySearchFunc(rows, r.Seq, func(x store.Row, s int64) int { return cmp.Compare(x.Seq, s) })
+	if !ok || rows[i].Sum != old {
+		return false, nil
+	}
+	at := &rows[i]
+	at.HasSnapshot, at.Snapshot = true, bytes.Clone(r.Snapshot)
+	at.Base, at.Since, at.BaseSize, at.Sum = r.Base, r.Since, r.BaseSize, r.Sum
+	return true, nil
+}
+
 // rows returns the rows of a namespace; nil for a nil thread.
 func (t *thread) rows(ns string) []store.Row {
 	if t == nil {

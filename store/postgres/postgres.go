@@ -509,6 +509,31 @@ func (b *Backend) Insert(ctx context.Context, r store.Row) error {
 	return b.insertOne(ctx, r)
 }
 
+// AttachSnapshot implements store.SnapshotAttacher: the row's new
+// bookkeeping and its snapshot in one transaction, sent as one batch.
+func (b *Backend) AttachSnapshot(ctx context.Context, r store.Row, old uint32) (bool, error) {
+	if err := b.writable(); err != nil {
+		return false, err
+	}
+	var ok bool
+	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE cairn_checkpoints SET has_snapshot = true, base = $1, since = $2, base_size = $3, crc = $4
+			WHERE thread = $5 AND ns = $6 AND seq = $7 AND crc = $8`,
+			r.Base, r.Since, r.BaseSize, int64(r.Sum), r.Thread, r.Namespace, r.Seq, int64(old))
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		pb := &pgx.Batch{}
+		queueSnapshot(pb, r)
+		if err := tx.SendBatch(ctx, pb).Close(); err != nil {
+			return err
+		}
+		ok = true
+		return nil
+	})
+	return ok, wrap(err, "attach snapshot", r.Thread)
+}
+
 // GroupStats reports what group commit did (zero without it).
 func (b *Backend) GroupStats() GroupStats {
 	if b.group == nil {

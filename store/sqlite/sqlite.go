@@ -131,8 +131,8 @@ type Backend struct {
 	closed   bool
 	maxBatch int
 
-	begin, commit, rollback             *sql.Stmt
-	insertRow, insertSnap, ensureThread *sql.Stmt
+	begin, commit, rollback                        *sql.Stmt
+	insertRow, insertSnap, ensureThread, attachRow *sql.Stmt
 
 	stmts sync.Map // query text → *sql.Stmt on the read pool
 
@@ -322,6 +322,8 @@ func (b *Backend) prepareWrites(ctx context.Context) error {
 				CASE WHEN ?4 = 0 OR EXISTS (SELECT 1 FROM checkpoints WHERE thread = ?1 AND ns = ?2 AND seq = ?4) THEN ? END, ?)`},
 		{&b.insertSnap, `INSERT OR REPLACE INTO snapshots (thread, ns, seq, data) VALUES (?,?,?,?)`},
 		{&b.ensureThread, `INSERT OR IGNORE INTO threads (id, tenant, metadata, created_at, crc) VALUES (?,?,?,?,?)`},
+		{&b.attachRow, `UPDATE checkpoints SET has_snapshot = 1, base = ?, since = ?, base_size = ?, crc = ?
+			WHERE thread = ? AND ns = ? AND seq = ? AND crc = ?`},
 	} {
 		var err error
 		if *p.st, err = b.conn.PrepareContext(ctx, p.sql); err != nil {
@@ -939,6 +941,27 @@ func (b *Backend) insert(ctx context.Context, c *sql.Conn, r store.Row) error {
 	return nil
 }
 
+// AttachSnapshot implements store.SnapshotAttacher: the row's new
+// bookkeeping and its snapshot, in the writer's next transaction.
+func (b *Backend) AttachSnapshot(ctx context.Context, r store.Row, old uint32) (bool, error) {
+	var ok bool
+	err := b.doSized(ctx, len(r.Snapshot), func(ctx context.Context, c *sql.Conn) error {
+		res, err := b.attachRow.ExecContext(ctx, r.Base, r.Since, r.BaseSize, int64(r.Sum), r.Thread, r.Namespace, r.Seq, int64(old))
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return err
+		}
+		if _, err := b.insertSnap.ExecContext(ctx, r.Thread, r.Namespace, r.Seq, r.Snapshot); err != nil {
+			return err
+		}
+		ok = true
+		return nil
+	})
+	return ok, err
+}
+
 // createThread creates the thread record a first row carries.
 func (b *Backend) createThread(ctx context.Context, c *sql.Conn, r store.Row) error {
 	t := r.Create
@@ -1284,7 +1307,7 @@ func (b *Backend) Close() error {
 	if b.readOnly {
 		return b.read.Close()
 	}
-	for _, st := range []*sql.Stmt{b.begin, b.commit, b.rollback, b.insertRow, b.insertSnap, b.ensureThread} {
+	for _, st := range []*sql.Stmt{b.begin, b.commit, b.rollback, b.insertRow, b.insertSnap, b.ensureThread, b.attachRow} {
 		st.Close()
 	}
 	var ckErr error

@@ -343,11 +343,12 @@ func TestBackgroundCheckpoints(t *testing.T) {
 	if st.Runs == 0 || st.Frames == 0 || st.Finishes == 0 || st.Failed != 0 {
 		t.Fatalf("checkpoints %+v: want background copies and finishing copies, no failures", st)
 	}
-	// Without a restart the WAL would hold a page for every commit (12 MB);
-	// with one it holds what is written between two restarts: WALPages,
-	// and what commits add while a copy runs.
-	if limit := int64(steps * 4096 / 4); maxWAL > limit {
-		t.Fatalf("the WAL grew to %d bytes (limit %d): it never restarts", maxWAL, limit)
+	// Without a restart the WAL would hold a page for every commit (12 MB,
+	// more with the late snapshots' own transactions); with one it holds
+	// what is written between two restarts: WALPages, and what commits add
+	// while a copy runs, which depends on how fast the disk syncs.
+	if limit := int64(steps * 4096 / 2); maxWAL > limit {
+		t.Fatalf("the WAL grew to %d bytes (limit %d): it never restarts; %+v", maxWAL, limit, st)
 	}
 	t.Logf("%+v, largest WAL %d bytes", st, maxWAL)
 	if err := s.Close(); err != nil {

@@ -1,0 +1,164 @@
+package store
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+
+	"github.com/cairn-dev/cairn/state"
+)
+
+// Late snapshots. A snapshot is a whole state, encoded and compressed: on
+// a large state it costs far more than the step's own commit. When the
+// backend can attach a snapshot to a stored row (SnapshotAttacher), the
+// engine commits the row without it and a worker encodes the state and
+// attaches it afterwards, in a transaction of its own. Until then loads
+// replay from the previous snapshot, as they did before the policy asked
+// for this one; the rows committed meanwhile keep replaying from there,
+// and the rows after the attach replay from the new snapshot. A process
+// that stops first loses only the work: the next row's policy asks again.
+
+// lateQueue is how many snapshots may wait for the worker; past it a
+// snapshot is written inside its commit, as a backend without
+// SnapshotAttacher does.
+const lateQueue = 64
+
+// lateJob is a snapshot to attach to a committed row.
+type lateJob struct {
+	key    headKey
+	row    Row // as committed: its checksum is the attach's condition
+	state  state.Doc
+	sealer rowSealer
+}
+
+// lateSnaps runs the snapshot worker of an engine.
+type lateSnaps struct {
+	to   SnapshotAttacher
+	jobs chan lateJob
+	done chan struct{}
+
+	mu      sync.Mutex
+	idle    *sync.Cond
+	queued  int // jobs sent and not yet finished
+	closing bool
+}
+
+func newLateSnaps(to SnapshotAttacher) *lateSnaps {
+	l := &lateSnaps{to: to, jobs: make(chan lateJob, lateQueue), done: make(chan struct{})}
+	l.idle = sync.NewCond(&l.mu)
+	return l
+}
+
+// offer queues a job; false when the queue is full or the engine closes.
+func (l *lateSnaps) offer(j lateJob) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closing {
+		return false
+	}
+	select {
+	case l.jobs <- j:
+		l.queued++
+		return true
+	default:
+		return false
+	}
+}
+
+// finished marks one job done.
+func (l *lateSnaps) finished() {
+	l.mu.Lock()
+	if l.queued--; l.queued == 0 {
+		l.idle.Broadcast()
+	}
+	l.mu.Unlock()
+}
+
+// wait returns once every job queued so far is done.
+func (l *lateSnaps) wait() {
+	l.mu.Lock()
+	for l.queued > 0 {
+		l.idle.Wait()
+	}
+	l.mu.Unlock()
+}
+
+// close finishes the queued jobs and stops the worker.
+func (l *lateSnaps) close() {
+	l.mu.Lock()
+	if l.closing {
+		l.mu.Unlock()
+		return
+	}
+	l.closing = true
+	close(l.jobs)
+	l.mu.Unlock()
+	<-l.done
+}
+
+// queueLate hands the snapshot of a row just committed to the worker,
+// with e.mu held (the worker updates the head it leaves only after).
+// False when the queue is full: the row keeps replaying from its base,
+// and the next row's policy asks again.
+func (e *Engine) queueLate(key headKey, row Row, d state.Doc, sealer rowSealer) bool {
+	row.Create, row.NewThread, row.Fence = nil, false, 0
+	return e.late.offer(lateJob{key: key, row: row, state: d, sealer: sealer})
+}
+
+// lateDone returns the info of a row written on a parent whose late
+// snapshot was attached (or given up) meanwhile: cur is the parent's info
+// as the worker left it.
+func lateDone(info, cur rowInfo) rowInfo {
+	if info.base == cur.base {
+		info.baseSize = cur.baseSize
+	}
+	info.pend = 0
+	return info
+}
+
+// lateWorker attaches the queued snapshots, one at a time, until close.
+func (e *Engine) lateWorker() {
+	defer close(e.late.done)
+	for j := range e.late.jobs {
+		e.attach(j)
+		e.late.finished()
+	}
+}
+
+// attach encodes a job's state and attaches it to its row. On success the
+// head this engine wrote on that row's chain replays from it from now on.
+func (e *Engine) attach(j lateJob) {
+	r := j.row
+	old := r.Sum
+	r.Snapshot = j.sealer.sealSnapshot(e.encodeSnapshot(j.state))
+	r.HasSnapshot = true
+	r.Base, r.Since, r.BaseSize = r.Seq, 0, int64(len(r.Snapshot))
+	r.Sum = RowChecksum(&r)
+	ok, err := e.late.to.AttachSnapshot(context.Background(), r, old)
+	if err != nil {
+		e.log.Warn("late snapshot not written; the next checkpoint asks again", "thread", r.Thread, "ns", r.Namespace, "seq", r.Seq, "err", err)
+	}
+	e.mu.Lock()
+	if h, found := e.heads[j.key]; found && h.pend == r.Seq {
+		if ok {
+			h.baseSize = r.BaseSize
+		}
+		h.pend = 0
+		e.heads[j.key] = h
+	}
+	e.mu.Unlock()
+	if ok {
+		e.cache.put(snapKey{r.Thread, r.Namespace, r.Seq}, j.state, state.Footprint(j.state))
+		if e.log.Enabled(context.Background(), slog.LevelDebug) {
+			e.log.Debug("late snapshot written", "thread", r.Thread, "ns", r.Namespace, "seq", r.Seq, "bytes", len(r.Snapshot))
+		}
+	}
+}
+
+// WaitSnapshots returns once the snapshots this engine queued to write
+// after their commits are written (or given up). Close waits for them too.
+func (e *Engine) WaitSnapshots() {
+	if e.late != nil {
+		e.late.wait()
+	}
+}
