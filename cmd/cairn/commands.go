@@ -660,6 +660,7 @@ func printBench(a *app, r bench.Result) {
 	rows := [][2]string{
 		{"total", fmt.Sprintf("%.1f ms", r.TotalMS)},
 		{"per step", fmt.Sprintf("%.1f µs (first 10%%: %.1f µs, last 10%%: %.1f µs), %.0f steps/s; %.0f allocations, %s allocated", r.USPerStep, r.USFirst10, r.USLast10, r.StepsPerSec, r.AllocsPerStep, humanBytes(int64(r.BytesPerStep)))},
+		{"step times", fmt.Sprintf("median %.1f µs, 99th percentile %.1f µs, slowest %.1f µs", r.USMedian, r.USP99, r.USMax)},
 		{"on disk", fmt.Sprintf("%s (db + WAL), %d checkpoints, %d snapshots", humanBytes(r.DBPlusWALBytes), r.CheckpointRows, r.Snapshots)},
 		{"head load", fmt.Sprintf("%.2f ms (a store opened anew: %.2f ms); the head's %s of JSON parse in %.2f ms (binary form: %.2f ms)", r.GetStateMS, r.HeadColdMS, humanBytes(r.HeadStateBytes), r.HeadDecodeMS, r.HeadDecodeBinaryMS)},
 		{"history walk", fmt.Sprintf("%.1f ms for %d states", r.HistoryMS, r.HistoryItems)},

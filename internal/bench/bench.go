@@ -101,6 +101,10 @@ type Result struct {
 	// pauses (WAL checkpoints, the machine's other work) that the mean
 	// includes.
 	USMedian float64 `json:"us_per_step_median"`
+	// USP99 and USMax are the 99th percentile and the slowest of thread
+	// "0"'s step times: the pauses the mean spreads over every step.
+	USP99 float64 `json:"us_per_step_p99"`
+	USMax float64 `json:"us_per_step_max"`
 	// CPUUSPerStep is the process's CPU time (user and system) per step
 	// while the threads were written: what the steps cost the machine,
 	// whatever else it was doing.
@@ -324,6 +328,7 @@ func (cfg Config) measureWrites(ctx context.Context, s *store.Engine, schema *st
 	res.USFirst10 = meanUS(stepTimes[:tenth])
 	res.USLast10 = meanUS(stepTimes[len(stepTimes)-tenth:])
 	res.USMedian = medianUS(stepTimes)
+	res.USP99, res.USMax = quantileUS(stepTimes, 0.99), quantileUS(stepTimes, 1)
 	return nil
 }
 

@@ -74,6 +74,9 @@ func TestRunW1Small(t *testing.T) {
 		if res.USFirst10 <= 0 || res.USLast10 <= 0 || res.USMedian <= 0 {
 			t.Fatalf("%s: steps untimed: %+v", engine, res)
 		}
+		if res.USP99 < res.USMedian || res.USMax < res.USP99 {
+			t.Fatalf("%s: median %.1f, p99 %.1f, max %.1f µs out of order", engine, res.USMedian, res.USP99, res.USMax)
+		}
 		for _, f := range []string{prof, prof + ".reads"} {
 			if fi, err := os.Stat(f); err != nil || fi.Size() == 0 {
 				t.Fatalf("%s: heap profile %s: %v", engine, f, err)
@@ -136,5 +139,20 @@ func TestStreamWorkload(t *testing.T) {
 		if res.CheckpointRows != 21 || res.Stream != joinModes(modes) {
 			t.Fatalf("%v: %d rows, stream %q", modes, res.CheckpointRows, res.Stream)
 		}
+	}
+}
+
+func TestQuantileUS(t *testing.T) {
+	ds := []time.Duration{5 * time.Microsecond, time.Microsecond, 3 * time.Microsecond, 2 * time.Microsecond, 4 * time.Microsecond}
+	for _, tc := range []struct {
+		q    float64
+		want float64
+	}{{0, 1}, {0.5, 3}, {0.99, 5}, {1, 5}} {
+		if got := quantileUS(ds, tc.q); got != tc.want {
+			t.Errorf("quantile %.2f = %.1f, want %.1f", tc.q, got, tc.want)
+		}
+	}
+	if got := quantileUS(nil, 0.5); got != 0 {
+		t.Errorf("quantile of nothing = %.1f", got)
 	}
 }

@@ -79,13 +79,17 @@ func b2i(b bool) int {
 }
 
 // medianUS is the median of step times, in microseconds.
-func medianUS(ds []time.Duration) float64 {
+func medianUS(ds []time.Duration) float64 { return quantileUS(ds, 0.5) }
+
+// quantileUS is the q-quantile of step times (the nearest rank below), in
+// microseconds: 0.5 the median, 1 the slowest.
+func quantileUS(ds []time.Duration, q float64) float64 {
 	if len(ds) == 0 {
 		return 0
 	}
 	s := slices.Clone(ds)
 	slices.Sort(s)
-	return float64(s[len(s)/2].Nanoseconds()) / 1e3
+	return float64(s[min(len(s)-1, int(q*float64(len(s))))].Nanoseconds()) / 1e3
 }
 
 // RandomKeyring returns a keyring of one random key.

@@ -22,9 +22,13 @@ import (
 )
 
 // DefaultWALPages is the WAL size at which a store checkpoints it by
-// default: 128 pages of 4 KiB (512 KiB). The checkpoint runs in the
-// background; no commit waits for it.
-const DefaultWALPages = 128
+// default: 512 pages of 4 KiB (2 MiB; SQLite's own default is 1000). The
+// copy runs in the background; the writer waits only for the frames
+// committed during it, once per copy, and each copy syncs the WAL and the
+// database: fewer, larger copies cost less per step (W1 at S = 3000: about
+// 20% less than 128 pages), for a WAL file of up to about 2 MiB while the
+// store is open.
+const DefaultWALPages = 512
 
 // Durability says when a commit is safe.
 type Durability string
