@@ -49,6 +49,7 @@ func Run(t *testing.T, h Harness) {
 		{"InvalidSnapshot", testInvalidSnapshot},
 		{"HistoryPagination", testHistoryPagination},
 		{"EveryCheckpointRebuilds", testEveryCheckpointRebuilds},
+		{"LateSnapshots", testLateSnapshots},
 		{"Threads", testThreads},
 		{"Namespaces", testNamespaces},
 		{"PendingWrites", testPendingWrites},
@@ -181,6 +182,21 @@ func (m *model) checkLoad(seq int64) {
 	}
 	if got := cp.State.String(); got != want {
 		m.t.Fatalf("load %d: state\n got %.300s\nwant %.300s", seq, got, want)
+	}
+}
+
+// checkAll loads every checkpoint the model appended.
+func (m *model) checkAll() {
+	m.t.Helper()
+	for seq := range m.want {
+		m.checkLoad(seq)
+	}
+}
+
+// settle waits for the snapshots an engine writes after their commits.
+func settle(s store.Store) {
+	if e, ok := s.(*store.Engine); ok {
+		e.WaitSnapshots()
 	}
 }
 
@@ -486,6 +502,7 @@ func testEveryCheckpointRebuilds(t *testing.T, h Harness) {
 	for i := 1; i <= 400; i++ {
 		m.step(i)
 	}
+	settle(s)
 	snapshots := 0
 	for cp, err := range s.History(context.Background(), store.HistoryRequest{Thread: "rebuild", WithState: true, PageSize: 64}) {
 		if err != nil {

@@ -1,0 +1,69 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/cairn-dev/cairn/store"
+)
+
+// testLateSnapshots: on a backend that attaches snapshots after their
+// rows commit (store.SnapshotAttacher), the engine's late snapshots land on
+// rows past the first with their bookkeeping rewritten, every checkpoint
+// rebuilds before and after, and an attach whose row no longer has the
+// checksum it names writes nothing.
+func testLateSnapshots(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := open(t, h)
+	e, ok := s.(*store.Engine)
+	if !ok {
+		t.Skip("not an engine")
+	}
+	at, ok := e.Backend().(store.SnapshotAttacher)
+	if !ok {
+		t.Skip("the backend writes snapshots inside their commits")
+	}
+	m := newModel(t, s, "late")
+	for i := 1; i <= 120; i++ {
+		m.step(i)
+	}
+	m.checkAll() // before the worker is done
+	e.WaitSnapshots()
+	rows, err := e.Backend().Rows(ctx, store.RowQuery{Thread: "late", Snapshots: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var late *store.Row
+	for i := range rows {
+		r := &rows[i]
+		if r.HasSnapshot && (r.Base != r.Seq || r.Since != 0 || r.BaseSize != int64(len(r.Snapshot))) {
+			t.Fatalf("row %d: snapshot %d bytes, base %d, since %d, base size %d", r.Seq, len(r.Snapshot), r.Base, r.Since, r.BaseSize)
+		}
+		if r.HasSnapshot && r.Seq > 1 && late == nil {
+			late = r
+		}
+	}
+	if late == nil {
+		t.Fatal("no snapshot after the first: the policy asked for none, or none was attached")
+	}
+	m.checkAll()
+
+	// A stale attach (the checksum of a row written before) changes nothing.
+	stale := rows[len(rows)-1]
+	stale.Snapshot, stale.HasSnapshot = late.Snapshot, true
+	stale.Base, stale.Since, stale.BaseSize = stale.Seq, 0, int64(len(late.Snapshot))
+	written, err := at.AttachSnapshot(ctx, stale, stale.Sum^1)
+	if err != nil || written {
+		t.Fatalf("stale attach: written %v, %v", written, err)
+	}
+	gone := stale
+	gone.Seq = 10_000
+	if written, err := at.AttachSnapshot(ctx, gone, gone.Sum); err != nil || written {
+		t.Fatalf("attach to a missing row: written %v, %v", written, err)
+	}
+	after, err := e.Backend().Rows(ctx, store.RowQuery{Thread: "late", From: stale.Seq, To: stale.Seq})
+	if err != nil || len(after) != 1 || after[0].HasSnapshot != rows[len(rows)-1].HasSnapshot || after[0].Sum != rows[len(rows)-1].Sum {
+		t.Fatalf("row %d after the stale attaches: %+v, %v", stale.Seq, after, err)
+	}
+	m.checkAll()
+}
