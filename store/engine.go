@@ -637,6 +637,9 @@ func (e *Engine) Load(ctx context.Context, r LoadRequest) (Checkpoint, error) {
 	if err != nil {
 		return Checkpoint{}, err
 	}
+	if base != t.Base {
+		e.heal(chain, states)
+	}
 	cp, err := checkpoint(&t)
 	if err != nil {
 		return Checkpoint{}, err

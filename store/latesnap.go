@@ -41,10 +41,30 @@ type lateSnaps struct {
 	idle    *sync.Cond
 	queued  int // jobs sent and not yet finished
 	closing bool
+	heals   map[snapKey]bool // rows a load queued a snapshot for
+}
+
+// healing claims a row for a heal; false when one is queued already.
+func (l *lateSnaps) healing(r Row) bool {
+	k := snapKey{r.Thread, r.Namespace, r.Seq}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.heals[k] {
+		return false
+	}
+	l.heals[k] = true
+	return true
+}
+
+// healed releases a row healing claimed.
+func (l *lateSnaps) healed(r Row) {
+	l.mu.Lock()
+	delete(l.heals, snapKey{r.Thread, r.Namespace, r.Seq})
+	l.mu.Unlock()
 }
 
 func newLateSnaps(to SnapshotAttacher) *lateSnaps {
-	l := &lateSnaps{to: to, jobs: make(chan lateJob, lateQueue), done: make(chan struct{})}
+	l := &lateSnaps{to: to, jobs: make(chan lateJob, lateQueue), done: make(chan struct{}), heals: map[snapKey]bool{}}
 	l.idle = sync.NewCond(&l.mu)
 	return l
 }
@@ -121,6 +141,7 @@ func (e *Engine) lateWorker() {
 	defer close(e.late.done)
 	for j := range e.late.jobs {
 		e.attach(j)
+		e.late.healed(j.row)
 		e.late.finished()
 	}
 }
@@ -151,6 +172,33 @@ func (e *Engine) attach(j lateJob) {
 		e.cache.put(snapKey{r.Thread, r.Namespace, r.Seq}, j.state, state.Footprint(j.state))
 		if e.log.Enabled(context.Background(), slog.LevelDebug) {
 			e.log.Debug("late snapshot written", "thread", r.Thread, "ns", r.Namespace, "seq", r.Seq, "bytes", len(r.Snapshot))
+		}
+	}
+}
+
+// heal queues the late snapshots a load found unwritten (their process
+// stopped first, or their attach failed) on the chain it replayed, with
+// the states the replay computed: the rows that name them load from them
+// once they are written. Only without a keyring: a row read from an
+// encrypted store holds its blobs opened, not as stored, and its checksum
+// covers them as stored.
+func (e *Engine) heal(chain []Row, states map[int64]state.Doc) {
+	if e.late == nil || e.crypt.ring != nil {
+		return
+	}
+	named := make(map[int64]bool, 2)
+	for i := range chain {
+		named[chain[i].Base] = true
+	}
+	for i := range chain {
+		r := chain[i]
+		d, ok := states[r.Seq]
+		if !ok || !named[r.Seq] || r.HasSnapshot || r.Base == r.Seq || !e.late.healing(r) {
+			continue
+		}
+		r.Snapshot = nil
+		if !e.late.offer(lateJob{key: headKey{r.Thread, r.Namespace}, row: r, state: d}) {
+			e.late.healed(r)
 		}
 	}
 }
