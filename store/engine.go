@@ -830,6 +830,9 @@ func (g *historyGroup) stateOf(ctx context.Context, e *Engine, row *Row) (state.
 	if g.states, err = e.replay(grp, base, false); err != nil {
 		return state.Doc{}, err
 	}
+	if base != row.Base {
+		e.heal(grp, g.states)
+	}
 	g.base = row.Base
 	if d, ok := g.states[base]; ok {
 		g.weight = state.Footprint(d)

@@ -48,6 +48,18 @@ func (b *rowsBackend) Rows(_ context.Context, q RowQuery) ([]Row, error) {
 
 func (b *rowsBackend) Close() error { return nil }
 
+// prose is n words of text that compresses like prose, not like padding,
+// different for each i.
+func prose(i, n int) string {
+	words := strings.Fields("the quick brown fox jumps over the lazy dog while agents argue about state")
+	var sb strings.Builder
+	for j := range n {
+		sb.WriteString(words[(i*7+j*3)%len(words)])
+		sb.WriteByte(' ')
+	}
+	return sb.String()
+}
+
 // TestStorageBound checks the bound doc.go promises, for several ratios:
 // snapshot bytes ≤ patch bytes / ratio + the last snapshot, and no
 // checkpoint replays more than max(ratio × its snapshot, MinSnapshotBytes)
@@ -60,14 +72,7 @@ func TestStorageBound(t *testing.T) {
 			e := New(b, Options{SnapshotRatio: ratio})
 			doc := state.EmptyDoc()
 			for i := 1; i <= 1500; i++ {
-				// Text that compresses like prose, not like padding.
-				words := strings.Fields("the quick brown fox jumps over the lazy dog while agents argue about state")
-				var sb strings.Builder
-				for j := 0; j < 30; j++ {
-					sb.WriteString(words[(i*7+j*3)%len(words)])
-					sb.WriteByte(' ')
-				}
-				nd, p, err := schema.Apply(doc, state.Update{"messages": state.Message{ID: fmt.Sprint(i), Content: sb.String()}})
+				nd, p, err := schema.Apply(doc, state.Update{"messages": state.Message{ID: fmt.Sprint(i), Content: prose(i, 30)}})
 				if err != nil {
 					t.Fatal(err)
 				}

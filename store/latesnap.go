@@ -176,9 +176,9 @@ func (e *Engine) attach(j lateJob) {
 	}
 }
 
-// heal queues the late snapshots a load found unwritten (their process
-// stopped first, or their attach failed) on the chain it replayed, with
-// the states the replay computed: the rows that name them load from them
+// heal queues the late snapshots a load or a history walk found unwritten
+// (their process stopped first, or their attach failed) among the rows it
+// replayed, with the states the replay computed: the rows that name them load from them
 // once they are written. Only without a keyring: a row read from an
 // encrypted store holds its blobs opened, not as stored, and its checksum
 // covers them as stored.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 
@@ -82,15 +81,10 @@ func (b *lateBackend) unwrittenBases() int {
 func appendProse(t *testing.T, e *Engine, n int) []string {
 	t.Helper()
 	schema := state.MustSchema(state.WithField("messages", state.ReducerMessages))
-	words := strings.Fields("the quick brown fox jumps over the lazy dog while agents argue about state")
 	doc := state.EmptyDoc()
 	want := []string{""}
 	for i := 1; i <= n; i++ {
-		var sb strings.Builder
-		for j := range 20 {
-			sb.WriteString(words[(i*7+j*3)%len(words)] + " ")
-		}
-		nd, p, err := schema.Apply(doc, state.Update{"messages": state.Message{ID: fmt.Sprint(i), Content: sb.String()}})
+		nd, p, err := schema.Apply(doc, state.Update{"messages": state.Message{ID: fmt.Sprint(i), Content: prose(i, 20)}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,6 +107,13 @@ func loadAll(t *testing.T, e *Engine, want []string) {
 			t.Fatalf("load %d: %v", seq, err)
 		}
 	}
+	walkAll(t, e, want)
+}
+
+// walkAll walks the history with every state.
+func walkAll(t *testing.T, e *Engine, want []string) {
+	t.Helper()
+	ctx := context.Background()
 	n := 0
 	for cp, err := range e.History(ctx, HistoryRequest{Thread: "t", WithState: true}) {
 		if err != nil || cp.State.String() != want[cp.Seq] {
@@ -168,11 +169,12 @@ func TestLateSnapshots(t *testing.T) {
 				}
 			}
 			if tc.fail != nil {
-				// Once attaches work again, loads write what failed.
+				// Once attaches work again, a history walk writes what
+				// failed (and so would loads).
 				b.mu.Lock()
 				b.fail = nil
 				b.mu.Unlock()
-				loadAll(t, e, want)
+				walkAll(t, e, want)
 				e.WaitSnapshots()
 			}
 			if n := b.unwrittenBases(); n != 0 {

@@ -52,6 +52,38 @@ func appendForever(path string) error {
 	}
 }
 
+// killAfter starts the test's child with env, which prints each seq it
+// commits, lets it commit extra more after acked, kills it with SIGKILL
+// 0 to jitterUS µs later, and returns the last seq it reported.
+func killAfter(t *testing.T, test string, env []string, acked, extra int64, jitterUS int) int64 {
+	t.Helper()
+	cmd := crashtest.Command(test, env...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var last atomic.Int64
+	last.Store(acked)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if n, err := strconv.ParseInt(sc.Text(), 10, 64); err == nil {
+				last.Store(n)
+			}
+		}
+	}()
+	want := acked + extra
+	crashtest.WaitFor(t, 30*time.Second, fmt.Sprintf("commit %d", want), func() bool { return last.Load() >= want })
+	time.Sleep(time.Duration(rand.IntN(jitterUS)) * time.Microsecond)
+	if killed, err := crashtest.Kill(cmd); !killed {
+		t.Fatalf("the child was not killed: %v", err)
+	}
+	return last.Load()
+}
+
 // TestKillDuringBackgroundCheckpoints kills, with SIGKILL at random moments,
 // a process whose WAL is checkpointed in the background every few commits,
 // and counts what was lost: every commit the process reported is there
@@ -65,31 +97,7 @@ func TestKillDuringBackgroundCheckpoints(t *testing.T) {
 	ctx := context.Background()
 	acked := int64(0)
 	for round := range 15 {
-		cmd := crashtest.Command("TestKillDuringBackgroundCheckpoints", "CAIRN_CKPT_CHILD=1", "CAIRN_CKPT_DB="+path)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		var last atomic.Int64
-		last.Store(acked)
-		go func() {
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				if n, err := strconv.ParseInt(sc.Text(), 10, 64); err == nil {
-					last.Store(n)
-				}
-			}
-		}()
-		want := acked + 20 + rand.Int64N(200)
-		crashtest.WaitFor(t, 30*time.Second, fmt.Sprintf("round %d: commit %d", round, want), func() bool { return last.Load() >= want })
-		time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond)
-		if killed, err := crashtest.Kill(cmd); !killed {
-			t.Fatalf("round %d: the child was not killed: %v", round, err)
-		}
-		acked = last.Load()
+		acked = killAfter(t, "TestKillDuringBackgroundCheckpoints", []string{"CAIRN_CKPT_CHILD=1", "CAIRN_CKPT_DB=" + path}, acked, 20+rand.Int64N(200), 3000)
 		s, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{})
 		if err != nil {
 			t.Fatalf("round %d: reopen: %v", round, err)
