@@ -29,6 +29,9 @@ type lateJob struct {
 	row    Row // as committed: its checksum is the attach's condition
 	state  state.Doc
 	sealer rowSealer
+	// heal: the row was read by a load, its blobs opened; the worker
+	// reads it again as stored.
+	heal bool
 }
 
 // lateSnaps runs the snapshot worker of an engine.
@@ -149,6 +152,12 @@ func (e *Engine) lateWorker() {
 // attach encodes a job's state and attaches it to its row. On success the
 // head this engine wrote on that row's chain replays from it from now on.
 func (e *Engine) attach(j lateJob) {
+	if j.heal {
+		var ok bool
+		if j, ok = e.asStored(j); !ok {
+			return
+		}
+	}
 	r := j.row
 	old := r.Sum
 	r.Snapshot = j.sealer.sealSnapshot(e.encodeSnapshot(j.state))
@@ -183,7 +192,7 @@ func (e *Engine) attach(j lateJob) {
 // encrypted store holds its blobs opened, not as stored, and its checksum
 // covers them as stored.
 func (e *Engine) heal(chain []Row, states map[int64]state.Doc) {
-	if e.late == nil || e.crypt.ring != nil {
+	if e.late == nil {
 		return
 	}
 	named := make(map[int64]bool, 2)
@@ -197,10 +206,30 @@ func (e *Engine) heal(chain []Row, states map[int64]state.Doc) {
 			continue
 		}
 		r.Snapshot = nil
-		if !e.late.offer(lateJob{key: headKey{r.Thread, r.Namespace}, row: r, state: d}) {
+		if !e.late.offer(lateJob{key: headKey{r.Thread, r.Namespace}, row: r, state: d, heal: true}) {
 			e.late.healed(r)
 		}
 	}
+}
+
+// asStored returns a heal's job with its row as stored (an encrypted
+// store's blobs sealed, as its checksum covers them) and the sealer of its
+// snapshot; false when the row is gone or was written again.
+func (e *Engine) asStored(j lateJob) (lateJob, bool) {
+	ctx := context.Background()
+	rows, err := e.b.Rows(ctx, RowQuery{Thread: j.row.Thread, Namespace: j.row.Namespace, From: j.row.Seq, To: j.row.Seq})
+	if err != nil || len(rows) != 1 || rows[0].Sum != j.row.Sum || rows[0].HasSnapshot {
+		return j, false
+	}
+	j.row = rows[0]
+	if e.crypt.ring != nil {
+		tenant, err := e.crypt.tenant(ctx, e.b, j.row.Thread, "", false)
+		if err != nil {
+			return j, false
+		}
+		j.sealer = rowSealer{ring: e.crypt.ring, b: binding{tenant: tenant, thread: j.row.Thread, ns: j.row.Namespace, seq: j.row.Seq}}
+	}
+	return j, true
 }
 
 // WaitSnapshots returns once the snapshots this engine queued to write

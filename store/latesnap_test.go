@@ -33,6 +33,17 @@ func (b *lateBackend) Rows(ctx context.Context, q RowQuery) ([]Row, error) {
 	return b.rowsBackend.Rows(ctx, q)
 }
 
+// Thread returns the thread the first row created (an encrypted engine
+// reads its tenant).
+func (b *lateBackend) Thread(_ context.Context, id string) (ThreadRecord, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.rows) == 0 || b.rows[0].Create == nil {
+		return ThreadRecord{}, ErrNotFound
+	}
+	return *b.rows[0].Create, nil
+}
+
 func (b *lateBackend) AttachSnapshot(_ context.Context, r Row, old uint32) (bool, error) {
 	if b.gate != nil {
 		<-b.gate
@@ -134,18 +145,24 @@ func TestLateSnapshots(t *testing.T) {
 		name    string
 		gate    bool
 		fail    error
+		ring    bool
 		minSnap int // snapshots at the end, the first included
 	}{
 		{name: "written", minSnap: 3},
 		{name: "held", gate: true, minSnap: 2},
 		{name: "failed", fail: errors.New("disk full"), minSnap: 1},
+		{name: "failed, encrypted", fail: errors.New("disk full"), ring: true, minSnap: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := &lateBackend{fail: tc.fail}
 			if tc.gate {
 				b.gate = make(chan struct{})
 			}
-			e := New(b, Options{SnapshotCache: -1})
+			opts := Options{SnapshotCache: -1}
+			if tc.ring {
+				opts.Keyring = testRing(t, 7)
+			}
+			e := New(b, opts)
 			want := appendProse(t, e, 300)
 			loadAll(t, e, want)
 			if tc.gate {
@@ -167,6 +184,9 @@ func TestLateSnapshots(t *testing.T) {
 				if r.HasSnapshot && (r.Base != r.Seq || r.BaseSize != int64(len(r.Snapshot))) {
 					t.Fatalf("row %d: snapshot with base %d, size %d of %d", r.Seq, r.Base, r.BaseSize, len(r.Snapshot))
 				}
+				if r.HasSnapshot && tc.ring && !isSealed(r.Snapshot) {
+					t.Fatalf("row %d: the snapshot of an encrypted store is stored in the clear", r.Seq)
+				}
 			}
 			if tc.fail != nil {
 				// Once attaches work again, a history walk writes what
@@ -183,7 +203,7 @@ func TestLateSnapshots(t *testing.T) {
 			if err := e.Close(); err != nil {
 				t.Fatal(err)
 			}
-			loadAll(t, New(b, Options{SnapshotCache: -1}), want)
+			loadAll(t, New(b, opts), want)
 		})
 	}
 }
