@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cairn-dev/cairn/state"
 )
@@ -12,11 +14,12 @@ import (
 // a large state it costs far more than the step's own commit. When the
 // backend can attach a snapshot to a stored row (SnapshotAttacher), the
 // engine commits the row without it and a worker encodes the state and
-// attaches it afterwards, in a transaction of its own. Until then loads
-// replay from the previous snapshot, as they did before the policy asked
-// for this one; the rows committed meanwhile keep replaying from there,
-// and the rows after the attach replay from the new snapshot. A process
-// that stops first loses only the work: the next row's policy asks again.
+// attaches it afterwards, in a transaction of its own. The rows committed
+// after it name it as their base at once; until it is written, a load
+// whose base row has no snapshot replays from that row's own base
+// (chainRows). A process that stops first loses only the work: the rows
+// that name the snapshot load the longer way, and the first load or
+// history walk that replays through it queues it again (heal).
 
 // lateQueue is how many snapshots may wait for the worker; past it a
 // snapshot is written inside its commit, as a backend without
@@ -45,6 +48,10 @@ type lateSnaps struct {
 	queued  int // jobs sent and not yet finished
 	closing bool
 	heals   map[snapKey]bool // rows a load queued a snapshot for
+
+	// readOnly: an attach found the store opened read-only; loads no
+	// longer queue heals.
+	readOnly atomic.Bool
 }
 
 // healing claims a row for a heal; false when one is queued already.
@@ -165,7 +172,11 @@ func (e *Engine) attach(j lateJob) {
 	r.Base, r.Since, r.BaseSize = r.Seq, 0, int64(len(r.Snapshot))
 	r.Sum = RowChecksum(&r)
 	ok, err := e.late.to.AttachSnapshot(context.Background(), r, old)
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrReadOnly):
+		e.late.readOnly.Store(true)
+		e.log.Debug("late snapshot not written: the store is read-only", "thread", r.Thread, "ns", r.Namespace, "seq", r.Seq)
+	case err != nil:
 		e.log.Warn("late snapshot not written; the next checkpoint asks again", "thread", r.Thread, "ns", r.Namespace, "seq", r.Seq, "err", err)
 	}
 	e.mu.Lock()
@@ -192,7 +203,7 @@ func (e *Engine) attach(j lateJob) {
 // encrypted store holds its blobs opened, not as stored, and its checksum
 // covers them as stored.
 func (e *Engine) heal(chain []Row, states map[int64]state.Doc) {
-	if e.late == nil {
+	if e.late == nil || e.late.readOnly.Load() {
 		return
 	}
 	named := make(map[int64]bool, 2)

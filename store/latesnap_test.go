@@ -1,9 +1,11 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 
@@ -205,5 +207,28 @@ func TestLateSnapshots(t *testing.T) {
 			}
 			loadAll(t, New(b, opts), want)
 		})
+	}
+}
+
+// TestLateSnapshotsReadOnly: on a store opened read-only, a load that
+// replays through an unwritten late snapshot tries to write it once,
+// quietly, and then no more.
+func TestLateSnapshotsReadOnly(t *testing.T) {
+	b := &lateBackend{fail: fmt.Errorf("%w: test", ErrReadOnly)}
+	var logged bytes.Buffer
+	e := New(b, Options{SnapshotCache: -1, Logger: slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	defer e.Close()
+	want := appendProse(t, e, 200)
+	e.WaitSnapshots()
+	loadAll(t, e, want)
+	e.WaitSnapshots()
+	before := b.attempts
+	loadAll(t, e, want)
+	e.WaitSnapshots()
+	if b.attempts != before {
+		t.Fatalf("%d attaches tried after the store was found read-only", b.attempts-before)
+	}
+	if logged.Len() != 0 {
+		t.Fatalf("warnings for a read-only store:\n%s", logged.String())
 	}
 }
