@@ -111,7 +111,7 @@ func New(b Backend, opts Options) *Engine {
 	case opts.SnapshotCache > 0:
 		e.cache = newSnapCache(opts.SnapshotCache)
 	}
-	if a, ok := b.(SnapshotAttacher); ok && !opts.InlineSnapshots {
+	if a, ok := b.(SnapshotAttacher); ok && !opts.InlineSnapshots && !readOnly(b) {
 		e.late = newLateSnaps(a)
 		go e.lateWorker()
 	}

@@ -126,6 +126,12 @@ func (l *lateSnaps) close() {
 	<-l.done
 }
 
+// readOnly reports whether b says it was opened read-only.
+func readOnly(b Backend) bool {
+	ro, ok := b.(interface{ ReadOnly() bool })
+	return ok && ro.ReadOnly()
+}
+
 // queueLate hands the snapshot of a row just committed to the worker,
 // with e.mu held (the worker updates the head it leaves only after).
 // False when the queue is full: the row keeps replaying from its base,

@@ -509,6 +509,10 @@ func (b *Backend) Insert(ctx context.Context, r store.Row) error {
 	return b.insertOne(ctx, r)
 }
 
+// ReadOnly reports whether the backend was opened read-only (an engine
+// over it then writes no late snapshots).
+func (b *Backend) ReadOnly() bool { return b.readOnly }
+
 // AttachSnapshot implements store.SnapshotAttacher: the row's new
 // bookkeeping and its snapshot in one transaction, sent as one batch.
 func (b *Backend) AttachSnapshot(ctx context.Context, r store.Row, old uint32) (bool, error) {

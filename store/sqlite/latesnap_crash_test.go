@@ -1,9 +1,11 @@
 package sqlite_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -170,4 +172,110 @@ func TestKillWithLateSnapshots(t *testing.T) {
 		}
 	}
 	t.Logf("15 kills, %d commits, none lost; %d rows found naming a snapshot a kill left unwritten (counted after each kill), none after the walk", acked, pending)
+}
+
+// unattach makes the newest late snapshot of thread "l" unwritten, as a
+// process killed before writing it would have left it: the row loses its
+// snapshot and its bookkeeping goes back to its parent's base.
+func unattach(t *testing.T, s *store.Engine, path string) {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := s.Backend().Rows(ctx, store.RowQuery{Thread: "l"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r *store.Row
+	for i := len(rows) - 1; i > 0 && r == nil; i-- {
+		if rows[i].HasSnapshot {
+			r = &rows[i]
+		}
+	}
+	if r == nil {
+		t.Fatal("no late snapshot to take back")
+	}
+	parent := rows[r.Seq-2]
+	r.HasSnapshot, r.Base, r.Since, r.BaseSize = false, parent.Base, parent.Since+int64(len(r.Patch)), parent.BaseSize
+	r.Sum = store.RowChecksum(r)
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE checkpoints SET has_snapshot = 0, base = ?, since = ?, base_size = ?, crc = ? WHERE thread = 'l' AND seq = ?`, r.Base, r.Since, r.BaseSize, int64(r.Sum), r.Seq); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`DELETE FROM snapshots WHERE thread = 'l' AND seq = ?`, r.Seq); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestUnwrittenLateSnapshot: a late snapshot left unwritten is read
+// through by a store opened read-only without writing anything, and
+// written by the first history walk of a store opened for writing.
+func TestUnwrittenLateSnapshot(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "u.db")
+	s, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := state.EmptyDoc()
+	for i := int64(1); i <= 200; i++ {
+		nd, p, err := lateSchema.Apply(doc, state.Update{"messages": state.Message{ID: fmt.Sprint("m", i), Content: proseOf(i)}, "count": i})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Append(ctx, store.Checkpoint{Thread: "l", Parent: i - 1, Patch: p, State: nd}); err != nil {
+			t.Fatal(err)
+		}
+		doc = nd
+	}
+	s.WaitSnapshots()
+	unattach(t, s, path)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pending := pendingBases(t, path)
+	if pending == 0 {
+		t.Fatal("no row names the snapshot taken back")
+	}
+	var logged bytes.Buffer
+	debug := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ro, err := store.Open(ctx, "sqlite:"+path, store.OpenOptions{ReadOnly: true, Store: store.Options{Logger: debug}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seq := int64(1); seq <= 200; seq++ {
+		if err := checkLate(ctx, ro, seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ro.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left := pendingBases(t, path); left != pending {
+		t.Fatalf("a read-only store changed the rows naming the snapshot: %d, was %d", left, pending)
+	}
+	if strings.Contains(logged.String(), "late snapshot") {
+		t.Fatalf("a read-only store tried to write a late snapshot:\n%s", logged.String())
+	}
+	rw, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cp, err := range rw.History(ctx, store.HistoryRequest{Thread: "l", WithState: true}) {
+		var count int64
+		if err == nil {
+			err = cp.State.Get("count", &count)
+		}
+		if err != nil || count != cp.Seq {
+			t.Fatalf("checkpoint %d holds count %d: %v", cp.Seq, count, err)
+		}
+	}
+	if err := rw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left := pendingBases(t, path); left != 0 {
+		t.Fatalf("%d rows still name the snapshot after a history walk", left)
+	}
 }

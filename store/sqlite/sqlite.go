@@ -945,6 +945,10 @@ func (b *Backend) insert(ctx context.Context, c *sql.Conn, r store.Row) error {
 	return nil
 }
 
+// ReadOnly reports whether the backend was opened read-only (an engine
+// over it then writes no late snapshots).
+func (b *Backend) ReadOnly() bool { return b.readOnly }
+
 // AttachSnapshot implements store.SnapshotAttacher: the row's new
 // bookkeeping and its snapshot, in the writer's next transaction.
 func (b *Backend) AttachSnapshot(ctx context.Context, r store.Row, old uint32) (bool, error) {
