@@ -156,3 +156,16 @@ func TestQuantileUS(t *testing.T) {
 		t.Errorf("quantile of nothing = %.1f", got)
 	}
 }
+
+// TestSQLiteFloor: the three floors run their commits (past the bounded
+// one's WAL size, so its checkpoints run) and report a cost.
+func TestSQLiteFloor(t *testing.T) {
+	dir := t.TempDir()
+	f, err := SQLiteFloor(context.Background(), dir, sqlite.DurabilitySync, 2*sqlite.DefaultWALPages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Plain <= 0 || f.Prepared <= 0 || f.Bounded <= 0 {
+		t.Fatalf("floors %+v", f)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,36 +24,46 @@ type Floor struct {
 	// Prepared runs the same three statements prepared once: the lowest
 	// cost of a commit on this driver.
 	Prepared float64
+	// Bounded is Plain with SQLite's own WAL checkpoints at the store's WAL
+	// size (wal_autocheckpoint at sqlite.DefaultWALPages): the cheapest
+	// program whose WAL stays as bounded as the store's, which Plain's,
+	// never copied, does not.
+	Bounded float64
 }
 
 // SQLiteFloor measures the floor of a durable step on SQLite: n
 // transactions of one INSERT of a 200-byte row and COMMIT, on the store's
 // driver with the store's pragmas (WAL, synchronous NORMAL, or FULL for
 // strict durability), in files of dir, first with statements sent as text,
-// then prepared. The floor never checkpoints its WAL: it is the commit
+// then prepared, then as text with SQLite's own checkpoints (Bounded). The floor never checkpoints its WAL: it is the commit
 // alone, as the store's commits are (the store checkpoints in the
 // background).
 func SQLiteFloor(ctx context.Context, dir string, durability sqlite.Durability, n int) (Floor, error) {
-	plain, err := floorRun(ctx, filepath.Join(dir, "floor.db"), durability, n, floorCommit)
+	plain, err := floorRun(ctx, filepath.Join(dir, "floor.db"), durability, n, floorCommit, 0)
 	if err != nil {
 		return Floor{}, err
 	}
-	prepared, err := floorRun(ctx, filepath.Join(dir, "floor-prepared.db"), durability, n, nil)
+	prepared, err := floorRun(ctx, filepath.Join(dir, "floor-prepared.db"), durability, n, nil, 0)
 	if err != nil {
 		return Floor{}, err
 	}
-	return Floor{Plain: plain, Prepared: prepared}, nil
+	bounded, err := floorRun(ctx, filepath.Join(dir, "floor-bounded.db"), durability, n, floorCommit, sqlite.DefaultWALPages)
+	if err != nil {
+		return Floor{}, err
+	}
+	return Floor{Plain: plain, Prepared: prepared, Bounded: bounded}, nil
 }
 
 // floorRun times n commits on a new database at path: by commit when set,
-// else by the three statements prepared once.
-func floorRun(ctx context.Context, path string, durability sqlite.Durability, n int, commit func(context.Context, *sql.Conn, []byte) error) (float64, error) {
+// else by the three statements prepared once; walPages is its
+// wal_autocheckpoint (0: never).
+func floorRun(ctx context.Context, path string, durability sqlite.Durability, n int, commit func(context.Context, *sql.Conn, []byte) error, walPages int) (float64, error) {
 	syncMode := "NORMAL"
 	if durability == sqlite.DurabilityStrict {
 		syncMode = "FULL"
 	}
 	dsn := (&url.URL{Scheme: "file", Path: path}).String() + "?_pragma=busy_timeout(5000)&_pragma=synchronous(" + syncMode + ")&_pragma=journal_mode(WAL)" +
-		"&_pragma=wal_autocheckpoint(0)"
+		"&_pragma=wal_autocheckpoint(" + strconv.Itoa(walPages) + ")"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return 0, fmt.Errorf("bench: floor: %w", err)
