@@ -387,6 +387,7 @@ func TestWorkerChaosPostgresStops(t *testing.T) {
 	}
 	stop, chaos := make(chan struct{}), make(chan struct{})
 	outages := 0
+	var chaosErr error // the chaos goroutine's, read once it is done
 	go func() {
 		defer close(chaos)
 		for {
@@ -395,27 +396,33 @@ func TestWorkerChaosPostgresStops(t *testing.T) {
 				return
 			case <-time.After(time.Duration(300+rand.IntN(700)) * time.Millisecond):
 			}
-			if err := pg.ctl("-m", "immediate", "stop"); err != nil {
-				t.Error(err)
+			if chaosErr = pg.ctl("-m", "immediate", "stop"); chaosErr != nil {
 				return
 			}
 			outages++
 			time.Sleep(time.Duration(rand.IntN(2000)) * time.Millisecond)
-			if err := pg.ctl("-w", "start"); err != nil {
-				t.Error(err)
+			if chaosErr = pg.ctl("-w", "start"); chaosErr != nil {
 				return
 			}
 		}
 	}()
+	// The outages end with the test, however it ends (a failure must not
+	// leave the goroutine reporting into a finished test).
+	stopChaos := sync.OnceFunc(func() { close(stop); <-chaos })
+	t.Cleanup(stopChaos)
 	// Runs are queued through the outages, a few every second.
 	threads := make([]string, runs)
 	for i := range threads {
 		threads[i] = queueThroughOutages(t, p, time.Now().Add(30*time.Second))
 		time.Sleep(150 * time.Millisecond)
 	}
-	waitRuns(t, p, threads, time.Now().Add(90*time.Second))
-	close(stop)
-	<-chaos
+	// The database is away about half the time: under the race detector,
+	// with other packages' tests beside it, the runs take minutes.
+	waitRuns(t, p, threads, time.Now().Add(180*time.Second))
+	stopChaos()
+	if chaosErr != nil {
+		t.Fatal(chaosErr)
+	}
 	if outages == 0 {
 		t.Fatal("the database never stopped: the test proved nothing")
 	}
