@@ -142,12 +142,19 @@ type blobWriter struct {
 	n        int64
 }
 
-func newBlobWriter(compress bool) *blobWriter {
+// newBlobWriter returns a blobWriter; raw and comp are buffers it may reuse
+// for its blocks (the caller keeps them back from its raw and comp fields
+// after finish).
+func newBlobWriter(compress bool, raw, comp []byte) *blobWriter {
 	bw := &blobWriter{compress: compress, out: make([]byte, blobHeader, 64<<10)}
 	if compress {
 		bw.out = append(bw.out, make([]byte, 8)...)
-		bw.raw = make([]byte, 0, blobChunk)
-		bw.comp = make([]byte, s2.MaxEncodedLen(blobChunk))
+		if bw.raw = raw[:0]; cap(raw) < blobChunk {
+			bw.raw = make([]byte, 0, blobChunk)
+		}
+		if bw.comp = comp; len(comp) < s2.MaxEncodedLen(blobChunk) {
+			bw.comp = make([]byte, s2.MaxEncodedLen(blobChunk))
+		}
 	}
 	return bw
 }

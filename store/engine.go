@@ -76,7 +76,17 @@ type Engine struct {
 	scratch sync.Pool
 }
 
-type scratchBufs struct{ doc, comp []byte }
+// scratchBufs: doc and comp for patches and small snapshots; raw and chunk
+// for a large snapshot's blobWriter.
+type scratchBufs struct{ doc, comp, raw, chunk []byte }
+
+// getScratch takes scratch buffers from the pool.
+func (e *Engine) getScratch() *scratchBufs {
+	if sb, ok := e.scratch.Get().(*scratchBufs); ok {
+		return sb
+	}
+	return &scratchBufs{}
+}
 
 type headKey struct{ thread, ns string }
 
@@ -309,7 +319,7 @@ func (e *Engine) insert(ctx context.Context, cp Checkpoint, seq int64, parent ro
 	row := Row{
 		Thread: cp.Thread, Namespace: cp.Namespace, Seq: seq, Parent: cp.Parent,
 		Status: cp.Status, CreatedAt: cp.CreatedAt.UnixNano(), Meta: meta,
-		Patch:  encodeBlob(state.EncodePatch(nil, cp.Patch), e.comp, nil),
+		Patch:  e.encodePatch(cp.Patch),
 		Create: create, NewThread: newThread, Fence: FenceOf(ctx, cp.Thread),
 	}
 	if row.Fence != 0 {
@@ -402,23 +412,34 @@ func (e *Engine) remember(key headKey, row *Row, parent rowInfo, late bool, d st
 	e.heads[key] = info
 }
 
+// encodePatch encodes a checkpoint's patch as a stored blob, through the
+// engine's scratch buffers: only the blob itself is allocated.
+func (e *Engine) encodePatch(p state.Patch) []byte {
+	sb := e.getScratch()
+	sb.doc = state.EncodePatch(sb.doc[:0], p)
+	out := encodeBlob(sb.doc, e.comp, &sb.comp)
+	e.scratch.Put(sb)
+	return out
+}
+
 // encodeSnapshot encodes a full state as a stored blob. A large state is
 // encoded and compressed a block at a time, never held whole in its
 // encoded form beside the stored blob.
 func (e *Engine) encodeSnapshot(d state.Doc) []byte {
 	if state.EncodedDocSize(d) < blobChunk {
-		sb, _ := e.scratch.Get().(*scratchBufs)
-		if sb == nil {
-			sb = &scratchBufs{}
-		}
+		sb := e.getScratch()
 		sb.doc = state.EncodeDoc(sb.doc[:0], d)
 		out := encodeBlob(sb.doc, e.comp, &sb.comp)
 		e.scratch.Put(sb)
 		return out
 	}
-	bw := newBlobWriter(e.comp)
+	sb := e.getScratch()
+	bw := newBlobWriter(e.comp, sb.raw, sb.chunk)
 	_, _ = state.WriteDoc(bw, d) // a blobWriter never fails
-	return bw.finish()
+	out := bw.finish()
+	sb.raw, sb.chunk = bw.raw, bw.comp
+	e.scratch.Put(sb)
+	return out
 }
 
 // info returns the snapshot bookkeeping of row seq, from the cache of rows
