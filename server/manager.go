@@ -367,6 +367,13 @@ func (m *runManager) rollback(ctx context.Context, lr *liveRun) error {
 		return err
 	}
 	if lr.data.FromSeq == 0 {
+		// Emptied in place where the store can: a thread deleted and made
+		// again is, for a moment, not found by a client that reads it.
+		if em, ok := m.s.store.(interface {
+			EmptyThread(context.Context, string) error
+		}); ok {
+			return em.EmptyThread(ctx, th.ID)
+		}
 		if err := m.s.store.DeleteThread(ctx, th.ID); err != nil {
 			return err
 		}

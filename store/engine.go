@@ -272,6 +272,30 @@ func (e *Engine) DeleteThread(ctx context.Context, id string) error {
 	return e.b.DeleteThread(ctx, id)
 }
 
+// EmptyThread deletes every checkpoint of a thread, with their snapshots
+// and pending writes, and keeps the thread, its metadata and its runs:
+// the thread is as it was before its first checkpoint, and at no moment
+// does it not exist (DeleteThread and CreateThread would leave a moment
+// when it does not). A namespace that grows meanwhile is ErrConflict.
+func (e *Engine) EmptyThread(ctx context.Context, id string) error {
+	if err := e.check(id, ""); err != nil {
+		return err
+	}
+	e.WaitSnapshots()
+	nss, err := e.b.Namespaces(ctx, id)
+	if err != nil {
+		return err
+	}
+	defer e.forget(id)
+	defer e.cache.dropThread(id)
+	for _, ns := range nss {
+		if _, err := e.b.DeleteRanges(ctx, id, ns.Name, ns.Head, []SeqRange{{From: 1, To: ns.Head}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (e *Engine) forget(thread string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

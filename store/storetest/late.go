@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/cairn-dev/cairn/store"
@@ -66,4 +67,47 @@ func testLateSnapshots(t *testing.T, h Harness) {
 		t.Fatalf("row %d after the stale attaches: %+v, %v", stale.Seq, after, err)
 	}
 	m.checkAll()
+}
+
+// testEmptyThread: an engine empties a thread in place — its checkpoints
+// (every namespace) go, the thread and its metadata stay, and it starts
+// again from its first checkpoint.
+func testEmptyThread(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := open(t, h)
+	e, ok := s.(*store.Engine)
+	if !ok {
+		t.Skip("not an engine")
+	}
+	if _, err := s.CreateThread(ctx, store.Thread{ID: "empty", Metadata: map[string]any{"keep": "me"}}); err != nil {
+		t.Fatal(err)
+	}
+	m := newModel(t, s, "empty")
+	for i := 1; i <= 40; i++ {
+		m.step(i)
+	}
+	sub := newModel(t, s, "empty")
+	sub.ns = "child:1"
+	for i := 1; i <= 3; i++ {
+		sub.step(i)
+	}
+	if err := e.EmptyThread(ctx, "empty"); err != nil {
+		t.Fatal(err)
+	}
+	th, err := s.Thread(ctx, "empty")
+	if err != nil || th.Head != 0 || th.Metadata["keep"] != "me" {
+		t.Fatalf("after emptying: %+v, %v", th, err)
+	}
+	if nss, err := s.Namespaces(ctx, "empty"); err != nil || len(nss) != 0 {
+		t.Fatalf("namespaces after emptying: %+v, %v", nss, err)
+	}
+	if _, err := s.Load(ctx, store.LoadRequest{Thread: "empty"}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("load after emptying: %v", err)
+	}
+	again := newModel(t, s, "empty")
+	again.step(1)
+	again.checkLoad(1)
+	if err := e.EmptyThread(ctx, "no-such-thread"); err != nil && !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("emptying a missing thread: %v", err)
+	}
 }

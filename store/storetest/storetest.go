@@ -50,6 +50,7 @@ func Run(t *testing.T, h Harness) {
 		{"HistoryPagination", testHistoryPagination},
 		{"EveryCheckpointRebuilds", testEveryCheckpointRebuilds},
 		{"LateSnapshots", testLateSnapshots},
+		{"EmptyThread", testEmptyThread},
 		{"Threads", testThreads},
 		{"Namespaces", testNamespaces},
 		{"PendingWrites", testPendingWrites},
