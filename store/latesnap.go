@@ -183,7 +183,7 @@ func (e *Engine) attach(j lateJob) {
 		e.late.readOnly.Store(true)
 		e.log.Debug("late snapshot not written: the store is read-only", "thread", r.Thread, "ns", r.Namespace, "seq", r.Seq)
 	case err != nil:
-		e.log.Warn("late snapshot not written; the next checkpoint asks again", "thread", r.Thread, "ns", r.Namespace, "seq", r.Seq, "err", err)
+		e.log.Warn("late snapshot not written; loads replay from the one before until one of them writes it", "thread", r.Thread, "ns", r.Namespace, "seq", r.Seq, "err", err)
 	}
 	e.mu.Lock()
 	if h, found := e.heads[j.key]; found && h.pend == r.Seq {
@@ -204,10 +204,9 @@ func (e *Engine) attach(j lateJob) {
 
 // heal queues the late snapshots a load or a history walk found unwritten
 // (their process stopped first, or their attach failed) among the rows it
-// replayed, with the states the replay computed: the rows that name them load from them
-// once they are written. Only without a keyring: a row read from an
-// encrypted store holds its blobs opened, not as stored, and its checksum
-// covers them as stored.
+// replayed, with the states the replay computed: the rows that name them
+// load from them once they are written. The worker reads each row again
+// as stored (asStored): the rows here hold their blobs opened.
 func (e *Engine) heal(chain []Row, states map[int64]state.Doc) {
 	if e.late == nil || e.late.readOnly.Load() {
 		return

@@ -84,6 +84,46 @@ func killAfter(t *testing.T, test string, env []string, acked, extra int64, jitt
 	return last.Load()
 }
 
+// afterKill opens the store at path again after a kill, checks that
+// thread's head is at least the last commit reported (acked), runs check,
+// closes the store and returns the head.
+func afterKill(t *testing.T, path, thread string, acked int64, check func(s store.Store, head int64) error) int64 {
+	t.Helper()
+	s, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{})
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	th, err := s.Thread(context.Background(), thread)
+	if err != nil || th.Head < acked {
+		t.Fatalf("head %d after %d commits were reported: %v", th.Head, acked, err)
+	}
+	if err := check(s, th.Head); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return th.Head
+}
+
+// walkHistory walks thread's whole history with every state, checks that
+// each holds its own seq in field, and returns how many it walked.
+func walkHistory(t *testing.T, s store.Store, thread, field string) int64 {
+	t.Helper()
+	walked := int64(0)
+	for cp, err := range s.History(context.Background(), store.HistoryRequest{Thread: thread, WithState: true}) {
+		var n int64
+		if err == nil {
+			err = cp.State.Get(field, &n)
+		}
+		if err != nil || n != cp.Seq {
+			t.Fatalf("checkpoint %d holds %s=%d: %v", cp.Seq, field, n, err)
+		}
+		walked++
+	}
+	return walked
+}
+
 // TestKillDuringBackgroundCheckpoints kills, with SIGKILL at random moments,
 // a process whose WAL is checkpointed in the background every few commits,
 // and counts what was lost: every commit the process reported is there
@@ -98,28 +138,19 @@ func TestKillDuringBackgroundCheckpoints(t *testing.T) {
 	acked := int64(0)
 	for round := range 15 {
 		acked = killAfter(t, "TestKillDuringBackgroundCheckpoints", []string{"CAIRN_CKPT_CHILD=1", "CAIRN_CKPT_DB=" + path}, acked, 20+rand.Int64N(200), 3000)
-		s, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{})
-		if err != nil {
-			t.Fatalf("round %d: reopen: %v", round, err)
-		}
-		th, err := s.Thread(ctx, "k")
-		if err != nil || th.Head < acked {
-			t.Fatalf("round %d: head %d after %d commits were reported: %v", round, th.Head, acked, err)
-		}
-		for _, seq := range []int64{1, th.Head / 2, th.Head} {
-			cp, err := s.Load(ctx, store.LoadRequest{Thread: "k", Seq: seq})
-			var n int64
-			if err == nil {
-				err = cp.State.Get("n", &n)
+		acked = afterKill(t, path, "k", acked, func(s store.Store, head int64) error {
+			for _, seq := range []int64{1, head / 2, head} {
+				cp, err := s.Load(ctx, store.LoadRequest{Thread: "k", Seq: seq})
+				var n int64
+				if err == nil {
+					err = cp.State.Get("n", &n)
+				}
+				if err != nil || n != seq {
+					return fmt.Errorf("round %d: checkpoint %d holds n=%d: %v", round, seq, n, err)
+				}
 			}
-			if err != nil || n != seq {
-				t.Fatalf("round %d: checkpoint %d holds n=%d: %v", round, seq, n, err)
-			}
-		}
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
-		}
-		acked = th.Head
+			return nil
+		})
 	}
 	// Every state of the history, rebuilt from what the kills left.
 	s, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{})
@@ -127,18 +158,7 @@ func TestKillDuringBackgroundCheckpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	walked := int64(0)
-	for cp, err := range s.History(ctx, store.HistoryRequest{Thread: "k", WithState: true}) {
-		var n int64
-		if err == nil {
-			err = cp.State.Get("n", &n)
-		}
-		if err != nil || n != cp.Seq {
-			t.Fatalf("checkpoint %d holds n=%d: %v", cp.Seq, n, err)
-		}
-		walked++
-	}
-	if walked != acked {
+	if walked := walkHistory(t, s, "k", "n"); walked != acked {
 		t.Fatalf("the history holds %d checkpoints, want %d", walked, acked)
 	}
 	t.Logf("15 kills, %d commits, none lost", acked)

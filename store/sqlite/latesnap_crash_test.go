@@ -118,40 +118,20 @@ func TestKillWithLateSnapshots(t *testing.T) {
 	for round := range 15 {
 		acked = killAfter(t, "TestKillWithLateSnapshots", []string{"CAIRN_LATE_CHILD=1", "CAIRN_LATE_DB=" + path}, acked, 10+rand.Int64N(100), 2000)
 		pending += pendingBases(t, path)
-		s, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{})
-		if err != nil {
-			t.Fatalf("round %d: reopen: %v", round, err)
-		}
-		th, err := s.Thread(ctx, "l")
-		if err != nil || th.Head < acked {
-			t.Fatalf("round %d: head %d after %d commits were reported: %v", round, th.Head, acked, err)
-		}
-		for _, seq := range []int64{1, th.Head / 2, th.Head - 1, th.Head} {
-			if err := checkLate(ctx, s, max(seq, 1)); err != nil {
-				t.Fatalf("round %d: %v", round, err)
+		acked = afterKill(t, path, "l", acked, func(s store.Store, head int64) error {
+			for _, seq := range []int64{1, head / 2, head - 1, head} {
+				if err := checkLate(ctx, s, max(seq, 1)); err != nil {
+					return fmt.Errorf("round %d: %w", round, err)
+				}
 			}
-		}
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
-		}
-		acked = th.Head
+			return nil
+		})
 	}
 	s, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	walked := int64(0)
-	for cp, err := range s.History(ctx, store.HistoryRequest{Thread: "l", WithState: true}) {
-		var count int64
-		if err == nil {
-			err = cp.State.Get("count", &count)
-		}
-		if err != nil || count != cp.Seq {
-			t.Fatalf("checkpoint %d holds count %d: %v", cp.Seq, count, err)
-		}
-		walked++
-	}
-	if walked != acked {
+	if walked := walkHistory(t, s, "l", "count"); walked != acked {
 		t.Fatalf("the history holds %d checkpoints, want %d", walked, acked)
 	}
 	// The walk found the snapshots the kills left unwritten, and wrote
@@ -263,14 +243,8 @@ func TestUnwrittenLateSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for cp, err := range rw.History(ctx, store.HistoryRequest{Thread: "l", WithState: true}) {
-		var count int64
-		if err == nil {
-			err = cp.State.Get("count", &count)
-		}
-		if err != nil || count != cp.Seq {
-			t.Fatalf("checkpoint %d holds count %d: %v", cp.Seq, count, err)
-		}
+	if walked := walkHistory(t, rw, "l", "count"); walked != 200 {
+		t.Fatalf("the history holds %d checkpoints, want 200", walked)
 	}
 	if err := rw.Close(); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,17 @@ import (
 	"github.com/cairn-dev/cairn/store"
 )
 
+// openEngine opens a store of h, skipping the test unless it is an engine.
+func openEngine(t *testing.T, h Harness) (store.Store, *store.Engine) {
+	t.Helper()
+	s := open(t, h)
+	e, ok := s.(*store.Engine)
+	if !ok {
+		t.Skip("not an engine")
+	}
+	return s, e
+}
+
 // testLateSnapshots: on a backend that attaches snapshots after their
 // rows commit (store.SnapshotAttacher), the engine's late snapshots land on
 // rows past the first with their bookkeeping rewritten, every checkpoint
@@ -15,11 +26,7 @@ import (
 // checksum it names writes nothing.
 func testLateSnapshots(t *testing.T, h Harness) {
 	ctx := context.Background()
-	s := open(t, h)
-	e, ok := s.(*store.Engine)
-	if !ok {
-		t.Skip("not an engine")
-	}
+	s, e := openEngine(t, h)
 	at, ok := e.Backend().(store.SnapshotAttacher)
 	if !ok {
 		t.Skip("the backend writes snapshots inside their commits")
@@ -74,11 +81,7 @@ func testLateSnapshots(t *testing.T, h Harness) {
 // again from its first checkpoint.
 func testEmptyThread(t *testing.T, h Harness) {
 	ctx := context.Background()
-	s := open(t, h)
-	e, ok := s.(*store.Engine)
-	if !ok {
-		t.Skip("not an engine")
-	}
+	s, e := openEngine(t, h)
 	if _, err := s.CreateThread(ctx, store.Thread{ID: "empty", Metadata: map[string]any{"keep": "me"}}); err != nil {
 		t.Fatal(err)
 	}
