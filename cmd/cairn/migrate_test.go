@@ -1,29 +1,20 @@
 package main
 
 import (
-	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/cairn-dev/cairn/internal/pgtest"
+	"github.com/cairn-dev/cairn/store/sqlite/sqlitetest"
 )
 
 // toSQLiteFormat1 turns a SQLite store back into format 1 (no checksums,
 // no items).
 func toSQLiteFormat1(t *testing.T, path string) {
 	t.Helper()
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	for _, q := range []string{`ALTER TABLE threads DROP COLUMN crc`, `ALTER TABLE checkpoints DROP COLUMN crc`, `DROP TABLE items`, `DROP TABLE item_text`, `PRAGMA user_version = 1`} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	sqlitetest.Downgrade(t, path, 1)
 }
 
 // wantCLI runs cairn and checks its exit code and that stdout (or stderr,
@@ -53,20 +44,20 @@ func TestMigrateSQLite(t *testing.T) {
 	dir := t.TempDir()
 	fresh := "sqlite:" + filepath.Join(dir, "new", "state.db")
 	wantCLI(t, 1, []string{"no store at"}, "migrate", "status", "--store", fresh)
-	wantCLI(t, 0, []string{"-- baseline: a new store at format 4", "CREATE TABLE"}, "migrate", "sql", "--store", fresh)
+	wantCLI(t, 0, []string{"-- baseline: a new store at format 5", "CREATE TABLE"}, "migrate", "sql", "--store", fresh)
 	if _, err := os.Stat(filepath.Join(dir, "new")); !os.IsNotExist(err) {
 		t.Fatalf("status or sql created something: %v", err)
 	}
-	wantCLI(t, 0, []string{"format 0 → 4: baseline"}, "migrate", "up", "--store", fresh)
-	wantCLI(t, 0, []string{"0001_tables", "0002_checksums    applied", "0003_runs         applied", "0004_items        applied"}, "migrate", "--store", fresh)
+	wantCLI(t, 0, []string{"format 0 → 5: baseline"}, "migrate", "up", "--store", fresh)
+	wantCLI(t, 0, []string{"0001_tables", "0002_checksums    applied", "0003_runs         applied", "0004_items        applied", "0005_lanes        applied"}, "migrate", "--store", fresh)
 	wantCLI(t, 0, []string{"nothing to migrate"}, "migrate", "up", "--store", fresh)
 
 	old := seeded(t)
 	before := wantCLI(t, 0, nil, "state", "0", "--store", old)
 	toSQLiteFormat1(t, strings.TrimPrefix(old, "sqlite:"))
-	wantCLI(t, 0, []string{"format 1, latest 4", "0002_checksums    pending", "0003_runs         pending", "0004_items        pending"}, "migrate", "status", "--store", old)
+	wantCLI(t, 0, []string{"format 1, latest 5", "0002_checksums    pending", "0003_runs         pending", "0004_items        pending", "0005_lanes        pending"}, "migrate", "status", "--store", old)
 	wantCLI(t, 0, []string{"-- 0002_checksums", "ALTER TABLE threads ADD COLUMN crc", "then a Go step computes the checksum"}, "migrate", "sql", "--store", old)
-	wantCLI(t, 0, []string{"format 1 → 4: 0002_checksums, 0003_runs, 0004_items"}, "migrate", "up", "--store", old)
+	wantCLI(t, 0, []string{"format 1 → 5: 0002_checksums, 0003_runs, 0004_items, 0005_lanes"}, "migrate", "up", "--store", old)
 	if after := wantCLI(t, 0, nil, "state", "0", "--store", old); after != before {
 		t.Fatalf("state after the migration:\n%s\nbefore:\n%s", after, before)
 	}

@@ -72,9 +72,10 @@ func pendingBases(t *testing.T, path string) int {
 	}
 	defer db.Close()
 	var n int
+	// Keys are lane << 32 | seq: a row's base is in its own lane.
 	err = db.QueryRow(`SELECT count(*) FROM checkpoints c JOIN checkpoints b
-		ON b.thread = c.thread AND b.ns = c.ns AND b.seq = c.base
-		WHERE c.seq != c.base AND b.has_snapshot = 0`).Scan(&n)
+		ON b.id = (c.id >> 32 << 32) + c.base
+		WHERE c.id != b.id AND b.has_snapshot = 0`).Scan(&n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +182,7 @@ func unattach(t *testing.T, s *store.Engine, path string) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.Exec(`UPDATE checkpoints SET has_snapshot = 0, base = ?, since = ?, base_size = ?, crc = ? WHERE thread = 'l' AND seq = ?`, r.Base, r.Since, r.BaseSize, int64(r.Sum), r.Seq); err != nil {
+	if _, err := db.Exec(`UPDATE checkpoints SET has_snapshot = 0, base = ?, since = ?, base_size = ?, crc = ? WHERE id = `+rowKey, r.Base, r.Since, r.BaseSize, int64(r.Sum), "l", "", r.Seq); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Exec(`DELETE FROM snapshots WHERE thread = 'l' AND seq = ?`, r.Seq); err != nil {

@@ -42,7 +42,7 @@ type swapStmt struct {
 
 // RewriteRow implements store.BlobRewriter.
 func (b *Backend) RewriteRow(ctx context.Context, old, nw store.Row) (bool, error) {
-	stmts := []swapStmt{{`UPDATE checkpoints SET meta = ?, patch = ?, base_size = ?, crc = ? WHERE thread = ? AND ns = ? AND seq = ? AND crc = ? AND patch = ?`,
+	stmts := []swapStmt{{`UPDATE checkpoints SET meta = ?1, patch = ?2, base_size = ?3, crc = ?4 WHERE id = ` + laneKey("?5", "?6") + ` + ?7 AND crc = ?8 AND patch = ?9`,
 		[]any{nullBytes(nw.Meta), nw.Patch, nw.BaseSize, int64(nw.Sum), old.Thread, old.Namespace, old.Seq, int64(old.Sum), old.Patch}}}
 	if nw.Snapshot != nil {
 		stmts = append(stmts, swapStmt{`UPDATE snapshots SET data = ? WHERE thread = ? AND ns = ? AND seq = ? AND data = ?`,

@@ -7,10 +7,16 @@ CREATE TABLE IF NOT EXISTS threads (
 	created_at INTEGER NOT NULL,
 	crc        INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
+-- A thread namespace's rows form a lane; a row's key is lane << 32 | seq
+-- (see migrations/0005_lanes.sql).
+CREATE TABLE IF NOT EXISTS lanes (
+	id     INTEGER PRIMARY KEY CHECK (id > 0 AND id < 2147483648),
+	thread TEXT NOT NULL,
+	ns     TEXT NOT NULL,
+	UNIQUE (thread, ns)
+);
 CREATE TABLE IF NOT EXISTS checkpoints (
-	thread       TEXT NOT NULL,
-	ns           TEXT NOT NULL,
-	seq          INTEGER NOT NULL,
+	id           INTEGER PRIMARY KEY CHECK (id > 4294967295),
 	parent       INTEGER NOT NULL,
 	base         INTEGER NOT NULL,
 	since        INTEGER NOT NULL,
@@ -20,9 +26,8 @@ CREATE TABLE IF NOT EXISTS checkpoints (
 	has_snapshot INTEGER NOT NULL,
 	meta         BLOB,
 	patch        BLOB NOT NULL,
-	crc          INTEGER NOT NULL DEFAULT 0,
-	PRIMARY KEY (thread, ns, seq)
-) WITHOUT ROWID;
+	crc          INTEGER NOT NULL DEFAULT 0
+);
 CREATE TABLE IF NOT EXISTS snapshots (
 	id     INTEGER PRIMARY KEY,
 	thread TEXT NOT NULL,

@@ -87,7 +87,8 @@ type Options struct {
 // (PRAGMA user_version) is the number of its last migration. Version 2
 // adds a checksum (crc) to every thread and checkpoint row; version 3 the
 // HTTP server's runs and their event logs; version 4 the long-term memory
-// store's items and their full-text index.
+// store's items and their full-text index; version 5 keys checkpoint rows
+// by lane (a thread namespace's number) and seq in one integer.
 var (
 	//go:embed migrations/*.sql
 	migrationFiles embed.FS
@@ -96,6 +97,7 @@ var (
 
 	migrations = store.MustLoadMigrations(migrationFiles, "migrations", map[int]string{
 		2: "computes the checksum of every thread and checkpoint row",
+		5: "checks that every seq fits in 32 bits, before the rows are copied",
 	})
 	// schemaVersion is the format this code writes.
 	schemaVersion = store.Latest(migrations)
@@ -103,9 +105,10 @@ var (
 
 // tables are the tables of a Cairn store; runTables those format 3 adds;
 // itemTables those format 4 adds (item_text and the tables FTS5 keeps
-// its index in).
+// its index in); laneTables those format 5 adds.
 var (
 	tables     = []string{"threads", "checkpoints", "snapshots", "writes"}
+	laneTables = []string{"lanes"}
 	runTables  = []string{"runs", "run_events", "api_keys", "leases"}
 	itemTables = []string{"items", "item_text", "item_text_data", "item_text_idx", "item_text_docsize", "item_text_config"}
 )
@@ -125,6 +128,9 @@ type Backend struct {
 	// noItems: a file of a format before 4 opened read-only; it has no
 	// items table, so it holds no items.
 	noItems bool
+	// noLanes: a file of a format before 5 opened read-only; its
+	// checkpoint rows are keyed by (thread, ns, seq).
+	noLanes bool
 
 	// Group commit: callers queue jobs; one of them at a time leads,
 	// running everything queued as one transaction on conn.
@@ -136,7 +142,7 @@ type Backend struct {
 	maxBatch int
 
 	begin, commit, rollback                        *sql.Stmt
-	insertRow, insertSnap, ensureThread, attachRow *sql.Stmt
+	insertRow, insertSnap, ensureThread, ensureLane, attachRow *sql.Stmt
 
 	stmts sync.Map // query text → *sql.Stmt on the read pool
 
@@ -320,14 +326,20 @@ func (b *Backend) prepareWrites(ctx context.Context) error {
 		// a row that points at nothing. Without its parent the row's patch
 		// is NULL, which the NOT NULL column refuses (insert reports it as
 		// ErrConflict): one plain INSERT, cheaper than an INSERT … SELECT …
-		// WHERE EXISTS, which SQLite runs through a temporary table.
-		{&b.insertRow, `INSERT INTO checkpoints (thread, ns, seq, parent, base, since, base_size, status, created_at, has_snapshot, meta, patch, crc)
-			VALUES (?,?,?,?,?,?,?,?,?,?,?,
-				CASE WHEN ?4 = 0 OR EXISTS (SELECT 1 FROM checkpoints WHERE thread = ?1 AND ns = ?2 AND seq = ?4) THEN ? END, ?)`},
+		// WHERE EXISTS, which SQLite runs through a temporary table. The
+		// lane is looked up in the statement, never remembered: another
+		// process may delete the thread and start it again in a new lane.
+		// Without a lane the key is negative, which the table's CHECK
+		// refuses (a NULL key would be given a rowid). Parameters are
+		// named only where used twice: the driver copies each name.
+		{&b.insertRow, `INSERT INTO checkpoints (id, parent, base, since, base_size, status, created_at, has_snapshot, meta, patch, crc)
+			VALUES (` + laneKey("?", "?") + ` + ?, ?, ?, ?, ?, ?, ?, ?, ?,
+				CASE WHEN ?4 = 0 OR EXISTS (SELECT 1 FROM checkpoints WHERE id = ` + laneKey("?1", "?2") + ` + ?4) THEN ? END, ?)`},
+		{&b.ensureLane, `INSERT OR IGNORE INTO lanes (thread, ns) VALUES (?, ?)`},
 		{&b.insertSnap, `INSERT OR REPLACE INTO snapshots (thread, ns, seq, data) VALUES (?,?,?,?)`},
 		{&b.ensureThread, `INSERT OR IGNORE INTO threads (id, tenant, metadata, created_at, crc) VALUES (?,?,?,?,?)`},
-		{&b.attachRow, `UPDATE checkpoints SET has_snapshot = 1, base = ?, since = ?, base_size = ?, crc = ?
-			WHERE thread = ? AND ns = ? AND seq = ? AND crc = ?`},
+		{&b.attachRow, `UPDATE checkpoints SET has_snapshot = 1, base = ?1, since = ?2, base_size = ?3, crc = ?4
+			WHERE id = ` + laneKey("?5", "?6") + ` + ?7 AND crc = ?8`},
 	} {
 		var err error
 		if *p.st, err = b.conn.PrepareContext(ctx, p.sql); err != nil {
@@ -371,6 +383,7 @@ func openReadOnly(path string, opts Options) (*Backend, error) {
 	if err == nil {
 		b.legacy = v == 1
 		b.noItems = v < 4
+		b.noLanes = v < 5
 		err = b.prepareReads(ctx)
 	}
 	if err != nil {
@@ -409,7 +422,7 @@ func (b *Backend) checkFormat(ctx context.Context, c *sql.Conn) (int, error) {
 	}
 	if v == 0 {
 		for name := range have {
-			if !slices.Contains(tables, name) && !slices.Contains(runTables, name) && !slices.Contains(itemTables, name) {
+			if !slices.Contains(tables, name) && !slices.Contains(runTables, name) && !slices.Contains(itemTables, name) && !slices.Contains(laneTables, name) {
 				return 0, fmt.Errorf("%w: %s holds table %q, which is not Cairn's; refusing to add Cairn's tables to another program's database", store.ErrNotStore, b.path, name)
 			}
 		}
@@ -427,6 +440,11 @@ func (b *Backend) checkFormat(ctx context.Context, c *sql.Conn) (int, error) {
 	}
 	for _, name := range itemTables[:2] {
 		if v >= 4 && !have[name] {
+			return 0, b.missingTable(name)
+		}
+	}
+	for _, name := range laneTables {
+		if v >= 5 && !have[name] {
 			return 0, b.missingTable(name)
 		}
 	}
@@ -516,14 +534,7 @@ func (b *Backend) upgrade(ctx context.Context) error {
 	case schemaVersion:
 		return nil
 	case 0:
-		if _, err := b.conn.ExecContext(ctx, baseline); err != nil {
-			return err
-		}
-		// A crash of an older Cairn may have left version 1 tables without
-		// their version: give them their checksums too.
-		if err := b.addChecksums(ctx); err != nil {
-			return err
-		}
+		return b.create(ctx)
 	default:
 		for _, m := range store.Pending(migrations, v) {
 			if err := b.apply(ctx, m); err != nil {
@@ -535,8 +546,48 @@ func (b *Backend) upgrade(ctx context.Context) error {
 	return err
 }
 
+// create makes the tables of a file without a version. A crash of an
+// older Cairn may have left version 1 tables without their version: they
+// get their checksums and their lanes too.
+func (b *Backend) create(ctx context.Context) error {
+	old, err := b.laneless(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := b.conn.ExecContext(ctx, baseline); err != nil {
+		return err
+	}
+	if old {
+		if err := b.addChecksums(ctx); err != nil {
+			return err
+		}
+		for _, m := range migrations {
+			if m.Version == 5 {
+				if err := b.apply(ctx, m); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	_, err = b.conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, schemaVersion))
+	return err
+}
+
+// laneless reports whether the file holds a checkpoints table of the
+// formats before 5, keyed by (thread, ns, seq).
+func (b *Backend) laneless(ctx context.Context) (bool, error) {
+	var n int
+	err := b.conn.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('checkpoints') WHERE name = 'thread'`).Scan(&n)
+	return n > 0, err
+}
+
 // apply runs one migration and its Go step.
 func (b *Backend) apply(ctx context.Context, m store.Migration) error {
+	if m.Version == 5 {
+		if err := b.checkSeqs(ctx); err != nil {
+			return err
+		}
+	}
 	if _, err := b.conn.ExecContext(ctx, m.SQL); err != nil {
 		return err
 	}
@@ -571,6 +622,9 @@ func (b *Backend) wrapOpen(err error) error {
 }
 
 func sqliteCode(err error) int {
+	if err == nil {
+		return 0 // errors.As would allocate its target
+	}
 	var se *sqlite.Error
 	if errors.As(err, &se) {
 		return se.Code()
@@ -619,6 +673,9 @@ func (b *Backend) damage(err error) error {
 		if !have[name] {
 			return b.missingTable(name)
 		}
+	}
+	if !b.noLanes && !have[laneTables[0]] {
+		return b.missingTable(laneTables[0])
 	}
 	return nil
 }
@@ -795,10 +852,16 @@ func nullBytes(b []byte) any {
 	return b
 }
 
-// threadColumns reads a thread record; legacyThreadColumns the same from
-// a version 1 file, whose rows have no checksum.
+// threadColumns reads a thread record with its head (the newest row of
+// its root namespace); oldThreadColumns the same from a file of a format
+// before 5, and legacyThreadColumns from a format 1 file, whose rows have
+// no checksum.
 const (
+	threadHead = `FROM lanes l JOIN checkpoints c ON ` + `c.id BETWEEN l.id << 32 AND (l.id << 32) + 4294967295` + ` WHERE l.thread = t.id AND l.ns = '' ORDER BY c.id DESC LIMIT 1`
 	threadColumns = `t.id, t.tenant, t.metadata, t.created_at,
+	COALESCE((SELECT c.id & 4294967295 ` + threadHead + `), 0),
+	COALESCE((SELECT c.created_at ` + threadHead + `), 0), t.crc`
+	oldThreadColumns = `t.id, t.tenant, t.metadata, t.created_at,
 	COALESCE((SELECT c.seq FROM checkpoints c WHERE c.thread = t.id AND c.ns = '' ORDER BY c.seq DESC LIMIT 1), 0),
 	COALESCE((SELECT c.created_at FROM checkpoints c WHERE c.thread = t.id AND c.ns = '' ORDER BY c.seq DESC LIMIT 1), 0), t.crc`
 	legacyThreadColumns = `t.id, t.tenant, t.metadata, t.created_at,
@@ -807,8 +870,11 @@ const (
 )
 
 func (b *Backend) threadColumns() string {
-	if b.legacy {
+	switch {
+	case b.legacy:
 		return legacyThreadColumns
+	case b.noLanes:
+		return oldThreadColumns
 	}
 	return threadColumns
 }
@@ -884,7 +950,13 @@ func (b *Backend) DeleteThread(ctx context.Context, id string) error {
 			if _, err := c.ExecContext(ctx, `DELETE FROM run_events WHERE run IN (SELECT id FROM runs WHERE thread = ?)`, id); err != nil {
 				return err
 			}
-			for _, table := range []string{"checkpoints", "snapshots", "writes", "runs"} {
+			r, err := c.ExecContext(ctx, `DELETE FROM checkpoints WHERE id IN (SELECT c.id FROM lanes l JOIN checkpoints c ON `+laneRows("1", "4294967295")+` WHERE l.thread = ?)`, id)
+			if err != nil {
+				return err
+			}
+			m, _ := r.RowsAffected()
+			n += m
+			for _, table := range []string{"lanes", "snapshots", "writes", "runs"} {
 				r, err := c.ExecContext(ctx, `DELETE FROM `+table+` WHERE thread = ?`, id)
 				if err != nil {
 					return err
@@ -902,6 +974,9 @@ func (b *Backend) DeleteThread(ctx context.Context, id string) error {
 
 // Insert implements store.Backend.
 func (b *Backend) Insert(ctx context.Context, r store.Row) error {
+	if r.Seq < 1 || r.Seq > maxSeq || r.Parent < 0 || r.Parent >= r.Seq {
+		return fmt.Errorf("%w: thread %q namespace %q: checkpoint %d on parent %d: a SQLite store holds checkpoints 1 to %d, each after its parent", store.ErrInvalidArgument, r.Thread, r.Namespace, r.Seq, r.Parent, maxSeq)
+	}
 	return b.doSized(ctx, len(r.Patch)+len(r.Meta)+len(r.Snapshot), func(ctx context.Context, c *sql.Conn) error {
 		if r.NewThread {
 			// The thread and its first row commit together or not at all.
@@ -918,6 +993,12 @@ func (b *Backend) insert(ctx context.Context, c *sql.Conn, r store.Row) error {
 	}
 	if err := b.createThread(ctx, c, r); err != nil {
 		return err
+	}
+	if r.Parent == 0 {
+		// A lane's first row: the lane may be new.
+		if _, err := b.ensureLane.ExecContext(ctx, r.Thread, r.Namespace); err != nil {
+			return err
+		}
 	}
 	has := 0
 	if r.HasSnapshot {
@@ -985,6 +1066,37 @@ func (b *Backend) createThread(ctx context.Context, c *sql.Conn, r store.Row) er
 		return fmt.Errorf("%w: thread %q exists", store.ErrConflict, t.ID)
 	}
 	return err
+}
+
+// laneKey is the SQL of the first key of a thread namespace's lane, lane
+// << 32, the lane looked up by the parameters named thread and ns; when the
+// namespace has no lane, -1 << 32, below every key.
+func laneKey(thread, ns string) string {
+	return `(coalesce((SELECT id FROM lanes WHERE thread = ` + thread + ` AND ns = ` + ns + `), -1) << 32)`
+}
+
+// laneRows is the SQL of a lane's rows, between seq from and to
+// (parameter names), for a query on checkpoints c joined to lanes l.
+func laneRows(from, to string) string {
+	return `c.id BETWEEN (l.id << 32) + ` + from + ` AND (l.id << 32) + ` + to
+}
+
+// maxSeq is the largest seq a lane holds: a row's key is lane << 32 | seq.
+const maxSeq = 1<<32 - 1
+
+// checkSeqs refuses to key by lane a file whose rows have a seq beyond
+// 32 bits (format 5 cannot hold them).
+func (b *Backend) checkSeqs(ctx context.Context) error {
+	var thread, ns string
+	var seq int64
+	err := b.conn.QueryRowContext(ctx, `SELECT thread, ns, seq FROM checkpoints WHERE seq < 1 OR seq > ? LIMIT 1`, maxSeq).Scan(&thread, &ns, &seq)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return err
+	}
+	return fmt.Errorf("%w: thread %q namespace %q has checkpoint %d, outside 1 to %d, which format 5 cannot hold", store.ErrUnsupportedFormat, thread, ns, seq, maxSeq)
 }
 
 // addChecksums gives version 1 tables their crc columns and computes the
@@ -1078,9 +1190,34 @@ func (b *Backend) sumCheckpoints(ctx context.Context) error {
 }
 
 // rowsQuery builds the query text and arguments of a RowQuery. The text
-// depends only on the query's flags, so there are few distinct texts and
-// each is prepared once.
-func rowsQuery(q store.RowQuery, legacy bool) (string, []any) {
+// depends only on the query's flags and the file's format, so there are
+// few distinct texts and each is prepared once.
+func rowsQuery(q store.RowQuery, legacy, noLanes bool) (string, []any) {
+	if noLanes {
+		return oldRowsQuery(q, legacy)
+	}
+	var sb strings.Builder
+	sb.WriteString(`SELECT c.id - (l.id << 32), c.parent, c.base, c.has_snapshot, c.since, c.base_size, c.status, c.created_at, c.meta, c.patch, c.crc`)
+	sb.WriteString(` FROM lanes l JOIN checkpoints c ON ` + laneRows("?", "?") + ` WHERE l.thread = ? AND l.ns = ?`)
+	to := int64(maxSeq)
+	if q.To > 0 {
+		to = min(q.To, maxSeq)
+	}
+	args := []any{max(q.From, 1), to, q.Thread, q.Namespace}
+	if q.Desc {
+		sb.WriteString(` ORDER BY c.id DESC`)
+	} else {
+		sb.WriteString(` ORDER BY c.id`)
+	}
+	if q.Limit > 0 {
+		sb.WriteString(` LIMIT ?`)
+		args = append(args, q.Limit)
+	}
+	return sb.String(), args
+}
+
+// oldRowsQuery is rowsQuery on a file of a format before 5.
+func oldRowsQuery(q store.RowQuery, legacy bool) (string, []any) {
 	var sb strings.Builder
 	sb.WriteString(`SELECT c.seq, c.parent, c.base, c.has_snapshot, c.since, c.base_size, c.status, c.created_at, c.meta, c.patch`)
 	if legacy {
@@ -1118,7 +1255,7 @@ func (b *Backend) prepareReads(ctx context.Context) error {
 		{From: 1, To: 2},
 		{To: 1, Desc: true, Limit: 1},
 	} {
-		text, _ := rowsQuery(q, b.legacy)
+		text, _ := rowsQuery(q, b.legacy, b.noLanes)
 		if err := b.prepare(ctx, text); err != nil {
 			return err
 		}
@@ -1128,7 +1265,7 @@ func (b *Backend) prepareReads(ctx context.Context) error {
 
 // Rows implements store.Backend.
 func (b *Backend) Rows(ctx context.Context, q store.RowQuery) ([]store.Row, error) {
-	text, args := rowsQuery(q, b.legacy)
+	text, args := rowsQuery(q, b.legacy, b.noLanes)
 	at := q.From
 	if q.To > 0 {
 		at = q.To
@@ -1209,7 +1346,11 @@ func (b *Backend) fillSnapshots(ctx context.Context, q store.RowQuery, out []sto
 
 // Namespaces implements store.Backend.
 func (b *Backend) Namespaces(ctx context.Context, thread string) ([]store.NamespaceRecord, error) {
-	rows, err := b.read.QueryContext(ctx, `SELECT ns, max(seq), count(*) FROM checkpoints WHERE thread = ? GROUP BY ns ORDER BY ns`, thread)
+	q := `SELECT l.ns, max(c.id) - (l.id << 32), count(*) FROM lanes l JOIN checkpoints c ON ` + laneRows("1", "4294967295") + ` WHERE l.thread = ? GROUP BY l.ns ORDER BY l.ns`
+	if b.noLanes {
+		q = `SELECT ns, max(seq), count(*) FROM checkpoints WHERE thread = ? GROUP BY ns ORDER BY ns`
+	}
+	rows, err := b.read.QueryContext(ctx, q, thread)
 	if err != nil {
 		return nil, b.readErr(err, thread, "", 0, "namespaces")
 	}
@@ -1231,14 +1372,14 @@ func (b *Backend) DeleteRanges(ctx context.Context, thread, ns string, head int6
 	err := b.do(ctx, func(ctx context.Context, c *sql.Conn) error {
 		return savepoint(ctx, c, func() error {
 			var newest sql.NullInt64
-			if err := c.QueryRowContext(ctx, `SELECT max(seq) FROM checkpoints WHERE thread = ? AND ns = ?`, thread, ns).Scan(&newest); err != nil {
+			if err := c.QueryRowContext(ctx, `SELECT max(c.id) - (l.id << 32) FROM lanes l JOIN checkpoints c ON `+laneRows("1", "4294967295")+` WHERE l.thread = ? AND l.ns = ?`, thread, ns).Scan(&newest); err != nil {
 				return err
 			}
 			if newest.Int64 != head {
 				return fmt.Errorf("%w: thread %q namespace %q grew while it was pruned (head %d, now %d)", store.ErrConflict, thread, ns, head, newest.Int64)
 			}
 			for _, r := range ranges {
-				res, err := c.ExecContext(ctx, `DELETE FROM checkpoints WHERE thread = ? AND ns = ? AND seq BETWEEN ? AND ?`, thread, ns, r.From, r.To)
+				res, err := c.ExecContext(ctx, `DELETE FROM checkpoints WHERE id BETWEEN `+laneKey("?1", "?2")+` + ?3 AND `+laneKey("?1", "?2")+` + ?4`, thread, ns, max(r.From, 1), min(r.To, maxSeq))
 				if err != nil {
 					return err
 				}
@@ -1315,7 +1456,7 @@ func (b *Backend) Close() error {
 	if b.readOnly {
 		return b.read.Close()
 	}
-	for _, st := range []*sql.Stmt{b.begin, b.commit, b.rollback, b.insertRow, b.insertSnap, b.ensureThread, b.attachRow} {
+	for _, st := range []*sql.Stmt{b.begin, b.commit, b.rollback, b.insertRow, b.insertSnap, b.ensureThread, b.ensureLane, b.attachRow} {
 		st.Close()
 	}
 	var ckErr error

@@ -59,11 +59,11 @@ func conformanceHarness() storetest.Harness {
 			var q string
 			switch column {
 			case "patch":
-				q = `UPDATE checkpoints SET patch = substr(patch, 1, length(patch)-1) || x'00' WHERE thread = ? AND ns = ? AND seq = ?`
+				q = `UPDATE checkpoints SET patch = substr(patch, 1, length(patch)-1) || x'00' WHERE id = ` + rowKey
 			case "snapshot":
 				q = `UPDATE snapshots SET data = substr(data, 1, 8) || x'5A' || substr(data, 10) WHERE thread = ? AND ns = ? AND seq = ?`
 			case "meta":
-				q = `UPDATE checkpoints SET meta = CAST('{"nodes":' AS BLOB) WHERE thread = ? AND ns = ? AND seq = ?`
+				q = `UPDATE checkpoints SET meta = CAST('{"nodes":' AS BLOB) WHERE id = ` + rowKey
 			}
 			res, err := db.Exec(q, ref.Thread, ref.Namespace, ref.Seq)
 			if err != nil {
@@ -79,6 +79,10 @@ func conformanceHarness() storetest.Harness {
 	}
 }
 
+// rowKey is the SQL of a checkpoint row's key, from the parameters
+// thread, ns and seq.
+const rowKey = `((SELECT id FROM lanes WHERE thread = ? AND ns = ?) << 32 | ?)`
+
 // editColumn changes one column with raw SQL, as storetest.Harness.Edit
 // describes.
 func editColumn(t *testing.T, path string, ref store.Ref, column string, value any) {
@@ -88,10 +92,34 @@ func editColumn(t *testing.T, path string, ref store.Ref, column string, value a
 		t.Fatal(err)
 	}
 	defer db.Close()
-	table, col, where, args := "checkpoints", column, "thread = ? AND ns = ? AND seq = ?", []any{ref.Thread, ref.Namespace, ref.Seq}
+	table, col, where, args := "checkpoints", column, "id = "+rowKey, []any{ref.Thread, ref.Namespace, ref.Seq}
 	switch {
+	case column == "thread" || column == "ns":
+		// A row's thread and namespace are its lane: the row moves to
+		// the lane of the edited value.
+		to := store.Ref{Thread: ref.Thread, Namespace: ref.Namespace}
+		if column == "thread" {
+			to.Thread = value.(string)
+		} else {
+			to.Namespace = value.(string)
+		}
+		if _, err := db.Exec(`INSERT OR IGNORE INTO lanes (thread, ns) VALUES (?, ?)`, to.Thread, to.Namespace); err != nil {
+			t.Fatal(err)
+		}
+		col, value = "id", nil
+		set := `id = (SELECT id FROM lanes WHERE thread = ? AND ns = ?) << 32 | ?`
+		res, err := db.Exec(`UPDATE checkpoints SET `+set+` WHERE `+where, append([]any{to.Thread, to.Namespace, ref.Seq}, args...)...)
+		if err != nil {
+			t.Fatalf("edit %s: %v", column, err)
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			t.Fatalf("edit %s of %+v: %d rows", column, ref, n)
+		}
+		return
+	case column == "seq":
+		col = "id"
 	case column == "snapshot":
-		table, col = "snapshots", "data"
+		table, col, where = "snapshots", "data", "thread = ? AND ns = ? AND seq = ?"
 	case strings.HasPrefix(column, "thread."):
 		table, col, where, args = "threads", strings.TrimPrefix(column, "thread."), "id = ?", []any{ref.Thread}
 	}
@@ -375,7 +403,7 @@ func TestLargeWALCheckpointedAtOpen(t *testing.T) {
 	ctx := context.Background()
 	doc := state.EmptyDoc()
 	pad := strings.Repeat("w", 2000)
-	for seq := int64(0); seq < 400; seq++ {
+	for seq := int64(0); seq < 1200; seq++ {
 		nd, p, err := state.MustSchema().Apply(doc, state.Update{"n": seq, "pad": pad + itoa(int(seq))})
 		if err != nil {
 			t.Fatal(err)
@@ -401,7 +429,7 @@ func TestLargeWALCheckpointedAtOpen(t *testing.T) {
 		}
 	}
 	s.Close()
-	if fi, err := os.Stat(filepath.Join(crash, "w.db-wal")); err != nil || fi.Size() < 100*4096 {
+	if fi, err := os.Stat(filepath.Join(crash, "w.db-wal")); err != nil || fi.Size() < int64(sqlite.DefaultWALPages)*4096 {
 		t.Fatalf("the copied WAL is not large: %v", err)
 	}
 	r, err := sqlite.OpenStore(filepath.Join(crash, "w.db"), sqlite.Options{}, store.Options{})
@@ -417,7 +445,7 @@ func TestLargeWALCheckpointedAtOpen(t *testing.T) {
 	if st := b.Stats().Checkpoints; st.Runs == 0 || st.Frames == 0 {
 		t.Fatalf("no background checkpoint after opening a large WAL: %+v", st)
 	}
-	if th, err := r.Thread(ctx, "w"); err != nil || th.Head != 400 {
+	if th, err := r.Thread(ctx, "w"); err != nil || th.Head != 1200 {
 		t.Fatalf("head %d, %v", th.Head, err)
 	}
 }

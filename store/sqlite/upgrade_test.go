@@ -11,11 +11,12 @@ import (
 
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/sqlite"
+	"github.com/cairn-dev/cairn/store/sqlite/sqlitetest"
 	"github.com/cairn-dev/cairn/store/storetest"
 )
 
 // latestFormat is the format this code writes.
-const latestFormat = 4
+const latestFormat = 5
 
 // writeV1Store writes threads in the current format, then turns the file
 // into a format 1 store (the same tables without checksums) and returns
@@ -27,16 +28,7 @@ func writeV1Store(t *testing.T, path string) map[string]string {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	for _, q := range []string{`ALTER TABLE threads DROP COLUMN crc`, `ALTER TABLE checkpoints DROP COLUMN crc`, `DROP TABLE items`, `DROP TABLE item_text`, `PRAGMA user_version = 1`} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	sqlitetest.Downgrade(t, path, 1)
 	return want
 }
 
@@ -194,16 +186,7 @@ func TestUpgradeFormat3(t *testing.T) {
 	s := openAt(t, path)
 	want := storetest.WriteThreads(t, s, 5, nil)
 	s.Close()
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{`DROP TABLE items`, `DROP TABLE item_text`, `PRAGMA user_version = 3`} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
+	sqlitetest.Downgrade(t, path, 3)
 	ctx := context.Background()
 	ro, err := sqlite.OpenStore(path, sqlite.Options{ReadOnly: true}, store.Options{})
 	if err != nil {
