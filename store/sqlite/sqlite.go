@@ -141,7 +141,7 @@ type Backend struct {
 	closed   bool
 	maxBatch int
 
-	begin, commit, rollback                        *sql.Stmt
+	begin, commit, rollback                                    *sql.Stmt
 	insertRow, insertSnap, ensureThread, ensureLane, attachRow *sql.Stmt
 
 	stmts sync.Map // query text → *sql.Stmt on the read pool
@@ -857,7 +857,7 @@ func nullBytes(b []byte) any {
 // before 5, and legacyThreadColumns from a format 1 file, whose rows have
 // no checksum.
 const (
-	threadHead = `FROM lanes l JOIN checkpoints c ON ` + `c.id BETWEEN l.id << 32 AND (l.id << 32) + 4294967295` + ` WHERE l.thread = t.id AND l.ns = '' ORDER BY c.id DESC LIMIT 1`
+	threadHead    = `FROM lanes l JOIN checkpoints c ON ` + `c.id BETWEEN l.id << 32 AND (l.id << 32) + 4294967295` + ` WHERE l.thread = t.id AND l.ns = '' ORDER BY c.id DESC LIMIT 1`
 	threadColumns = `t.id, t.tenant, t.metadata, t.created_at,
 	COALESCE((SELECT c.id & 4294967295 ` + threadHead + `), 0),
 	COALESCE((SELECT c.created_at ` + threadHead + `), 0), t.crc`
