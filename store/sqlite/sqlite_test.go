@@ -353,7 +353,7 @@ func TestBackgroundCheckpoints(t *testing.T) {
 	ctx := context.Background()
 	doc := state.EmptyDoc()
 	pad := strings.Repeat("x", 300)
-	maxWAL := int64(0)
+	maxWAL, last, restarts := int64(0), int64(0), 0
 	for seq := int64(0); seq < steps; seq++ {
 		nd, p, err := state.MustSchema().Apply(doc, state.Update{"n": seq, "pad": pad + itoa(int(seq))})
 		if err != nil {
@@ -365,6 +365,10 @@ func TestBackgroundCheckpoints(t *testing.T) {
 		doc = nd
 		if fi, err := os.Stat(path + "-wal"); err == nil {
 			maxWAL = max(maxWAL, fi.Size())
+			if fi.Size() < last {
+				restarts++ // truncated to journal_size_limit
+			}
+			last = fi.Size()
 		}
 	}
 	st := s.Backend().(*sqlite.Backend).Stats().Checkpoints
@@ -372,13 +376,14 @@ func TestBackgroundCheckpoints(t *testing.T) {
 		t.Fatalf("checkpoints %+v: want background copies and finishing copies, no failures", st)
 	}
 	// Without a restart the WAL would hold a page for every commit (12 MB,
-	// more with the late snapshots' own transactions); with one it holds
+	// more with the late snapshots' own transactions); with them it holds
 	// what is written between two restarts: WALPages, and what commits add
-	// while a copy runs, which depends on how fast the disk syncs.
-	if limit := int64(steps * 4096 / 2); maxWAL > limit {
-		t.Fatalf("the WAL grew to %d bytes (limit %d): it never restarts; %+v", maxWAL, limit, st)
+	// while a copy runs, which depends on how fast the disk syncs (a busy
+	// machine's syncs take long enough for thousands of commits).
+	if restarts < 5 || maxWAL >= steps*4096 {
+		t.Fatalf("the WAL restarted %d times and grew to %d bytes: %+v", restarts, maxWAL, st)
 	}
-	t.Logf("%+v, largest WAL %d bytes", st, maxWAL)
+	t.Logf("%+v, %d restarts, largest WAL %d bytes", st, restarts, maxWAL)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

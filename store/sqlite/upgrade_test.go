@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/sqlite"
 	"github.com/cairn-dev/cairn/store/sqlite/sqlitetest"
@@ -225,5 +226,174 @@ func TestUpgradeFormat3(t *testing.T) {
 	}
 	if items, err := is.Search(ctx, store.SearchOp{Query: "migrated"}); err != nil || len(items) != 1 {
 		t.Fatalf("search after the upgrade: %v, %v", items, err)
+	}
+}
+
+// writeLanes writes threads a and b (storetest.WriteThreads) and a
+// subgraph namespace of a, and returns every namespace's head state.
+func writeLanes(t *testing.T, path string) map[store.Ref]string {
+	t.Helper()
+	s := openAt(t, path)
+	defer s.Close()
+	want := map[store.Ref]string{}
+	for th, w := range storetest.WriteThreads(t, s, 30, nil) {
+		want[store.Ref{Thread: th}] = w
+	}
+	ctx := context.Background()
+	doc := state.EmptyDoc()
+	for i := int64(0); i < 7; i++ {
+		nd, p, err := state.MustSchema().Apply(doc, state.Update{"sub": i})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Append(ctx, store.Checkpoint{Thread: "a", Namespace: "sub:1", Parent: i, Patch: p, State: nd}); err != nil {
+			t.Fatal(err)
+		}
+		doc = nd
+	}
+	want[store.Ref{Thread: "a", Namespace: "sub:1"}] = doc.String()
+	return want
+}
+
+// checkLanes loads every namespace's head and lists a's namespaces.
+func checkLanes(t *testing.T, s store.Store, want map[store.Ref]string) {
+	t.Helper()
+	ctx := context.Background()
+	for ref, w := range want {
+		cp, err := s.Load(ctx, store.LoadRequest{Thread: ref.Thread, Namespace: ref.Namespace})
+		if err != nil || cp.State.String() != w {
+			t.Fatalf("%+v: %v", ref, err)
+		}
+	}
+	ns, err := s.Namespaces(ctx, "a")
+	if err != nil || len(ns) != 2 || ns[0].Head != 30 || ns[1].Name != "sub:1" || ns[1].Head != 7 || ns[1].Checkpoints != 7 {
+		t.Fatalf("namespaces of a: %+v, %v", ns, err)
+	}
+	if th, err := s.Thread(ctx, "b"); err != nil || th.Head != 30 {
+		t.Fatalf("thread b: %+v, %v", th, err)
+	}
+}
+
+// TestUpgradeFormat4 opens a store whose checkpoint rows are keyed by
+// (thread, ns, seq): read-only it reads them in place and stays at format
+// 4; read-write every namespace becomes a lane, and its rows read, grow,
+// prune and delete as before.
+func TestUpgradeFormat4(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v4.db")
+	want := writeLanes(t, path)
+	sqlitetest.Downgrade(t, path, 4)
+	ro, err := sqlite.OpenStore(path, sqlite.Options{ReadOnly: true}, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkLanes(t, ro, want)
+	ro.Close()
+	if v := userVersion(t, path); v != 4 {
+		t.Fatalf("format %d after a read-only open", v)
+	}
+	s := openAt(t, path)
+	defer s.Close()
+	if v := userVersion(t, path); v != latestFormat {
+		t.Fatalf("format %d after opening", v)
+	}
+	checkLanes(t, s, want)
+	ctx := context.Background()
+	head, err := s.Load(ctx, store.LoadRequest{Thread: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nd, p, err := state.MustSchema().Apply(head.State, state.Update{"after": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, store.Checkpoint{Thread: "a", Parent: 30, Patch: p, State: nd}); err != nil {
+		t.Fatalf("append after the upgrade: %v", err)
+	}
+	if _, err := s.Append(ctx, store.Checkpoint{Thread: "a", Parent: 30, Patch: p, State: nd}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("second append on the same parent: %v", err)
+	}
+	// Every row of b is on its head's chain (one snapshot, at 1): pruning
+	// looks at them all and keeps them.
+	if res, err := s.Prune(ctx, store.PruneRequest{Thread: "b", KeepLast: 3}); err != nil || res.Checkpoints != 0 {
+		t.Fatalf("prune after the upgrade: %+v, %v", res, err)
+	}
+	if cp, err := s.Load(ctx, store.LoadRequest{Thread: "b"}); err != nil || cp.State.String() != want[store.Ref{Thread: "b"}] {
+		t.Fatalf("b after pruning: %v", err)
+	}
+	if err := s.DeleteThread(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Load(ctx, store.LoadRequest{Thread: "b"}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("load a deleted thread: %v", err)
+	}
+	if got := laneCount(t, path); got != 2 {
+		t.Fatalf("%d lanes after deleting b, want a's 2", got)
+	}
+}
+
+func laneCount(t *testing.T, path string) int {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM lanes`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestUpgradeSeqBeyondLanes: a format 4 row whose seq does not fit in 32
+// bits stops the upgrade with ErrUnsupportedFormat, naming it, and leaves
+// the file as it was.
+func TestUpgradeSeqBeyondLanes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "big.db")
+	want := writeLanes(t, path)
+	sqlitetest.Downgrade(t, path, 4)
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE checkpoints SET seq = 4294967296 WHERE thread = 'b' AND seq = 30`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	_, err = sqlite.OpenStore(path, sqlite.Options{}, store.Options{})
+	if !errors.Is(err, store.ErrUnsupportedFormat) || !strings.Contains(err.Error(), "4294967296") {
+		t.Fatalf("upgrade with a seq beyond 32 bits: %v", err)
+	}
+	if v := userVersion(t, path); v != 4 {
+		t.Fatalf("format %d after a refused upgrade", v)
+	}
+	delete(want, store.Ref{Thread: "b"})
+	ro, err := sqlite.OpenStore(path, sqlite.Options{ReadOnly: true}, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if cp, err := ro.Load(context.Background(), store.LoadRequest{Thread: "a"}); err != nil || cp.State.String() != want[store.Ref{Thread: "a"}] {
+		t.Fatalf("thread a after a refused upgrade: %v", err)
+	}
+}
+
+// TestSeqRange: a SQLite store refuses a row outside 1 to 2^32-1, or not
+// after its parent, before writing anything.
+func TestSeqRange(t *testing.T) {
+	s := openAt(t, filepath.Join(t.TempDir(), "r.db"))
+	defer s.Close()
+	b := s.(*store.Engine).Backend()
+	for _, r := range []store.Row{
+		{Thread: "r", Seq: 1 << 32, Parent: 1<<32 - 1, Patch: []byte{}},
+		{Thread: "r", Seq: 0, Patch: []byte{}},
+		{Thread: "r", Seq: 3, Parent: 3, Patch: []byte{}},
+	} {
+		if err := b.Insert(context.Background(), r); !errors.Is(err, store.ErrInvalidArgument) {
+			t.Fatalf("insert seq %d parent %d: %v", r.Seq, r.Parent, err)
+		}
+	}
+	if _, err := s.Thread(context.Background(), "r"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a refused row left thread r: %v", err)
 	}
 }
