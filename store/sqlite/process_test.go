@@ -38,6 +38,8 @@ func runChild(args []string) error {
 		return openChild(args[1], args[2])
 	case len(args) == 2 && args[0] == "fork":
 		return forkChild(args[1])
+	case len(args) == 2 && args[0] == "migrate":
+		return migrateChild(args[1])
 	}
 	return fmt.Errorf("bad child job %q", args)
 }

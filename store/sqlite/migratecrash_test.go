@@ -1,0 +1,84 @@
+package sqlite_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/sqlite"
+	"github.com/cairn-dev/cairn/store/sqlite/sqlitetest"
+)
+
+// migrateChild opens the store at path read-write, which migrates it.
+func migrateChild(path string) error {
+	s, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{})
+	if err != nil {
+		return err
+	}
+	return s.Close()
+}
+
+// TestMigrateLanesCrash kills a process that upgrades a format 4 store to
+// format 5 at each of its file writes in turn (strace injects SIGKILL on
+// entry to the Nth pwrite64). After every kill the file is at format 4 or
+// 5, never between, reads every namespace's head read-only as it stands,
+// and the next read-write open finishes the upgrade with every head intact.
+func TestMigrateLanesCrash(t *testing.T) {
+	strace, err := exec.LookPath("strace")
+	if err != nil {
+		t.Skip("strace is not installed")
+	}
+	seed := filepath.Join(t.TempDir(), "seed.db")
+	want := writeLanes(t, seed)
+	sqlitetest.Downgrade(t, seed, 4)
+	seedBytes, err := os.ReadFile(seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := map[int]int{}
+	for n := 1; ; n++ {
+		if n > 500 {
+			t.Fatal("the migration never finished under strace")
+		}
+		path := filepath.Join(t.TempDir(), "state.db")
+		if err := os.WriteFile(path, seedBytes, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(strace, "-f", "-qq", "-o", os.DevNull, "-e", "trace=pwrite64",
+			"-e", "inject=pwrite64:signal=SIGKILL:when="+strconv.Itoa(n), exe, "-test.run=^$")
+		cmd.Env = append(os.Environ(), childEnv+"=migrate "+path)
+		out, err := cmd.CombinedOutput()
+		finished := err == nil
+		v := userVersion(t, path)
+		if v != 4 && v != latestFormat {
+			t.Fatalf("kill at write %d left format %d (%s)", n, v, out)
+		}
+		at[v]++
+		ro, err := sqlite.OpenStore(path, sqlite.Options{ReadOnly: true}, store.Options{})
+		if err != nil {
+			t.Fatalf("kill at write %d: read-only open: %v", n, err)
+		}
+		checkLanes(t, ro, want)
+		ro.Close()
+		s := openAt(t, path)
+		checkLanes(t, s, want)
+		s.Close()
+		if v := userVersion(t, path); v != latestFormat {
+			t.Fatalf("kill at write %d: format %d after a read-write open", n, v)
+		}
+		if finished {
+			break
+		}
+	}
+	if at[4] == 0 {
+		t.Fatalf("no kill landed before the commit: %v", at)
+	}
+	t.Logf("kills left format 4 %d times, format 5 %d times (the last run finished)", at[4], at[latestFormat])
+}
