@@ -2,9 +2,7 @@ package sqlite_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"testing"
 
 	"github.com/cairn-dev/cairn/store"
@@ -27,10 +25,6 @@ func migrateChild(path string) error {
 // 5, never between, reads every namespace's head read-only as it stands,
 // and the next read-write open finishes the upgrade with every head intact.
 func TestMigrateLanesCrash(t *testing.T) {
-	strace, err := exec.LookPath("strace")
-	if err != nil {
-		t.Skip("strace is not installed")
-	}
 	seed := filepath.Join(t.TempDir(), "seed.db")
 	want := writeLanes(t, seed)
 	sqlitetest.Downgrade(t, seed, 4)
@@ -38,25 +32,9 @@ func TestMigrateLanesCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	at := map[int]int{}
-	for n := 1; ; n++ {
-		if n > 500 {
-			t.Fatal("the migration never finished under strace")
-		}
-		path := filepath.Join(t.TempDir(), "state.db")
-		if err := os.WriteFile(path, seedBytes, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(strace, "-f", "-qq", "-o", os.DevNull, "-e", "trace=pwrite64",
-			"-e", "inject=pwrite64:signal=SIGKILL:when="+strconv.Itoa(n), exe, "-test.run=^$")
-		cmd.Env = append(os.Environ(), childEnv+"=migrate "+path)
-		out, err := cmd.CombinedOutput()
-		finished := err == nil
-		v := userVersion(t, path)
+	killEachWrite(t, seedBytes, "migrate", 500, func(path string, n int, _ bool, out []byte) {
+		v := sqlitetest.Format(t, path)
 		if v != 4 && v != latestFormat {
 			t.Fatalf("kill at write %d left format %d (%s)", n, v, out)
 		}
@@ -70,13 +48,10 @@ func TestMigrateLanesCrash(t *testing.T) {
 		s := openAt(t, path)
 		checkLanes(t, s, want)
 		s.Close()
-		if v := userVersion(t, path); v != latestFormat {
+		if v := sqlitetest.Format(t, path); v != latestFormat {
 			t.Fatalf("kill at write %d: format %d after a read-write open", n, v)
 		}
-		if finished {
-			break
-		}
-	}
+	})
 	if at[4] == 0 {
 		t.Fatalf("no kill landed before the commit: %v", at)
 	}

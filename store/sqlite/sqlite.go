@@ -1204,16 +1204,7 @@ func rowsQuery(q store.RowQuery, legacy, noLanes bool) (string, []any) {
 		to = min(q.To, maxSeq)
 	}
 	args := []any{max(q.From, 1), to, q.Thread, q.Namespace}
-	if q.Desc {
-		sb.WriteString(` ORDER BY c.id DESC`)
-	} else {
-		sb.WriteString(` ORDER BY c.id`)
-	}
-	if q.Limit > 0 {
-		sb.WriteString(` LIMIT ?`)
-		args = append(args, q.Limit)
-	}
-	return sb.String(), args
+	return orderLimit(&sb, q, "c.id", args)
 }
 
 // oldRowsQuery is rowsQuery on a file of a format before 5.
@@ -1232,10 +1223,14 @@ func oldRowsQuery(q store.RowQuery, legacy bool) (string, []any) {
 		sb.WriteString(` AND c.seq <= ?`)
 		args = append(args, q.To)
 	}
+	return orderLimit(&sb, q, "c.seq", args)
+}
+
+// orderLimit ends a rows query: its order by key and its limit.
+func orderLimit(sb *strings.Builder, q store.RowQuery, key string, args []any) (string, []any) {
+	sb.WriteString(` ORDER BY ` + key)
 	if q.Desc {
-		sb.WriteString(` ORDER BY c.seq DESC`)
-	} else {
-		sb.WriteString(` ORDER BY c.seq`)
+		sb.WriteString(` DESC`)
 	}
 	if q.Limit > 0 {
 		sb.WriteString(` LIMIT ?`)

@@ -33,20 +33,6 @@ func writeV1Store(t *testing.T, path string) map[string]string {
 	return want
 }
 
-func userVersion(t *testing.T, path string) int {
-	t.Helper()
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var v int
-	if err := db.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
 func checkHeads(t *testing.T, s store.Store, want map[string]string) {
 	t.Helper()
 	ctx := context.Background()
@@ -74,19 +60,19 @@ func TestUpgradeFormat1(t *testing.T) {
 	}
 	checkHeads(t, ro, want)
 	ro.Close()
-	if v := userVersion(t, path); v != 1 {
+	if v := sqlitetest.Format(t, path); v != 1 {
 		t.Fatalf("a read-only open changed the format to %d", v)
 	}
 	if _, err := sqlite.OpenStore(path, sqlite.Options{NoMigrate: true}, store.Options{}); !errors.Is(err, store.ErrMigrationNeeded) {
 		t.Fatalf("open without migrating: %v, want ErrMigrationNeeded", err)
 	}
-	if v := userVersion(t, path); v != 1 {
+	if v := sqlitetest.Format(t, path); v != 1 {
 		t.Fatalf("an open without migrating changed the format to %d", v)
 	}
 	s := openAt(t, path)
 	checkHeads(t, s, want)
 	s.Close()
-	if v := userVersion(t, path); v != latestFormat {
+	if v := sqlitetest.Format(t, path); v != latestFormat {
 		t.Fatalf("format after a read-write open: %d", v)
 	}
 	s, err = sqlite.OpenStore(path, sqlite.Options{NoMigrate: true}, store.Options{})
@@ -132,7 +118,7 @@ func TestUnversionedTables(t *testing.T) {
 	s := openAt(t, path)
 	defer s.Close()
 	checkHeads(t, s, want)
-	if v := userVersion(t, path); v != latestFormat {
+	if v := sqlitetest.Format(t, path); v != latestFormat {
 		t.Fatalf("format %d after opening", v)
 	}
 }
@@ -173,7 +159,7 @@ func TestBaselineIsTheMigrations(t *testing.T) {
 	if a, b := layout(fresh), layout(upgraded); a != b {
 		t.Fatalf("baseline layout:\n%s\n\nmigrated layout:\n%s", a, b)
 	}
-	if userVersion(t, fresh) != userVersion(t, upgraded) {
+	if sqlitetest.Format(t, fresh) != sqlitetest.Format(t, upgraded) {
 		t.Fatal("baseline and migrated stores have different versions")
 	}
 }
@@ -213,7 +199,7 @@ func TestUpgradeFormat3(t *testing.T) {
 	}
 	s = openAt(t, path)
 	defer s.Close()
-	if v := userVersion(t, path); v != latestFormat {
+	if v := sqlitetest.Format(t, path); v != latestFormat {
 		t.Fatalf("format %d after opening", v)
 	}
 	checkHeads(t, s, want)
@@ -288,12 +274,12 @@ func TestUpgradeFormat4(t *testing.T) {
 	}
 	checkLanes(t, ro, want)
 	ro.Close()
-	if v := userVersion(t, path); v != 4 {
+	if v := sqlitetest.Format(t, path); v != 4 {
 		t.Fatalf("format %d after a read-only open", v)
 	}
 	s := openAt(t, path)
 	defer s.Close()
-	if v := userVersion(t, path); v != latestFormat {
+	if v := sqlitetest.Format(t, path); v != latestFormat {
 		t.Fatalf("format %d after opening", v)
 	}
 	checkLanes(t, s, want)
@@ -364,7 +350,7 @@ func TestUpgradeSeqBeyondLanes(t *testing.T) {
 	if !errors.Is(err, store.ErrUnsupportedFormat) || !strings.Contains(err.Error(), "4294967296") {
 		t.Fatalf("upgrade with a seq beyond 32 bits: %v", err)
 	}
-	if v := userVersion(t, path); v != 4 {
+	if v := sqlitetest.Format(t, path); v != 4 {
 		t.Fatalf("format %d after a refused upgrade", v)
 	}
 	delete(want, store.Ref{Thread: "b"})

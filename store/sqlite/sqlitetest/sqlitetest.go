@@ -52,10 +52,7 @@ func Downgrade(t testing.TB, path string, format int) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	var v int
-	if err := db.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil {
-		t.Fatal(err)
-	}
+	v := version(t, db)
 	if format < 1 || format >= v || steps[v] == nil {
 		t.Fatalf("sqlitetest: cannot take format %d to %d", v, format)
 	}
@@ -69,4 +66,24 @@ func Downgrade(t testing.TB, path string, format int) {
 	if _, err := db.Exec(fmt.Sprintf(`PRAGMA user_version = %d`, format)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Format reads the format of the SQLite store at path (its user_version).
+func Format(t testing.TB, path string) int {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	return version(t, db)
+}
+
+func version(t testing.TB, db *sql.DB) int {
+	t.Helper()
+	var v int
+	if err := db.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
