@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -534,7 +535,9 @@ func (b *Backend) upgrade(ctx context.Context) error {
 	case schemaVersion:
 		return nil
 	case 0:
-		return b.create(ctx)
+		if err := b.create(ctx); err != nil {
+			return err
+		}
 	default:
 		for _, m := range store.Pending(migrations, v) {
 			if err := b.apply(ctx, m); err != nil {
@@ -569,8 +572,7 @@ func (b *Backend) create(ctx context.Context) error {
 			}
 		}
 	}
-	_, err = b.conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, schemaVersion))
-	return err
+	return nil
 }
 
 // laneless reports whether the file holds a checkpoints table of the
@@ -674,8 +676,10 @@ func (b *Backend) damage(err error) error {
 			return b.missingTable(name)
 		}
 	}
-	if !b.noLanes && !have[laneTables[0]] {
-		return b.missingTable(laneTables[0])
+	for _, name := range laneTables {
+		if !b.noLanes && !have[name] {
+			return b.missingTable(name)
+		}
 	}
 	return nil
 }
@@ -856,11 +860,14 @@ func nullBytes(b []byte) any {
 // its root namespace); oldThreadColumns the same from a file of a format
 // before 5, and legacyThreadColumns from a format 1 file, whose rows have
 // no checksum.
-const (
-	threadHead    = `FROM lanes l JOIN checkpoints c ON ` + `c.id BETWEEN l.id << 32 AND (l.id << 32) + 4294967295` + ` WHERE l.thread = t.id AND l.ns = '' ORDER BY c.id DESC LIMIT 1`
+var (
+	threadHead    = `FROM lanes l JOIN checkpoints c ON ` + inLane + ` WHERE l.thread = t.id AND l.ns = '' ORDER BY c.id DESC LIMIT 1`
 	threadColumns = `t.id, t.tenant, t.metadata, t.created_at,
-	COALESCE((SELECT c.id & 4294967295 ` + threadHead + `), 0),
+	COALESCE((SELECT c.id - (l.id << 32) ` + threadHead + `), 0),
 	COALESCE((SELECT c.created_at ` + threadHead + `), 0), t.crc`
+)
+
+const (
 	oldThreadColumns = `t.id, t.tenant, t.metadata, t.created_at,
 	COALESCE((SELECT c.seq FROM checkpoints c WHERE c.thread = t.id AND c.ns = '' ORDER BY c.seq DESC LIMIT 1), 0),
 	COALESCE((SELECT c.created_at FROM checkpoints c WHERE c.thread = t.id AND c.ns = '' ORDER BY c.seq DESC LIMIT 1), 0), t.crc`
@@ -950,7 +957,7 @@ func (b *Backend) DeleteThread(ctx context.Context, id string) error {
 			if _, err := c.ExecContext(ctx, `DELETE FROM run_events WHERE run IN (SELECT id FROM runs WHERE thread = ?)`, id); err != nil {
 				return err
 			}
-			r, err := c.ExecContext(ctx, `DELETE FROM checkpoints WHERE id IN (SELECT c.id FROM lanes l JOIN checkpoints c ON `+laneRows("1", "4294967295")+` WHERE l.thread = ?)`, id)
+			r, err := c.ExecContext(ctx, `DELETE FROM checkpoints WHERE id IN (SELECT c.id FROM lanes l JOIN checkpoints c ON `+inLane+` WHERE l.thread = ?)`, id)
 			if err != nil {
 				return err
 			}
@@ -1083,6 +1090,9 @@ func laneRows(from, to string) string {
 
 // maxSeq is the largest seq a lane holds: a row's key is lane << 32 | seq.
 const maxSeq = 1<<32 - 1
+
+// inLane is the SQL that joins a lane l to all its rows c.
+var inLane = laneRows("1", strconv.Itoa(maxSeq))
 
 // checkSeqs refuses to key by lane a file whose rows have a seq beyond
 // 32 bits (format 5 cannot hold them).
@@ -1341,7 +1351,7 @@ func (b *Backend) fillSnapshots(ctx context.Context, q store.RowQuery, out []sto
 
 // Namespaces implements store.Backend.
 func (b *Backend) Namespaces(ctx context.Context, thread string) ([]store.NamespaceRecord, error) {
-	q := `SELECT l.ns, max(c.id) - (l.id << 32), count(*) FROM lanes l JOIN checkpoints c ON ` + laneRows("1", "4294967295") + ` WHERE l.thread = ? GROUP BY l.ns ORDER BY l.ns`
+	q := `SELECT l.ns, max(c.id) - (l.id << 32), count(*) FROM lanes l JOIN checkpoints c ON ` + inLane + ` WHERE l.thread = ? GROUP BY l.ns ORDER BY l.ns`
 	if b.noLanes {
 		q = `SELECT ns, max(seq), count(*) FROM checkpoints WHERE thread = ? GROUP BY ns ORDER BY ns`
 	}
@@ -1367,7 +1377,7 @@ func (b *Backend) DeleteRanges(ctx context.Context, thread, ns string, head int6
 	err := b.do(ctx, func(ctx context.Context, c *sql.Conn) error {
 		return savepoint(ctx, c, func() error {
 			var newest sql.NullInt64
-			if err := c.QueryRowContext(ctx, `SELECT max(c.id) - (l.id << 32) FROM lanes l JOIN checkpoints c ON `+laneRows("1", "4294967295")+` WHERE l.thread = ? AND l.ns = ?`, thread, ns).Scan(&newest); err != nil {
+			if err := c.QueryRowContext(ctx, `SELECT max(c.id) - (l.id << 32) FROM lanes l JOIN checkpoints c ON `+inLane+` WHERE l.thread = ? AND l.ns = ?`, thread, ns).Scan(&newest); err != nil {
 				return err
 			}
 			if newest.Int64 != head {

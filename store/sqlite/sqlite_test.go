@@ -106,7 +106,6 @@ func editColumn(t *testing.T, path string, ref store.Ref, column string, value a
 		if _, err := db.Exec(`INSERT OR IGNORE INTO lanes (thread, ns) VALUES (?, ?)`, to.Thread, to.Namespace); err != nil {
 			t.Fatal(err)
 		}
-		col, value = "id", nil
 		set := `id = (SELECT id FROM lanes WHERE thread = ? AND ns = ?) << 32 | ?`
 		res, err := db.Exec(`UPDATE checkpoints SET `+set+` WHERE `+where, append([]any{to.Thread, to.Namespace, ref.Seq}, args...)...)
 		if err != nil {
