@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/cairn-dev/cairn/internal/jsontext"
 )
 
 // Doc is an immutable JSON object: the state of one thread at one checkpoint.
@@ -108,7 +110,7 @@ func (d Doc) AppendJSON(b []byte) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, name)
+		b = jsontext.AppendString(b, name)
 		b = append(b, ':')
 		b = d.fields[name].appendJSON(b)
 	}
@@ -168,12 +170,19 @@ func (d Doc) with(field string, v *value) Doc {
 	for k, fv := range d.fields {
 		m[k] = fv
 	}
+	nd := Doc{fields: m}
+	nd.set(field, v)
+	return nd
+}
+
+// set sets field to v (or removes it when v is nil) in place: only on a
+// Doc whose field map nobody else holds (one that with returned).
+func (d Doc) set(field string, v *value) {
 	if v == nil {
-		delete(m, field)
+		delete(d.fields, field)
 	} else {
-		m[field] = v
+		d.fields[field] = v
 	}
-	return Doc{fields: m}
 }
 
 // json returns the JSON text of the value.
@@ -206,7 +215,7 @@ func (v *value) appendJSON(b []byte) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, k)
+			b = jsontext.AppendString(b, k)
 			b = append(b, ':')
 			b = append(b, v.obj[k]...)
 		}
@@ -307,27 +316,6 @@ func firstByte(b []byte) byte {
 		return 0
 	}
 	return b[0]
-}
-
-// appendString appends s as a JSON string.
-func appendString(b []byte, s string) []byte {
-	if !needsEscape(s) {
-		b = append(b, '"')
-		b = append(b, s...)
-		return append(b, '"')
-	}
-	enc, _ := json.Marshal(s) // a string always marshals
-	return append(b, enc...)
-}
-
-func needsEscape(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c == '"' || c == '\\' || c >= 0x7f || c == '<' || c == '>' || c == '&' {
-			return true
-		}
-	}
-	return false
 }
 
 // escapeToken escapes a JSON Pointer reference token (RFC 6901).

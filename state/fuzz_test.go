@@ -161,3 +161,27 @@ func FuzzScanMembers(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAppendCommon checks that the update values encoded without
+// reflection come out byte for byte as encoding/json writes them.
+func FuzzAppendCommon(f *testing.F) {
+	f.Add("id-1", "assistant", "hello <world> & \"you\"\n", "", int64(-7), true)
+	f.Add("\xff\xfe", "\u2028", "tab\there", "n", int64(1)<<62, false)
+	f.Add("", "", "", "", int64(0), false)
+	f.Fuzz(func(t *testing.T, id, role, content, name string, n int64, flag bool) {
+		msg := Message{ID: id, Role: role, Content: content, Name: name, ToolCallID: name, Type: role}
+		for _, v := range []any{nil, id, content, int(n), n, flag, msg, []Message{msg, {Content: id}}, []Message{}, []Message(nil)} {
+			want, err := json.Marshal(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ok := appendCommon(nil, v)
+			if !ok || !bytes.Equal(got, want) {
+				t.Fatalf("%#v: got %q (%v), encoding/json %q", v, got, ok, want)
+			}
+		}
+		if _, ok := appendCommon(nil, Message{ToolCalls: json.RawMessage(`[ ]`)}); ok {
+			t.Fatal("a message with tool calls was encoded without encoding/json")
+		}
+	})
+}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"github.com/cairn-dev/cairn/internal/jsontext"
 )
 
 // RemoveAllMessages is the id of a removal marker that clears the list
@@ -112,7 +114,7 @@ func reduceMessages(a *applier, field string, cur *value, upd json.RawMessage) (
 func withID(msg json.RawMessage, id string) json.RawMessage {
 	out := make([]byte, 0, len(msg)+len(id)+8)
 	out = append(out, `{"id":`...)
-	out = appendString(out, id)
+	out = jsontext.AppendString(out, id)
 	rest := bytes.TrimSpace(msg[1:])
 	if len(rest) > 0 && rest[0] != '}' {
 		out = append(out, ',')

@@ -163,7 +163,7 @@ func (s *Schema) apply(doc Doc, upd map[string]json.RawMessage, compacted bool, 
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	cur := doc
+	cur, owned := doc, false
 	for _, k := range keys {
 		rname, declared := s.fields[k]
 		if !declared {
@@ -184,8 +184,12 @@ func (s *Schema) apply(doc Doc, upd map[string]json.RawMessage, compacted bool, 
 		if err != nil {
 			return Doc{}, nil, &FieldError{Path: "/" + escapeToken(k), Err: err}
 		}
-		if nv != old {
-			cur = cur.with(k, nv)
+		switch {
+		case nv == old:
+		case owned:
+			cur.set(k, nv)
+		default:
+			cur, owned = cur.with(k, nv), true
 		}
 	}
 	return cur, a.ops, nil

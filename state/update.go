@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"sort"
 	"strconv"
+
+	"github.com/cairn-dev/cairn/internal/jsontext"
 )
 
 // encodeValue encodes one update value. On failure the error names the
@@ -15,12 +17,98 @@ func encodeValue(field string, v any) (json.RawMessage, error) {
 	if raw, ok := v.(json.RawMessage); ok {
 		return raw, nil
 	}
+	if b, ok := appendCommon(make([]byte, 0, sizeHint(v)), v); ok {
+		return b, nil
+	}
 	b, err := json.Marshal(v)
 	if err == nil {
 		return b, nil
 	}
 	path, cause := findUnencodable(reflect.ValueOf(v), "/"+escapeToken(field), err)
 	return nil, &FieldError{Path: path, Err: fmt.Errorf("%w: %v", ErrEncode, cause)}
+}
+
+// appendCommon appends the JSON of the value types updates carry most
+// (strings, integers, booleans, nil, messages and lists of them) exactly as
+// encoding/json writes them, without reflection; ok is false for any other
+// value, which the caller encodes with encoding/json.
+func appendCommon(b []byte, v any) (_ []byte, ok bool) {
+	switch x := v.(type) {
+	case nil:
+		return append(b, "null"...), true
+	case string:
+		return jsontext.AppendString(b, x), true
+	case int:
+		return strconv.AppendInt(b, int64(x), 10), true
+	case int64:
+		return strconv.AppendInt(b, x, 10), true
+	case bool:
+		return strconv.AppendBool(b, x), true
+	case Message:
+		return appendMessage(b, &x)
+	case []Message:
+		if x == nil {
+			return append(b, "null"...), true
+		}
+		b = append(b, '[')
+		for i := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, ok = appendMessage(b, &x[i]); !ok {
+				return b, false
+			}
+		}
+		return append(b, ']'), true
+	}
+	return b, false
+}
+
+// sizeHint is about the JSON size of a value appendCommon encodes, so that
+// its buffer is allocated once.
+func sizeHint(v any) int {
+	switch x := v.(type) {
+	case string:
+		return len(x) + 2
+	case Message:
+		return messageSize(&x)
+	case []Message:
+		n := 2
+		for i := range x {
+			n += messageSize(&x[i]) + 1
+		}
+		return n
+	}
+	return 24
+}
+
+func messageSize(m *Message) int {
+	return len(m.ID) + len(m.Role) + len(m.Content) + len(m.Name) + len(m.ToolCallID) + len(m.Type) + 80
+}
+
+// appendMessage appends m as encoding/json writes it, for a message
+// without tool calls (whose raw JSON encoding/json checks and compacts).
+func appendMessage(b []byte, m *Message) ([]byte, bool) {
+	if len(m.ToolCalls) > 0 {
+		return b, false
+	}
+	b = append(b, '{')
+	first := true
+	for _, f := range [...]struct{ key, val string }{
+		{`"id":`, m.ID}, {`"role":`, m.Role}, {`"content":`, m.Content}, {`"name":`, m.Name},
+		{`"tool_call_id":`, m.ToolCallID}, {`"type":`, m.Type},
+	} {
+		if f.val == "" {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, f.key...)
+		b = jsontext.AppendString(b, f.val)
+	}
+	return append(b, '}'), true
 }
 
 // findUnencodable walks v to the deepest element that fails to encode and

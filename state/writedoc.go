@@ -3,6 +3,8 @@ package state
 import (
 	"encoding/binary"
 	"io"
+
+	"github.com/cairn-dev/cairn/internal/jsontext"
 )
 
 // docChunk is how many bytes WriteDoc gathers before it writes them.
@@ -78,7 +80,7 @@ func (d Doc) WriteJSON(w io.Writer) (int64, error) {
 		if i > 0 {
 			dw.buf = append(dw.buf, ',')
 		}
-		dw.buf = appendString(dw.buf, name)
+		dw.buf = jsontext.AppendString(dw.buf, name)
 		dw.buf = append(dw.buf, ':')
 		v := d.fields[name]
 		if v.list == nil {

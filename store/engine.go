@@ -530,6 +530,12 @@ type metaRecord struct {
 }
 
 func encodeMeta(nodes []string, m Meta) ([]byte, error) {
+	if b, ok := appendMetaJSON(make([]byte, 0, 128), nodes, &m); ok {
+		if len(b) == 2 { // {}
+			return nil, nil
+		}
+		return b, nil
+	}
 	rec := metaRecord{Nodes: nodes, Meta: m}
 	b, err := json.Marshal(rec)
 	if err != nil {
