@@ -9,6 +9,9 @@ import (
 // taskKeys returns the idempotency keys of a step's tasks:
 // "thread/seq/node" in the root namespace, "thread/ns/seq/node" in others.
 func taskKeys(thread, ns string, readSeq int64, tasks []store.Task) []string {
+	if len(tasks) == 1 {
+		return []string{keyPrefix(thread, ns, readSeq) + tasks[0].Node}
+	}
 	count := map[string]int{}
 	for _, t := range tasks {
 		count[t.Node]++

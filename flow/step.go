@@ -168,16 +168,26 @@ func (r *Runner) runTasks(ctx context.Context, run *run, plan *stepPlan) []taskR
 // merge applies the tasks' updates to the state in task order, then the
 // rules' additions (Rules.AfterStep).
 func (r *Runner) merge(run *run, plan *stepPlan, results []taskResult) (merged, error) {
-	m := merged{doc: run.doc, durations: map[string]float64{}, nodes: make([]string, 0, len(plan.tasks))}
+	m := merged{doc: run.doc, nodes: make([]string, 0, len(plan.tasks))}
+	if len(results) > 1 || len(results) == 1 && results[0].duration > time.Millisecond {
+		// Only steps of several tasks, or slow ones, record their times.
+		m.durations = map[string]float64{}
+	}
 	for i, res := range results {
 		doc, p, err := r.applyResult(m.doc, res, plan.keys[i])
 		if err != nil {
 			return m, &NodeError{Node: plan.tasks[i].Node, Key: plan.keys[i], Attempts: 1, Err: err}
 		}
-		m.doc, m.patch = doc, append(m.patch, p...)
+		if m.doc = doc; m.patch == nil {
+			m.patch = p
+		} else {
+			m.patch = append(m.patch, p...)
+		}
 		m.tokens.Input += res.tokens.in
 		m.tokens.Output += res.tokens.out
-		m.durations[plan.tasks[i].Node] += float64(res.duration.Microseconds()) / 1000
+		if m.durations != nil {
+			m.durations[plan.tasks[i].Node] += float64(res.duration.Microseconds()) / 1000
+		}
 		m.nodes = append(m.nodes, plan.tasks[i].Node)
 	}
 	doc, patch, err := r.afterStep(m.doc, m.patch)
@@ -238,9 +248,7 @@ func (r *Runner) commitStep(ctx context.Context, run *run, m merged, results []t
 	if m.tokens != (store.Tokens{}) {
 		meta.Tokens = &m.tokens
 	}
-	if len(results) > 1 || results[0].duration > time.Millisecond {
-		meta.DurationMS = m.durations
-	}
+	meta.DurationMS = m.durations
 	run.usage.Steps++
 	run.usage.Tokens.Input += m.tokens.Input
 	run.usage.Tokens.Output += m.tokens.Output
