@@ -10,9 +10,9 @@ import (
 
 // Defaults of a Pacer.
 const (
-	DefaultFloor = 8 << 20 // headroom never below 8 MiB
+	DefaultFloor = 16 << 20 // headroom never below 16 MiB
 	minPercent   = 25
-	maxPercent   = 100
+	maxPercent   = 400
 )
 
 const liveMetric = "/gc/heap/live:bytes"
@@ -86,7 +86,7 @@ func (p *Pacer) cycle() {
 }
 
 // Percent is the GOGC that gives a live heap of live bytes a headroom of a
-// quarter of it, at least floor bytes, between 25 and 100.
+// quarter of it, at least floor bytes, between 25 and 400.
 func Percent(live, floor uint64) int {
 	if live == 0 {
 		return maxPercent

@@ -14,12 +14,13 @@ func TestPercent(t *testing.T) {
 		live, floor uint64
 		want        int
 	}{
-		{"nothing live", 0, DefaultFloor, 100},
-		{"small heap keeps the default", 4 * mib, DefaultFloor, 100},
-		{"a quarter of a 32 MiB heap is the floor", 32 * mib, DefaultFloor, 25},
-		{"headroom of the floor", 16 * mib, DefaultFloor, 50},
+		{"nothing live", 0, DefaultFloor, 400},
+		{"small heap gets the floor, at most 4×", 2 * mib, DefaultFloor, 400},
+		{"the floor over a 8 MiB heap", 8 * mib, DefaultFloor, 200},
+		{"the floor over the default's headroom", 16 * mib, DefaultFloor, 100},
+		{"a quarter of a 64 MiB heap is the floor", 64 * mib, DefaultFloor, 25},
 		{"quarter of a large heap", 400 * mib, DefaultFloor, 25},
-		{"floor above the heap", 64 * mib, 128 * mib, 100},
+		{"floor above the heap", 64 * mib, 128 * mib, 200},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := Percent(tc.live, tc.floor); got != tc.want {
@@ -35,7 +36,7 @@ func TestPacerFollowsTheHeap(t *testing.T) {
 	before := debug.SetGCPercent(80)
 	defer debug.SetGCPercent(before)
 	p := Start(0)
-	if p.Percent() != 100 {
+	if p.Percent() != maxPercent {
 		t.Fatalf("starts at %d", p.Percent())
 	}
 	hold := make([][]byte, 96)
@@ -43,7 +44,7 @@ func TestPacerFollowsTheHeap(t *testing.T) {
 		hold[i] = make([]byte, 1<<20)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for p.Percent() == 100 && time.Now().Before(deadline) {
+	for p.Percent() >= 100 && time.Now().Before(deadline) {
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
 	}
