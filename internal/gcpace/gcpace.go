@@ -10,7 +10,7 @@ import (
 
 // Defaults of a Pacer.
 const (
-	DefaultFloor = 16 << 20 // headroom never below 16 MiB
+	DefaultFloor = 8 << 20 // headroom never below 8 MiB
 	minPercent   = 25
 	maxPercent   = 400
 )

@@ -16,9 +16,10 @@ func TestPercent(t *testing.T) {
 	}{
 		{"nothing live", 0, DefaultFloor, 400},
 		{"small heap gets the floor, at most 4×", 2 * mib, DefaultFloor, 400},
-		{"the floor over a 8 MiB heap", 8 * mib, DefaultFloor, 200},
-		{"the floor over the default's headroom", 16 * mib, DefaultFloor, 100},
-		{"a quarter of a 64 MiB heap is the floor", 64 * mib, DefaultFloor, 25},
+		{"the floor over a 4 MiB heap", 4 * mib, DefaultFloor, 200},
+		{"the floor is the default's headroom", 8 * mib, DefaultFloor, 100},
+		{"headroom of the floor", 16 * mib, DefaultFloor, 50},
+		{"a quarter of a 32 MiB heap is the floor", 32 * mib, DefaultFloor, 25},
 		{"quarter of a large heap", 400 * mib, DefaultFloor, 25},
 		{"floor above the heap", 64 * mib, 128 * mib, 200},
 	} {
