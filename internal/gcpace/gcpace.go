@@ -13,6 +13,10 @@ const (
 	DefaultFloor = 8 << 20 // headroom never below 8 MiB
 	minPercent   = 25
 	maxPercent   = 400
+	// startPercent is Go's default, kept until the first collection has
+	// measured the live heap: a process starting up would otherwise keep
+	// its start-up garbage.
+	startPercent = 100
 )
 
 const liveMetric = "/gc/heap/live:bytes"
@@ -43,8 +47,8 @@ func Start(floor uint64) *Pacer {
 		floor = DefaultFloor
 	}
 	p := &Pacer{floor: floor, sample: []metrics.Sample{{Name: liveMetric}}}
-	p.prev = debug.SetGCPercent(maxPercent)
-	p.percent.Store(maxPercent)
+	p.prev = debug.SetGCPercent(startPercent)
+	p.percent.Store(startPercent)
 	p.arm()
 	return p
 }
@@ -89,7 +93,7 @@ func (p *Pacer) cycle() {
 // quarter of it, at least floor bytes, between 25 and 400.
 func Percent(live, floor uint64) int {
 	if live == 0 {
-		return maxPercent
+		return startPercent
 	}
 	headroom := max(live/4, floor)
 	pct := headroom * 100 / live

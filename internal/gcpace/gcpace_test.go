@@ -14,7 +14,7 @@ func TestPercent(t *testing.T) {
 		live, floor uint64
 		want        int
 	}{
-		{"nothing live", 0, DefaultFloor, 400},
+		{"nothing measured yet", 0, DefaultFloor, 100},
 		{"small heap gets the floor, at most 4×", 2 * mib, DefaultFloor, 400},
 		{"the floor over a 4 MiB heap", 4 * mib, DefaultFloor, 200},
 		{"the floor is the default's headroom", 8 * mib, DefaultFloor, 100},
@@ -37,7 +37,7 @@ func TestPacerFollowsTheHeap(t *testing.T) {
 	before := debug.SetGCPercent(80)
 	defer debug.SetGCPercent(before)
 	p := Start(0)
-	if p.Percent() != maxPercent {
+	if p.Percent() != startPercent {
 		t.Fatalf("starts at %d", p.Percent())
 	}
 	hold := make([][]byte, 96)
@@ -56,5 +56,22 @@ func TestPacerFollowsTheHeap(t *testing.T) {
 	p.Stop()
 	if got := debug.SetGCPercent(80); got != 80 {
 		t.Fatalf("Stop left GOGC at %d, want the 80 set before", got)
+	}
+}
+
+// TestPacerRaisesASmallHeap: a test binary's live heap is far under the
+// floor, so after a collection the pacer gives it more than GOGC=100.
+func TestPacerRaisesASmallHeap(t *testing.T) {
+	before := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(before)
+	p := Start(0)
+	defer p.Stop()
+	deadline := time.Now().Add(5 * time.Second)
+	for p.Percent() <= startPercent && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := p.Percent(); got <= startPercent || got > maxPercent {
+		t.Fatalf("GOGC %d for a small heap; want above %d, at most %d", got, startPercent, maxPercent)
 	}
 }
