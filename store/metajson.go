@@ -1,6 +1,7 @@
 package store
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 
@@ -63,11 +64,16 @@ type objWriter struct {
 	ok bool
 }
 
-func (w *objWriter) key(k string) {
+// sep starts the next member or element: a comma after the first.
+func (w *objWriter) sep() {
 	if w.n > 0 {
 		w.b = append(w.b, ',')
 	}
 	w.n++
+}
+
+func (w *objWriter) key(k string) {
+	w.sep()
 	w.b = append(w.b, k...)
 }
 
@@ -98,14 +104,12 @@ func (w *objWriter) strings(k string, v []string) {
 		return
 	}
 	w.key(k)
-	w.b = append(w.b, '[')
-	for i, s := range v {
-		if i > 0 {
-			w.b = append(w.b, ',')
-		}
-		w.b = jsontext.AppendString(w.b, s)
+	list := objWriter{b: append(w.b, '['), ok: w.ok}
+	for _, s := range v {
+		list.sep()
+		list.b = jsontext.AppendString(list.b, s)
 	}
-	w.b = append(w.b, ']')
+	w.b, w.ok = append(list.b, ']'), list.ok
 }
 
 // durations appends a map as encoding/json does: keys in order.
@@ -114,19 +118,11 @@ func (w *objWriter) durations(k string, v map[string]float64) {
 		return
 	}
 	w.key(k)
-	keys := make([]string, 0, len(v))
-	for name := range v {
-		keys = append(keys, name)
+	obj := objWriter{b: append(w.b, '{'), ok: w.ok}
+	for _, name := range slices.Sorted(maps.Keys(v)) {
+		obj.sep()
+		obj.b = append(jsontext.AppendString(obj.b, name), ':')
+		obj.float(v[name])
 	}
-	slices.Sort(keys)
-	w.b = append(w.b, '{')
-	for i, name := range keys {
-		if i > 0 {
-			w.b = append(w.b, ',')
-		}
-		w.b = jsontext.AppendString(w.b, name)
-		w.b = append(w.b, ':')
-		w.float(v[name])
-	}
-	w.b = append(w.b, '}')
+	w.b, w.ok = append(obj.b, '}'), obj.ok
 }
