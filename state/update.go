@@ -17,8 +17,10 @@ func encodeValue(field string, v any) (json.RawMessage, error) {
 	if raw, ok := v.(json.RawMessage); ok {
 		return raw, nil
 	}
-	if b, ok := appendCommon(make([]byte, 0, sizeHint(v)), v); ok {
-		return b, nil
+	if n, common := commonSize(v); common {
+		if b, ok := appendCommon(make([]byte, 0, n), v); ok {
+			return b, nil
+		}
 	}
 	b, err := json.Marshal(v)
 	if err == nil {
@@ -64,22 +66,25 @@ func appendCommon(b []byte, v any) (_ []byte, ok bool) {
 	return b, false
 }
 
-// sizeHint is about the JSON size of a value appendCommon encodes, so that
-// its buffer is allocated once.
-func sizeHint(v any) int {
+// commonSize reports whether appendCommon takes v's type, and about the
+// size of its JSON, so that its buffer is allocated once (and not at all
+// for a value left to encoding/json).
+func commonSize(v any) (int, bool) {
 	switch x := v.(type) {
+	case nil, int, int64, bool:
+		return 24, true
 	case string:
-		return len(x) + 2
+		return len(x) + 2, true
 	case Message:
-		return messageSize(&x)
+		return messageSize(&x), true
 	case []Message:
 		n := 2
 		for i := range x {
 			n += messageSize(&x[i]) + 1
 		}
-		return n
+		return n, true
 	}
-	return 24
+	return 0, false
 }
 
 func messageSize(m *Message) int {

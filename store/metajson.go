@@ -44,7 +44,6 @@ func appendMetaJSON(b []byte, nodes []string, m *Meta) (_ []byte, ok bool) {
 		}
 		in.int(`"runtime_ms":`, u.RuntimeMS)
 		w.b = append(in.b, '}')
-		w.n++
 	}
 	return append(w.b, '}'), w.ok
 }

@@ -48,21 +48,28 @@ func checkHeads(t *testing.T, s store.Store, want map[string]string) {
 	}
 }
 
+// readOnlyAt opens the store at path read-only, runs check on it, closes
+// it, and fails unless the file is still at format.
+func readOnlyAt(t *testing.T, path string, format int, check func(store.Store)) {
+	t.Helper()
+	ro, err := sqlite.OpenStore(path, sqlite.Options{ReadOnly: true}, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(ro)
+	ro.Close()
+	if v := sqlitetest.Format(t, path); v != format {
+		t.Fatalf("a read-only open changed format %d to %d", format, v)
+	}
+}
+
 // TestUpgradeFormat1 opens a store written before row checksums: read-only
 // it reads as before and stays at format 1; read-write it is upgraded, and
 // from then on an edited column is caught.
 func TestUpgradeFormat1(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "v1.db")
 	want := writeV1Store(t, path)
-	ro, err := sqlite.OpenStore(path, sqlite.Options{ReadOnly: true}, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkHeads(t, ro, want)
-	ro.Close()
-	if v := sqlitetest.Format(t, path); v != 1 {
-		t.Fatalf("a read-only open changed the format to %d", v)
-	}
+	readOnlyAt(t, path, 1, func(ro store.Store) { checkHeads(t, ro, want) })
 	if _, err := sqlite.OpenStore(path, sqlite.Options{NoMigrate: true}, store.Options{}); !errors.Is(err, store.ErrMigrationNeeded) {
 		t.Fatalf("open without migrating: %v, want ErrMigrationNeeded", err)
 	}
@@ -75,7 +82,7 @@ func TestUpgradeFormat1(t *testing.T) {
 	if v := sqlitetest.Format(t, path); v != latestFormat {
 		t.Fatalf("format after a read-write open: %d", v)
 	}
-	s, err = sqlite.OpenStore(path, sqlite.Options{NoMigrate: true}, store.Options{})
+	s, err := sqlite.OpenStore(path, sqlite.Options{NoMigrate: true}, store.Options{})
 	if err != nil {
 		t.Fatalf("open without migrating, once migrated: %v", err)
 	}
@@ -175,25 +182,22 @@ func TestUpgradeFormat3(t *testing.T) {
 	s.Close()
 	sqlitetest.Downgrade(t, path, 3)
 	ctx := context.Background()
-	ro, err := sqlite.OpenStore(path, sqlite.Options{ReadOnly: true}, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkHeads(t, ro, want)
-	ris, err := store.ItemsOf(ro)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if items, err := ris.Search(ctx, store.SearchOp{Query: "x"}); err != nil || len(items) != 0 {
-		t.Fatalf("search a format 3 store read-only: %v, %v", items, err)
-	}
-	if _, err := ris.Get(ctx, store.GetOp{Namespace: []string{"a"}, Key: "k"}); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("get from a format 3 store read-only: %v", err)
-	}
-	if err := ris.Put(ctx, store.PutOp{Namespace: []string{"a"}, Key: "k", Value: map[string]any{}}); !errors.Is(err, store.ErrReadOnly) {
-		t.Fatalf("put into a read-only store: %v", err)
-	}
-	ro.Close()
+	readOnlyAt(t, path, 3, func(ro store.Store) {
+		checkHeads(t, ro, want)
+		ris, err := store.ItemsOf(ro)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if items, err := ris.Search(ctx, store.SearchOp{Query: "x"}); err != nil || len(items) != 0 {
+			t.Fatalf("search a format 3 store read-only: %v, %v", items, err)
+		}
+		if _, err := ris.Get(ctx, store.GetOp{Namespace: []string{"a"}, Key: "k"}); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("get from a format 3 store read-only: %v", err)
+		}
+		if err := ris.Put(ctx, store.PutOp{Namespace: []string{"a"}, Key: "k", Value: map[string]any{}}); !errors.Is(err, store.ErrReadOnly) {
+			t.Fatalf("put into a read-only store: %v", err)
+		}
+	})
 	if _, err := sqlite.OpenStore(path, sqlite.Options{NoMigrate: true}, store.Options{}); !errors.Is(err, store.ErrMigrationNeeded) {
 		t.Fatalf("open without migrating: %v", err)
 	}
@@ -268,15 +272,7 @@ func TestUpgradeFormat4(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "v4.db")
 	want := writeLanes(t, path)
 	sqlitetest.Downgrade(t, path, 4)
-	ro, err := sqlite.OpenStore(path, sqlite.Options{ReadOnly: true}, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkLanes(t, ro, want)
-	ro.Close()
-	if v := sqlitetest.Format(t, path); v != 4 {
-		t.Fatalf("format %d after a read-only open", v)
-	}
+	readOnlyAt(t, path, 4, func(ro store.Store) { checkLanes(t, ro, want) })
 	s := openAt(t, path)
 	defer s.Close()
 	if v := sqlitetest.Format(t, path); v != latestFormat {
