@@ -43,6 +43,13 @@ type Row struct {
 	// writing nothing, unless the lease still has this token. A backend
 	// with a fence must keep leases (LeaseStore). Not stored.
 	Fence int64
+	// Head, on a root-namespace row that becomes its thread's head, sets
+	// the thread's listing columns in the row's transaction: its status
+	// (Head.Status, and the status counters), and the row's time as the
+	// time of that status and as the thread's touch time. The engine sets
+	// it only when the status changes, or the touch is TouchSlack old
+	// (HeadUpdate); nil leaves the thread record as it is. Not stored.
+	Head *HeadUpdate
 }
 
 // SnapshotAttacher is a Backend that can give a row already stored the
@@ -66,6 +73,10 @@ type ThreadRecord struct {
 	CreatedAt int64  // Unix nanoseconds
 	Head      int64  // newest root-namespace seq; 0 when empty
 	HeadAt    int64  // CreatedAt of the head row
+	// Status is the thread's status as its listing columns hold it (set by
+	// Row.Head; idle for a new thread). Not covered by Sum: it is index
+	// data, kept in step with the head.
+	Status ThreadStatus
 	// Sum is the record's checksum (ThreadChecksum) over ID, Tenant,
 	// Metadata and CreatedAt.
 	Sum uint32
@@ -83,9 +94,14 @@ type ThreadQuery struct {
 	After  string // ids greater than this
 	Limit  int
 	Tenant string
-	// Metadata: top-level key → compact JSON scalar it must equal. Backends
-	// pass keys and values as parameters, never as query text.
+	// Metadata: top-level key → compact JSON scalar it must equal, for a
+	// store of a format before 6 (read-only); "null" matches a key absent
+	// or null. Backends pass keys and values as parameters, never as query
+	// text.
 	Metadata map[string]json.RawMessage
+	// Meta: the same filters in the metadata index's form, for a store
+	// that keeps the index.
+	Meta []MetaFilter
 }
 
 // SeqRange is the seqs From to To, both included.
@@ -139,4 +155,35 @@ type Backend interface {
 	Writes(ctx context.Context, thread, ns string, seq int64) ([]Write, error)
 	// Close releases resources.
 	Close() error
+
+	ThreadIndex
+}
+
+// ThreadIndex is the part of a Backend that lists threads through
+// indexes kept in step with every write: each thread's tenant, creation
+// time, status (Row.Head), touch time and metadata entries
+// (IndexEntries), and counters of threads per status and per metadata
+// entry, updated in the transactions that change them. CreateThread,
+// Insert (a new thread, Row.Head), UpdateThread, DeleteThread and
+// DeleteRanges (a root namespace emptied: idle, touched at creation) keep
+// them.
+type ThreadIndex interface {
+	// ListThreads returns a page of threads, reading q.Drive's index first
+	// (a backend may read another when it answers the same).
+	ListThreads(ctx context.Context, q ListQuery) ([]ThreadRecord, error)
+	// CountThreads counts the threads q selects (its order and page
+	// aside), reading q.Drive's index.
+	CountThreads(ctx context.Context, q ListQuery) (int64, error)
+	// IndexCounts returns the counters of a tenant (of every tenant with
+	// all): threads per status, and for each filter of meta the threads
+	// that have its entry.
+	IndexCounts(ctx context.Context, tenant string, all bool, meta []MetaFilter) (IndexCounts, error)
+	// UnclassifiedThreads lists, by id, the threads after after whose
+	// status is ThreadStatusUnknown (left by the upgrade of an encrypted
+	// store).
+	UnclassifiedThreads(ctx context.Context, after string, limit int) ([]string, error)
+	// SetThreadStatus sets the status of a thread whose status is
+	// ThreadStatusUnknown (and its status time to at); it does nothing to
+	// a thread classified meanwhile, or gone.
+	SetThreadStatus(ctx context.Context, id string, st ThreadStatus, at int64) error
 }

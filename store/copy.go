@@ -35,7 +35,7 @@ func (e *Engine) CopyThread(ctx context.Context, from, to string) (Thread, error
 	if err != nil {
 		return Thread{}, err
 	}
-	rec := ThreadRecord{ID: to, Tenant: src.Tenant, Metadata: md, CreatedAt: e.now().UnixNano()}
+	rec := ThreadRecord{ID: to, Tenant: src.Tenant, Metadata: md, CreatedAt: e.now().UnixNano(), Status: ThreadIdle}
 	rec.Sum = ThreadChecksum(&rec)
 	nss, err := e.b.Namespaces(ctx, from)
 	if err != nil {
@@ -89,6 +89,14 @@ func (e *Engine) copyNamespace(ctx context.Context, from, to, ns string, create 
 			r.Parent = 0 // pruned before the copy: a snapshot row, rebuilt on its own
 		}
 		have[r.Seq] = true
+		if ns == "" && i == len(rows)-1 {
+			// The copy's head: the thread's status and touch are its.
+			st, err := e.copiedStatus(ctx, rows[i], from)
+			if err != nil {
+				return err
+			}
+			r.Head = &HeadUpdate{Status: st}
+		}
 		r.Thread = to
 		r.Create, r.NewThread = *create, *create != nil
 		*create = nil
@@ -114,4 +122,16 @@ func (e *Engine) copyNamespace(ctx context.Context, from, to, ns string, create 
 		}
 	}
 	return nil
+}
+
+// copiedStatus is the thread status of a row of thread from read raw (its
+// metadata opened when the store is encrypted).
+func (e *Engine) copiedStatus(ctx context.Context, r Row, from string) (ThreadStatus, error) {
+	r.Thread, r.Snapshot = from, nil
+	src := []Row{r}
+	if err := e.openRows(ctx, src); err != nil {
+		return 0, err
+	}
+	st, _ := RowThreadStatus(&src[0])
+	return st, nil
 }

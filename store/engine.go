@@ -93,9 +93,16 @@ type headKey struct{ thread, ns string }
 // rowInfo is what the snapshot policy needs of a parent row. pend is the
 // row whose late snapshot is being written when that row is base (0:
 // none); baseSize is then the previous snapshot's size until it is.
+//
+// For a root-namespace row, status and touched are what the thread's
+// listing columns hold once the row is its head: its status, and the time
+// of the last row that wrote them (0: not known, so the next row writes
+// them; see HeadUpdate).
 type rowInfo struct {
 	seq, base, since, baseSize int64
 	pend                       int64
+	status                     ThreadStatus
+	touched                    int64
 }
 
 const maxCachedHeads = 1 << 16
@@ -146,7 +153,7 @@ func (e *Engine) CreateThread(ctx context.Context, t Thread) (Thread, error) {
 	if err := e.check(t.ID, ""); err != nil {
 		return Thread{}, err
 	}
-	rec := ThreadRecord{ID: t.ID, Tenant: t.Tenant, CreatedAt: e.now().UnixNano()}
+	rec := ThreadRecord{ID: t.ID, Tenant: t.Tenant, CreatedAt: e.now().UnixNano(), Status: ThreadIdle}
 	if len(t.Metadata) > 0 {
 		b, err := json.Marshal(t.Metadata)
 		if err != nil {
@@ -165,7 +172,7 @@ func threadFromRecord(r ThreadRecord) (Thread, error) {
 	if err := verifyThread(&r); err != nil {
 		return Thread{}, err
 	}
-	t := Thread{ID: r.ID, Tenant: r.Tenant, CreatedAt: time.Unix(0, r.CreatedAt), Head: r.Head}
+	t := Thread{ID: r.ID, Tenant: r.Tenant, CreatedAt: time.Unix(0, r.CreatedAt), Head: r.Head, Status: r.Status}
 	t.UpdatedAt = t.CreatedAt
 	if r.Head > 0 {
 		t.UpdatedAt = time.Unix(0, r.HeadAt)
@@ -201,6 +208,9 @@ func (e *Engine) Threads(ctx context.Context, f ThreadFilter) iter.Seq2[Thread, 
 		if q.Limit <= 0 {
 			q.Limit = 100
 		}
+		if f.Limit > 0 && f.Limit < q.Limit {
+			q.Limit = f.Limit // one page holds the whole listing
+		}
 		if len(f.Metadata) > 0 {
 			q.Metadata = make(map[string]json.RawMessage, len(f.Metadata))
 			for k, v := range f.Metadata {
@@ -211,6 +221,12 @@ func (e *Engine) Threads(ctx context.Context, f ThreadFilter) iter.Seq2[Thread, 
 				}
 				q.Metadata[k] = b
 			}
+			lq, err := listQuery(ThreadSearch{Metadata: f.Metadata})
+			if err != nil {
+				yield(Thread{}, err)
+				return
+			}
+			q.Meta = lq.Meta
 		}
 		n := 0
 		for {
@@ -352,8 +368,11 @@ func (e *Engine) insert(ctx context.Context, cp Checkpoint, seq int64, parent ro
 		}
 	}
 	if seq == 1 && create == nil {
-		row.Create = &ThreadRecord{ID: cp.Thread, CreatedAt: row.CreatedAt}
+		row.Create = &ThreadRecord{ID: cp.Thread, CreatedAt: row.CreatedAt, Status: ThreadIdle}
 		row.Create.Sum = ThreadChecksum(row.Create)
+	}
+	if cp.Namespace == "" {
+		row.Head = headUpdate(parent, ThreadStatusOf(cp), row.CreatedAt)
 	}
 	sealer, err := e.sealer(ctx, &row)
 	if err != nil {
@@ -372,6 +391,17 @@ func (e *Engine) insert(ctx context.Context, cp Checkpoint, seq int64, parent ro
 	cp.Snapshot = row.HasSnapshot
 	cp.HasState = true
 	return cp, nil
+}
+
+// headUpdate is what a root row at time at, of status st, on parent
+// writes of its thread's listing columns: nothing when the status stays
+// idle and the last touch is less than TouchSlack old (the common commit
+// writes its row alone), else the status and the touch.
+func headUpdate(parent rowInfo, st ThreadStatus, at int64) *HeadUpdate {
+	if parent.status == ThreadIdle && st == ThreadIdle && parent.touched != 0 && at >= parent.touched && at-parent.touched < int64(TouchSlack) {
+		return nil
+	}
+	return &HeadUpdate{Status: st}
 }
 
 // placeSnapshot applies the snapshot policy to a row about to be inserted
@@ -422,6 +452,10 @@ func (e *Engine) refused(err error, key headKey, cp Checkpoint, fence int64, new
 // latesnap.go).
 func (e *Engine) remember(key headKey, row *Row, parent rowInfo, late bool, d state.Doc, sealer rowSealer) {
 	info := rowInfo{seq: row.Seq, base: row.Base, since: row.Since, baseSize: row.BaseSize, pend: parent.pend}
+	status, touched := parent.status, parent.touched
+	if row.Head != nil {
+		status, touched = row.Head.Status, row.CreatedAt
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if len(e.heads) >= maxCachedHeads {
@@ -433,6 +467,7 @@ func (e *Engine) remember(key headKey, row *Row, parent rowInfo, late bool, d st
 	if late && info.pend == 0 && e.queueLate(key, *row, d, sealer) {
 		info = rowInfo{seq: row.Seq, base: row.Seq, baseSize: row.BaseSize, pend: row.Seq}
 	}
+	info.status, info.touched = status, touched
 	e.heads[key] = info
 }
 
@@ -931,6 +966,9 @@ func (e *Engine) Fork(ctx context.Context, r ForkRequest) (Checkpoint, error) {
 		if err != nil {
 			return Checkpoint{}, err
 		}
+		// The branch's parent is not the head: what the thread's listing
+		// columns hold is not known from it.
+		at.status, at.touched = ThreadStatusUnknown, 0
 		return e.insert(ctx, cp, head+1, at, nil, false)
 	}
 	rec, err := e.forkThread(ctx, r)

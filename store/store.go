@@ -14,6 +14,12 @@ type Store interface {
 	Thread(ctx context.Context, id string) (Thread, error)
 	// Threads lists threads by id, one query per page.
 	Threads(ctx context.Context, f ThreadFilter) iter.Seq2[Thread, error]
+	// ListThreads returns one page of threads, selected, ordered and paged
+	// through the store's indexes; see ThreadSearch.
+	ListThreads(ctx context.Context, s ThreadSearch) ([]Thread, error)
+	// CountThreads counts the threads a search selects (its order and
+	// page aside).
+	CountThreads(ctx context.Context, s ThreadSearch) (int64, error)
 	// SetMetadata replaces a thread's metadata (nil: none) and returns
 	// the thread; ErrNotFound.
 	SetMetadata(ctx context.Context, id string, md map[string]any) (Thread, error)

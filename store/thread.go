@@ -12,10 +12,16 @@ type Thread struct {
 	UpdatedAt time.Time
 	// Head is the seq of the newest root-namespace checkpoint; 0 when empty.
 	Head int64
+	// Status is the thread's status as its head gives it (ThreadStatusOf),
+	// as the store's index holds it: set by the listings (ListThreads) and
+	// Thread; ThreadStatusUnknown where the store does not keep it (a
+	// store of a format before 6 opened read-only).
+	Status ThreadStatus
 }
 
 // ThreadFilter selects threads. Metadata matches top-level keys by JSON
-// equality of scalar values.
+// equality of scalar values; a nil value matches a key that is absent or
+// null.
 type ThreadFilter struct {
 	Tenant   string
 	Metadata map[string]any

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
-	"reflect"
 	"slices"
 	"sort"
 	"sync"
@@ -23,12 +21,17 @@ type Backend struct {
 	keys    map[string]store.KeyRecord
 	leases  map[string]store.Lease
 	items   map[store.ItemKey]*itemRow // made on the first put
+	idx     threadIndex
 }
 
 type thread struct {
 	rec    store.ThreadRecord
 	ns     map[string][]store.Row // ascending by seq (pruning leaves gaps)
 	writes map[writeKey][]store.Write
+	// entries are the thread's metadata index entries; statusAt the time
+	// its status was set (0 while idle).
+	entries  []store.MetaEntry
+	statusAt int64
 }
 
 type writeKey struct {
@@ -38,7 +41,7 @@ type writeKey struct {
 
 // New returns an empty backend.
 func New() *Backend {
-	return &Backend{threads: map[string]*thread{}, runs: map[string]*run{}, keys: map[string]store.KeyRecord{}, leases: map[string]store.Lease{}}
+	return &Backend{threads: map[string]*thread{}, runs: map[string]*run{}, keys: map[string]store.KeyRecord{}, leases: map[string]store.Lease{}, idx: newThreadIndex()}
 }
 
 // Open returns a store over a new in-memory backend.
@@ -62,7 +65,9 @@ func (b *Backend) CreateThread(_ context.Context, t store.ThreadRecord) error {
 		return fmt.Errorf("%w: thread %q exists", store.ErrConflict, t.ID)
 	}
 	t.Metadata = bytes.Clone(t.Metadata)
-	b.threads[t.ID] = &thread{rec: t, ns: map[string][]store.Row{}, writes: map[writeKey][]store.Write{}}
+	th := &thread{rec: t, ns: map[string][]store.Row{}, writes: map[writeKey][]store.Write{}}
+	b.threads[t.ID] = th
+	b.idx.add(th)
 	return nil
 }
 
@@ -109,7 +114,7 @@ func (b *Backend) Threads(_ context.Context, q store.ThreadQuery) ([]store.Threa
 		if q.Tenant != "" && t.rec.Tenant != q.Tenant {
 			continue
 		}
-		if !metadataMatches(t.rec.Metadata, q.Metadata) {
+		if !matches(&store.ListQuery{AllTenants: true, Meta: q.Meta}, t, nil, nil) {
 			continue
 		}
 		out = append(out, b.record(t))
@@ -120,27 +125,6 @@ func (b *Backend) Threads(_ context.Context, q store.ThreadQuery) ([]store.Threa
 	return out, nil
 }
 
-func metadataMatches(meta []byte, want map[string]json.RawMessage) bool {
-	if len(want) == 0 {
-		return true
-	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(meta, &m) != nil {
-		return false
-	}
-	for k, v := range want {
-		got, ok := m[k]
-		if !ok {
-			return false
-		}
-		var a, b any
-		if json.Unmarshal(got, &a) != nil || json.Unmarshal(v, &b) != nil || !reflect.DeepEqual(a, b) {
-			return false
-		}
-	}
-	return true
-}
-
 // DeleteThread implements store.Backend.
 func (b *Backend) DeleteThread(_ context.Context, id string) error {
 	b.mu.Lock()
@@ -148,9 +132,11 @@ func (b *Backend) DeleteThread(_ context.Context, id string) error {
 	if err := b.live(); err != nil {
 		return err
 	}
-	if _, ok := b.threads[id]; !ok {
+	t, ok := b.threads[id]
+	if !ok {
 		return fmt.Errorf("%w: thread %q", store.ErrNotFound, id)
 	}
+	b.idx.remove(t)
 	delete(b.threads, id)
 	for rid, r := range b.runs {
 		if r.rec.Thread == id {
@@ -171,7 +157,9 @@ func (b *Backend) UpdateThread(_ context.Context, rec store.ThreadRecord) error 
 	if !ok {
 		return fmt.Errorf("%w: thread %q", store.ErrNotFound, rec.ID)
 	}
+	b.idx.remove(t)
 	t.rec.Metadata, t.rec.Sum = bytes.Clone(rec.Metadata), rec.Sum
+	b.idx.add(t)
 	return nil
 }
 
@@ -208,9 +196,13 @@ func (b *Backend) Insert(_ context.Context, r store.Row) error {
 		rec.Metadata = bytes.Clone(rec.Metadata)
 		t = &thread{rec: rec, ns: map[string][]store.Row{}, writes: map[writeKey][]store.Write{}}
 		b.threads[r.Thread] = t
+		b.idx.add(t)
 	}
 	r.Meta, r.Patch, r.Snapshot = bytes.Clone(r.Meta), bytes.Clone(r.Patch), bytes.Clone(r.Snapshot)
-	r.Create, r.NewThread = nil, false
+	if r.Head != nil && r.Namespace == "" {
+		b.idx.setStatus(t, r.Head.Status, r.CreatedAt)
+	}
+	r.Create, r.NewThread, r.Head = nil, false, nil
 	t.ns[r.Namespace] = append(rows, r)
 	return nil
 }
@@ -331,6 +323,9 @@ func (b *Backend) DeleteRanges(_ context.Context, id, ns string, head int64, ran
 	rows := t.ns[ns]
 	kept := slices.DeleteFunc(slices.Clone(rows), func(r store.Row) bool { return in(r.Seq) })
 	t.ns[ns] = kept
+	if ns == "" && len(kept) == 0 {
+		b.idx.setStatus(t, store.ThreadIdle, 0)
+	}
 	for k := range t.writes {
 		if k.ns == ns && in(k.seq) {
 			delete(t.writes, k)
@@ -389,7 +384,7 @@ func (b *Backend) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.closed = true
-	b.threads, b.runs, b.keys, b.leases = nil, nil, nil, nil
+	b.threads, b.runs, b.keys, b.leases, b.idx = nil, nil, nil, nil, threadIndex{}
 	return nil
 }
 
@@ -423,11 +418,13 @@ func (b *Backend) TamperThread(id string, fn func(*store.ThreadRecord)) bool {
 	if !ok {
 		return false
 	}
+	b.idx.remove(t)
 	fn(&t.rec)
 	if t.rec.ID != id {
 		delete(b.threads, id)
 		b.threads[t.rec.ID] = t
 	}
+	b.idx.add(t)
 	return true
 }
 
@@ -452,6 +449,7 @@ func (b *Backend) MoveRow(from, to store.Ref) bool {
 	if !ok {
 		dst = &thread{rec: store.ThreadRecord{ID: to.Thread}, ns: map[string][]store.Row{}, writes: map[writeKey][]store.Write{}}
 		b.threads[to.Thread] = dst
+		b.idx.add(dst)
 	}
 	// Its checksum still names the old place.
 	moved := append(slices.Clone(dst.ns[to.Namespace]), r)

@@ -149,13 +149,18 @@ func (g *grouper) commit(batch []*insertJob) ([]error, error) {
 	err := pgx.BeginFunc(ctx, g.b.pool, func(tx pgx.Tx) error {
 		pb := &pgx.Batch{}
 		for _, r := range rows {
-			queueThread(pb, r)
+			if err := queueThread(pb, r); err != nil {
+				return err
+			}
 		}
 		for _, lv := range levels {
 			queueCheckpoints(pb, rows, lv)
 		}
 		for _, r := range rows {
 			queueSnapshot(pb, r)
+		}
+		for _, r := range rows {
+			queueHead(pb, r)
 		}
 		res := tx.SendBatch(ctx, pb)
 		if err := readBatch(res, rows, levels, errs); err != nil {
@@ -214,13 +219,16 @@ func levelsOf(rows []store.Row) [][]int {
 	return out
 }
 
-// queueThread adds the INSERT of a row's new thread.
-func queueThread(pb *pgx.Batch, r store.Row) {
+// queueThread adds the INSERT of a row's new thread (with its index).
+func queueThread(pb *pgx.Batch, r store.Row) error {
 	if r.Create != nil && r.Seq == 1 {
-		t := r.Create
-		pb.Queue(`INSERT INTO cairn_threads (id, tenant, metadata, created_at, crc) VALUES ($1, $2, $3::jsonb, $4, $5) ON CONFLICT DO NOTHING`,
-			t.ID, t.Tenant, nullJSON(t.Metadata), t.CreatedAt, int64(t.Sum))
+		args, err := createArgs(r.Create)
+		if err != nil {
+			return err
+		}
+		pb.Queue(createThreadSQL, args...)
 	}
+	return nil
 }
 
 // queueCheckpoints adds one INSERT of the checkpoints of a level: each
@@ -318,6 +326,13 @@ func readBatch(res pgx.BatchResults, rows []store.Row, levels [][]int, errs []er
 		if r.HasSnapshot {
 			if _, err := res.Exec(); err != nil {
 				return wrap(err, "insert snapshot", r.Thread)
+			}
+		}
+	}
+	for _, r := range rows {
+		if r.Head != nil && r.Namespace == "" {
+			if _, err := res.Exec(); err != nil {
+				return wrap(err, "thread head", r.Thread)
 			}
 		}
 	}

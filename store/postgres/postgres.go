@@ -25,7 +25,8 @@ import (
 // number of the store's last migration. Version 2 adds a checksum (crc) to
 // every thread and checkpoint row; version 3 prefixes every table cairn_;
 // version 4 adds the HTTP server's runs and their event logs; version 5
-// the long-term memory store's items.
+// the long-term memory store's items; version 6 the thread index
+// (threadindex.go).
 var (
 	//go:embed migrations/*.sql
 	migrationFiles embed.FS
@@ -34,13 +35,14 @@ var (
 
 	migrations = store.MustLoadMigrations(migrationFiles, "migrations", map[int]string{
 		2: "computes the checksum of every thread and checkpoint row",
+		6: "fills the thread index: each thread's status and touch time from its head, its metadata entries, the counters",
 	})
 	// formatVersion is the layout this code writes.
 	formatVersion = store.Latest(migrations)
 )
 
 // tables are the tables of a Cairn store besides cairn_format.
-var tables = []string{"cairn_threads", "cairn_checkpoints", "cairn_snapshots", "cairn_writes", "cairn_runs", "cairn_run_events", "cairn_api_keys", "cairn_leases", "cairn_items"}
+var tables = []string{"cairn_threads", "cairn_checkpoints", "cairn_snapshots", "cairn_writes", "cairn_runs", "cairn_run_events", "cairn_api_keys", "cairn_leases", "cairn_items", "cairn_thread_meta", "cairn_thread_counts", "cairn_thread_totals"}
 
 // Options configure the backend.
 type Options struct {
@@ -230,10 +232,15 @@ func applyMigrations(ctx context.Context, tx pgx.Tx, v int) error {
 		if _, err := tx.Exec(ctx, m.SQL); err != nil {
 			return fmt.Errorf("store: postgres: migration %04d_%s: %w", m.Version, m.Name, err)
 		}
-		if m.Version == 2 {
-			if err := addChecksums(ctx, tx); err != nil {
-				return fmt.Errorf("store: postgres: migration %04d_%s: %w", m.Version, m.Name, err)
-			}
+		var err error
+		switch m.Version {
+		case 2:
+			err = addChecksums(ctx, tx)
+		case 6:
+			err = fillIndex(ctx, tx)
+		}
+		if err != nil {
+			return fmt.Errorf("store: postgres: migration %04d_%s: %w", m.Version, m.Name, err)
 		}
 	}
 	if _, err := tx.Exec(ctx, `UPDATE cairn_format SET version = $1 WHERE id = 1`, formatVersion); err != nil {
@@ -380,8 +387,11 @@ func (b *Backend) CreateThread(ctx context.Context, t store.ThreadRecord) error 
 	if err := b.writable(); err != nil {
 		return err
 	}
-	tag, err := b.pool.Exec(ctx, `INSERT INTO cairn_threads (id, tenant, metadata, created_at, crc) VALUES ($1, $2, $3::jsonb, $4, $5) ON CONFLICT DO NOTHING`,
-		t.ID, t.Tenant, nullJSON(t.Metadata), t.CreatedAt, int64(t.Sum))
+	args, err := createArgs(&t)
+	if err != nil {
+		return err
+	}
+	tag, err := b.pool.Exec(ctx, createThreadSQL, args...)
 	if err != nil {
 		return wrap(err, "create", t.ID)
 	}
@@ -402,15 +412,17 @@ const threadColumns = `t.id, t.tenant, t.metadata::text, t.created_at,
 	COALESCE((SELECT max(c.seq) FROM cairn_checkpoints c WHERE c.thread = t.id AND c.ns = ''), 0),
 	COALESCE((SELECT c.created_at FROM cairn_checkpoints c WHERE c.thread = t.id AND c.ns = '' ORDER BY c.seq DESC LIMIT 1), 0)`
 
-func (b *Backend) threadColumns() string { return threadColumns + `, t.crc` }
+func (b *Backend) threadColumns() string { return threadColumns + `, t.crc, t.status` }
 
 func (b *Backend) scanThread(row pgx.Row) (store.ThreadRecord, error) {
 	var r store.ThreadRecord
 	var meta *string
 	var sum int64
-	if err := row.Scan(&r.ID, &r.Tenant, &meta, &r.CreatedAt, &r.Head, &r.HeadAt, &sum); err != nil {
+	var st int16
+	if err := row.Scan(&r.ID, &r.Tenant, &meta, &r.CreatedAt, &r.Head, &r.HeadAt, &sum, &st); err != nil {
 		return r, err
 	}
+	r.Status = store.ThreadStatus(st)
 	if meta != nil {
 		r.Metadata = []byte(*meta)
 	}
@@ -430,8 +442,8 @@ func (b *Backend) Thread(ctx context.Context, id string) (store.ThreadRecord, er
 	return r, wrap(err, "thread", id)
 }
 
-// Threads implements store.Backend. Metadata filters are jsonb containment
-// with the key and value as parameters.
+// Threads implements store.Backend. Metadata filters are lookups in the
+// metadata index, with keys and values as parameters.
 func (b *Backend) Threads(ctx context.Context, q store.ThreadQuery) ([]store.ThreadRecord, error) {
 	var sb strings.Builder
 	sb.WriteString(`SELECT ` + b.threadColumns() + ` FROM cairn_threads t WHERE t.id > $1`)
@@ -440,10 +452,9 @@ func (b *Backend) Threads(ctx context.Context, q store.ThreadQuery) ([]store.Thr
 		args = append(args, q.Tenant)
 		sb.WriteString(` AND t.tenant = $` + strconv.Itoa(len(args)))
 	}
-	for k, v := range q.Metadata {
-		args = append(args, k, string(v))
-		sb.WriteString(fmt.Sprintf(` AND t.metadata @> jsonb_build_object($%d::text, $%d::jsonb)`, len(args)-1, len(args)))
-	}
+	w := pgWhere{args: args}
+	sb.WriteString(w.where(store.ListQuery{AllTenants: true, Meta: q.Meta}))
+	args = w.args
 	sb.WriteString(` ORDER BY t.id`)
 	if q.Limit > 0 {
 		args = append(args, q.Limit)
@@ -471,6 +482,9 @@ func (b *Backend) DeleteThread(ctx context.Context, id string) error {
 		return err
 	}
 	return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		if err := unindexThread(ctx, tx, id); err != nil {
+			return wrap(err, "delete", id)
+		}
 		if _, err := tx.Exec(ctx, `DELETE FROM cairn_run_events WHERE run IN (SELECT id FROM cairn_runs WHERE thread = $1)`, id); err != nil {
 			return wrap(err, "delete", id)
 		}
@@ -558,9 +572,11 @@ func (b *Backend) insertTx(ctx context.Context, r store.Row) error {
 		batch := &pgx.Batch{}
 		create := r.Create != nil && r.Seq == 1
 		if create {
-			t := r.Create
-			batch.Queue(`INSERT INTO cairn_threads (id, tenant, metadata, created_at, crc) VALUES ($1, $2, $3::jsonb, $4, $5) ON CONFLICT DO NOTHING`,
-				t.ID, t.Tenant, nullJSON(t.Metadata), t.CreatedAt, int64(t.Sum))
+			args, err := createArgs(r.Create)
+			if err != nil {
+				return err
+			}
+			batch.Queue(createThreadSQL, args...)
 		}
 		batch.Queue(`INSERT INTO cairn_checkpoints (thread, ns, seq, parent, base, since, base_size, status, created_at, has_snapshot, meta, patch, crc)
 			SELECT $1::text, $2::text, $3::bigint, $4::bigint, $5::bigint, $6::bigint, $7::bigint, $8::smallint, $9::bigint, $10::boolean, $11::bytea, $12::bytea, $13::bigint
@@ -571,6 +587,7 @@ func (b *Backend) insertTx(ctx context.Context, r store.Row) error {
 			batch.Queue(`INSERT INTO cairn_snapshots (thread, ns, seq, data) VALUES ($1, $2, $3, $4)
 				ON CONFLICT (thread, ns, seq) DO UPDATE SET data = EXCLUDED.data`, r.Thread, r.Namespace, r.Seq, r.Snapshot)
 		}
+		head := queueHead(batch, r)
 		res := tx.SendBatch(ctx, batch)
 		if create {
 			tag, err := res.Exec()
@@ -605,6 +622,12 @@ func (b *Backend) insertTx(ctx context.Context, r store.Row) error {
 			if _, err := res.Exec(); err != nil {
 				res.Close()
 				return wrap(err, "insert snapshot", r.Thread)
+			}
+		}
+		if head {
+			if _, err := res.Exec(); err != nil {
+				res.Close()
+				return wrap(err, "thread head", r.Thread)
 			}
 		}
 		return res.Close()
@@ -736,6 +759,10 @@ func (b *Backend) DeleteRanges(ctx context.Context, thread, ns string, head int6
 					return err
 				}
 			}
+		}
+		if ns == "" {
+			_, err := tx.Exec(ctx, emptiedSQL, thread, int16(store.ShardOf(thread, shards)))
+			return err
 		}
 		return nil
 	})

@@ -11,21 +11,6 @@ import (
 	"github.com/cairn-dev/cairn/store"
 )
 
-// UpdateThread implements store.Backend.
-func (b *Backend) UpdateThread(ctx context.Context, t store.ThreadRecord) error {
-	if err := b.writable(); err != nil {
-		return err
-	}
-	tag, err := b.pool.Exec(ctx, `UPDATE cairn_threads SET metadata = $1::jsonb, crc = $2 WHERE id = $3`, nullJSON(t.Metadata), int64(t.Sum), t.ID)
-	if err != nil {
-		return wrap(err, "update", t.ID)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("%w: thread %q", store.ErrNotFound, t.ID)
-	}
-	return nil
-}
-
 // PutRun implements store.RunLog.
 func (b *Backend) PutRun(ctx context.Context, r store.RunRecord) error {
 	if err := b.writable(); err != nil {

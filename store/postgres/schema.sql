@@ -6,8 +6,42 @@ CREATE TABLE IF NOT EXISTS cairn_threads (
 	tenant     text NOT NULL DEFAULT '',
 	metadata   jsonb,
 	created_at bigint NOT NULL,
-	crc        bigint NOT NULL DEFAULT 0
+	crc        bigint NOT NULL DEFAULT 0,
+	status     smallint NOT NULL DEFAULT 2,
+	status_at  bigint NOT NULL DEFAULT 0,
+	touched_at bigint NOT NULL DEFAULT 0
 );
+-- The thread index (see migrations/0006_thread_index.sql).
+CREATE TABLE IF NOT EXISTS cairn_thread_meta (
+	tenant     text NOT NULL,
+	key        text NOT NULL,
+	value      text NOT NULL,
+	created_at bigint NOT NULL,
+	thread     text NOT NULL,
+	PRIMARY KEY (tenant, key, value, created_at, thread)
+);
+CREATE TABLE IF NOT EXISTS cairn_thread_counts (
+	tenant text NOT NULL,
+	key    text NOT NULL,
+	value  text NOT NULL,
+	shard  smallint NOT NULL,
+	n      bigint NOT NULL,
+	PRIMARY KEY (tenant, key, value, shard)
+);
+CREATE TABLE IF NOT EXISTS cairn_thread_totals (
+	tenant text NOT NULL,
+	status smallint NOT NULL,
+	shard  smallint NOT NULL,
+	n      bigint NOT NULL,
+	PRIMARY KEY (tenant, status, shard)
+);
+CREATE INDEX IF NOT EXISTS cairn_threads_created ON cairn_threads (tenant, created_at, id);
+CREATE INDEX IF NOT EXISTS cairn_threads_tenant_id ON cairn_threads (tenant, id);
+CREATE INDEX IF NOT EXISTS cairn_threads_touched ON cairn_threads (tenant, touched_at, id);
+CREATE INDEX IF NOT EXISTS cairn_threads_status ON cairn_threads (tenant, status, created_at, id);
+CREATE INDEX IF NOT EXISTS cairn_threads_status_id ON cairn_threads (tenant, status, id);
+CREATE INDEX IF NOT EXISTS cairn_threads_status_at ON cairn_threads (tenant, status, status_at, id) WHERE status_at > 0;
+
 CREATE TABLE IF NOT EXISTS cairn_checkpoints (
 	thread       text NOT NULL,
 	ns           text NOT NULL,

@@ -10,20 +10,6 @@ import (
 	"github.com/cairn-dev/cairn/store"
 )
 
-// UpdateThread implements store.Backend.
-func (b *Backend) UpdateThread(ctx context.Context, t store.ThreadRecord) error {
-	return b.do(ctx, func(ctx context.Context, c *sql.Conn) error {
-		res, err := c.ExecContext(ctx, `UPDATE threads SET metadata = ?, crc = ? WHERE id = ?`, nullBytes(t.Metadata), int64(t.Sum), t.ID)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("%w: thread %q", store.ErrNotFound, t.ID)
-		}
-		return nil
-	})
-}
-
 // PutRun implements store.RunLog.
 func (b *Backend) PutRun(ctx context.Context, r store.RunRecord) error {
 	return b.do(ctx, func(ctx context.Context, c *sql.Conn) error {

@@ -5,8 +5,40 @@ CREATE TABLE IF NOT EXISTS threads (
 	tenant     TEXT NOT NULL DEFAULT '',
 	metadata   BLOB,
 	created_at INTEGER NOT NULL,
-	crc        INTEGER NOT NULL DEFAULT 0
+	crc        INTEGER NOT NULL DEFAULT 0,
+	status     INTEGER NOT NULL DEFAULT 2,
+	status_at  INTEGER NOT NULL DEFAULT 0,
+	touched_at INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
+-- The thread index (see migrations/0006_thread_index.sql).
+CREATE INDEX IF NOT EXISTS threads_created ON threads (tenant, created_at, id);
+CREATE INDEX IF NOT EXISTS threads_tenant_id ON threads (tenant, id);
+CREATE INDEX IF NOT EXISTS threads_touched ON threads (tenant, touched_at, id);
+CREATE INDEX IF NOT EXISTS threads_status ON threads (tenant, status, created_at, id);
+CREATE INDEX IF NOT EXISTS threads_status_id ON threads (tenant, status, id);
+CREATE INDEX IF NOT EXISTS threads_status_at ON threads (tenant, status, status_at, id) WHERE status_at > 0;
+CREATE TABLE IF NOT EXISTS thread_meta (
+	tenant     TEXT NOT NULL,
+	key        TEXT NOT NULL,
+	value      TEXT NOT NULL,
+	created_at INTEGER NOT NULL,
+	thread     TEXT NOT NULL,
+	PRIMARY KEY (tenant, key, value, created_at, thread)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS thread_counts (
+	tenant TEXT NOT NULL,
+	key    TEXT NOT NULL,
+	value  TEXT NOT NULL,
+	n      INTEGER NOT NULL,
+	PRIMARY KEY (tenant, key, value)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS thread_totals (
+	tenant TEXT NOT NULL,
+	status INTEGER NOT NULL,
+	n      INTEGER NOT NULL,
+	PRIMARY KEY (tenant, status)
+) WITHOUT ROWID;
+
 -- A thread namespace's rows form a lane; a row's key is lane << 32 | seq
 -- (see migrations/0005_lanes.sql).
 CREATE TABLE IF NOT EXISTS lanes (

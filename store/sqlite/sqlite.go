@@ -89,7 +89,8 @@ type Options struct {
 // adds a checksum (crc) to every thread and checkpoint row; version 3 the
 // HTTP server's runs and their event logs; version 4 the long-term memory
 // store's items and their full-text index; version 5 keys checkpoint rows
-// by lane (a thread namespace's number) and seq in one integer.
+// by lane (a thread namespace's number) and seq in one integer; version
+// 6 adds the thread index (threadindex.go).
 var (
 	//go:embed migrations/*.sql
 	migrationFiles embed.FS
@@ -99,6 +100,7 @@ var (
 	migrations = store.MustLoadMigrations(migrationFiles, "migrations", map[int]string{
 		2: "computes the checksum of every thread and checkpoint row",
 		5: "checks that every seq fits in 32 bits, before the rows are copied",
+		6: "fills the thread index: each thread's status and touch time from its head, its metadata entries, the counters",
 	})
 	// schemaVersion is the format this code writes.
 	schemaVersion = store.Latest(migrations)
@@ -132,6 +134,9 @@ type Backend struct {
 	// noLanes: a file of a format before 5 opened read-only; its
 	// checkpoint rows are keyed by (thread, ns, seq).
 	noLanes bool
+	// noIndex: a file of a format before 6 opened read-only; it has no
+	// thread index, so listings other than by id are refused.
+	noIndex bool
 
 	// Group commit: callers queue jobs; one of them at a time leads,
 	// running everything queued as one transaction on conn.
@@ -144,6 +149,7 @@ type Backend struct {
 
 	begin, commit, rollback                                    *sql.Stmt
 	insertRow, insertSnap, ensureThread, ensureLane, attachRow *sql.Stmt
+	ix                                                         indexStmts
 
 	stmts sync.Map // query text → *sql.Stmt on the read pool
 
@@ -338,7 +344,7 @@ func (b *Backend) prepareWrites(ctx context.Context) error {
 				CASE WHEN ?4 = 0 OR EXISTS (SELECT 1 FROM checkpoints WHERE id = ` + laneKey("?1", "?2") + ` + ?4) THEN ? END, ?)`},
 		{&b.ensureLane, `INSERT OR IGNORE INTO lanes (thread, ns) VALUES (?, ?)`},
 		{&b.insertSnap, `INSERT OR REPLACE INTO snapshots (thread, ns, seq, data) VALUES (?,?,?,?)`},
-		{&b.ensureThread, `INSERT OR IGNORE INTO threads (id, tenant, metadata, created_at, crc) VALUES (?,?,?,?,?)`},
+		{&b.ensureThread, `INSERT OR IGNORE INTO threads (id, tenant, metadata, created_at, crc, touched_at) VALUES (?1,?2,?3,?4,?5,?4)`},
 		{&b.attachRow, `UPDATE checkpoints SET has_snapshot = 1, base = ?1, since = ?2, base_size = ?3, crc = ?4
 			WHERE id = ` + laneKey("?5", "?6") + ` + ?7 AND crc = ?8`},
 	} {
@@ -347,7 +353,7 @@ func (b *Backend) prepareWrites(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	return b.prepareIndex(ctx)
 }
 
 // openReadOnly opens an existing Cairn store without writing anything.
@@ -385,6 +391,7 @@ func openReadOnly(path string, opts Options) (*Backend, error) {
 		b.legacy = v == 1
 		b.noItems = v < 4
 		b.noLanes = v < 5
+		b.noIndex = v < 6
 		err = b.prepareReads(ctx)
 	}
 	if err != nil {
@@ -423,7 +430,7 @@ func (b *Backend) checkFormat(ctx context.Context, c *sql.Conn) (int, error) {
 	}
 	if v == 0 {
 		for name := range have {
-			if !slices.Contains(tables, name) && !slices.Contains(runTables, name) && !slices.Contains(itemTables, name) && !slices.Contains(laneTables, name) {
+			if !slices.Contains(tables, name) && !slices.Contains(runTables, name) && !slices.Contains(itemTables, name) && !slices.Contains(laneTables, name) && !slices.Contains(indexTables, name) {
 				return 0, fmt.Errorf("%w: %s holds table %q, which is not Cairn's; refusing to add Cairn's tables to another program's database", store.ErrNotStore, b.path, name)
 			}
 		}
@@ -446,6 +453,11 @@ func (b *Backend) checkFormat(ctx context.Context, c *sql.Conn) (int, error) {
 	}
 	for _, name := range laneTables {
 		if v >= 5 && !have[name] {
+			return 0, b.missingTable(name)
+		}
+	}
+	for _, name := range indexTables {
+		if v >= 6 && !have[name] {
 			return 0, b.missingTable(name)
 		}
 	}
@@ -557,6 +569,12 @@ func (b *Backend) create(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if old {
+		// The baseline indexes the thread columns format 6 adds.
+		if err := b.addThreadColumns(ctx); err != nil {
+			return err
+		}
+	}
 	if _, err := b.conn.ExecContext(ctx, baseline); err != nil {
 		return err
 	}
@@ -571,6 +589,7 @@ func (b *Backend) create(ctx context.Context) error {
 				}
 			}
 		}
+		return b.fillIndex(ctx)
 	}
 	return nil
 }
@@ -593,11 +612,14 @@ func (b *Backend) apply(ctx context.Context, m store.Migration) error {
 	if _, err := b.conn.ExecContext(ctx, m.SQL); err != nil {
 		return err
 	}
-	if m.Version == 2 {
+	switch m.Version {
+	case 2:
 		if err := b.sumThreads(ctx); err != nil {
 			return err
 		}
 		return b.sumCheckpoints(ctx)
+	case 6:
+		return b.fillIndex(ctx)
 	}
 	return nil
 }
@@ -838,14 +860,16 @@ func savepoint(ctx context.Context, c *sql.Conn, fn func() error) error {
 // CreateThread implements store.Backend.
 func (b *Backend) CreateThread(ctx context.Context, t store.ThreadRecord) error {
 	return b.do(ctx, func(ctx context.Context, c *sql.Conn) error {
-		res, err := c.ExecContext(ctx, `INSERT OR IGNORE INTO threads (id, tenant, metadata, created_at, crc) VALUES (?,?,?,?,?)`, t.ID, t.Tenant, nullBytes(t.Metadata), t.CreatedAt, int64(t.Sum))
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("%w: thread %q exists", store.ErrConflict, t.ID)
-		}
-		return nil
+		return savepoint(ctx, c, func() error {
+			res, err := b.ensureThread.ExecContext(ctx, t.ID, t.Tenant, nullBytes(t.Metadata), t.CreatedAt, int64(t.Sum))
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				return fmt.Errorf("%w: thread %q exists", store.ErrConflict, t.ID)
+			}
+			return b.indexThread(ctx, t, 1)
+		})
 	})
 }
 
@@ -876,20 +900,32 @@ const (
 	COALESCE((SELECT c.created_at FROM checkpoints c WHERE c.thread = t.id AND c.ns = '' ORDER BY c.seq DESC LIMIT 1), 0), 0`
 )
 
+// listColumns are threadColumns with the status (format 6).
+var listColumns = threadColumns + `, t.status`
+
 func (b *Backend) threadColumns() string {
 	switch {
 	case b.legacy:
 		return legacyThreadColumns
 	case b.noLanes:
 		return oldThreadColumns
+	case b.noIndex:
+		return threadColumns
 	}
-	return threadColumns
+	return listColumns
 }
 
 func (b *Backend) scanThread(sc interface{ Scan(...any) error }) (store.ThreadRecord, error) {
 	var r store.ThreadRecord
 	var sum int64
-	err := sc.Scan(&r.ID, &r.Tenant, &r.Metadata, &r.CreatedAt, &r.Head, &r.HeadAt, &sum)
+	var err error
+	if b.noIndex {
+		err = sc.Scan(&r.ID, &r.Tenant, &r.Metadata, &r.CreatedAt, &r.Head, &r.HeadAt, &sum)
+	} else {
+		var st int
+		err = sc.Scan(&r.ID, &r.Tenant, &r.Metadata, &r.CreatedAt, &r.Head, &r.HeadAt, &sum, &st)
+		r.Status = store.ThreadStatus(st)
+	}
 	r.Sum = uint32(sum)
 	if b.legacy {
 		r.Sum = store.ThreadChecksum(&r)
@@ -920,9 +956,15 @@ func (b *Backend) Threads(ctx context.Context, q store.ThreadQuery) ([]store.Thr
 		sb.WriteString(` AND t.tenant = ?`)
 		args = append(args, q.Tenant)
 	}
-	for k, v := range q.Metadata {
-		sb.WriteString(metadataMatch)
-		args = append(args, k, string(v))
+	if b.noIndex {
+		for k, v := range q.Metadata {
+			sb.WriteString(metadataMatch)
+			args = append(args, k, string(v))
+		}
+	} else {
+		w := sqlWhere{args: args}
+		sb.WriteString(w.where(store.ListQuery{AllTenants: true, Meta: q.Meta}))
+		args = w.args
 	}
 	sb.WriteString(` ORDER BY t.id`)
 	if q.Limit > 0 {
@@ -949,6 +991,9 @@ func (b *Backend) Threads(ctx context.Context, q store.ThreadQuery) ([]store.Thr
 func (b *Backend) DeleteThread(ctx context.Context, id string) error {
 	return b.do(ctx, func(ctx context.Context, c *sql.Conn) error {
 		return savepoint(ctx, c, func() error {
+			if err := b.unindexThread(ctx, c, id); err != nil {
+				return err
+			}
 			res, err := c.ExecContext(ctx, `DELETE FROM threads WHERE id = ?`, id)
 			if err != nil {
 				return err
@@ -1030,6 +1075,9 @@ func (b *Backend) insert(ctx context.Context, c *sql.Conn, r store.Row) error {
 			return err
 		}
 	}
+	if r.Head != nil && r.Namespace == "" {
+		return b.setHead(ctx, r.Thread, r.Head.Status, r.CreatedAt, true)
+	}
 	return nil
 }
 
@@ -1064,15 +1112,17 @@ func (b *Backend) createThread(ctx context.Context, c *sql.Conn, r store.Row) er
 	if t == nil || r.Seq != 1 {
 		return nil
 	}
-	if !r.NewThread {
-		_, err := b.ensureThread.ExecContext(ctx, t.ID, t.Tenant, nullBytes(t.Metadata), t.CreatedAt, int64(t.Sum))
+	res, err := b.ensureThread.ExecContext(ctx, t.ID, t.Tenant, nullBytes(t.Metadata), t.CreatedAt, int64(t.Sum))
+	if err != nil {
 		return err
 	}
-	_, err := c.ExecContext(ctx, `INSERT INTO threads (id, tenant, metadata, created_at, crc) VALUES (?,?,?,?,?)`, t.ID, t.Tenant, nullBytes(t.Metadata), t.CreatedAt, int64(t.Sum))
-	if isConstraint(err) {
-		return fmt.Errorf("%w: thread %q exists", store.ErrConflict, t.ID)
+	if n, _ := res.RowsAffected(); n == 0 {
+		if r.NewThread {
+			return fmt.Errorf("%w: thread %q exists", store.ErrConflict, t.ID)
+		}
+		return nil
 	}
-	return err
+	return b.indexThread(ctx, *t, 1)
 }
 
 // laneKey is the SQL of the first key of a thread namespace's lane, lane
@@ -1396,6 +1446,9 @@ func (b *Backend) DeleteRanges(ctx context.Context, thread, ns string, head int6
 					}
 				}
 			}
+			if ns == "" {
+				return b.rootEmptied(ctx, c, thread)
+			}
 			return nil
 		})
 	})
@@ -1461,7 +1514,7 @@ func (b *Backend) Close() error {
 	if b.readOnly {
 		return b.read.Close()
 	}
-	for _, st := range []*sql.Stmt{b.begin, b.commit, b.rollback, b.insertRow, b.insertSnap, b.ensureThread, b.ensureLane, b.attachRow} {
+	for _, st := range append([]*sql.Stmt{b.begin, b.commit, b.rollback, b.insertRow, b.insertSnap, b.ensureThread, b.ensureLane, b.attachRow}, b.ix.all()...) {
 		st.Close()
 	}
 	var ckErr error

@@ -34,8 +34,17 @@ var unlane = []string{
 	`ALTER TABLE checkpoints_keyed RENAME TO checkpoints`,
 }
 
+// unindex drops the thread index of format 6.
+var unindex = []string{
+	`DROP TABLE thread_meta`, `DROP TABLE thread_counts`, `DROP TABLE thread_totals`,
+	`DROP INDEX threads_created`, `DROP INDEX threads_tenant_id`, `DROP INDEX threads_touched`,
+	`DROP INDEX threads_status`, `DROP INDEX threads_status_id`, `DROP INDEX threads_status_at`,
+	`ALTER TABLE threads DROP COLUMN status`, `ALTER TABLE threads DROP COLUMN status_at`, `ALTER TABLE threads DROP COLUMN touched_at`,
+}
+
 // steps are the statements that take a file of format v to format v-1.
 var steps = map[int][]string{
+	6: unindex,
 	5: unlane,
 	4: {`DROP TABLE items`, `DROP TABLE item_text`},
 	3: {`DROP TABLE run_events`, `DROP TABLE runs`, `DROP TABLE api_keys`, `DROP TABLE leases`},
@@ -43,7 +52,7 @@ var steps = map[int][]string{
 }
 
 // Downgrade turns the closed SQLite store at path, written at the latest
-// format, into a store of format (1 to 4), as the Cairn of that format
+// format, into a store of format (1 to 5), as the Cairn of that format
 // wrote it: the same rows in that format's tables.
 func Downgrade(t testing.TB, path string, format int) {
 	t.Helper()

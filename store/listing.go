@@ -1,0 +1,423 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// ThreadSort orders a thread listing. Ties are broken by thread id, in the
+// same direction.
+type ThreadSort uint8
+
+// Orders of a thread listing.
+const (
+	// SortCreated: by creation time.
+	SortCreated ThreadSort = iota
+	// SortUpdated: by the time of the root head (Thread.UpdatedAt).
+	SortUpdated
+	// SortID: by thread id.
+	SortID
+	// SortStatus: by status (error, idle, interrupted).
+	SortStatus
+	// SortStatusAt: by the time the thread's status was set, which for an
+	// interrupted or failed thread is the time of its head; only with a
+	// Status filter of one status other than idle (the approvals inbox:
+	// interrupted, oldest first).
+	SortStatusAt
+)
+
+// ThreadSearch selects, orders and pages threads through the store's
+// indexes (Store.ListThreads, Store.CountThreads): no listing reads
+// every thread, and none reads a head's state.
+type ThreadSearch struct {
+	// Tenant keeps the threads of this tenant ("" is the tenant of threads
+	// created without one).
+	Tenant string
+	// AllTenants ignores Tenant and keeps every tenant's threads (an
+	// operator's listing). Across tenants only SortID, and a Status filter
+	// with SortStatusAt, read an index in order; other orders sort what
+	// the filters select.
+	AllTenants bool
+	// Metadata keeps threads whose top-level metadata members equal these
+	// JSON scalars (string, number, boolean); a nil value matches a key
+	// that is absent or null.
+	Metadata map[string]any
+	// IDs keeps only these threads (nil: any; empty: none).
+	IDs []string
+	// Exclude drops these threads.
+	Exclude []string
+	// Status keeps threads with one of these statuses (empty: any).
+	Status []ThreadStatus
+	// Sort and Desc order the listing (SortCreated ascending by default).
+	Sort ThreadSort
+	Desc bool
+	// Offset skips threads; Limit caps the listing (0: no cap, for
+	// listings the filters bound).
+	Offset, Limit int
+}
+
+// MetaFilter is one metadata filter as a backend applies it: the threads
+// that have the entry (Key, Value) in the metadata index, or with Not the
+// ones that lack it (a key absent or null lacks its MetaPresent entry).
+type MetaFilter struct {
+	Key, Value string
+	Not        bool
+}
+
+// Drive names the index a backend reads first for a ListQuery; the other
+// filters are checked on each thread it reads. The engine chooses it from
+// the store's counters: an index read in the listing's order when enough
+// of its threads match, else the smallest filter's threads, sorted.
+type Drive uint8
+
+// Drives.
+const (
+	// DriveOrder: the index of the listing's order (tenant first).
+	DriveOrder Drive = iota
+	// DriveIDs: the threads ListQuery.IDs names.
+	DriveIDs
+	// DriveMeta: the metadata index entries of ListQuery.Meta[0] (a
+	// filter without Not), which are in creation order.
+	DriveMeta
+	// DriveStatus: the status index (tenant, status, then creation time).
+	DriveStatus
+)
+
+// ListQuery is a ThreadSearch as a backend answers it (Backend.ListThreads,
+// Backend.CountThreads): metadata filters in their indexed form, and the
+// index to read first.
+type ListQuery struct {
+	Tenant     string
+	AllTenants bool
+	Meta       []MetaFilter
+	IDs        []string // nil: any
+	Exclude    []string
+	Status     []ThreadStatus // nil: any
+	Sort       ThreadSort
+	Desc       bool
+	Offset     int
+	Limit      int // 0: no limit
+	Drive      Drive
+	// Window, with SortUpdated and DriveOrder, is how far (Unix
+	// nanoseconds) a thread's touch time may be from its head's time, both
+	// ways (2 × TouchSlack): a backend reads the threads whose touch time
+	// is within Window of the one at Offset+Limit in touch order, and
+	// orders those by their heads' times.
+	Window int64
+}
+
+// IndexCounts are the counters a backend keeps in step with its threads.
+type IndexCounts struct {
+	// Status counts the threads of each status.
+	Status map[ThreadStatus]int64
+	// Meta counts, for each filter asked for, the threads that have its
+	// entry (whatever its Not).
+	Meta []int64
+}
+
+func (c IndexCounts) total() int64 {
+	var n int64
+	for _, v := range c.Status {
+		n += v
+	}
+	return n
+}
+
+// ListThreads implements Store.
+func (e *Engine) ListThreads(ctx context.Context, s ThreadSearch) ([]Thread, error) {
+	q, _, err := e.prepareSearch(ctx, s, false)
+	if err != nil || q == nil {
+		return nil, err
+	}
+	recs, err := e.b.ListThreads(ctx, *q)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Thread, 0, len(recs))
+	for _, r := range recs {
+		t, err := threadFromRecord(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// CountThreads implements Store. A count the counters give (no filter but
+// status, or one metadata filter and no status) reads a few counter rows;
+// any other reads the smallest filter's threads.
+func (e *Engine) CountThreads(ctx context.Context, s ThreadSearch) (int64, error) {
+	s.Offset, s.Limit, s.Sort, s.Desc = 0, 0, SortCreated, false
+	q, c, err := e.prepareSearch(ctx, s, true)
+	if err != nil || q == nil {
+		return 0, err
+	}
+	n, ok := countFromCounters(q, c)
+	if !ok {
+		return e.b.CountThreads(ctx, *q)
+	}
+	if len(q.Exclude) > 0 {
+		x := *q
+		x.IDs, x.Exclude, x.Drive = intersectIDs(q.IDs, q.Exclude), nil, DriveIDs
+		k, err := e.b.CountThreads(ctx, x)
+		if err != nil {
+			return 0, err
+		}
+		n -= k
+	}
+	return n, nil
+}
+
+// countFromCounters is the count the counters give, when they give it.
+func countFromCounters(q *ListQuery, c IndexCounts) (int64, bool) {
+	if q.IDs != nil {
+		return 0, false
+	}
+	switch {
+	case len(q.Meta) == 0:
+		if q.Status == nil {
+			return c.total(), true
+		}
+		var n int64
+		for _, s := range q.Status {
+			n += c.Status[s]
+		}
+		return n, true
+	case len(q.Meta) == 1 && q.Status == nil:
+		if q.Meta[0].Not {
+			return c.total() - c.Meta[0], true
+		}
+		return c.Meta[0], true
+	}
+	return 0, false
+}
+
+// intersectIDs is b, or the ids of b that a (when not nil) holds too.
+func intersectIDs(a, b []string) []string {
+	if a == nil {
+		return b
+	}
+	out := []string{}
+	for _, id := range b {
+		if slices.Contains(a, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// prepareSearch checks a search and turns it into a backend query with
+// its drive, and the counters it was planned from. A nil query means the
+// search selects nothing.
+func (e *Engine) prepareSearch(ctx context.Context, s ThreadSearch, count bool) (*ListQuery, IndexCounts, error) {
+	if e.closed.Load() {
+		return nil, IndexCounts{}, ErrClosed
+	}
+	q, err := listQuery(s)
+	if err != nil {
+		return nil, IndexCounts{}, err
+	}
+	if q.IDs != nil && len(q.IDs) == 0 {
+		return nil, IndexCounts{}, nil
+	}
+	plain := len(q.Meta) == 0 && q.IDs == nil && q.Status == nil && q.Sort != SortStatus
+	if plain && !count {
+		q.Drive = DriveOrder
+		q.Window = 2 * int64(TouchSlack)
+		return q, IndexCounts{}, nil
+	}
+	c, err := e.b.IndexCounts(ctx, q.Tenant, q.AllTenants, q.Meta)
+	if err != nil {
+		return nil, IndexCounts{}, err
+	}
+	if c.Status[ThreadStatusUnknown] > 0 && (q.Status != nil || q.Sort == SortStatus) {
+		if _, err := e.ClassifyThreads(ctx); err != nil {
+			return nil, IndexCounts{}, err
+		}
+		if c, err = e.b.IndexCounts(ctx, q.Tenant, q.AllTenants, q.Meta); err != nil {
+			return nil, IndexCounts{}, err
+		}
+	}
+	plan(q, c, count)
+	return q, c, nil
+}
+
+// listQuery checks a search and builds its backend query (drive not
+// chosen yet).
+func listQuery(s ThreadSearch) (*ListQuery, error) {
+	if s.Offset < 0 || s.Limit < 0 {
+		return nil, fmt.Errorf("%w: offset %d, limit %d: must not be negative", ErrInvalidArgument, s.Offset, s.Limit)
+	}
+	if s.Sort > SortStatusAt {
+		return nil, fmt.Errorf("%w: thread sort %d", ErrInvalidArgument, s.Sort)
+	}
+	for _, st := range s.Status {
+		if !st.Valid() {
+			return nil, fmt.Errorf("%w: thread status %d", ErrInvalidArgument, st)
+		}
+	}
+	if s.Sort == SortStatusAt && (len(s.Status) != 1 || s.Status[0] == ThreadIdle) {
+		return nil, fmt.Errorf("%w: sorting by the time of the status needs a filter of one status, interrupted or error", ErrInvalidArgument)
+	}
+	q := &ListQuery{Tenant: s.Tenant, AllTenants: s.AllTenants, IDs: s.IDs, Exclude: s.Exclude, Sort: s.Sort, Desc: s.Desc, Offset: s.Offset, Limit: s.Limit}
+	if len(s.Status) > 0 {
+		q.Status = slices.Compact(slices.Sorted(slices.Values(s.Status)))
+	}
+	if q.AllTenants {
+		q.Tenant = ""
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Metadata)) {
+		v := s.Metadata[k]
+		if v == nil {
+			q.Meta = append(q.Meta, MetaFilter{Key: indexForm(k), Value: MetaPresent, Not: true})
+			continue
+		}
+		val, ok, err := scalarForm(v)
+		if err != nil || !ok {
+			return nil, fmt.Errorf("%w: metadata filter %q must be a JSON scalar (string, number, boolean or null)", ErrInvalidArgument, k)
+		}
+		q.Meta = append(q.Meta, MetaFilter{Key: indexForm(k), Value: val})
+	}
+	return q, nil
+}
+
+// plan chooses the index a query reads first. Reading an index in the
+// listing's order costs about (Offset+Limit) × its threads ÷ the threads
+// that match (filters are checked on each thread read); reading a
+// filter's threads and sorting them costs their number. The smaller wins,
+// so no listing reads more than about √(page end × threads) threads.
+func plan(q *ListQuery, c IndexCounts, count bool) {
+	n := max(c.total(), 1)
+	statusN := n
+	if q.Status != nil {
+		statusN = 0
+		for _, s := range q.Status {
+			statusN += c.Status[s]
+		}
+	}
+	metaN := make([]int64, len(q.Meta))
+	est := float64(statusN)
+	for i, f := range q.Meta {
+		metaN[i] = c.Meta[i]
+		if f.Not {
+			metaN[i] = n - c.Meta[i]
+		}
+		est *= float64(metaN[i]) / float64(n)
+	}
+	if q.IDs != nil {
+		est = min(est, float64(len(q.IDs)))
+	}
+	page := int64(q.Offset + q.Limit)
+	ordered := func(size int64) int64 {
+		if count || q.Limit == 0 || est <= 0 {
+			return size
+		}
+		return min(size, int64(float64(page)*float64(size)/est)+1)
+	}
+	best, cost := DriveOrder, ordered(n)
+	if !orderIndexed(q) {
+		cost = n
+	}
+	try := func(d Drive, c int64) {
+		if c < cost {
+			best, cost = d, c
+		}
+	}
+	if q.Status != nil && statusIndexed(q) {
+		if statusOrdered(q) {
+			try(DriveStatus, ordered(statusN))
+		} else {
+			try(DriveStatus, statusN)
+		}
+	}
+	if !q.AllTenants {
+		for i, f := range q.Meta {
+			if f.Not {
+				continue
+			}
+			c := metaN[i]
+			if q.Sort == SortCreated {
+				c = ordered(c)
+			}
+			if c < cost {
+				best, cost = DriveMeta, c
+				q.Meta[0], q.Meta[i] = q.Meta[i], q.Meta[0]
+				metaN[0], metaN[i] = metaN[i], metaN[0]
+			}
+		}
+	}
+	if q.IDs != nil {
+		try(DriveIDs, int64(len(q.IDs)))
+	}
+	q.Drive = best
+	if best == DriveOrder && q.Sort == SortUpdated {
+		q.Window = 2 * int64(TouchSlack)
+	}
+}
+
+// orderIndexed reports whether an index gives the listing's order (within
+// a tenant, or across tenants by id).
+func orderIndexed(q *ListQuery) bool {
+	if q.AllTenants {
+		return q.Sort == SortID
+	}
+	return q.Sort != SortStatusAt || q.Status != nil
+}
+
+// statusIndexed reports whether the status index can select the query's
+// statuses (across tenants only for the time of a status).
+func statusIndexed(q *ListQuery) bool {
+	return !q.AllTenants || q.Sort == SortStatusAt
+}
+
+// statusOrdered reports whether the status index gives the listing's
+// order: by status, by the time of the status, or, for one status, by
+// creation time or id.
+func statusOrdered(q *ListQuery) bool {
+	switch q.Sort {
+	case SortStatus:
+		return !q.AllTenants
+	case SortStatusAt:
+		return !q.AllTenants
+	case SortCreated, SortID:
+		return len(q.Status) == 1 && !q.AllTenants
+	}
+	return false
+}
+
+// ClassifyThreads gives a status to the threads an upgrade left without
+// one (ThreadStatusUnknown: an encrypted store's heads, whose stop reason
+// is sealed), reading each one's head with the engine's keys. A listing
+// that filters or sorts by status does it first; `cairn migrate up` does
+// it at once. It returns how many threads it classified.
+func (e *Engine) ClassifyThreads(ctx context.Context) (int, error) {
+	if e.closed.Load() {
+		return 0, ErrClosed
+	}
+	n, after := 0, ""
+	for {
+		ids, err := e.b.UnclassifiedThreads(ctx, after, 256)
+		if err != nil || len(ids) == 0 {
+			return n, err
+		}
+		for _, id := range ids {
+			rows, err := e.rows(ctx, RowQuery{Thread: id, Desc: true, Limit: 1})
+			if err != nil {
+				return n, err
+			}
+			st, at := ThreadIdle, int64(0)
+			if len(rows) > 0 {
+				st, _ = RowThreadStatus(&rows[0])
+				at = rows[0].CreatedAt
+			}
+			if err := e.b.SetThreadStatus(ctx, id, st, at); err != nil {
+				return n, err
+			}
+			n++
+		}
+		after = ids[len(ids)-1]
+	}
+}
