@@ -186,7 +186,7 @@ func countFromCounters(q *ListQuery, c IndexCounts) (int64, bool) {
 			n += c.Status[s]
 		}
 		return n, true
-	case len(q.Meta) == 1 && q.Status == nil:
+	case len(q.Meta) == 1 && q.Status == nil && c.Meta != nil:
 		if q.Meta[0].Not {
 			return c.total() - c.Meta[0], true
 		}
@@ -301,9 +301,13 @@ func plan(q *ListQuery, c IndexCounts, count bool) {
 	metaN := make([]int64, len(q.Meta))
 	est := float64(statusN)
 	for i, f := range q.Meta {
-		metaN[i] = c.Meta[i]
-		if f.Not {
+		switch {
+		case c.Meta == nil: // not counted (across tenants)
+			metaN[i] = n
+		case f.Not:
 			metaN[i] = n - c.Meta[i]
+		default:
+			metaN[i] = c.Meta[i]
 		}
 		est *= float64(metaN[i]) / float64(n)
 	}

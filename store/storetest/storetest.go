@@ -52,6 +52,7 @@ func Run(t *testing.T, h Harness) {
 		{"LateSnapshots", testLateSnapshots},
 		{"EmptyThread", testEmptyThread},
 		{"Threads", testThreads},
+		{"Listing", testListing},
 		{"Namespaces", testNamespaces},
 		{"PendingWrites", testPendingWrites},
 		{"Prune", testPrune},
