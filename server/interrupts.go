@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -82,25 +80,21 @@ func (s *Server) listInterrupts(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx := r.Context()
+	ths, err := s.pausedThreads(ctx, md, qs.Get("assistant_id"), offset, limit)
+	if err != nil {
+		return err
+	}
 	out := []apiPending{}
-	for th, err := range s.store.Threads(ctx, store.ThreadFilter{Tenant: tenantOf(ctx)}) {
-		if err != nil {
-			return err
-		}
-		if th.Tenant != tenantOf(ctx) || !metadataMatch(th.Metadata, md) {
-			continue
-		}
+	for _, th := range ths {
 		p, _, err := s.pendingOf(ctx, th)
 		if err != nil {
 			return err
 		}
-		if p != nil && (qs.Get("assistant_id") == "" || p.AssistantID == qs.Get("assistant_id")) {
+		if p != nil { // answered since it was listed
 			out = append(out, *p)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b apiPending) int { return strings.Compare(a.CreatedAt, b.CreatedAt) })
-	out = out[min(offset, len(out)):]
-	writeJSON(w, http.StatusOK, out[:min(limit, len(out))])
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -262,12 +256,14 @@ func (e *expiries) sweep(now time.Time) {
 	}
 }
 
-// start watches every thread's pause, then sweeps until the server stops.
+// start watches the pause of every interrupted thread (the thread index
+// lists them), then sweeps until the server stops.
 func (e *expiries) start(ctx context.Context, every time.Duration) error {
-	for th, err := range e.s.store.Threads(ctx, store.ThreadFilter{}) {
-		if err != nil {
-			return err
-		}
+	ths, err := e.s.store.ListThreads(ctx, store.ThreadSearch{AllTenants: true, Status: []store.ThreadStatus{store.ThreadInterrupted}, Sort: store.SortStatusAt})
+	if err != nil {
+		return err
+	}
+	for _, th := range ths {
 		e.watch(ctx, th)
 	}
 	go func() {

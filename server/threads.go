@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"reflect"
 	"slices"
 	"strings"
 
@@ -59,15 +58,9 @@ func (s *Server) threadView(ctx context.Context, th store.Thread) (apiThread, er
 }
 
 // checkpointStatus is the status a thread whose head is cp has when no
-// run is on it.
+// run is on it: the one the store's thread index holds for it.
 func checkpointStatus(cp store.Checkpoint) string {
-	switch {
-	case cp.Status == store.StatusFailed:
-		return "error"
-	case cp.Status == store.StatusInterrupted, cp.Meta.StopReason == "interrupt":
-		return "interrupted"
-	}
-	return "idle"
+	return store.ThreadStatusOf(cp).String()
 }
 
 type threadCreate struct {
@@ -265,8 +258,9 @@ func (q *threadSearch) check() error {
 	return nil
 }
 
-// searchThreads lists the tenant's threads matching the query, newest
-// first unless sort_by says otherwise.
+// searchThreads lists a page of the tenant's threads matching the
+// query, newest first unless sort_by says otherwise, through the store's
+// thread index (listing.go).
 func (s *Server) searchThreads(w http.ResponseWriter, r *http.Request) error {
 	var q threadSearch
 	if err := decodeBody(r, &q); err != nil {
@@ -275,111 +269,20 @@ func (s *Server) searchThreads(w http.ResponseWriter, r *http.Request) error {
 	if err := q.check(); err != nil {
 		return err
 	}
-	views, err := s.findThreads(r.Context(), q)
-	if err != nil {
-		return err
-	}
 	limit := 10
 	if q.Limit != nil {
 		limit = *q.Limit
 	}
-	total := len(views)
-	views = views[min(q.Offset, len(views)):]
-	views = views[:min(limit, len(views))]
-	if q.Offset+len(views) < total {
+	views, total, err := s.findThreads(r.Context(), q, q.Offset, limit)
+	if err != nil {
+		return err
+	}
+	if int64(q.Offset+len(views)) < total {
 		w.Header().Set("X-Pagination-Next", fmt.Sprint(q.Offset+len(views)))
 	}
 	w.Header().Set("X-Pagination-Total", fmt.Sprint(total))
 	writeJSON(w, http.StatusOK, selectFields(views, q.Select))
 	return nil
-}
-
-// findThreads returns every thread of the tenant that matches, sorted.
-func (s *Server) findThreads(ctx context.Context, q threadSearch) ([]apiThread, error) {
-	f := store.ThreadFilter{Tenant: tenantOf(ctx)}
-	for k, v := range q.Metadata {
-		if v != nil {
-			f.Metadata = setKey(f.Metadata, k, v)
-		}
-	}
-	var out []apiThread
-	for th, err := range s.store.Threads(ctx, f) {
-		if err != nil {
-			return nil, err
-		}
-		if th.Tenant != tenantOf(ctx) || (len(q.IDs) > 0 && !slices.Contains(q.IDs, th.ID)) || !nullsAbsent(th.Metadata, q.Metadata) {
-			continue
-		}
-		v, err := s.threadView(ctx, th)
-		if err != nil {
-			return nil, err
-		}
-		if (q.Status != "" && v.Status != q.Status) || !valuesMatch(v.Values, q.Values) {
-			continue
-		}
-		out = append(out, v)
-	}
-	sortThreads(out, q.SortBy, q.SortOrder)
-	return out, nil
-}
-
-func setKey(m map[string]any, k string, v any) map[string]any {
-	if m == nil {
-		m = map[string]any{}
-	}
-	m[k] = v
-	return m
-}
-
-// nullsAbsent: a null in a metadata filter matches a missing key.
-func nullsAbsent(md, filter map[string]any) bool {
-	for k, v := range filter {
-		if _, has := md[k]; v == nil && has && md[k] != nil {
-			return false
-		}
-	}
-	return true
-}
-
-// valuesMatch: every top-level key of the filter equals the state's.
-func valuesMatch(values json.RawMessage, filter map[string]any) bool {
-	if len(filter) == 0 {
-		return true
-	}
-	var st map[string]any
-	if json.Unmarshal(values, &st) != nil {
-		return false
-	}
-	for k, v := range filter {
-		if !reflect.DeepEqual(st[k], v) {
-			return false
-		}
-	}
-	return true
-}
-
-func sortThreads(ts []apiThread, by, order string) {
-	key := func(t apiThread) string {
-		switch by {
-		case "thread_id":
-			return t.ThreadID
-		case "status":
-			return t.Status
-		case "updated_at", "state_updated_at":
-			return t.UpdatedAt
-		}
-		return t.CreatedAt
-	}
-	slices.SortStableFunc(ts, func(a, b apiThread) int {
-		c := strings.Compare(key(a), key(b))
-		if c == 0 {
-			c = strings.Compare(a.ThreadID, b.ThreadID)
-		}
-		if order == "asc" || (order == "" && by == "thread_id") {
-			return c
-		}
-		return -c
-	})
 }
 
 // selectFields keeps only the selected top-level fields of each item
@@ -422,11 +325,24 @@ func (s *Server) countThreads(w http.ResponseWriter, r *http.Request) error {
 	if err := ts.check(); err != nil {
 		return err
 	}
-	views, err := s.findThreads(r.Context(), ts)
-	if err != nil {
-		return err
+	ctx := r.Context()
+	var n int64
+	if len(q.Values) > 0 {
+		_, total, err := s.findThreads(ctx, ts, 0, 0)
+		if err != nil {
+			return err
+		}
+		n = total
+	} else {
+		l, err := s.newThreadList(ctx, ts)
+		if err != nil {
+			return err
+		}
+		if n, err = l.count(ctx); err != nil {
+			return err
+		}
 	}
-	writeJSON(w, http.StatusOK, len(views))
+	writeJSON(w, http.StatusOK, n)
 	return nil
 }
 
