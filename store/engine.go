@@ -194,7 +194,11 @@ func (e *Engine) Thread(ctx context.Context, id string) (Thread, error) {
 	if err != nil {
 		return Thread{}, err
 	}
-	return threadFromRecord(rec)
+	t, err := threadFromRecord(rec)
+	if err == nil {
+		err = e.knownStatus(ctx, &t)
+	}
+	return t, err
 }
 
 // Threads implements Store.

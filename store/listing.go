@@ -141,9 +141,31 @@ func (e *Engine) ListThreads(ctx context.Context, s ThreadSearch) ([]Thread, err
 		if err != nil {
 			return nil, err
 		}
+		if err := e.knownStatus(ctx, &t); err != nil {
+			return nil, err
+		}
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// knownStatus gives a thread the upgrade of an encrypted store left
+// unclassified the status of its head, read with the engine's keys
+// (without them, it stays ThreadStatusUnknown).
+func (e *Engine) knownStatus(ctx context.Context, t *Thread) error {
+	if t.Status != ThreadStatusUnknown || e.crypt.ring == nil {
+		return nil
+	}
+	t.Status = ThreadIdle
+	if t.Head == 0 {
+		return nil
+	}
+	rows, err := e.rows(ctx, RowQuery{Thread: t.ID, Desc: true, Limit: 1})
+	if err != nil || len(rows) == 0 {
+		return err
+	}
+	t.Status, _ = RowThreadStatus(&rows[0])
+	return nil
 }
 
 // CountThreads implements Store. A count the counters give (no filter but

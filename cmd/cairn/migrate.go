@@ -92,11 +92,23 @@ func (a *app) migrateUp(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	s, err := store.Open(cmd.Context(), a.storeURL, store.OpenOptions{Store: store.Options{Logger: a.logger}})
+	opts, err := a.storeOptions()
+	if err != nil {
+		return err
+	}
+	s, err := store.Open(cmd.Context(), a.storeURL, store.OpenOptions{Store: opts})
 	if err != nil {
 		return fmt.Errorf("--store %s: %w", a.shownStore(), err)
 	}
 	defer s.Close()
+	// An encrypted store's heads are classified with its keys (format 6).
+	classified, err := s.ClassifyThreads(cmd.Context())
+	switch {
+	case errors.Is(err, store.ErrNoKey):
+		fmt.Fprintf(a.stderr, "cairn: the thread index of this encrypted store needs its keys to classify the threads' statuses: run cairn migrate up again with CAIRN_ENCRYPTION_KEYS (a listing by status does it too)\n")
+	case err != nil:
+		return fmt.Errorf("--store %s: classifying threads: %w", a.shownStore(), err)
+	}
 	latest := store.Latest(before.Migrations)
 	var applied []string
 	switch {
@@ -109,7 +121,10 @@ func (a *app) migrateUp(cmd *cobra.Command) error {
 		}
 	}
 	if a.json {
-		return a.printJSON(map[string]any{"from": before.Version, "to": latest, "applied": applied})
+		return a.printJSON(map[string]any{"from": before.Version, "to": latest, "applied": applied, "classified_threads": classified})
+	}
+	if classified > 0 {
+		fmt.Fprintf(a.stdout, "store %s: %d threads classified by their heads (an encrypted store's statuses)\n", a.shownStore(), classified)
 	}
 	if len(applied) == 0 {
 		fmt.Fprintf(a.stdout, "store %s: format %d, nothing to migrate\n", a.shownStore(), latest)

@@ -80,10 +80,21 @@ func Exec(t testing.TB, dsn string, queries ...string) {
 // without the cairn_ prefix. Migration tests start from it.
 func ToFormat1(t testing.TB, dsn string) {
 	t.Helper()
+	ToFormat5(t, dsn)
 	var qs []string
 	for _, tb := range []string{"threads", "checkpoints", "snapshots", "writes"} {
 		qs = append(qs, `ALTER TABLE cairn_`+tb+` RENAME CONSTRAINT cairn_`+tb+`_pkey TO `+tb+`_pkey`, `ALTER TABLE cairn_`+tb+` RENAME TO `+tb)
 	}
 	qs = append(qs, `ALTER TABLE threads DROP COLUMN crc`, `ALTER TABLE checkpoints DROP COLUMN crc`, `DROP TABLE cairn_items`, `UPDATE cairn_format SET version = 1`)
 	Exec(t, dsn, qs...)
+}
+
+// ToFormat5 turns a PostgreSQL store at the latest format into format 5:
+// it drops the thread index (its tables, indexes and thread columns).
+func ToFormat5(t testing.TB, dsn string) {
+	t.Helper()
+	Exec(t, dsn, `DROP TABLE cairn_thread_meta, cairn_thread_counts, cairn_thread_totals`,
+		`DROP INDEX cairn_threads_created, cairn_threads_tenant_id, cairn_threads_touched, cairn_threads_status, cairn_threads_status_id, cairn_threads_status_at`,
+		`ALTER TABLE cairn_threads DROP COLUMN status, DROP COLUMN status_at, DROP COLUMN touched_at`,
+		`UPDATE cairn_format SET version = 5`)
 }

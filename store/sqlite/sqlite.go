@@ -947,6 +947,10 @@ func (b *Backend) Thread(ctx context.Context, id string) (store.ThreadRecord, er
 const metadataMatch = ` AND EXISTS (SELECT 1 FROM json_each(t.metadata) j WHERE j.key = ? AND
 	(CASE j.type WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' WHEN 'null' THEN 'null' ELSE json_quote(j.value) END) = ?)`
 
+// metadataAbsent: a top-level metadata member absent or null (a null
+// filter), on a file without the metadata index.
+const metadataAbsent = ` AND NOT EXISTS (SELECT 1 FROM json_each(t.metadata) j WHERE j.key = ? AND j.type <> 'null')`
+
 // Threads implements store.Backend.
 func (b *Backend) Threads(ctx context.Context, q store.ThreadQuery) ([]store.ThreadRecord, error) {
 	var sb strings.Builder
@@ -958,6 +962,11 @@ func (b *Backend) Threads(ctx context.Context, q store.ThreadQuery) ([]store.Thr
 	}
 	if b.noIndex {
 		for k, v := range q.Metadata {
+			if string(v) == "null" {
+				sb.WriteString(metadataAbsent)
+				args = append(args, k)
+				continue
+			}
 			sb.WriteString(metadataMatch)
 			args = append(args, k, string(v))
 		}

@@ -57,17 +57,45 @@ func listTenant(i int) string {
 	return "b"
 }
 
+// SeedListing writes the threads the listing tests list (see
+// newListFixture) in s, on the real clock; CheckListings checks them.
+func SeedListing(t testing.TB, s store.Store) {
+	t.Helper()
+	newListFixture(t, s, nil)
+}
+
+// CheckListings lists and counts the threads SeedListing wrote (and
+// whatever became of them) through every filter, order and page of the
+// listing tests — with thorough false, every filter's count and first
+// page only — and compares each answer with a scan of every thread and
+// head.
+func CheckListings(t testing.TB, s store.Store, when string, thorough bool) {
+	t.Helper()
+	f := &listFixture{s: s}
+	if thorough {
+		f.check(t, when)
+		return
+	}
+	all := f.scan(t)
+	for _, filter := range listFilters() {
+		f.checkCount(t, when, all, filter)
+		filter.Limit = 10
+		f.checkPage(t, when, all, filter)
+	}
+}
+
 // newListFixture writes 40 threads: tenants a, b and "", metadata with
 // scalars, objects, nulls and long values, empty threads, and heads that
 // finished, paused (an INTERRUPTED checkpoint, or a run stopped at an
 // interrupt) or failed; some with a failed subgraph row, which does not
-// change the thread's status.
-func newListFixture(t *testing.T, s store.Store, c *clock) *listFixture {
+// change the thread's status. The clock (nil: the real one) moves on
+// between writes.
+func newListFixture(t testing.TB, s store.Store, c *clock) *listFixture {
 	t.Helper()
 	f := &listFixture{s: s, c: c, heads: map[string]int64{}, subs: map[string]int64{}}
 	ctx := context.Background()
 	for i := 0; i < 40; i++ {
-		c.add(10 * time.Millisecond)
+		f.tick(10 * time.Millisecond)
 		id := fmt.Sprintf("t%02d", i)
 		if _, err := s.CreateThread(ctx, store.Thread{ID: id, Tenant: listTenant(i), Metadata: listMetadata(i)}); err != nil {
 			t.Fatal(err)
@@ -79,7 +107,7 @@ func newListFixture(t *testing.T, s store.Store, c *clock) *listFixture {
 		}
 		id := fmt.Sprintf("t%02d", i)
 		for k := 0; k <= i%4; k++ {
-			c.add(time.Duration(3+i%5) * 100 * time.Millisecond)
+			f.tick(time.Duration(3+i%5) * 100 * time.Millisecond)
 			f.commit(t, id, store.StatusSuccess, store.Meta{})
 		}
 		switch i % 5 {
@@ -97,8 +125,15 @@ func newListFixture(t *testing.T, s store.Store, c *clock) *listFixture {
 	return f
 }
 
+// tick moves the fixture's clock on (the real clock moves by itself).
+func (f *listFixture) tick(d time.Duration) {
+	if f.c != nil {
+		f.c.add(d)
+	}
+}
+
 // commit appends a root checkpoint to a thread at the clock's time.
-func (f *listFixture) commit(t *testing.T, id string, st store.Status, meta store.Meta) {
+func (f *listFixture) commit(t testing.TB, id string, st store.Status, meta store.Meta) {
 	t.Helper()
 	cp, err := f.s.Append(context.Background(), store.Checkpoint{Thread: id, Parent: f.heads[id], State: state.Doc{}, Status: st, Meta: meta})
 	if err != nil {
@@ -108,7 +143,7 @@ func (f *listFixture) commit(t *testing.T, id string, st store.Status, meta stor
 }
 
 // commitSub appends a checkpoint to a thread's namespace "sub".
-func (f *listFixture) commitSub(t *testing.T, id string, st store.Status) {
+func (f *listFixture) commitSub(t testing.TB, id string, st store.Status) {
 	t.Helper()
 	cp, err := f.s.Append(context.Background(), store.Checkpoint{Thread: id, Namespace: "sub", Parent: f.subs[id], State: state.Doc{}, Status: st})
 	if err != nil {
@@ -126,7 +161,7 @@ type listed struct {
 
 // scan reads every thread the fixture made, with its head's status: what
 // a listing must answer, computed the slow way.
-func (f *listFixture) scan(t *testing.T) []listed {
+func (f *listFixture) scan(t testing.TB) []listed {
 	t.Helper()
 	ctx := context.Background()
 	var out []listed
@@ -257,17 +292,12 @@ func listFilters() []store.ThreadSearch {
 
 // check lists and counts through every filter, order and page, and
 // compares each answer with a scan.
-func (f *listFixture) check(t *testing.T, when string) {
+func (f *listFixture) check(t testing.TB, when string) {
 	t.Helper()
-	ctx := context.Background()
 	all := f.scan(t)
 	pages := [][2]int{{0, 0}, {0, 5}, {3, 4}, {30, 10}}
 	for _, filter := range listFilters() {
-		_, total := want(all, filter)
-		n, err := f.s.CountThreads(ctx, filter)
-		if err != nil || n != int64(total) {
-			t.Fatalf("%s: count %+v = %d, %v; want %d", when, filter, n, err, total)
-		}
+		f.checkCount(t, when, all, filter)
 		for _, by := range []store.ThreadSort{store.SortCreated, store.SortUpdated, store.SortID, store.SortStatus} {
 			for _, desc := range []bool{false, true} {
 				for _, p := range pages {
@@ -290,7 +320,16 @@ func (f *listFixture) check(t *testing.T, when string) {
 	}
 }
 
-func (f *listFixture) checkPage(t *testing.T, when string, all []listed, s store.ThreadSearch) {
+func (f *listFixture) checkCount(t testing.TB, when string, all []listed, s store.ThreadSearch) {
+	t.Helper()
+	_, total := want(all, s)
+	n, err := f.s.CountThreads(context.Background(), s)
+	if err != nil || n != int64(total) {
+		t.Fatalf("%s: count %+v = %d, %v; want %d", when, s, n, err, total)
+	}
+}
+
+func (f *listFixture) checkPage(t testing.TB, when string, all []listed, s store.ThreadSearch) {
 	t.Helper()
 	ids, _ := want(all, s)
 	got, err := f.s.ListThreads(context.Background(), s)
