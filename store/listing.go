@@ -263,7 +263,9 @@ func (e *Engine) prepareSearch(ctx context.Context, s ThreadSearch, count bool) 
 			return nil, IndexCounts{}, err
 		}
 	}
-	plan(q, c, count)
+	if plan(q, c, count) {
+		return nil, c, nil // the counters say nothing matches
+	}
 	return q, c, nil
 }
 
@@ -310,8 +312,9 @@ func listQuery(s ThreadSearch) (*ListQuery, error) {
 // listing's order costs about (Offset+Limit) × its threads ÷ the threads
 // that match (filters are checked on each thread read); reading a
 // filter's threads and sorting them costs their number. The smaller wins,
-// so no listing reads more than about √(page end × threads) threads.
-func plan(q *ListQuery, c IndexCounts, count bool) {
+// so no listing reads more than about √(page end × threads) threads. It
+// reports true when the counters (exact) say no thread matches.
+func plan(q *ListQuery, c IndexCounts, count bool) (none bool) {
 	n := max(c.total(), 1)
 	statusN := n
 	if q.Status != nil {
@@ -335,6 +338,9 @@ func plan(q *ListQuery, c IndexCounts, count bool) {
 	}
 	if q.IDs != nil {
 		est = min(est, float64(len(q.IDs)))
+	}
+	if est == 0 {
+		return true
 	}
 	page := int64(q.Offset + q.Limit)
 	ordered := func(size int64) int64 {
@@ -382,6 +388,7 @@ func plan(q *ListQuery, c IndexCounts, count bool) {
 	if best == DriveOrder && q.Sort == SortUpdated {
 		q.Window = 2 * int64(TouchSlack)
 	}
+	return false
 }
 
 // orderIndexed reports whether an index gives the listing's order (within

@@ -104,8 +104,12 @@ type HeadUpdate struct {
 // TouchSlack bounds how far a thread's stored touch time (the index
 // SortUpdated reads) may lag its head's time: the engine writes it with a
 // root row only when the status changes or the last touch it wrote is
-// TouchSlack old, so an ordinary commit writes nothing more than its row.
-const TouchSlack = time.Second
+// TouchSlack old, so an ordinary commit writes nothing more than its row
+// (a thread committing steps back to back writes its touch ten times a
+// second at most). A listing by head time reads, besides its page, the
+// threads touched within twice the slack of the page's end, and orders
+// them by their heads' times.
+const TouchSlack = 100 * time.Millisecond
 
 // MetaEntry is one entry of the thread metadata index: a top-level key
 // and a value, both in their indexed form (IndexEntries).

@@ -400,6 +400,11 @@ func listSQL(q store.ListQuery) (string, []any) {
 	if metaDriven(q) {
 		id = "m.thread"
 	}
+	// By id, the id is the key: ordering by both would sort.
+	order := "k" + dir + ", id" + dir
+	if q.Sort == store.SortID {
+		order = "id" + dir
+	}
 	inner := `SELECT ` + id + ` AS id, ` + sortKey(q) + ` AS k ` + w.from(q) + w.where(q)
 	if q.Sort == store.SortUpdated && q.Drive == store.DriveOrder && q.Limit > 0 && !q.AllTenants {
 		inner += window(&w, q)
@@ -408,8 +413,8 @@ func listSQL(q store.ListQuery) (string, []any) {
 	if q.Limit > 0 {
 		limit = int64(q.Limit)
 	}
-	inner += ` ORDER BY k` + dir + `, id` + dir + ` LIMIT ` + w.p(limit) + `::bigint OFFSET ` + w.p(int64(q.Offset))
-	text := `SELECT ` + threadColumns + `, t.crc, t.status FROM (` + inner + `) p JOIN cairn_threads t ON t.id = p.id ORDER BY p.k` + dir + `, p.id` + dir
+	inner += ` ORDER BY ` + order + ` LIMIT ` + w.p(limit) + `::bigint OFFSET ` + w.p(int64(q.Offset))
+	text := `SELECT ` + threadColumns + `, t.crc, t.status FROM (` + inner + `) p JOIN cairn_threads t ON t.id = p.id ORDER BY p.` + strings.ReplaceAll(order, ", ", ", p.")
 	return text, w.args
 }
 

@@ -32,7 +32,7 @@ const (
 
 // indexStmts are the writer's prepared statements of the thread index.
 type indexStmts struct {
-	insertMeta, deleteMeta, bumpCount, dropCount, bumpTotal, readHead, setHead *sql.Stmt
+	insertMeta, deleteMeta, bumpCount, dropCount, bumpTotal, readHead, setHead, touch *sql.Stmt
 }
 
 func (b *Backend) prepareIndex(ctx context.Context) error {
@@ -50,6 +50,8 @@ func (b *Backend) prepareIndex(ctx context.Context) error {
 		{&b.ix.bumpTotal, `INSERT INTO thread_totals (tenant, status, n) VALUES (?,?,?) ON CONFLICT (tenant, status) DO UPDATE SET n = n + excluded.n`},
 		{&b.ix.readHead, `SELECT tenant, status, created_at FROM threads WHERE id = ?`},
 		{&b.ix.setHead, `UPDATE threads SET status = ?, status_at = ?, touched_at = ? WHERE id = ?`},
+		// The status and its time unchanged, only the touch index moves.
+		{&b.ix.touch, `UPDATE threads SET touched_at = ? WHERE id = ?`},
 	} {
 		var err error
 		if *p.st, err = b.conn.PrepareContext(ctx, p.sql); err != nil {
@@ -60,7 +62,7 @@ func (b *Backend) prepareIndex(ctx context.Context) error {
 }
 
 func (s *indexStmts) all() []*sql.Stmt {
-	return []*sql.Stmt{s.insertMeta, s.deleteMeta, s.bumpCount, s.dropCount, s.bumpTotal, s.readHead, s.setHead}
+	return []*sql.Stmt{s.insertMeta, s.deleteMeta, s.bumpCount, s.dropCount, s.bumpTotal, s.readHead, s.setHead, s.touch}
 }
 
 // statusAt is the status time a status set at at stores: at for a status
@@ -130,6 +132,10 @@ func (b *Backend) setHead(ctx context.Context, id string, st store.ThreadStatus,
 	touched := at
 	if !touch {
 		touched = created
+	}
+	if old == int(st) && st == store.ThreadIdle {
+		_, err := b.ix.touch.ExecContext(ctx, touched, id)
+		return err
 	}
 	if _, err := b.ix.setHead.ExecContext(ctx, int(st), statusAt(st, at), touched, id); err != nil {
 		return err
@@ -455,6 +461,11 @@ func listSQL(q store.ListQuery) (string, []any) {
 	if q.Drive == store.DriveMeta && !q.AllTenants {
 		id = "m.thread"
 	}
+	// By id, the id is the key: ordering by both would sort.
+	order := "k" + dir + ", id" + dir
+	if q.Sort == store.SortID {
+		order = "id" + dir
+	}
 	inner := `SELECT ` + id + ` AS id, ` + sortKey(q) + ` AS k ` + w.from(q) + w.where(q)
 	if q.Sort == store.SortUpdated && q.Drive == store.DriveOrder && q.Limit > 0 && !q.AllTenants {
 		inner += window(&w, q)
@@ -463,8 +474,8 @@ func listSQL(q store.ListQuery) (string, []any) {
 	if limit == 0 {
 		limit = -1
 	}
-	inner += ` ORDER BY k` + dir + `, id` + dir + ` LIMIT ` + w.p(limit) + ` OFFSET ` + w.p(q.Offset)
-	text := `SELECT ` + listColumns + ` FROM (` + inner + `) p CROSS JOIN threads t ON t.id = p.id ORDER BY p.k` + dir + `, p.id` + dir
+	inner += ` ORDER BY ` + order + ` LIMIT ` + w.p(limit) + ` OFFSET ` + w.p(q.Offset)
+	text := `SELECT ` + listColumns + ` FROM (` + inner + `) p CROSS JOIN threads t ON t.id = p.id ORDER BY p.` + strings.ReplaceAll(order, ", ", ", p.")
 	return text, w.args
 }
 

@@ -367,9 +367,9 @@ func testListing(t *testing.T, h Harness) {
 	// touch is older than t08's.
 	c.add(5 * time.Second)
 	f.commit(t, "t04", store.StatusSuccess, store.Meta{})
-	c.add(200 * time.Millisecond)
+	c.add(store.TouchSlack / 5)
 	f.commit(t, "t08", store.StatusSuccess, store.Meta{})
-	c.add(500 * time.Millisecond)
+	c.add(store.TouchSlack / 2)
 	f.commit(t, "t04", store.StatusSuccess, store.Meta{})
 	got, err := s.ListThreads(ctx, store.ThreadSearch{Tenant: "a", Sort: store.SortUpdated, Desc: true, Limit: 1})
 	if err != nil || len(got) != 1 || got[0].ID != "t04" {
