@@ -84,6 +84,10 @@
 // read-only reads it as before, without row checksums. A store of a newer
 // version than this code knows is refused with ErrUnsupportedFormat.
 //
+// Format 6 adds the thread index (see Listing threads); opening an older
+// store read-write fills it from every thread's metadata and head in the
+// migration's transaction.
+//
 // Several processes may open a new SQLite store at once: its tables are
 // created in one IMMEDIATE transaction, and each process waits for the
 // others (sqlite.Options.BusyTimeout) instead of failing with SQLITE_BUSY.
@@ -102,6 +106,19 @@
 // Namespaces keep the checkpoints of subgraphs, gates and handoffs apart in
 // the same thread: each namespace of a thread has its own chain of seqs;
 // "" is the root. Store.Namespaces lists them with their heads.
+//
+// # Listing threads
+//
+// ListThreads and CountThreads select, order and page threads through
+// indexes every backend keeps in the transactions that change them
+// (ThreadIndex): each thread's tenant, creation time, status as its root
+// head gives it (ThreadStatusOf), the time of that status, a touch time
+// within TouchSlack of its head's time, its metadata entries
+// (IndexEntries), and counters of threads per status and per entry. A
+// commit that leaves its thread idle writes none of it. The engine plans
+// each listing from the counters (ListQuery.Drive): no listing reads
+// every thread, and none reads a head's state; counts with no filter, a
+// status filter or one metadata filter read a few counter rows.
 //
 // # Long-term memory
 //
