@@ -192,16 +192,16 @@ func IndexEntries(md []byte) ([]MetaEntry, error) {
 	return slices.Compact(out), nil
 }
 
-// DiffEntries returns the entries of old that new lacks, and those of new
-// that old lacks; both lists are sorted (IndexEntries).
-func DiffEntries(old, new []MetaEntry) (gone, added []MetaEntry) {
-	for _, e := range old {
-		if _, found := slices.BinarySearchFunc(new, e, compareEntries); !found {
+// DiffEntries returns the entries of before that after lacks, and those
+// of after that before lacks; both lists are sorted (IndexEntries).
+func DiffEntries(before, after []MetaEntry) (gone, added []MetaEntry) {
+	for _, e := range before {
+		if _, found := slices.BinarySearchFunc(after, e, compareEntries); !found {
 			gone = append(gone, e)
 		}
 	}
-	for _, e := range new {
-		if _, found := slices.BinarySearchFunc(old, e, compareEntries); !found {
+	for _, e := range after {
+		if _, found := slices.BinarySearchFunc(before, e, compareEntries); !found {
 			added = append(added, e)
 		}
 	}

@@ -190,29 +190,48 @@ func (b *Backend) UpdateThread(ctx context.Context, t store.ThreadRecord) error 
 	if err != nil {
 		return err
 	}
-	err = pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-		old, ok, err := lockThread(ctx, tx, t.ID)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return fmt.Errorf("%w: thread %q", store.ErrNotFound, t.ID)
-		}
-		before, err := store.IndexEntries(old.Metadata)
-		if err != nil {
-			return err
-		}
-		gone, added := store.DiffEntries(before, after)
-		if err := applyEntries(ctx, tx, old, gone, -1); err != nil {
-			return err
-		}
-		if err := applyEntries(ctx, tx, old, added, 1); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `UPDATE cairn_threads SET metadata = $1::jsonb, crc = $2 WHERE id = $3`, nullJSON(t.Metadata), int64(t.Sum), t.ID)
-		return err
+	err = retryDeadlock(func() error {
+		return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error { return updateThread(ctx, tx, t, after) })
 	})
 	return wrap(err, "update", t.ID)
+}
+
+// retryDeadlock runs a transaction again when PostgreSQL broke a deadlock
+// by aborting it (a group commit holds the rows of several threads and
+// counters at once; a lone change of one thread is the one to retry).
+func retryDeadlock(fn func() error) error {
+	var pe *pgconn.PgError
+	for try := 0; ; try++ {
+		err := fn()
+		if try == 2 || !errors.As(err, &pe) || pe.Code != "40P01" {
+			return err
+		}
+	}
+}
+
+// updateThread replaces a thread's metadata and moves its index entries,
+// in tx.
+func updateThread(ctx context.Context, tx pgx.Tx, t store.ThreadRecord, after []store.MetaEntry) error {
+	old, ok, err := lockThread(ctx, tx, t.ID)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: thread %q", store.ErrNotFound, t.ID)
+	}
+	before, err := store.IndexEntries(old.Metadata)
+	if err != nil {
+		return err
+	}
+	gone, added := store.DiffEntries(before, after)
+	if err := applyEntries(ctx, tx, old, gone, -1); err != nil {
+		return err
+	}
+	if err := applyEntries(ctx, tx, old, added, 1); err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `UPDATE cairn_threads SET metadata = $1::jsonb, crc = $2 WHERE id = $3`, nullJSON(t.Metadata), int64(t.Sum), t.ID)
+	return err
 }
 
 // SetThreadStatus implements store.ThreadIndex.
