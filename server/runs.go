@@ -106,6 +106,8 @@ type runRequest struct {
 	LangsmithTracer   json.RawMessage   `json:"langsmith_tracer"`
 	// approval: set by the answer endpoint, never by a client's body.
 	approval *flow.Approval
+	// deliver: the request answers with the run's outcome (runFromRequest).
+	deliver bool
 }
 
 // oneOf checks an enumerated field.
@@ -293,6 +295,9 @@ func (s *Server) createRun(ctx context.Context, threadID string, q runRequest) (
 		return lr, nil
 	}
 	lr := s.runs.newLive(rec, d, a, nil)
+	if d.Temporary && q.deliver {
+		lr.delivered = make(chan struct{})
+	}
 	if err := s.runs.submit(ctx, lr, d.MultitaskStrategy); err != nil {
 		if d.Temporary {
 			_ = s.store.DeleteThread(context.WithoutCancel(ctx), th.ID)
