@@ -65,6 +65,7 @@ func Run(t *testing.T, h Harness) {
 		{"Corruption", testCorruption},
 		{"Closed", testClosed},
 		{"RunLog", testRunLog},
+		{"RunLogRefs", testRunLogRefs},
 		{"SetMetadata", testSetMetadata},
 		{"Keys", testKeys},
 		{"Leases", testLeases},
