@@ -60,7 +60,7 @@ type NamespaceStorage struct {
 	// checkpoints' PatchBytes and SnapshotBytes.
 	Channels      map[string]ChannelUsage `json:"channels"`
 	Unattributed  ChannelUsage            `json:"unattributed"`
-	PendingWrites StoredRows                   `json:"pending_writes"`
+	PendingWrites StoredRows              `json:"pending_writes"`
 }
 
 // ThreadStorage is where a thread's stored bytes go: its checkpoints (by
@@ -74,9 +74,9 @@ type ThreadStorage struct {
 	Checkpoints   CheckpointUsage         `json:"checkpoints"`
 	Channels      map[string]ChannelUsage `json:"channels"`
 	Unattributed  ChannelUsage            `json:"unattributed"`
-	PendingWrites StoredRows                   `json:"pending_writes"`
-	Runs          StoredRows                   `json:"runs"`
-	RunEvents     StoredRows                   `json:"run_events"`
+	PendingWrites StoredRows              `json:"pending_writes"`
+	Runs          StoredRows              `json:"runs"`
+	RunEvents     StoredRows              `json:"run_events"`
 	// Namespaces lists the thread's namespaces by name, the root first.
 	Namespaces []NamespaceStorage `json:"namespaces"`
 }

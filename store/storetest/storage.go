@@ -21,8 +21,8 @@ import (
 // namespace with pending writes only, runs with event logs, and another
 // thread whose rows must not count.
 type storageFixture struct {
-	t       *testing.T
-	s       *store.Engine
+	t *testing.T
+	s *store.Engine
 	// By thread and namespace (thread "\x00" ns): the patch appended at
 	// each seq, the head state and seq, and the seq of the one row with
 	// metadata.
