@@ -103,6 +103,16 @@
 // the same thread: each namespace of a thread has its own chain of seqs;
 // "" is the root. Store.Namespaces lists them with their heads.
 //
+// # Where a thread's bytes go
+//
+// ThreadStorageOf reports what the store keeps for a thread and the bytes
+// of its stored data (as written: compressed, sealed): its checkpoint rows
+// (patches, metadata, snapshots) by namespace and shared out by top-level
+// state field, its pending writes, and the runs and run event logs an HTTP
+// server keeps for it. The engine walks the checkpoint rows a page at a
+// time and reads each snapshot on its own, decoding only the length
+// prefixes of their encodings; a StorageBackend counts the rest.
+//
 // # Long-term memory
 //
 // ItemsOf gives a store's ItemStore, LangGraph's BaseStore: JSON objects

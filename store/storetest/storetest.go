@@ -70,6 +70,7 @@ func Run(t *testing.T, h Harness) {
 		{"Keys", testKeys},
 		{"Leases", testLeases},
 		{"Items", testItems},
+		{"Storage", testStorage},
 	}
 	// Every case runs with the snapshot cache and without it: the cache
 	// must never change an answer (except to hide damage from a process
