@@ -820,7 +820,9 @@ func testCorruption(t *testing.T, h Harness) {
 		good.step(i)
 	}
 	// Damage the first snapshot after seq 2, and the patch of the head,
-	// which must replay from a later snapshot.
+	// which must replay from a later snapshot (written after its commit:
+	// wait for it).
+	settle(s)
 	var snaps []int64
 	for cp, err := range s.History(ctx, store.HistoryRequest{Thread: "bad"}) {
 		if err != nil {
