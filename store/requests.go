@@ -80,6 +80,12 @@ type PruneRequest struct {
 	Now time.Time
 }
 
+// DefaultRunLogRetention is how long the servers' sweeps keep the event
+// log of a run that ended (cairn serve and cairn worker,
+// --retention-run-logs): long enough for a client to come back to a
+// stream it lost, not so long that logs outweigh the threads.
+const DefaultRunLogRetention = 24 * time.Hour
+
 // PruneResult reports what Prune deleted.
 type PruneResult struct {
 	// Threads is the number of threads that lost checkpoints; Checkpoints
