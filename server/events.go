@@ -56,6 +56,8 @@ const (
 	refFinal       = "final"       // the state with its pending interrupt, as wait answers it
 	refCheckpoints = "checkpoints" // the checkpoint as a thread state
 	refDebug       = "debug"       // a debug event of type checkpoint
+	// refRun is a run's metadata event, rebuilt from the run itself.
+	refRun = "run"
 )
 
 // inline returns an event that carries its data.
@@ -78,6 +80,7 @@ type storedEvent struct {
 // server, reads the same events with the same ids.
 type eventLog struct {
 	run     string
+	thread  string
 	attempt int
 	rl      store.RunLog
 	log     *slog.Logger
@@ -102,8 +105,8 @@ const persistDelay = 20 * time.Millisecond
 
 // newEventLog starts the log of a run's attempt whose earlier events (from
 // a previous server or attempt) are prior.
-func newEventLog(run string, attempt int, rl store.RunLog, log *slog.Logger, build func(*sseEvent) (json.RawMessage, error), prior []*sseEvent) *eventLog {
-	l := &eventLog{run: run, attempt: attempt, rl: rl, log: log, build: build, evs: prior, persisted: len(prior), wake: make(chan struct{}), kick: make(chan struct{}, 1), closeNow: make(chan struct{}), stopped: make(chan struct{})}
+func newEventLog(run, thread string, attempt int, rl store.RunLog, log *slog.Logger, build func(*sseEvent) (json.RawMessage, error), prior []*sseEvent) *eventLog {
+	l := &eventLog{run: run, thread: thread, attempt: attempt, rl: rl, log: log, build: build, evs: prior, persisted: len(prior), wake: make(chan struct{}), kick: make(chan struct{}, 1), closeNow: make(chan struct{}), stopped: make(chan struct{})}
 	go l.persist()
 	return l
 }
@@ -281,10 +284,14 @@ func (l *eventLog) store(batch []*sseEvent, closing bool) bool {
 }
 
 // record is an event as the store keeps it: a reference to a committed
-// checkpoint where it has one, else its data.
+// checkpoint where it has one, nothing but its name for a run's metadata
+// event (its run, thread and attempt are known), else its data.
 func (l *eventLog) record(ev *sseEvent) store.EventRecord {
 	se := storedEvent{Event: ev.Event, Data: ev.data}
 	rec := store.EventRecord{Seq: ev.Seq, Attempt: ev.Attempt}
+	if ev.Event == "metadata" && ev.ref == nil && string(ev.data) == string(runMetadata(l.run, l.thread, ev.Attempt)) {
+		se.Data, se.Ref = nil, refRun
+	}
 	if r := ev.ref; r != nil {
 		if r.stored {
 			se.Data, se.Ref, se.TS = nil, r.kind, r.ts
@@ -299,8 +306,13 @@ func (l *eventLog) record(ev *sseEvent) store.EventRecord {
 	return rec
 }
 
-// storedEvents reads a run's log from the store.
-func storedEvents(ctx context.Context, rl store.RunLog, run string, after int64, limit int) ([]*sseEvent, error) {
+// runMetadata is the metadata event that starts each attempt of a run.
+func runMetadata(run, thread string, attempt int) json.RawMessage {
+	return raw(map[string]any{"run_id": run, "thread_id": thread, "attempt": attempt})
+}
+
+// storedEvents reads the log of a run on thread from the store.
+func storedEvents(ctx context.Context, rl store.RunLog, run, thread string, after int64, limit int) ([]*sseEvent, error) {
 	recs, err := rl.Events(ctx, run, after, limit)
 	if err != nil {
 		return nil, err
@@ -312,7 +324,9 @@ func storedEvents(ctx context.Context, rl store.RunLog, run string, after int64,
 			return nil, fmt.Errorf("%w: run %q event %d: %v", store.ErrCorrupt, run, r.Seq, err)
 		}
 		ev := &sseEvent{Seq: r.Seq, Attempt: r.Attempt, Event: se.Event, data: se.Data}
-		if se.Ref != "" {
+		if se.Ref == refRun {
+			ev.data = runMetadata(run, thread, r.Attempt)
+		} else if se.Ref != "" {
 			if r.Ref == nil {
 				return nil, fmt.Errorf("%w: run %q event %d: a %s event without its checkpoint", store.ErrCorrupt, run, r.Seq, se.Ref)
 			}

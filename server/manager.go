@@ -103,7 +103,7 @@ func newRunManager(s *Server) *runManager {
 func (m *runManager) newLive(rec store.RunRecord, d runData, a Assistant, prior []*sseEvent) *liveRun {
 	ctx, cancel := context.WithCancelCause(m.base)
 	return &liveRun{rec: rec, data: d, a: a, ctx: ctx, cancel: cancel, done: make(chan struct{}),
-		log: newEventLog(rec.ID, d.Attempt, m.s.runlog, m.s.log, m.s.eventBuilder(rec.Thread), prior)}
+		log: newEventLog(rec.ID, rec.Thread, d.Attempt, m.s.runlog, m.s.log, m.s.eventBuilder(rec.Thread), prior)}
 }
 
 // busy reports whether a run is on the thread or waiting for it.
@@ -197,7 +197,7 @@ func (m *runManager) execute(lr *liveRun) error {
 			m.s.log.Warn("recording a run failed", "run", lr.rec.ID, "err", err)
 		}
 	}
-	lr.log.append(inline("metadata", raw(map[string]any{"run_id": lr.rec.ID, "thread_id": lr.rec.Thread, "attempt": lr.data.Attempt})))
+	lr.log.append(inline("metadata", runMetadata(lr.rec.ID, lr.rec.Thread, lr.data.Attempt)))
 	res, err := m.run(ctx, lr)
 	if errors.Is(context.Cause(ctx), errShutdown) || errors.Is(err, store.ErrFenced) || errors.Is(err, store.ErrUnavailable) {
 		lr.log.close()
@@ -476,7 +476,7 @@ func (m *runManager) recoverRun(ctx context.Context, rec store.RunRecord) error 
 	if err != nil {
 		return err
 	}
-	prior, err := storedEvents(ctx, m.s.runlog, rec.ID, 0, 0)
+	prior, err := storedEvents(ctx, m.s.runlog, rec.ID, rec.Thread, 0, 0)
 	if err != nil {
 		return err
 	}

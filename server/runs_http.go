@@ -444,7 +444,7 @@ func (st *storedSource) next(ctx context.Context) ([]*sseEvent, bool, <-chan str
 			return nil, false, after100ms(), err
 		}
 	}
-	evs, err := storedEvents(ctx, st.s.runlog, st.rec.ID, st.after, 1000)
+	evs, err := storedEvents(ctx, st.s.runlog, st.rec.ID, st.rec.Thread, st.after, 1000)
 	if err != nil || len(evs) > 0 {
 		if len(evs) > 0 {
 			st.after = evs[len(evs)-1].Seq
@@ -476,7 +476,7 @@ func (st *storedSource) settle(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	evs, err := storedEvents(ctx, st.s.runlog, rec.ID, 0, 0)
+	evs, err := storedEvents(ctx, st.s.runlog, rec.ID, rec.Thread, 0, 0)
 	if err != nil {
 		return err
 	}
