@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"io"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,7 +51,7 @@ type liveRun struct {
 	cancel  context.CancelCauseFunc
 	done    chan struct{}
 	// final is the run's outcome as join and wait answer it.
-	final json.RawMessage
+	final *outcome
 	// delivered, for a stateless run whose outcome a request delivers
 	// (runs/wait, runs/stream without a thread), is closed once it has:
 	// the run's thread, record and log are deleted only then.
@@ -291,12 +292,11 @@ func (m *runManager) conclude(ctx context.Context, lr *liveRun, res flow.Result,
 		r.Status = status
 		d.StopReason, d.CancelReason, d.Error, d.ErrorType = string(res.StopReason), reason, errText, errKind
 	})
-	var at int64
-	lr.final, at = m.finalValues(context.WithoutCancel(ctx), lr)
+	lr.final = m.finalValues(context.WithoutCancel(ctx), lr)
 	if status == statusInterrupted && reason == "" && slices.Contains(lr.data.Kwargs.StreamMode, "values") {
-		ev := inline("values", lr.final)
-		if at > 0 {
-			ev = &sseEvent{Event: "values", ref: &eventRef{kind: refFinal, seq: at, stored: true, built: lr.final}}
+		ev := inline("values", lr.final.bytes())
+		if at := lr.final.head.Seq; at > 0 {
+			ev = &sseEvent{Event: "values", ref: &eventRef{kind: refFinal, seq: at, stored: true, built: lr.final.bytes()}}
 		}
 		lr.log.append(ev)
 	}
@@ -318,17 +318,48 @@ func errorType(err error) string {
 }
 
 // finalValues is what join and wait answer: the thread's state, with its
-// pending interrupt as __interrupt__ (and the seq of the checkpoint it
-// is), or the run's error as __error__.
-func (m *runManager) finalValues(ctx context.Context, lr *liveRun) (json.RawMessage, int64) {
+// pending interrupt as __interrupt__, or the run's error as __error__.
+func (m *runManager) finalValues(ctx context.Context, lr *liveRun) *outcome {
 	if lr.rec.Status == statusError {
-		return raw(map[string]any{"__error__": map[string]string{"error": lr.data.ErrorType, "message": lr.data.Error}}), 0
+		return &outcome{fixed: raw(map[string]any{"__error__": map[string]string{"error": lr.data.ErrorType, "message": lr.data.Error}})}
 	}
 	head, err := m.s.store.Load(ctx, store.LoadRequest{Thread: lr.rec.Thread})
 	if err != nil {
-		return json.RawMessage("{}"), 0
+		return &outcome{fixed: json.RawMessage("{}")}
 	}
-	return finalOf(head), head.Seq
+	o := &outcome{head: head}
+	if interruptOf(head) != nil {
+		o.fixed = finalOf(head)
+	}
+	return o
+}
+
+// outcome is a run's outcome as join and wait answer it: the state of the
+// thread's head when it ended, encoded only for whoever asks, a piece at a
+// time (a long thread's state is never held twice, as a document and as
+// one text); or a fixed answer (an error, a pause's state with its
+// interrupt).
+type outcome struct {
+	head  store.Checkpoint
+	fixed json.RawMessage
+}
+
+// bytes is the outcome as one text.
+func (o *outcome) bytes() json.RawMessage {
+	if o.fixed != nil {
+		return o.fixed
+	}
+	return o.head.State.AppendJSON(nil)
+}
+
+// write writes the outcome to w.
+func (o *outcome) write(w io.Writer) error {
+	if o.fixed != nil {
+		_, err := w.Write(o.fixed)
+		return err
+	}
+	_, err := o.head.State.WriteJSON(w)
+	return err
 }
 
 // finished hands the thread to its next waiting run, undoes a rolled
@@ -446,7 +477,7 @@ func (m *runManager) cancel(ctx context.Context, lr *liveRun, action string) err
 		return nil
 	}
 	lr.set(func(r *store.RunRecord, d *runData) { r.Status, d.CancelReason = statusInterrupted, action })
-	lr.final, _ = m.finalValues(ctx, lr)
+	lr.final = m.finalValues(ctx, lr)
 	lr.log.release()
 	close(lr.done)
 	if action == "rollback" {

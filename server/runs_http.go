@@ -258,21 +258,23 @@ func (s *Server) waitRun(w http.ResponseWriter, r *http.Request, lr *liveRun, re
 				return nil
 			}
 		}
-		_, _ = w.Write(append(lr.final, '\n'))
+		_ = lr.final.write(w)
+		_, _ = w.Write([]byte("\n"))
 		return nil
 	}
 	final, err := s.storedOutcome(ctx, rec)
 	if err != nil {
-		final = raw(map[string]any{"__error__": map[string]string{"error": "RunError", "message": err.Error()}})
+		final = &outcome{fixed: raw(map[string]any{"__error__": map[string]string{"error": "RunError", "message": err.Error()}})}
 	}
-	_, _ = w.Write(append(final, '\n'))
+	_ = final.write(w)
+	_, _ = w.Write([]byte("\n"))
 	return nil
 }
 
 // storedOutcome is the outcome of a run this server does not have in
 // hand: ended (its thread's state, or its error) or run elsewhere (waited
 // for by polling its record).
-func (s *Server) storedOutcome(ctx context.Context, rec store.RunRecord) (json.RawMessage, error) {
+func (s *Server) storedOutcome(ctx context.Context, rec store.RunRecord) (*outcome, error) {
 	for !terminal(rec.Status) {
 		select {
 		case <-ctx.Done():
@@ -288,8 +290,7 @@ func (s *Server) storedOutcome(ctx context.Context, rec store.RunRecord) (json.R
 	if err != nil {
 		return nil, err
 	}
-	final, _ := s.runs.finalValues(ctx, &liveRun{rec: rec, data: d})
-	return final, nil
+	return s.runs.finalValues(ctx, &liveRun{rec: rec, data: d}), nil
 }
 
 func flush(w http.ResponseWriter) {
