@@ -2,10 +2,10 @@ package server
 
 import (
 	"context"
-	"io"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 	"time"
