@@ -12,12 +12,18 @@ import (
 // no longer stored (its thread was deleted or pruned since).
 var ErrEventGone = fmt.Errorf("server: %w: the checkpoint a run event was built from is no longer stored", store.ErrNotFound)
 
-// eventData returns an event's data, building an event that refers to a
-// checkpoint once, the first time a reader needs it.
+// eventData returns an event's data: an event that refers to a checkpoint
+// is built from the state in hand while its run goes on, else read back
+// once, the first time a reader needs it.
 func (s *Server) eventData(ctx context.Context, thread string, ev *sseEvent) (json.RawMessage, error) {
 	r := ev.ref
 	if r == nil {
 		return ev.data, nil
+	}
+	if r.kind == refValues && r.doc != nil {
+		// The state is in hand: built for each reader, not kept beside it
+		// for as long as the run's log lives.
+		return s.redact.JSON(r.doc.AppendJSON(nil)), nil
 	}
 	r.once.Do(func() {
 		if r.built == nil {
@@ -36,9 +42,6 @@ func (s *Server) eventBuilder(thread string) func(*sseEvent) (json.RawMessage, e
 // checkpoint: the state in hand (a run still going), or the checkpoint
 // read back.
 func (s *Server) buildEvent(ctx context.Context, thread string, r *eventRef) (json.RawMessage, error) {
-	if r.kind == refValues && r.doc != nil {
-		return s.redact.JSON(r.doc.AppendJSON(nil)), nil
-	}
 	cp, err := s.store.Load(ctx, store.LoadRequest{Thread: thread, Namespace: r.ns, Seq: r.seq})
 	if err != nil {
 		return nil, fmt.Errorf("%w (checkpoint %d%s of thread %q): %w", ErrEventGone, r.seq, nsSuffix(r.ns), thread, err)
