@@ -231,9 +231,14 @@ func (s *Server) joinRun(w http.ResponseWriter, r *http.Request) error {
 // waitRun answers with a run's outcome once it ends: lr's, when the
 // caller has the run in hand, else that of the run this server runs or
 // the store records.
+//
+// The answer ends with a Server-Timing trailer: "run" is the time from the
+// request's arrival to the outcome, "answer" the time writing it took (a
+// long thread's state is a large answer).
 func (s *Server) waitRun(w http.ResponseWriter, r *http.Request, lr *liveRun, rec store.RunRecord, cancelOnDisconnect bool) error {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Location", runPath(rec.Thread, rec.ID))
+	w.Header().Set("Trailer", "Server-Timing")
 	w.WriteHeader(http.StatusOK)
 	flush(w)
 	ctx := r.Context()
@@ -258,17 +263,24 @@ func (s *Server) waitRun(w http.ResponseWriter, r *http.Request, lr *liveRun, re
 				return nil
 			}
 		}
-		_ = lr.final.write(w)
-		_, _ = w.Write([]byte("\n"))
+		writeOutcome(w, r, lr.final)
 		return nil
 	}
 	final, err := s.storedOutcome(ctx, rec)
 	if err != nil {
 		final = &outcome{fixed: raw(map[string]any{"__error__": map[string]string{"error": "RunError", "message": err.Error()}})}
 	}
-	_ = final.write(w)
-	_, _ = w.Write([]byte("\n"))
+	writeOutcome(w, r, final)
 	return nil
+}
+
+// writeOutcome writes a run's outcome, then its Server-Timing trailer.
+func writeOutcome(w http.ResponseWriter, r *http.Request, o *outcome) {
+	ready := time.Now()
+	_ = o.write(w)
+	_, _ = w.Write([]byte("\n"))
+	ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 3, 64) }
+	w.Header().Set("Server-Timing", "run;dur="+ms(ready.Sub(arrivalOf(r.Context())))+", answer;dur="+ms(time.Since(ready)))
 }
 
 // storedOutcome is the outcome of a run this server does not have in

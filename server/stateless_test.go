@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,6 +16,7 @@ import (
 	"github.com/cairn-dev/cairn/server"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/memory"
 	"github.com/cairn-dev/cairn/store/sqlite"
 )
 
@@ -95,5 +98,25 @@ func TestStatelessRunsDeliver(t *testing.T) {
 			t.Fatalf("%d runs and %d threads left after the stateless runs delivered", len(runs), threads)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestWaitServerTiming: a wait's answer ends with a Server-Timing trailer
+// that splits the time to the run's outcome from the time its answer took.
+func TestWaitServerTiming(t *testing.T) {
+	ts := newServer(t, memory.Open(store.Options{}), echoGraph(t))
+	res, err := http.Post(ts.url+"/runs/wait", "application/json", strings.NewReader(`{"assistant_id": "echo", "input": {"n": 7}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if !strings.Contains(string(b), `"echo":"echo 7"`) {
+		t.Fatalf("answer: %s", b)
+	}
+	st := res.Trailer.Get("Server-Timing")
+	var run, answer float64
+	if _, err := fmt.Sscanf(st, "run;dur=%g, answer;dur=%g", &run, &answer); err != nil || run <= 0 || answer < 0 {
+		t.Fatalf("Server-Timing trailer %q: %v", st, err)
 	}
 }
