@@ -61,6 +61,10 @@ type Event struct {
 	// State is the whole state after a step (values events): the
 	// immutable document itself, shared, not a copy.
 	State *state.Doc `json:"values,omitempty"`
+	// Committed: the checkpoint Seq names was committed before the event
+	// was emitted (values and checkpoint events, durability sync), so it
+	// holds State; a consumer may keep a reference to it instead of a copy.
+	Committed bool `json:"-"`
 	// Parent, Status and Next describe a commit (checkpoint events).
 	Parent int64    `json:"parent,omitempty"`
 	Status string   `json:"status,omitempty"`

@@ -182,7 +182,7 @@ func (run *run) commit(ctx context.Context, cp store.Checkpoint) error {
 	if run.async != nil {
 		run.async.put(cp)
 		run.head++
-		run.r.emitCheckpoint(run, cp)
+		run.r.emitCheckpoint(run, cp, false)
 		return nil
 	}
 	start := time.Now()
@@ -201,7 +201,7 @@ func (run *run) commit(ctx context.Context, cp store.Checkpoint) error {
 	if took > SlowCommit {
 		run.r.log(ctx, slog.LevelWarn, "slow commit", run, slog.Int64("seq", out.Seq), slog.Duration("took", took))
 	}
-	run.r.emitCheckpoint(run, cp)
+	run.r.emitCheckpoint(run, cp, true)
 	return nil
 }
 
@@ -242,7 +242,7 @@ func (run *run) flushExit(ctx context.Context, reason state.StopReason) error {
 		return err
 	}
 	run.head = out.Seq
-	run.r.emitCheckpoint(run, acc)
+	run.r.emitCheckpoint(run, acc, true)
 	return nil
 }
 

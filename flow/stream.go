@@ -234,18 +234,19 @@ func emitKind(ctx context.Context, kind EventKind, v any) error {
 func (r *Runner) emitValues(run *run) {
 	if r.opts.stream.wants(EventValues) {
 		doc := run.doc
-		r.emit(Event{Kind: EventValues, RunID: run.id, Thread: run.thread, Seq: run.head, State: &doc})
+		r.emit(Event{Kind: EventValues, RunID: run.id, Thread: run.thread, Seq: run.head, State: &doc, Committed: r.opts.Durability == DurabilitySync})
 	}
 }
 
-// emitCheckpoint sends a commit to a stream in checkpoints mode.
-func (r *Runner) emitCheckpoint(run *run, cp store.Checkpoint) {
+// emitCheckpoint sends a commit to a stream in checkpoints mode;
+// committed says it is stored already (not queued by an async run).
+func (r *Runner) emitCheckpoint(run *run, cp store.Checkpoint, committed bool) {
 	if r.opts.stream.wants(EventCheckpoint) {
 		st := cp.Status
 		if st == 0 {
 			st = store.StatusSuccess
 		}
-		r.emit(Event{Kind: EventCheckpoint, RunID: run.id, Thread: run.thread, Seq: run.head, Parent: cp.Parent, Status: st.String(), Next: cp.Meta.Next, Nodes: cp.Nodes})
+		r.emit(Event{Kind: EventCheckpoint, RunID: run.id, Thread: run.thread, Seq: run.head, Parent: cp.Parent, Status: st.String(), Next: cp.Meta.Next, Nodes: cp.Nodes, Committed: committed})
 	}
 }
 

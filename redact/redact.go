@@ -61,6 +61,7 @@ type Redactor struct {
 	re       *regexp.Regexp // every pattern and literal, one alternation
 	kv       *regexp.Regexp // "key": value, key=value forms of secret keys in text
 	userinfo bool           // hide the password of URLs (scheme://user:password@host)
+	pre      *prefilter     // skips the expressions for text that holds nothing
 }
 
 // urlPassword matches the password of a URL's user information.
@@ -142,6 +143,7 @@ func (r *Redactor) WithSecrets(values ...string) *Redactor {
 
 // compile joins the literals and patterns into one expression.
 func (r *Redactor) compile() error {
+	r.pre = newPrefilter(r.patterns, r.literals, r.keys)
 	parts := make([]string, 0, len(r.literals)+len(r.patterns))
 	for _, l := range r.literals {
 		parts = append(parts, regexp.QuoteMeta(l))
@@ -186,9 +188,14 @@ func (r *Redactor) IsSecretKey(key string) bool {
 // `password: abc` (as in error messages and logged JSON) keep the key and
 // lose the value.
 func (r *Redactor) String(s string) string {
-	if r == nil {
+	if r == nil || r.pre.quiet(s) && !(r.userinfo && strings.Contains(s, "://")) {
 		return s
 	}
+	return r.stringSlow(s)
+}
+
+// stringSlow is String without the prefilter.
+func (r *Redactor) stringSlow(s string) string {
 	if r.re != nil {
 		s = r.re.ReplaceAllLiteralString(s, Replacement)
 	}
@@ -251,9 +258,14 @@ func kvRegexp(keys map[string]bool) *regexp.Regexp {
 // slice) when there is nothing to hide. Bytes that are not valid JSON are
 // redacted as a string.
 func (r *Redactor) JSON(raw []byte) []byte {
-	if r == nil || len(raw) == 0 {
+	if r == nil || len(raw) == 0 || r.pre.quietJSON(raw) {
 		return raw
 	}
+	return r.jsonSlow(raw)
+}
+
+// jsonSlow is JSON without the prefilter.
+func (r *Redactor) jsonSlow(raw []byte) []byte {
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.UseNumber()
 	var v any

@@ -78,19 +78,25 @@ func raw(v any) json.RawMessage {
 	return b
 }
 
-// convert returns the stream events of one flow event.
-func (c *converter) convert(ctx context.Context, ev flow.Event) []sseEvent {
+// convert returns the stream events of one flow event. Those whose content
+// a committed checkpoint holds refer to it (see sseEvent).
+func (c *converter) convert(ctx context.Context, ev flow.Event) []*sseEvent {
 	if ev.Namespace != "" && !c.subgraphs {
 		return nil
 	}
-	var out []sseEvent
+	var out []*sseEvent
 	add := func(mode string, data json.RawMessage) {
-		out = append(out, sseEvent{Event: c.name(mode, ev), Data: data})
+		out = append(out, inline(c.name(mode, ev), data))
+	}
+	ref := func(mode, kind string) {
+		r := &eventRef{kind: kind, ns: ev.Namespace, seq: ev.Seq, stored: ev.Committed && ev.Thread == c.thread}
+		out = append(out, &sseEvent{Event: c.name(mode, ev), ref: r})
 	}
 	switch ev.Kind {
 	case flow.EventValues:
 		if c.modes["values"] && ev.State != nil {
-			add("values", ev.State.AppendJSON(nil))
+			ref("values", refValues)
+			out[len(out)-1].ref.doc = ev.State
 		}
 	case flow.EventUpdate:
 		if c.modes["updates"] {
@@ -103,15 +109,7 @@ func (c *converter) convert(ctx context.Context, ev flow.Event) []sseEvent {
 	case flow.EventMessage:
 		out = append(out, c.message(ev)...)
 	case flow.EventCheckpoint:
-		if c.modes["checkpoints"] || c.modes["debug"] {
-			cp := c.checkpoint(ctx, ev)
-			if c.modes["checkpoints"] {
-				add("checkpoints", raw(cp))
-			}
-			if c.modes["debug"] {
-				add("debug", raw(map[string]any{"type": "checkpoint", "timestamp": apiTime(ev.Time), "step": ev.Seq - 2, "payload": cp}))
-			}
-		}
+		out = append(out, c.checkpoint(ctx, ev)...)
 	case flow.EventNodeStart, flow.EventNodeEnd:
 		out = append(out, c.task(ev)...)
 	case flow.EventInterrupt:
@@ -130,21 +128,50 @@ func orNull(b json.RawMessage) json.RawMessage {
 	return b
 }
 
-// checkpoint is a checkpoints-mode event: the commit as a thread state,
-// its values read back from the store.
-func (c *converter) checkpoint(ctx context.Context, ev flow.Event) map[string]any {
+// checkpoint is a commit's checkpoints-mode and debug events: references
+// to the checkpoint, built when read; a commit not stored yet (async
+// durability) is read back at once, as far as the store has it.
+func (c *converter) checkpoint(ctx context.Context, ev flow.Event) []*sseEvent {
+	if !c.modes["checkpoints"] && !c.modes["debug"] {
+		return nil
+	}
+	var out []*sseEvent
+	stored := ev.Committed && ev.Thread == c.thread
+	var payload json.RawMessage
+	if !stored {
+		payload = raw(c.unstored(ctx, ev))
+	}
+	if c.modes["checkpoints"] {
+		if stored {
+			out = append(out, &sseEvent{Event: c.name("checkpoints", ev), ref: &eventRef{kind: refCheckpoints, ns: ev.Namespace, seq: ev.Seq, stored: true}})
+		} else {
+			out = append(out, inline(c.name("checkpoints", ev), payload))
+		}
+	}
+	if c.modes["debug"] {
+		ts := apiTime(ev.Time)
+		if stored {
+			out = append(out, &sseEvent{Event: c.name("debug", ev), ref: &eventRef{kind: refDebug, ns: ev.Namespace, seq: ev.Seq, ts: ts, stored: true}})
+		} else {
+			out = append(out, inline(c.name("debug", ev), raw(map[string]any{"type": "checkpoint", "timestamp": ts, "step": ev.Seq - 2, "payload": payload})))
+		}
+	}
+	return out
+}
+
+// unstored is the checkpoints-mode payload of a commit the store may not
+// hold yet: its values as far as they can be read.
+func (c *converter) unstored(ctx context.Context, ev flow.Event) map[string]any {
+	if cp, err := c.s.store.Load(ctx, store.LoadRequest{Thread: ev.Thread, Namespace: ev.Namespace, Seq: ev.Seq}); err == nil {
+		return c.s.checkpointPayload(ctx, cp)
+	}
 	cfg := func(seq int64) any {
 		if seq == 0 {
 			return nil
 		}
 		return map[string]any{"configurable": checkpointRef(ev.Thread, ev.Namespace, seq)}
 	}
-	out := map[string]any{"config": cfg(ev.Seq), "parent_config": cfg(ev.Parent), "next": orEmpty(ev.Next), "values": json.RawMessage("{}"), "metadata": map[string]any{}, "tasks": []apiTask{}}
-	if cp, err := c.s.store.Load(ctx, store.LoadRequest{Thread: ev.Thread, Namespace: ev.Namespace, Seq: ev.Seq}); err == nil {
-		v := c.s.stateView(ctx, cp)
-		out["values"], out["metadata"], out["tasks"] = v.Values, v.Metadata, v.Tasks
-	}
-	return out
+	return map[string]any{"config": cfg(ev.Seq), "parent_config": cfg(ev.Parent), "next": orEmpty(ev.Next), "values": json.RawMessage("{}"), "metadata": map[string]any{}, "tasks": []apiTask{}}
 }
 
 func orEmpty(s []string) []string {
@@ -155,7 +182,7 @@ func orEmpty(s []string) []string {
 }
 
 // task is a tasks-mode (and debug) event: a task's start or end.
-func (c *converter) task(ev flow.Event) []sseEvent {
+func (c *converter) task(ev flow.Event) []*sseEvent {
 	var payload map[string]any
 	kind := "task"
 	if ev.Kind == flow.EventNodeStart {
@@ -168,19 +195,19 @@ func (c *converter) task(ev flow.Event) []sseEvent {
 		}
 		payload = map[string]any{"id": ev.Key, "name": ev.Node, "error": errv, "result": orNull(ev.Payload), "interrupts": []apiInterrupt{}}
 	}
-	var out []sseEvent
+	var out []*sseEvent
 	if c.modes["tasks"] {
-		out = append(out, sseEvent{Event: c.name("tasks", ev), Data: raw(payload)})
+		out = append(out, inline(c.name("tasks", ev), raw(payload)))
 	}
 	if c.modes["debug"] {
-		out = append(out, sseEvent{Event: c.name("debug", ev), Data: raw(map[string]any{"type": kind, "timestamp": apiTime(ev.Time), "step": ev.Seq - 1, "payload": payload})})
+		out = append(out, inline(c.name("debug", ev), raw(map[string]any{"type": kind, "timestamp": apiTime(ev.Time), "step": ev.Seq - 1, "payload": payload})))
 	}
 	return out
 }
 
 // message is a messages event: in messages-tuple mode each chunk with its
 // metadata, in messages mode the message so far (messages/metadata first).
-func (c *converter) message(ev flow.Event) []sseEvent {
+func (c *converter) message(ev flow.Event) []*sseEvent {
 	var ch struct {
 		ID       string `json:"id"`
 		Agent    string `json:"agent"`
@@ -203,21 +230,21 @@ func (c *converter) message(ev flow.Event) []sseEvent {
 	if t := ch.ToolCall; t != nil {
 		tc = []map[string]any{{"index": t.Index, "id": t.ID, "name": t.Name, "args": t.Args}}
 	}
-	var out []sseEvent
+	var out []*sseEvent
 	if c.modes["messages-tuple"] {
 		chunk := apiMessage{Type: "AIMessageChunk", Content: ch.Text, ID: ch.ID, ToolCallChunk: tc}
-		out = append(out, sseEvent{Event: c.name("messages", ev), Data: raw([]any{chunk, meta})})
+		out = append(out, inline(c.name("messages", ev), raw([]any{chunk, meta})))
 	}
 	if c.modes["messages"] {
 		m, seen := c.messages[ch.ID]
 		if !seen {
 			m = &apiMessage{Type: "ai", ID: ch.ID}
 			c.messages[ch.ID] = m
-			out = append(out, sseEvent{Event: c.name("messages/metadata", ev), Data: raw(map[string]any{ch.ID: map[string]any{"metadata": meta}})})
+			out = append(out, inline(c.name("messages/metadata", ev), raw(map[string]any{ch.ID: map[string]any{"metadata": meta}})))
 		}
 		m.Content += ch.Text
 		m.ToolCallChunk = append(m.ToolCallChunk, tc...)
-		out = append(out, sseEvent{Event: c.name("messages/partial", ev), Data: raw([]apiMessage{*m})})
+		out = append(out, inline(c.name("messages/partial", ev), raw([]apiMessage{*m})))
 	}
 	return out
 }

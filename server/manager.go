@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 	"time"
@@ -50,7 +51,11 @@ type liveRun struct {
 	cancel  context.CancelCauseFunc
 	done    chan struct{}
 	// final is the run's outcome as join and wait answer it.
-	final json.RawMessage
+	final *outcome
+	// delivered, for a stateless run whose outcome a request delivers
+	// (runs/wait, runs/stream without a thread), is closed once it has:
+	// the run's thread, record and log are deleted only then.
+	delivered chan struct{}
 }
 
 // cancelCause says why a run's context ended.
@@ -69,6 +74,21 @@ func (lr *liveRun) record() store.RunRecord {
 	return lr.rec
 }
 
+// deliver tells a stateless run its outcome was delivered (see
+// delivered); nothing for other runs.
+func (lr *liveRun) deliver() {
+	if lr.delivered != nil {
+		close(lr.delivered)
+	}
+}
+
+// attempt is the run's attempt.
+func (lr *liveRun) attempt() int {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	return lr.data.Attempt
+}
+
 // set changes the run's status and data.
 func (lr *liveRun) set(fn func(*store.RunRecord, *runData)) {
 	lr.mu.Lock()
@@ -81,10 +101,10 @@ func newRunManager(s *Server) *runManager {
 	return &runManager{s: s, threads: map[string]*threadRuns{}, live: map[string]*liveRun{}, base: base, stopRuns: stop}
 }
 
-func (m *runManager) newLive(rec store.RunRecord, d runData, a Assistant, prior []sseEvent) *liveRun {
+func (m *runManager) newLive(rec store.RunRecord, d runData, a Assistant, prior []*sseEvent) *liveRun {
 	ctx, cancel := context.WithCancelCause(m.base)
 	return &liveRun{rec: rec, data: d, a: a, ctx: ctx, cancel: cancel, done: make(chan struct{}),
-		log: newEventLog(rec.ID, m.s.runlog, m.s.log, prior)}
+		log: newEventLog(rec.ID, rec.Thread, d.Attempt, m.s.runlog, m.s.log, m.s.eventBuilder(rec.Thread), prior)}
 }
 
 // busy reports whether a run is on the thread or waiting for it.
@@ -178,7 +198,7 @@ func (m *runManager) execute(lr *liveRun) error {
 			m.s.log.Warn("recording a run failed", "run", lr.rec.ID, "err", err)
 		}
 	}
-	lr.log.append("metadata", raw(map[string]any{"run_id": lr.rec.ID, "thread_id": lr.rec.Thread, "attempt": lr.data.Attempt}))
+	lr.log.append(inline("metadata", runMetadata(lr.rec.ID, lr.rec.Thread, lr.data.Attempt)))
 	res, err := m.run(ctx, lr)
 	if errors.Is(context.Cause(ctx), errShutdown) || errors.Is(err, store.ErrFenced) || errors.Is(err, store.ErrUnavailable) {
 		lr.log.close()
@@ -216,9 +236,9 @@ func (m *runManager) executeRetrying(lr *liveRun) error {
 		if serr != nil {
 			continue // still unavailable: the next attempt tells
 		}
-		lr.log.reopen()
 		lr.started = lr.started || started
 		lr.set(func(_ *store.RunRecord, d *runData) { d.Attempt++ })
+		lr.log.reopen(lr.attempt())
 	}
 }
 
@@ -244,7 +264,10 @@ func (m *runManager) run(ctx context.Context, lr *liveRun) (flow.Result, error) 
 		mu.Lock()
 		defer mu.Unlock()
 		for _, e := range conv.convert(ctx, ev) {
-			lr.log.append(e.Event, m.s.redact.JSON(e.Data))
+			if e.ref == nil {
+				e.data = m.s.redact.JSON(e.data)
+			}
+			lr.log.append(e)
 		}
 	}
 	return lr.a.Run(ctx, spec)
@@ -261,7 +284,7 @@ func (m *runManager) conclude(ctx context.Context, lr *liveRun, res flow.Result,
 	case err != nil:
 		err = m.s.redact.Error(err)
 		status, errText, errKind = statusError, err.Error(), errorType(err)
-		lr.log.append("error", raw(map[string]string{"error": errKind, "message": errText}))
+		lr.log.append(inline("error", raw(map[string]string{"error": errKind, "message": errText})))
 	case res.StopReason == state.StopInterrupt:
 		status = statusInterrupted
 	}
@@ -271,7 +294,11 @@ func (m *runManager) conclude(ctx context.Context, lr *liveRun, res flow.Result,
 	})
 	lr.final = m.finalValues(context.WithoutCancel(ctx), lr)
 	if status == statusInterrupted && reason == "" && slices.Contains(lr.data.Kwargs.StreamMode, "values") {
-		lr.log.append("values", lr.final)
+		ev := inline("values", lr.final.bytes())
+		if at := lr.final.head.Seq; at > 0 {
+			ev = &sseEvent{Event: "values", ref: &eventRef{kind: refFinal, seq: at, stored: true, built: lr.final.bytes()}}
+		}
+		lr.log.append(ev)
 	}
 }
 
@@ -292,23 +319,47 @@ func errorType(err error) string {
 
 // finalValues is what join and wait answer: the thread's state, with its
 // pending interrupt as __interrupt__, or the run's error as __error__.
-func (m *runManager) finalValues(ctx context.Context, lr *liveRun) json.RawMessage {
+func (m *runManager) finalValues(ctx context.Context, lr *liveRun) *outcome {
 	if lr.rec.Status == statusError {
-		return raw(map[string]any{"__error__": map[string]string{"error": lr.data.ErrorType, "message": lr.data.Error}})
+		return &outcome{fixed: raw(map[string]any{"__error__": map[string]string{"error": lr.data.ErrorType, "message": lr.data.Error}})}
 	}
 	head, err := m.s.store.Load(ctx, store.LoadRequest{Thread: lr.rec.Thread})
 	if err != nil {
-		return json.RawMessage("{}")
+		return &outcome{fixed: json.RawMessage("{}")}
 	}
-	values := head.State.AppendJSON(nil)
-	if in := interruptOf(head); in != nil {
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(values, &obj) == nil {
-			obj["__interrupt__"] = raw([]apiInterrupt{*in})
-			values = raw(obj)
-		}
+	o := &outcome{head: head}
+	if interruptOf(head) != nil {
+		o.fixed = finalOf(head)
 	}
-	return values
+	return o
+}
+
+// outcome is a run's outcome as join and wait answer it: the state of the
+// thread's head when it ended, encoded only for whoever asks, a piece at a
+// time (a long thread's state is never held twice, as a document and as
+// one text); or a fixed answer (an error, a pause's state with its
+// interrupt).
+type outcome struct {
+	head  store.Checkpoint
+	fixed json.RawMessage
+}
+
+// bytes is the outcome as one text.
+func (o *outcome) bytes() json.RawMessage {
+	if o.fixed != nil {
+		return o.fixed
+	}
+	return o.head.State.AppendJSON(nil)
+}
+
+// write writes the outcome to w.
+func (o *outcome) write(w io.Writer) error {
+	if o.fixed != nil {
+		_, err := w.Write(o.fixed)
+		return err
+	}
+	_, err := o.head.State.WriteJSON(w)
+	return err
 }
 
 // finished hands the thread to its next waiting run, undoes a rolled
@@ -322,9 +373,7 @@ func (m *runManager) finished(lr *liveRun) {
 		}
 	}
 	if m.handOver(lr) && lr.data.Temporary {
-		if err := m.s.store.DeleteThread(ctx, lr.rec.Thread); err != nil && !errors.Is(err, store.ErrNotFound) {
-			m.s.log.Warn("deleting a stateless run's thread failed", "thread", lr.rec.Thread, "err", err)
-		}
+		m.dropTemporary(lr)
 	}
 	if lr.record().Status == statusInterrupted && m.s.bounded() {
 		if th, err := m.s.store.Thread(ctx, lr.rec.Thread); err == nil {
@@ -333,6 +382,30 @@ func (m *runManager) finished(lr *liveRun) {
 	}
 	lr.log.release()
 	close(lr.done)
+}
+
+// dropTemporary deletes a stateless run's thread (with its record and
+// log) once its outcome is delivered: at once for a background run,
+// after the request that delivers it is done for the others.
+func (m *runManager) dropTemporary(lr *liveRun) {
+	drop := func() {
+		if err := m.s.store.DeleteThread(context.Background(), lr.rec.Thread); err != nil && !errors.Is(err, store.ErrNotFound) {
+			m.s.log.Warn("deleting a stateless run's thread failed", "thread", lr.rec.Thread, "err", err)
+		}
+	}
+	if lr.delivered == nil {
+		drop()
+		return
+	}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		select {
+		case <-lr.delivered:
+		case <-m.base.Done():
+		}
+		drop()
+	}()
 }
 
 // handOver lets go of lr's thread: its next waiting run starts. It
@@ -434,7 +507,7 @@ func (m *runManager) recoverRun(ctx context.Context, rec store.RunRecord) error 
 	if err != nil {
 		return err
 	}
-	prior, err := storedEvents(ctx, m.s.runlog, rec.ID, 0, 0)
+	prior, err := storedEvents(ctx, m.s.runlog, rec.ID, rec.Thread, 0, 0)
 	if err != nil {
 		return err
 	}

@@ -38,6 +38,7 @@ func (s *Server) routes() []route {
 		{method: "POST", path: "/threads/{thread_id}/state/checkpoint", summary: "A thread's state at a checkpoint", handler: s.postStateCheckpoint},
 		{method: "GET", path: "/threads/{thread_id}/history", summary: "A thread's history", handler: s.getHistory},
 		{method: "POST", path: "/threads/{thread_id}/history", summary: "A thread's history", handler: s.postHistory},
+		{method: "GET", path: "/threads/{thread_id}/storage", summary: "Where a thread's stored bytes go: checkpoints (by channel and namespace), pending writes, runs and run event logs", handler: s.threadStorage},
 
 		{method: "POST", path: "/threads/{thread_id}/runs", summary: "Create a background run", handler: s.postRun},
 		{method: "POST", path: "/threads/{thread_id}/runs/stream", summary: "Create a run and stream it", long: true, handler: s.postRunStream},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cairn-dev/cairn/agentfile"
 	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -32,8 +33,8 @@ func terminal(status string) bool { return status != statusPending && status != 
 // runData is what a run's record keeps besides its indexed columns.
 type runData struct {
 	AssistantID       string         `json:"assistant_id"`
-	Metadata          map[string]any `json:"metadata"`
-	MultitaskStrategy string         `json:"multitask_strategy"`
+	Metadata          map[string]any `json:"metadata,omitempty"`
+	MultitaskStrategy string         `json:"multitask_strategy,omitempty"`
 	Kwargs            runKwargs      `json:"kwargs"`
 	// FromSeq is the thread's head when the run was created (a rollback
 	// returns there).
@@ -62,6 +63,70 @@ type runKwargs struct {
 	Durability      string          `json:"durability,omitempty"`
 	// Approval answers the thread's pause (POST …/interrupts/{id}/answer).
 	Approval *flow.Approval `json:"approval,omitempty"`
+}
+
+// storedKwargs are a run's kwargs as its record keeps them: what has its
+// default value is left out (see runData.MarshalJSON).
+type storedKwargs struct {
+	Input           json.RawMessage `json:"input"`
+	Command         *command        `json:"command,omitempty"`
+	Config          *runConfig      `json:"config,omitempty"`
+	StreamMode      []string        `json:"stream_mode,omitempty"`
+	StreamSubgraphs bool            `json:"stream_subgraphs,omitempty"`
+	InterruptBefore []string        `json:"interrupt_before,omitempty"`
+	InterruptAfter  []string        `json:"interrupt_after,omitempty"`
+	CheckpointID    string          `json:"checkpoint_id,omitempty"`
+	OnDisconnect    string          `json:"on_disconnect,omitempty"`
+	OnCompletion    string          `json:"on_completion,omitempty"`
+	Durability      string          `json:"durability,omitempty"`
+	Approval        *flow.Approval  `json:"approval,omitempty"`
+}
+
+// The defaults a run record leaves out.
+const (
+	defaultStrategy     = "reject"
+	defaultOnDisconnect = "continue"
+	defaultStreamMode   = "values"
+)
+
+// MarshalJSON writes a run's record data without what has its default
+// value, so that a record costs what the run asked for beside them.
+func (d runData) MarshalJSON() ([]byte, error) {
+	type plain runData
+	p := plain(d)
+	if p.MultitaskStrategy == defaultStrategy {
+		p.MultitaskStrategy = ""
+	}
+	if p.StopReason == string(state.StopSuccess) {
+		p.StopReason = ""
+	}
+	k := storedKwargs(d.Kwargs)
+	if len(k.StreamMode) == 1 && k.StreamMode[0] == defaultStreamMode {
+		k.StreamMode = nil
+	}
+	if k.OnDisconnect == defaultOnDisconnect {
+		k.OnDisconnect = ""
+	}
+	return json.Marshal(struct {
+		plain
+		Kwargs storedKwargs `json:"kwargs"`
+	}{p, k})
+}
+
+// UnmarshalJSON reads a run's record data, its defaults filled in.
+func (d *runData) UnmarshalJSON(b []byte) error {
+	type plain runData
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*d = runData(p)
+	d.MultitaskStrategy = cmp.Or(d.MultitaskStrategy, defaultStrategy)
+	d.Kwargs.OnDisconnect = cmp.Or(d.Kwargs.OnDisconnect, defaultOnDisconnect)
+	if len(d.Kwargs.StreamMode) == 0 {
+		d.Kwargs.StreamMode = []string{defaultStreamMode}
+	}
+	return nil
 }
 
 type command struct {
@@ -106,6 +171,8 @@ type runRequest struct {
 	LangsmithTracer   json.RawMessage   `json:"langsmith_tracer"`
 	// approval: set by the answer endpoint, never by a client's body.
 	approval *flow.Approval
+	// deliver: the request answers with the run's outcome (runFromRequest).
+	deliver bool
 }
 
 // oneOf checks an enumerated field.
@@ -293,6 +360,9 @@ func (s *Server) createRun(ctx context.Context, threadID string, q runRequest) (
 		return lr, nil
 	}
 	lr := s.runs.newLive(rec, d, a, nil)
+	if d.Temporary && q.deliver {
+		lr.delivered = make(chan struct{})
+	}
 	if err := s.runs.submit(ctx, lr, d.MultitaskStrategy); err != nil {
 		if d.Temporary {
 			_ = s.store.DeleteThread(context.WithoutCancel(ctx), th.ID)

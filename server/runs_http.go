@@ -18,18 +18,21 @@ import (
 
 func runPath(thread, run string) string { return "/threads/" + thread + "/runs/" + run }
 
-// runFromRequest reads a run request's body and creates the run.
-func (s *Server) runFromRequest(r *http.Request) (*liveRun, error) {
+// runFromRequest reads a run request's body and creates the run;
+// deliver: the request answers with the run's outcome (a stream or a
+// wait), so a stateless run is kept until it has.
+func (s *Server) runFromRequest(r *http.Request, deliver bool) (*liveRun, error) {
 	var q runRequest
 	if err := decodeBody(r, &q); err != nil {
 		return nil, err
 	}
+	q.deliver = deliver
 	return s.createRun(r.Context(), r.PathValue("thread_id"), q)
 }
 
 // postRun creates a background run and answers with it.
 func (s *Server) postRun(w http.ResponseWriter, r *http.Request) error {
-	lr, err := s.runFromRequest(r)
+	lr, err := s.runFromRequest(r, false)
 	if err != nil {
 		return err
 	}
@@ -47,22 +50,24 @@ func (s *Server) postRun(w http.ResponseWriter, r *http.Request) error {
 // on if the client leaves (unless on_disconnect is cancel); Location names
 // the stream to rejoin.
 func (s *Server) postRunStream(w http.ResponseWriter, r *http.Request) error {
-	lr, err := s.runFromRequest(r)
+	lr, err := s.runFromRequest(r, true)
 	if err != nil {
 		return err
 	}
-	return s.streamRun(w, r, lr.record(), 0, nil, lr.data.Kwargs.OnDisconnect == "cancel")
+	defer lr.deliver()
+	return s.streamRun(w, r, lr, lr.record(), 0, 1, nil, lr.data.Kwargs.OnDisconnect == "cancel")
 }
 
 // postRunWait creates a run and answers with its outcome when it ends;
 // the headers go out at once and keep-alive bytes follow, so a client's
 // connection slot is not held in silence.
 func (s *Server) postRunWait(w http.ResponseWriter, r *http.Request) error {
-	lr, err := s.runFromRequest(r)
+	lr, err := s.runFromRequest(r, true)
 	if err != nil {
 		return err
 	}
-	return s.waitRun(w, r, lr.record(), lr.data.Kwargs.OnDisconnect == "cancel")
+	defer lr.deliver()
+	return s.waitRun(w, r, lr, lr.record(), lr.data.Kwargs.OnDisconnect == "cancel")
 }
 
 // runOf returns a run of the tenant on the thread; another tenant's, or
@@ -220,17 +225,27 @@ func (s *Server) joinRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.waitRun(w, r, rec, truthy(r.URL.Query().Get("cancel_on_disconnect")))
+	return s.waitRun(w, r, nil, rec, truthy(r.URL.Query().Get("cancel_on_disconnect")))
 }
 
-// waitRun answers with a run's outcome once it ends.
-func (s *Server) waitRun(w http.ResponseWriter, r *http.Request, rec store.RunRecord, cancelOnDisconnect bool) error {
+// waitRun answers with a run's outcome once it ends: lr's, when the
+// caller has the run in hand, else that of the run this server runs or
+// the store records.
+//
+// The answer ends with a Server-Timing trailer: "run" is the time from the
+// request's arrival to the outcome, "answer" the time writing it took (a
+// long thread's state is a large answer).
+func (s *Server) waitRun(w http.ResponseWriter, r *http.Request, lr *liveRun, rec store.RunRecord, cancelOnDisconnect bool) error {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Location", runPath(rec.Thread, rec.ID))
+	w.Header().Set("Trailer", "Server-Timing")
 	w.WriteHeader(http.StatusOK)
 	flush(w)
 	ctx := r.Context()
-	if lr := s.runs.get(rec.ID); lr != nil {
+	if lr == nil || lr.log == nil {
+		lr = s.runs.get(rec.ID)
+	}
+	if lr != nil {
 		tick := time.NewTicker(s.cfg.Heartbeat)
 		defer tick.Stop()
 	wait:
@@ -248,21 +263,30 @@ func (s *Server) waitRun(w http.ResponseWriter, r *http.Request, rec store.RunRe
 				return nil
 			}
 		}
-		_, _ = w.Write(append(lr.final, '\n'))
+		writeOutcome(w, r, lr.final)
 		return nil
 	}
 	final, err := s.storedOutcome(ctx, rec)
 	if err != nil {
-		final = raw(map[string]any{"__error__": map[string]string{"error": "RunError", "message": err.Error()}})
+		final = &outcome{fixed: raw(map[string]any{"__error__": map[string]string{"error": "RunError", "message": err.Error()}})}
 	}
-	_, _ = w.Write(append(final, '\n'))
+	writeOutcome(w, r, final)
 	return nil
+}
+
+// writeOutcome writes a run's outcome, then its Server-Timing trailer.
+func writeOutcome(w http.ResponseWriter, r *http.Request, o *outcome) {
+	ready := time.Now()
+	_ = o.write(w)
+	_, _ = w.Write([]byte("\n"))
+	ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 3, 64) }
+	w.Header().Set("Server-Timing", "run;dur="+ms(ready.Sub(arrivalOf(r.Context())))+", answer;dur="+ms(time.Since(ready)))
 }
 
 // storedOutcome is the outcome of a run this server does not have in
 // hand: ended (its thread's state, or its error) or run elsewhere (waited
 // for by polling its record).
-func (s *Server) storedOutcome(ctx context.Context, rec store.RunRecord) (json.RawMessage, error) {
+func (s *Server) storedOutcome(ctx context.Context, rec store.RunRecord) (*outcome, error) {
 	for !terminal(rec.Status) {
 		select {
 		case <-ctx.Done():
@@ -278,8 +302,7 @@ func (s *Server) storedOutcome(ctx context.Context, rec store.RunRecord) (json.R
 	if err != nil {
 		return nil, err
 	}
-	lr := &liveRun{rec: rec, data: d}
-	return s.runs.finalValues(ctx, lr), nil
+	return s.runs.finalValues(ctx, &liveRun{rec: rec, data: d}), nil
 }
 
 func flush(w http.ResponseWriter) {
@@ -301,7 +324,7 @@ func (s *Server) joinStream(w http.ResponseWriter, r *http.Request) error {
 	if last == "" {
 		last = qs.Get("last_event_id")
 	}
-	after, err := parseEventID(rec.ID, last)
+	after, attempt, err := parseEventID(rec.ID, last)
 	if err != nil {
 		return err
 	}
@@ -314,12 +337,13 @@ func (s *Server) joinStream(w http.ResponseWriter, r *http.Request) error {
 			modes = append(modes, one)
 		}
 	}
-	return s.streamRun(w, r, rec, after, modes, truthy(qs.Get("cancel_on_disconnect")))
+	return s.streamRun(w, r, nil, rec, after, attempt, modes, truthy(qs.Get("cancel_on_disconnect")))
 }
 
-// streamRun writes a run's events after seq after as SSE, live until the
-// run ends; modes (if any) keep only those modes' events.
-func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, rec store.RunRecord, after int64, modes []string, cancelOnDisconnect bool) error {
+// streamRun writes a run's events after event (after, attempt) as SSE,
+// live until the run ends; modes (if any) keep only those modes' events.
+// lr is the run when the caller has it in hand.
+func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, lr *liveRun, rec store.RunRecord, after int64, attempt int, modes []string, cancelOnDisconnect bool) error {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
@@ -328,24 +352,17 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, rec store.Run
 	w.WriteHeader(http.StatusOK)
 	flush(w)
 	ctx := r.Context()
-	src := s.eventSource(rec)
+	src := s.eventSource(lr, rec, after, attempt)
 	tick := time.NewTicker(s.cfg.Heartbeat)
 	defer tick.Stop()
 	for {
-		evs, done, wake, err := src(ctx, after)
+		evs, done, wake, err := src(ctx)
+		if err == nil {
+			err = s.writeEvents(ctx, w, rec, evs, modes)
+		}
 		if err != nil {
-			writeSSE(w, rec.ID, sseEvent{Event: "error", Data: raw(map[string]string{"error": "StreamError", "message": err.Error()})})
+			writeSSE(w, rec.ID, inline("error", raw(map[string]string{"error": "StreamError", "message": err.Error()})), nil)
 			return nil
-		}
-		for _, ev := range evs {
-			after = ev.Seq
-			if m := modeOf(ev.Event); m != "" && len(modes) > 0 && !slices.Contains(modes, m) {
-				continue
-			}
-			writeSSE(w, rec.ID, ev)
-		}
-		if len(evs) > 0 {
-			flush(w)
 		}
 		if done {
 			return nil
@@ -364,8 +381,30 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, rec store.Run
 	}
 }
 
-func writeSSE(w http.ResponseWriter, run string, ev sseEvent) {
-	data := ev.Data
+// writeEvents writes events of the stream's modes, building those that
+// refer to a checkpoint.
+func (s *Server) writeEvents(ctx context.Context, w http.ResponseWriter, rec store.RunRecord, evs []*sseEvent, modes []string) error {
+	for _, ev := range evs {
+		if m := modeOf(ev.Event); m != "" && len(modes) > 0 && !slices.Contains(modes, m) {
+			continue
+		}
+		data, err := s.eventData(ctx, rec.Thread, ev)
+		if err != nil {
+			return err
+		}
+		writeSSE(w, rec.ID, ev, data)
+	}
+	if len(evs) > 0 {
+		flush(w)
+	}
+	return nil
+}
+
+// writeSSE writes one event (with data, when not nil, as its data).
+func writeSSE(w http.ResponseWriter, run string, ev *sseEvent, data json.RawMessage) {
+	if data == nil {
+		data = ev.data
+	}
 	if bytes.IndexByte(data, '\n') >= 0 {
 		// One data line per event: JSON's newlines are only whitespace.
 		var c bytes.Buffer
@@ -373,37 +412,90 @@ func writeSSE(w http.ResponseWriter, run string, ev sseEvent) {
 			data = c.Bytes()
 		}
 	}
-	fmt.Fprintf(w, "id: %s\nevent: %s\ndata: %s\n\n", eventID(run, ev.Seq), ev.Event, data)
+	fmt.Fprintf(w, "id: %s\nevent: %s\ndata: %s\n\n", eventID(run, ev.Seq, ev.Attempt), ev.Event, data)
 }
 
-// eventSource reads a run's events: from its live log when this server
-// runs it, else from the store, polling while the run goes on elsewhere.
-func (s *Server) eventSource(rec store.RunRecord) func(context.Context, int64) ([]sseEvent, bool, <-chan struct{}, error) {
-	if lr := s.runs.get(rec.ID); lr != nil {
-		return func(_ context.Context, after int64) ([]sseEvent, bool, <-chan struct{}, error) {
+// source reads the events of a run's stream: each call returns the events
+// not yet returned, whether the stream is complete, and a channel closed
+// when more may be read.
+type source func(ctx context.Context) ([]*sseEvent, bool, <-chan struct{}, error)
+
+// eventSource reads a run's events after event (after, attempt): from its
+// live log when this server runs it, else from the store, polling while
+// the run goes on elsewhere.
+func (s *Server) eventSource(lr *liveRun, rec store.RunRecord, after int64, attempt int) source {
+	if lr == nil || lr.log == nil {
+		lr = s.runs.get(rec.ID)
+	}
+	if lr != nil {
+		after = lr.log.resume(after, attempt)
+		return func(context.Context) ([]*sseEvent, bool, <-chan struct{}, error) {
 			evs, done, wake := lr.log.since(after)
+			if len(evs) > 0 {
+				after = evs[len(evs)-1].Seq
+			}
 			return evs, done, wake, nil
 		}
 	}
-	status := rec.Status
-	return func(ctx context.Context, after int64) ([]sseEvent, bool, <-chan struct{}, error) {
-		evs, err := storedEvents(ctx, s.runlog, rec.ID, after, 1000)
-		if err != nil || len(evs) > 0 {
-			return evs, false, closedChan, err
+	st := &storedSource{s: s, rec: rec, after: after, attempt: attempt, settled: after == 0}
+	return st.next
+}
+
+// storedSource reads a run's log from the store.
+type storedSource struct {
+	s       *Server
+	rec     store.RunRecord
+	after   int64
+	attempt int
+	// settled: after is where the reader goes on (see resumeAfter).
+	settled bool
+}
+
+func (st *storedSource) next(ctx context.Context) ([]*sseEvent, bool, <-chan struct{}, error) {
+	if !st.settled {
+		if err := st.settle(ctx); err != nil || !st.settled {
+			return nil, false, after100ms(), err
 		}
-		if terminal(status) {
-			return nil, true, nil, nil
-		}
-		cur, err := s.runlog.Run(ctx, rec.ID)
-		if err != nil {
-			return nil, false, nil, err
-		}
-		status = cur.Status
-		if terminal(status) {
-			return nil, false, closedChan, nil // read what it logged last
-		}
-		return nil, false, after100ms(), nil
 	}
+	evs, err := storedEvents(ctx, st.s.runlog, st.rec.ID, st.rec.Thread, st.after, 1000)
+	if err != nil || len(evs) > 0 {
+		if len(evs) > 0 {
+			st.after = evs[len(evs)-1].Seq
+		}
+		return evs, false, closedChan, err
+	}
+	if terminal(st.rec.Status) {
+		return nil, true, nil, nil
+	}
+	if st.rec, err = st.s.runlog.Run(ctx, st.rec.ID); err != nil {
+		return nil, false, nil, err
+	}
+	if terminal(st.rec.Status) {
+		return nil, false, closedChan, nil // read what it logged last
+	}
+	return nil, false, after100ms(), nil
+}
+
+// settle finds where a reader holding event (after, attempt) goes on in
+// the stored log; the log may still grow with the reader's attempt while
+// the run goes on at that attempt elsewhere.
+func (st *storedSource) settle(ctx context.Context) error {
+	rec, err := st.s.runlog.Run(ctx, st.rec.ID)
+	if err != nil {
+		return err
+	}
+	st.rec = rec
+	_, d, err := apiRunOf(rec)
+	if err != nil {
+		return err
+	}
+	evs, err := storedEvents(ctx, st.s.runlog, rec.ID, rec.Thread, 0, 0)
+	if err != nil {
+		return err
+	}
+	ended := terminal(rec.Status) || !sameAttempt(d.Attempt, st.attempt)
+	st.after, st.settled = resumeAfter(evs, st.after, st.attempt, ended)
+	return nil
 }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()

@@ -194,6 +194,7 @@ type route struct {
 // the tenant, and errors written as the API writes them.
 func (s *Server) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived := time.Now()
 		r.Body = http.MaxBytesReader(w, r.Body, max(s.cfg.MaxBodyBytes, rt.bodyLimit))
 		tenant, who := "", ""
 		if !rt.open {
@@ -202,7 +203,7 @@ func (s *Server) wrap(rt route) http.Handler {
 				return
 			}
 		}
-		ctx := r.Context()
+		ctx := context.WithValue(r.Context(), arrivalKey{}, arrived)
 		if !rt.long {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, s.cfg.RequestTimeout)
@@ -213,6 +214,16 @@ func (s *Server) wrap(rt route) http.Handler {
 			s.writeError(w, r, err)
 		}
 	})
+}
+
+type arrivalKey struct{}
+
+// arrivalOf is when the request arrived (now, for a context without one).
+func arrivalOf(ctx context.Context) time.Time {
+	if t, ok := ctx.Value(arrivalKey{}).(time.Time); ok {
+		return t
+	}
+	return time.Now()
 }
 
 type tenantKey struct{}

@@ -73,10 +73,7 @@ func Footprint(d Doc) int64 {
 		n += int64(len(name)) + perElem
 		switch {
 		case v.list != nil:
-			n += int64(cap(v.list.items)) * perElem
-			for _, it := range v.list.items {
-				n += int64(len(it))
-			}
+			n += int64(cap(v.list.items))*perElem + v.list.bytes
 		case v.obj != nil:
 			for k, it := range v.obj {
 				n += int64(len(k)+len(it)) + perElem

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -105,6 +106,7 @@ func (d Doc) MarshalJSON() ([]byte, error) {
 
 // AppendJSON appends the canonical JSON text of the document to b.
 func (d Doc) AppendJSON(b []byte) []byte {
+	b = slices.Grow(b, d.sizeHint())
 	b = append(b, '{')
 	for i, name := range d.Fields() {
 		if i > 0 {
@@ -115,6 +117,25 @@ func (d Doc) AppendJSON(b []byte) []byte {
 		b = d.fields[name].appendJSON(b)
 	}
 	return append(b, '}')
+}
+
+// sizeHint is about the length of the document's JSON text (its lists'
+// and plain values' exactly, without reading their elements), so that
+// AppendJSON grows its buffer once.
+func (d Doc) sizeHint() int {
+	n := 2
+	for name, v := range d.fields {
+		n += len(name) + 4
+		switch {
+		case v.list != nil:
+			n += int(v.list.bytes) + len(v.list.items) + 1
+		case v.obj != nil:
+			n += 64 * len(v.obj)
+		default:
+			n += len(v.raw)
+		}
+	}
+	return n
 }
 
 // String returns the canonical JSON text.

@@ -34,6 +34,7 @@ func FuzzPatchApply(f *testing.F) {
 		if err != nil {
 			return
 		}
+		checkListBytes(t, got)
 		if hasEmptyToken(p) {
 			return // the reference mishandles "" members (RFC 6901 allows them); TestPatchApply covers ours
 		}
@@ -61,6 +62,17 @@ func FuzzPatchApply(f *testing.F) {
 			t.Fatalf("doc codec: %v", err)
 		}
 	})
+}
+
+// checkListBytes fails unless every list of d knows its elements' total
+// length (Footprint reads it).
+func checkListBytes(t *testing.T, d Doc) {
+	t.Helper()
+	for name, v := range d.fields {
+		if v.list != nil && v.list.bytes != itemBytes(v.list.items) {
+			t.Fatalf("list %q: %d bytes recorded, %d held", name, v.list.bytes, itemBytes(v.list.items))
+		}
+	}
 }
 
 // FuzzDecodeDoc feeds damaged binary documents to the decoder: errors, never

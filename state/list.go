@@ -14,6 +14,9 @@ import (
 type list struct {
 	items []json.RawMessage
 	tail  *listTail
+	// bytes is the elements' total length (Footprint reads it without
+	// walking them).
+	bytes int64
 }
 
 // listTail is shared by all versions over one backing array. Positions below
@@ -38,7 +41,16 @@ func idKey(id string) uint64 { return maphash.String(idSeed, id) }
 func newList(items []json.RawMessage) *list {
 	t := &listTail{}
 	t.claimed.Store(int64(len(items)))
-	return &list{items: items, tail: t}
+	return &list{items: items, tail: t, bytes: itemBytes(items)}
+}
+
+// itemBytes is the total length of items.
+func itemBytes(items []json.RawMessage) int64 {
+	n := int64(0)
+	for _, it := range items {
+		n += int64(len(it))
+	}
+	return n
 }
 
 // appended returns a new version with elems added at the end.
@@ -46,7 +58,7 @@ func (l *list) appended(elems ...json.RawMessage) *list {
 	n := len(l.items)
 	if n+len(elems) <= cap(l.items) && l.tail.claimed.CompareAndSwap(int64(n), int64(n+len(elems))) {
 		items := append(l.items, elems...)
-		return &list{items: items, tail: l.tail}
+		return &list{items: items, tail: l.tail, bytes: l.bytes + itemBytes(elems)}
 	}
 	items := cloneItems(l.items, len(elems))
 	items = append(items, elems...)

@@ -92,6 +92,7 @@ func TestReducers(t *testing.T) {
 			if !got.Equal(mustDoc(t, tc.want)) {
 				t.Fatalf("got %s, want %s", got, tc.want)
 			}
+			checkListBytes(t, got)
 			if start.String() != before {
 				t.Fatalf("input document changed: %s -> %s", before, start)
 			}

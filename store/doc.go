@@ -120,6 +120,16 @@
 // every thread, and none reads a head's state; counts with no filter, a
 // status filter or one metadata filter read a few counter rows.
 //
+// # Where a thread's bytes go
+//
+// ThreadStorageOf reports what the store keeps for a thread and the bytes
+// of its stored data (as written: compressed, sealed): its checkpoint rows
+// (patches, metadata, snapshots) by namespace and shared out by top-level
+// state field, its pending writes, and the runs and run event logs an HTTP
+// server keeps for it. The engine walks the checkpoint rows a page at a
+// time and reads each snapshot on its own, decoding only the length
+// prefixes of their encodings; a StorageBackend counts the rest.
+//
 // # Long-term memory
 //
 // ItemsOf gives a store's ItemStore, LangGraph's BaseStore: JSON objects

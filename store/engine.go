@@ -391,6 +391,8 @@ func (e *Engine) insert(ctx context.Context, cp Checkpoint, seq int64, parent ro
 	e.remember(key, &row, parent, late, cp.State, sealer)
 	if row.HasSnapshot {
 		e.cache.put(snapKey{cp.Thread, cp.Namespace, seq}, cp.State, state.Footprint(cp.State))
+	} else {
+		e.cache.putHead(snapKey{cp.Thread, cp.Namespace, seq}, cp.State, state.Footprint(cp.State))
 	}
 	cp.Snapshot = row.HasSnapshot
 	cp.HasState = true
@@ -715,6 +717,15 @@ func (e *Engine) Load(ctx context.Context, r LoadRequest) (Checkpoint, error) {
 		return Checkpoint{}, fmt.Errorf("%w: thread %q namespace %q has no checkpoint %d", ErrNotFound, r.Thread, r.Namespace, r.Seq)
 	}
 	t := target[0]
+	if d, ok := e.cache.get(snapKey{r.Thread, r.Namespace, t.Seq}); ok {
+		// A snapshot's state, or a head this engine committed: no replay.
+		cp, err := checkpoint(&t)
+		if err != nil {
+			return Checkpoint{}, err
+		}
+		cp.State, cp.HasState = d, true
+		return cp, nil
+	}
 	rows, base, err := e.chainRows(ctx, r.Thread, r.Namespace, t.Base, t.Seq)
 	if err != nil {
 		return Checkpoint{}, err

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 )
@@ -41,23 +40,30 @@ func (e *Engine) Prune(ctx context.Context, r PruneRequest) (PruneResult, error)
 	if e.closed.Load() {
 		return PruneResult{}, ErrClosed
 	}
-	if r.KeepLast < 0 || r.OlderThan < 0 {
-		return PruneResult{}, fmt.Errorf("%w: keep-last %d, older-than %s: must not be negative", ErrInvalidArgument, r.KeepLast, r.OlderThan)
+	if err := r.check(); err != nil {
+		return PruneResult{}, err
 	}
-	if r.KeepLast == 0 && r.OlderThan == 0 && !r.Expired {
+	logsOnly := r.RunLogsOlderThan > 0 && r.KeepLast == 0 && r.OlderThan == 0 && !r.Expired
+	if r.KeepLast == 0 && r.OlderThan == 0 && !r.Expired && !logsOnly {
 		r.KeepLast = 1 // the form this request had before it could do more
 	}
 	if r.Now.IsZero() {
 		r.Now = time.Now()
+	}
+	var res PruneResult
+	if r.RunLogsOlderThan > 0 {
+		n, err := e.trimRunLogs(ctx, r.Now.Add(-r.RunLogsOlderThan))
+		if res.RunLogs = n; err != nil || logsOnly {
+			return res, err
+		}
 	}
 	// What a checkpoint replays from is settled once its late snapshot is
 	// written: a prune that ran before would keep the rows below it.
 	e.WaitSnapshots()
 	threads, err := e.pruneThreads(ctx, r.Thread)
 	if err != nil {
-		return PruneResult{}, err
+		return res, err
 	}
-	var res PruneResult
 	for _, th := range threads {
 		if err := ctx.Err(); err != nil {
 			return res, err
@@ -148,8 +154,9 @@ func (e *Engine) pruneThread(ctx context.Context, thread string, keep int64, res
 		return err
 	}
 	pruned := false
+	gone := map[string][]SeqRange{}
 	for _, nsr := range nss {
-		n, bytes, err := e.pruneNamespace(ctx, thread, nsr.Name, keep)
+		n, bytes, ranges, err := e.pruneNamespace(ctx, thread, nsr.Name, keep)
 		e.cache.dropThread(thread)
 		if errors.Is(err, ErrConflict) {
 			if !slices.Contains(res.Busy, thread) { // once, however many of its namespaces were busy
@@ -163,35 +170,40 @@ func (e *Engine) pruneThread(ctx context.Context, thread string, keep int64, res
 		res.Checkpoints += n
 		res.Bytes += bytes
 		pruned = pruned || n > 0
+		if n > 0 {
+			gone[nsr.Name] = ranges
+		}
 	}
 	if pruned {
 		res.Threads++
 	}
-	return nil
+	logs, err := e.dropRunLogs(ctx, thread, gone)
+	res.RunLogs += logs
+	return err
 }
 
 // pruneNamespace deletes what one namespace does not need, trying again
 // when it grew meanwhile (ErrConflict after pruneTries).
-func (e *Engine) pruneNamespace(ctx context.Context, thread, ns string, keep int64) (int64, int64, error) {
+func (e *Engine) pruneNamespace(ctx context.Context, thread, ns string, keep int64) (int64, int64, []SeqRange, error) {
 	var err error
 	for range pruneTries {
 		var rows []Row
 		if rows, err = e.rows(ctx, RowQuery{Thread: thread, Namespace: ns}); err != nil || len(rows) == 0 {
-			return 0, 0, err
+			return 0, 0, nil, err
 		}
 		ranges, bytes := prunable(rows, keep)
 		if len(ranges) == 0 {
-			return 0, 0, nil
+			return 0, 0, nil, nil
 		}
 		var n int64
 		if n, err = e.b.DeleteRanges(ctx, thread, ns, rows[len(rows)-1].Seq, ranges); err == nil {
-			return n, bytes, nil
+			return n, bytes, ranges, nil
 		}
 		if !errors.Is(err, ErrConflict) {
-			return 0, 0, err
+			return 0, 0, nil, err
 		}
 	}
-	return 0, 0, err
+	return 0, 0, nil, err
 }
 
 // prunable returns the seq ranges of rows (ascending by seq) that no

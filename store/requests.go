@@ -72,9 +72,19 @@ type PruneRequest struct {
 	OlderThan time.Duration
 	// Expired deletes whole threads past their own time to live (ThreadTTL).
 	Expired bool
+	// RunLogsOlderThan, when not 0, deletes the event logs of runs that
+	// ended longer ago than this (their records stay; a client can no
+	// longer replay their streams).
+	RunLogsOlderThan time.Duration
 	// Now is the time OlderThan and Expired count from (default: now).
 	Now time.Time
 }
+
+// DefaultRunLogRetention is how long the servers' sweeps keep the event
+// log of a run that ended (cairn serve and cairn worker,
+// --retention-run-logs): long enough for a client to come back to a
+// stream it lost, not so long that logs outweigh the threads.
+const DefaultRunLogRetention = 24 * time.Hour
 
 // PruneResult reports what Prune deleted.
 type PruneResult struct {
@@ -84,6 +94,10 @@ type PruneResult struct {
 	Threads     int
 	Checkpoints int64
 	Bytes       int64
+	// RunLogs is the number of run event logs deleted: those that referred
+	// to a checkpoint this prune deleted, and those of runs that ended
+	// before RunLogsOlderThan.
+	RunLogs int64
 	// Deleted lists the threads deleted whole (OlderThan, Expired).
 	Deleted []string
 	// Busy lists the threads left as they were: written to throughout

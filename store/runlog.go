@@ -17,6 +17,10 @@ type RunRecord struct {
 	Data      []byte
 }
 
+// RunEnded reports whether a run status is an end (any but pending and
+// running).
+func RunEnded(status string) bool { return status != "pending" && status != "running" }
+
 // RunQuery selects runs, newest first (by CreatedAt, then ID).
 type RunQuery struct {
 	Tenant string
@@ -28,15 +32,36 @@ type RunQuery struct {
 	Offset int
 }
 
-// EventRecord is one event of a run's log: Seq numbers them from 1.
+// EventRecord is one event of a run's log: Seq numbers them from 1,
+// across the run's attempts.
+//
+// Backends store Seq and Data; the run log RunLogOf returns keeps Attempt
+// and Ref with the data (see frameEvent), so every backend keeps them
+// without a column of its own.
 type EventRecord struct {
-	Seq  int64
+	Seq int64
+	// Attempt is the attempt of the run that logged the event (0 in logs
+	// written before attempts were recorded with their events).
+	Attempt int
+	// Ref, when set, names the checkpoint of the run's thread that holds
+	// the event's content (a whole state, say): Data keeps only what
+	// rebuilding the event needs besides it, so a log costs what the run
+	// did, not a copy of the state per event.
+	Ref  *EventRef
 	Data []byte
+}
+
+// EventRef names a checkpoint of a run's thread: its namespace and seq.
+type EventRef struct {
+	Namespace string
+	Seq       int64
 }
 
 // RunLog keeps runs and the log of events each run streamed, so that a
 // client that reconnects gets what it missed and a restarted server finds
-// the runs it was running. Deleting a thread deletes its runs and logs.
+// the runs it was running. Deleting a thread deletes its runs and logs;
+// pruning a thread's checkpoints deletes the logs whose events referred
+// to them (EventRecord.Ref).
 type RunLog interface {
 	// PutRun inserts a run, or replaces the one with the same ID.
 	PutRun(ctx context.Context, r RunRecord) error
@@ -52,6 +77,13 @@ type RunLog interface {
 	// Events returns the events of a run's log with seq > after, in order
 	// (limit 0: all).
 	Events(ctx context.Context, run string, after int64, limit int) ([]EventRecord, error)
+	// DeleteEvents deletes a run's event log and keeps its record;
+	// ErrNotFound when the run does not exist.
+	DeleteEvents(ctx context.Context, run string) error
+	// TrimEvents deletes the event logs of the runs that ended (any status
+	// but pending and running) before endedBefore (Unix nanoseconds, their
+	// UpdatedAt), keeping their records, and returns how many logs went.
+	TrimEvents(ctx context.Context, endedBefore int64) (int64, error)
 }
 
 // RunLogOf returns the run log of a store whose backend keeps one (every
@@ -63,7 +95,7 @@ func RunLogOf(s Store) (RunLog, error) {
 		}
 	}
 	if rl, ok := s.(RunLog); ok {
-		return rl, nil
+		return framedRunLog{rl}, nil
 	}
 	return nil, fmt.Errorf("%w: this store keeps no run log", ErrInvalidArgument)
 }
@@ -141,7 +173,7 @@ func (c checkedRunLog) AppendEvents(ctx context.Context, run string, evs []Event
 	if len(evs) == 0 {
 		return nil
 	}
-	return c.rl.AppendEvents(ctx, run, c.e.crypt.ring.sealEvents(run, evs))
+	return c.rl.AppendEvents(ctx, run, c.e.crypt.ring.sealEvents(run, frameEvents(evs)))
 }
 
 func (c checkedRunLog) Events(ctx context.Context, run string, after int64, limit int) ([]EventRecord, error) {
@@ -152,7 +184,24 @@ func (c checkedRunLog) Events(ctx context.Context, run string, after int64, limi
 	if err != nil {
 		return nil, err
 	}
-	return c.e.crypt.ring.openEvents(run, evs)
+	if evs, err = c.e.crypt.ring.openEvents(run, evs); err != nil {
+		return nil, err
+	}
+	return unframeEvents(run, evs)
+}
+
+func (c checkedRunLog) DeleteEvents(ctx context.Context, run string) error {
+	if err := c.check(run); err != nil {
+		return fmt.Errorf("run id: %w", err)
+	}
+	return c.rl.DeleteEvents(ctx, run)
+}
+
+func (c checkedRunLog) TrimEvents(ctx context.Context, endedBefore int64) (int64, error) {
+	if c.e.closed.Load() {
+		return 0, ErrClosed
+	}
+	return c.rl.TrimEvents(ctx, endedBefore)
 }
 
 // RunQueue records runs and queues them for workers in one transaction

@@ -73,6 +73,7 @@ func TestCommands(t *testing.T) {
 		{"prune keeps each branch's newest", []string{"history", "0", "--tree"}, []string{"32 SUCCESS", "31 SUCCESS", "27 SUCCESS"}},
 		{"prune every thread", []string{"prune", "--keep-last", "2", "--json"}, []string{`"checkpoints": `, `"deleted_threads": []`}},
 		{"the copy's old branch after prune", []string{"state", "0-copy", "--at", "30"}, []string{`"count": 29`}},
+		{"prune run logs", []string{"prune", "--run-logs-older-than", "1ns", "--json"}, []string{`"run_logs": 0`, `"checkpoints": 0`}},
 		{"prune idle threads", []string{"prune", "--older-than", "1ns"}, []string{"deleted 3 threads", "0 0-copy alt"}},
 		{"nothing left", []string{"threads"}, []string{"THREAD"}},
 	}
@@ -120,6 +121,8 @@ func TestErrors(t *testing.T) {
 		{"prune keeps disagree", []string{"prune", "--keep", "2", "--keep-last", "3"}, 2, "disagree"},
 		{"prune one thread by age", []string{"prune", "--thread", "0", "--older-than", "1h"}, 2, "cairn delete THREAD"},
 		{"prune bad duration", []string{"prune", "--older-than", "soon"}, 2, "older-than"},
+		{"prune one thread's run logs", []string{"prune", "--thread", "0", "--run-logs-older-than", "1h"}, 2, "--thread goes with --keep-last only"},
+		{"prune negative run logs", []string{"prune", "--run-logs-older-than", "-1h"}, 2, "--run-logs-older-than -1h0m0s"},
 		{"copy onto a thread", []string{"copy", "0", "0"}, 1, "exists"},
 		{"copy to a bad id", []string{"copy", "0", "no spaces"}, 2, `NEW "no spaces"`},
 		{"copy of a missing thread", []string{"copy", "ghost", "ghost2"}, 1, `"ghost"`},

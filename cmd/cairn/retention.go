@@ -17,6 +17,7 @@ type pruneFlags struct {
 	keepLast   int
 	olderThan  time.Duration
 	expired    bool
+	runLogs    time.Duration
 	deprecated int // --keep, the old name of --keep-last
 }
 
@@ -30,25 +31,26 @@ func (f *pruneFlags) request() (store.PruneRequest, error) {
 	switch {
 	case f.keepLast < 0:
 		return store.PruneRequest{}, usagef("--keep-last %d: must be at least 1", f.keepLast)
-	case f.olderThan < 0:
-		return store.PruneRequest{}, usagef("--older-than %s: must be positive", f.olderThan)
-	case f.keepLast == 0 && f.olderThan == 0 && !f.expired:
-		return store.PruneRequest{}, usagef("say what to prune: --keep-last N, --older-than DURATION or --expired")
-	case f.thread != "" && (f.olderThan != 0 || f.expired):
+	case f.olderThan < 0 || f.runLogs < 0:
+		return store.PruneRequest{}, usagef("--older-than %s, --run-logs-older-than %s: must be positive", f.olderThan, f.runLogs)
+	case f.keepLast == 0 && f.olderThan == 0 && !f.expired && f.runLogs == 0:
+		return store.PruneRequest{}, usagef("say what to prune: --keep-last N, --older-than DURATION, --expired or --run-logs-older-than DURATION")
+	case f.thread != "" && (f.olderThan != 0 || f.expired || f.runLogs != 0):
 		return store.PruneRequest{}, usagef("--thread goes with --keep-last only (to delete one thread: cairn delete THREAD)")
 	}
-	return store.PruneRequest{Thread: f.thread, KeepLast: f.keepLast, OlderThan: f.olderThan, Expired: f.expired}, nil
+	return store.PruneRequest{Thread: f.thread, KeepLast: f.keepLast, OlderThan: f.olderThan, Expired: f.expired, RunLogsOlderThan: f.runLogs}, nil
 }
 
 func (a *app) pruneCmd() *cobra.Command {
 	var f pruneFlags
 	cmd := &cobra.Command{
-		Use:   "prune (--keep-last N [--thread ID] | --older-than DURATION | --expired)",
+		Use:   "prune (--keep-last N [--thread ID] | --older-than DURATION | --expired | --run-logs-older-than DURATION)",
 		Short: "Delete old history: all but the newest N checkpoints of each branch (and what they need), or idle threads",
 		Long: "--keep-last N keeps the newest N checkpoints of every branch of every thread (or of --thread), with the snapshot they replay from, " +
 			"the state a pause waits on and the pending writes a resume needs. --older-than deletes whole threads idle for that long; " +
 			"--expired those past their own time to live (thread metadata " + store.ThreadTTLKey + "). A thread with a run in progress " +
-			"or a pause waiting for an answer is never deleted.",
+			"or a pause waiting for an answer is never deleted. --run-logs-older-than deletes the event logs of runs that ended longer ago " +
+			"(their records stay); a prune that deletes checkpoints also deletes the logs of ended runs whose events referred to them.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req, err := f.request()
@@ -72,6 +74,7 @@ func (a *app) pruneCmd() *cobra.Command {
 	cmd.Flags().IntVar(&f.deprecated, "keep", 0, "the old name of --keep-last")
 	cmd.Flags().DurationVar(&f.olderThan, "older-than", 0, "delete threads with no activity for this long (e.g. 720h)")
 	cmd.Flags().BoolVar(&f.expired, "expired", false, "delete threads past their own time to live (metadata "+store.ThreadTTLKey+")")
+	cmd.Flags().DurationVar(&f.runLogs, "run-logs-older-than", 0, "delete the event logs of runs that ended this long ago (e.g. 24h); their records stay")
 	return cmd
 }
 
@@ -79,10 +82,13 @@ func (a *app) pruneCmd() *cobra.Command {
 // space back.
 func (a *app) printPruned(res store.PruneResult) error {
 	if a.json {
-		return a.printJSON(map[string]any{"threads": res.Threads, "checkpoints": res.Checkpoints, "bytes": res.Bytes,
+		return a.printJSON(map[string]any{"threads": res.Threads, "checkpoints": res.Checkpoints, "bytes": res.Bytes, "run_logs": res.RunLogs,
 			"deleted_threads": orEmpty(res.Deleted), "busy_threads": orEmpty(res.Busy)})
 	}
 	fmt.Fprintf(a.stdout, "pruned %d checkpoints (%d bytes) from %d threads\n", res.Checkpoints, res.Bytes, res.Threads)
+	if res.RunLogs > 0 {
+		fmt.Fprintf(a.stdout, "deleted the event logs of %d runs\n", res.RunLogs)
+	}
 	if len(res.Deleted) > 0 {
 		fmt.Fprintf(a.stdout, "deleted %d threads: %s\n", len(res.Deleted), strings.Join(res.Deleted, " "))
 	}
@@ -159,17 +165,19 @@ type retentionFlags struct {
 	every     time.Duration
 	keepLast  int
 	olderThan time.Duration
+	runLogs   time.Duration
 }
 
 func (f *retentionFlags) bind(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&f.every, "retention-every", 10*time.Minute, "how often to sweep the store: threads past their own time to live ("+store.ThreadTTLKey+"), and what --retention-keep-last and --retention-older-than ask (0: never; one process sweeps at a time)")
 	cmd.Flags().IntVar(&f.keepLast, "retention-keep-last", 0, "each sweep keeps the newest N checkpoints of each branch of each thread (0: all)")
 	cmd.Flags().DurationVar(&f.olderThan, "retention-older-than", 0, "each sweep deletes threads idle for this long (0: none)")
+	cmd.Flags().DurationVar(&f.runLogs, "retention-run-logs", store.DefaultRunLogRetention, "each sweep deletes the event logs of runs that ended this long ago; their records stay (0: keep them until the thread goes)")
 }
 
 func (f *retentionFlags) check() error {
-	if f.every < 0 || f.keepLast < 0 || f.olderThan < 0 {
-		return usagef("--retention-every %s, --retention-keep-last %d, --retention-older-than %s: none may be negative", f.every, f.keepLast, f.olderThan)
+	if f.every < 0 || f.keepLast < 0 || f.olderThan < 0 || f.runLogs < 0 {
+		return usagef("--retention-every %s, --retention-keep-last %d, --retention-older-than %s, --retention-run-logs %s: none may be negative", f.every, f.keepLast, f.olderThan, f.runLogs)
 	}
 	if f.every == 0 && (f.keepLast > 0 || f.olderThan > 0) {
 		return usagef("--retention-keep-last and --retention-older-than need sweeps: --retention-every must be positive")
@@ -183,6 +191,6 @@ func (a *app) sweep(ctx context.Context, s store.Store, f retentionFlags, owner 
 		return
 	}
 	sw := store.Sweeper{Store: s, Every: f.every, Owner: owner, Logger: a.logger,
-		Request: store.PruneRequest{KeepLast: f.keepLast, OlderThan: f.olderThan, Expired: true}}
+		Request: store.PruneRequest{KeepLast: f.keepLast, OlderThan: f.olderThan, Expired: true, RunLogsOlderThan: f.runLogs}}
 	go func() { _ = sw.Run(ctx) }()
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 	"time"
@@ -12,11 +13,13 @@ import (
 // live is deleted by cairn serve's retention sweep once idle for longer;
 // a thread without one, and one paused for an answer, stay; bad ttls are
 // 422s that create nothing; the API's copy has the whole history; the
-// sweeps' keep-last leaves a thread whole when every checkpoint is needed.
+// sweeps' keep-last leaves a thread whole when every checkpoint is needed;
+// the event log of a run that ended goes after --retention-run-logs, its
+// record stays.
 func TestServeRetention(t *testing.T) {
 	dir := t.TempDir()
 	p := startServe(t, "--assistants", filepath.Join("..", "..", "examples", "serve"), "--store", "sqlite://"+filepath.Join(dir, "r.db"),
-		"--retention-every", "200ms", "--retention-keep-last", "2")
+		"--retention-every", "200ms", "--retention-keep-last", "2", "--retention-run-logs", "1s")
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Log(p.logText())
@@ -80,5 +83,16 @@ func TestServeRetention(t *testing.T) {
 	}
 	if code := p.call(t, "GET", "/threads/kept/state", nil, &st); code != 200 || st["values"] == nil {
 		t.Fatalf("state after the sweep: %d %v", code, st)
+	}
+	var runs []map[string]any
+	if p.call(t, "GET", "/threads/kept/runs", nil, &runs); len(runs) != 1 {
+		t.Fatalf("runs of kept: %v", runs)
+	}
+	stream := p.url + "/threads/kept/runs/" + runs[0]["run_id"].(string) + "/stream"
+	crashtest.WaitFor(t, 10*time.Second, "the sweep to delete the ended run's event log", func() bool {
+		return len(readSSE(t, streamFrom(t, context.Background(), stream, ""), nil)) == 0
+	})
+	if p.call(t, "GET", "/threads/kept/runs/"+runs[0]["run_id"].(string), nil, nil) != 200 {
+		t.Fatal("the run's record went with its log")
 	}
 }

@@ -136,4 +136,36 @@ func (b *Backend) Events(_ context.Context, id string, after int64, limit int) (
 	return out, nil
 }
 
+// DeleteEvents implements store.RunLog.
+func (b *Backend) DeleteEvents(_ context.Context, id string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.live(); err != nil {
+		return err
+	}
+	r, ok := b.runs[id]
+	if !ok {
+		return fmt.Errorf("%w: run %q", store.ErrNotFound, id)
+	}
+	r.events = nil
+	return nil
+}
+
+// TrimEvents implements store.RunLog.
+func (b *Backend) TrimEvents(_ context.Context, endedBefore int64) (int64, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.live(); err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, r := range b.runs {
+		if len(r.events) > 0 && store.RunEnded(r.rec.Status) && r.rec.UpdatedAt < endedBefore {
+			r.events = nil
+			n++
+		}
+	}
+	return n, nil
+}
+
 var _ store.RunLog = (*Backend)(nil)

@@ -145,4 +145,46 @@ func (b *Backend) Events(ctx context.Context, run string, after int64, limit int
 	return out, nil
 }
 
+// DeleteEvents implements store.RunLog.
+func (b *Backend) DeleteEvents(ctx context.Context, run string) error {
+	if err := b.writable(); err != nil {
+		return err
+	}
+	return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM cairn_runs WHERE id = $1`, run).Scan(&n); err != nil {
+			return wrap(err, "delete events", "")
+		}
+		if n == 0 {
+			return fmt.Errorf("%w: run %q", store.ErrNotFound, run)
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM cairn_run_events WHERE run = $1`, run)
+		return wrap(err, "delete events", "")
+	})
+}
+
+// TrimEvents implements store.RunLog: it walks the runs that still have
+// events (the primary key's index), not every run ever kept.
+func (b *Backend) TrimEvents(ctx context.Context, endedBefore int64) (int64, error) {
+	if err := b.writable(); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT l.run FROM (SELECT DISTINCT run FROM cairn_run_events) l JOIN cairn_runs r ON r.id = l.run
+			WHERE r.status NOT IN ('pending', 'running') AND r.updated_at < $1`, endedBefore)
+		if err != nil {
+			return wrap(err, "trim events", "")
+		}
+		runs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil || len(runs) == 0 {
+			return wrap(err, "trim events", "")
+		}
+		n = int64(len(runs))
+		_, err = tx.Exec(ctx, `DELETE FROM cairn_run_events WHERE run = ANY($1)`, runs)
+		return wrap(err, "trim events", "")
+	})
+	return n, err
+}
+
 var _ store.RunLog = (*Backend)(nil)

@@ -149,4 +149,42 @@ func (b *Backend) Events(ctx context.Context, run string, after int64, limit int
 	return out, nil
 }
 
+// DeleteEvents implements store.RunLog.
+func (b *Backend) DeleteEvents(ctx context.Context, run string) error {
+	return b.do(ctx, func(ctx context.Context, c *sql.Conn) error {
+		return savepoint(ctx, c, func() error {
+			var n int
+			if err := c.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE id = ?`, run).Scan(&n); err != nil {
+				return err
+			}
+			if n == 0 {
+				return fmt.Errorf("%w: run %q", store.ErrNotFound, run)
+			}
+			_, err := c.ExecContext(ctx, `DELETE FROM run_events WHERE run = ?`, run)
+			return err
+		})
+	})
+}
+
+// endedLogs selects the runs that have an event log and ended before a
+// time: it walks the runs that still have events (the primary key's
+// index), not every run ever kept.
+const endedLogs = `SELECT l.run FROM (SELECT DISTINCT run FROM run_events) l JOIN runs r ON r.id = l.run
+	WHERE r.status NOT IN ('pending', 'running') AND r.updated_at < ?`
+
+// TrimEvents implements store.RunLog.
+func (b *Backend) TrimEvents(ctx context.Context, endedBefore int64) (int64, error) {
+	var n int64
+	err := b.do(ctx, func(ctx context.Context, c *sql.Conn) error {
+		return savepoint(ctx, c, func() error {
+			if err := c.QueryRowContext(ctx, `SELECT count(*) FROM (`+endedLogs+`)`, endedBefore).Scan(&n); err != nil {
+				return err
+			}
+			_, err := c.ExecContext(ctx, `DELETE FROM run_events WHERE run IN (`+endedLogs+`)`, endedBefore)
+			return err
+		})
+	})
+	return n, err
+}
+
 var _ store.RunLog = (*Backend)(nil)

@@ -66,10 +66,12 @@ func Run(t *testing.T, h Harness) {
 		{"Corruption", testCorruption},
 		{"Closed", testClosed},
 		{"RunLog", testRunLog},
+		{"RunLogRefs", testRunLogRefs},
 		{"SetMetadata", testSetMetadata},
 		{"Keys", testKeys},
 		{"Leases", testLeases},
 		{"Items", testItems},
+		{"Storage", testStorage},
 	}
 	// Every case runs with the snapshot cache and without it: the cache
 	// must never change an answer (except to hide damage from a process
@@ -819,7 +821,9 @@ func testCorruption(t *testing.T, h Harness) {
 		good.step(i)
 	}
 	// Damage the first snapshot after seq 2, and the patch of the head,
-	// which must replay from a later snapshot.
+	// which must replay from a later snapshot (written after its commit:
+	// wait for it).
+	settle(s)
 	var snaps []int64
 	for cp, err := range s.History(ctx, store.HistoryRequest{Thread: "bad"}) {
 		if err != nil {

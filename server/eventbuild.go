@@ -1,0 +1,94 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/cairn-dev/cairn/store"
+)
+
+// ErrEventGone: an event of a run's log was built from a checkpoint that is
+// no longer stored (its thread was deleted or pruned since).
+var ErrEventGone = fmt.Errorf("server: %w: the checkpoint a run event was built from is no longer stored", store.ErrNotFound)
+
+// eventData returns an event's data: an event that refers to a checkpoint
+// is built from the state in hand while its run goes on, else read back
+// once, the first time a reader needs it.
+func (s *Server) eventData(ctx context.Context, thread string, ev *sseEvent) (json.RawMessage, error) {
+	r := ev.ref
+	if r == nil {
+		return ev.data, nil
+	}
+	if r.kind == refValues && r.doc != nil {
+		// The state is in hand: built for each reader, not kept beside it
+		// for as long as the run's log lives.
+		return s.redact.JSON(r.doc.AppendJSON(nil)), nil
+	}
+	r.once.Do(func() {
+		if r.built == nil {
+			r.built, r.err = s.buildEvent(context.WithoutCancel(ctx), thread, r)
+		}
+	})
+	return r.built, r.err
+}
+
+// eventBuilder builds the events of a run on thread for its log.
+func (s *Server) eventBuilder(thread string) func(*sseEvent) (json.RawMessage, error) {
+	return func(ev *sseEvent) (json.RawMessage, error) { return s.eventData(context.Background(), thread, ev) }
+}
+
+// buildEvent is what the stream sent for an event built from a
+// checkpoint: the state in hand (a run still going), or the checkpoint
+// read back.
+func (s *Server) buildEvent(ctx context.Context, thread string, r *eventRef) (json.RawMessage, error) {
+	cp, err := s.store.Load(ctx, store.LoadRequest{Thread: thread, Namespace: r.ns, Seq: r.seq})
+	if err != nil {
+		return nil, fmt.Errorf("%w (checkpoint %d%s of thread %q): %w", ErrEventGone, r.seq, nsSuffix(r.ns), thread, err)
+	}
+	switch r.kind {
+	case refValues:
+		return s.redact.JSON(cp.State.AppendJSON(nil)), nil
+	case refFinal:
+		return finalOf(cp), nil
+	case refCheckpoints:
+		return s.redact.JSON(raw(s.checkpointPayload(ctx, cp))), nil
+	case refDebug:
+		return s.redact.JSON(raw(map[string]any{"type": "checkpoint", "timestamp": r.ts, "step": r.seq - 2, "payload": s.checkpointPayload(ctx, cp)})), nil
+	}
+	return nil, fmt.Errorf("%w: run event of unknown kind %q", store.ErrCorrupt, r.kind)
+}
+
+func nsSuffix(ns string) string {
+	if ns == "" {
+		return ""
+	}
+	return " in namespace " + ns
+}
+
+// finalOf is a checkpoint's state as join and wait answer it: with its
+// pending interrupt as __interrupt__.
+func finalOf(cp store.Checkpoint) json.RawMessage {
+	values := cp.State.AppendJSON(nil)
+	if in := interruptOf(cp); in != nil {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(values, &obj) == nil {
+			obj["__interrupt__"] = raw([]apiInterrupt{*in})
+			values = raw(obj)
+		}
+	}
+	return values
+}
+
+// checkpointPayload is a checkpoints-mode event: the commit as a thread
+// state.
+func (s *Server) checkpointPayload(ctx context.Context, cp store.Checkpoint) map[string]any {
+	cfg := func(seq int64) any {
+		if seq == 0 {
+			return nil
+		}
+		return map[string]any{"configurable": checkpointRef(cp.Thread, cp.Namespace, seq)}
+	}
+	v := s.stateView(ctx, cp)
+	return map[string]any{"config": cfg(cp.Seq), "parent_config": cfg(cp.Parent), "next": orEmpty(cp.Meta.Next), "values": v.Values, "metadata": v.Metadata, "tasks": v.Tasks}
+}

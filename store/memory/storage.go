@@ -1,0 +1,50 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cairn-dev/cairn/store"
+)
+
+// ThreadUsage implements store.StorageBackend: the lengths of a thread's
+// pending writes' updates, its runs' records and their events' data.
+func (b *Backend) ThreadUsage(_ context.Context, thread string) (store.ThreadUsage, error) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if err := b.live(); err != nil {
+		return store.ThreadUsage{}, err
+	}
+	t, ok := b.threads[thread]
+	if !ok {
+		return store.ThreadUsage{}, fmt.Errorf("%w: thread %q", store.ErrNotFound, thread)
+	}
+	u := store.ThreadUsage{PendingWrites: map[string]store.StoredRows{}}
+	for k, ws := range t.writes {
+		if len(ws) == 0 {
+			continue
+		}
+		w := u.PendingWrites[k.ns]
+		for _, x := range ws {
+			w.Count++
+			w.Bytes += int64(len(x.Update))
+		}
+		u.PendingWrites[k.ns] = w
+	}
+	// Runs are kept by id, not by thread: a diagnostic may look at them
+	// all.
+	for _, r := range b.runs {
+		if r.rec.Thread != thread {
+			continue
+		}
+		u.Runs.Count++
+		u.Runs.Bytes += int64(len(r.rec.Data))
+		for _, ev := range r.events {
+			u.RunEvents.Count++
+			u.RunEvents.Bytes += int64(len(ev.Data))
+		}
+	}
+	return u, nil
+}
+
+var _ store.StorageBackend = (*Backend)(nil)
