@@ -64,9 +64,9 @@ type W3Result struct {
 
 // W3Series holds the figures of one series of W3.
 type W3Series struct {
-	Series string `json:"series"`
-	Thread string `json:"thread_id"`
-	Store  string `json:"store,omitempty"`
+	Series string  `json:"series"`
+	Thread string  `json:"thread_id"`
+	Store  string  `json:"store,omitempty"`
 	TotalS float64 `json:"total_s"`
 	// Connections is the TCP connections the client opened (1: every turn
 	// went over one keep-alive connection).

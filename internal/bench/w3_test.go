@@ -49,3 +49,12 @@ func TestW3Quick(t *testing.T) {
 	b, _ := json.MarshalIndent(res, "", "  ")
 	t.Log(string(b))
 }
+
+func TestW4Quick(t *testing.T) {
+	res, err := RunW4(context.Background(), W4Config{Threads: 300, Repeat: 3, Program: testProgram})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.MarshalIndent(res, "", "  ")
+	t.Log(string(b))
+}
