@@ -555,22 +555,37 @@ func (a *app) benchCmd() *cobra.Command {
 	var wb workersBench
 	var levels string
 	var be benchEncryption
+	var sf serverFlags
 	cmd := &cobra.Command{
-		Use:   "bench w1|w2|workers",
+		Use:   "bench w1|w2|w3|w4|workers",
 		Short: "Run the benchmark workloads of docs/bench/W1.md",
 		Long: "Runs W1 (one thread, --steps steps, a durable checkpoint after each) or W2 (--threads threads of --steps steps, " +
-			"sequential then concurrent). Without --store it uses a fresh SQLite file in a temporary directory.",
+			"sequential then concurrent). Without --store it uses a fresh SQLite file in a temporary directory. " +
+			"W3 (--turns turns of a chat assistant on one thread through the LangGraph API: runs/wait, runs/stream or both) and " +
+			"W4 (--threads threads, then the thread listings, count, pending interrupts and cairn threads, timed) serve the chat " +
+			"assistant from a cairn process of their own over the store (--cpuprofile profiles that process); W3 --url drives " +
+			"an already-running server instead (the LangGraph JS dev server of bench/http/peer, --assistant chat).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.Workload = args[0]
-			if cfg.Workload == "workers" {
+			var storeURL string
+			if cmd.Flags().Changed("store") {
+				storeURL = a.storeURL
+			}
+			switch cfg.Workload {
+			case "workers":
 				if err := wb.parse(levels); err != nil {
 					return err
 				}
 				return a.benchWorkers(cmd.Context(), wb)
+			case "w3":
+				return a.benchW3(cmd.Context(), sf, storeURL, cpuProfile)
+			case "w4":
+				sf.threads = cfg.Threads
+				return a.benchW4(cmd.Context(), sf, storeURL, cpuProfile)
 			}
 			if cfg.Workload != "w1" && cfg.Workload != "w2" {
-				return usagef("unknown workload %q: want w1, w2 or workers", args[0])
+				return usagef("unknown workload %q: want w1, w2, w3, w4 or workers", args[0])
 			}
 			if cfg.Steps < 0 || cfg.Threads < 0 {
 				return usagef("--steps and --threads must be positive")
@@ -613,12 +628,19 @@ func (a *app) benchCmd() *cobra.Command {
 	}
 	be.flags(cmd)
 	cmd.Flags().IntVar(&cfg.Steps, "steps", 0, "steps per thread S (default 1000 for w1, 100 for w2)")
-	cmd.Flags().IntVar(&cfg.Threads, "threads", 0, "threads for w2 (default 50)")
+	cmd.Flags().IntVar(&cfg.Threads, "threads", 0, "threads for w2 (default 50) and w4 (default 10000)")
+	cmd.Flags().IntVar(&sf.turns, "turns", 1000, "w3: turns on the thread")
+	cmd.Flags().StringVar(&sf.series, "series", "both", "w3: wait (POST /threads/{id}/runs/wait), stream (POST /threads/{id}/runs/stream) or both")
+	cmd.Flags().StringVar(&sf.url, "url", "", "w3: drive this already-running server instead of the bench's own (no store bytes, no server times)")
+	cmd.Flags().StringVar(&sf.assistant, "assistant", "", "w3 --url: the assistant id the server serves the chat assistant as (default chat)")
+	cmd.Flags().IntVar(&sf.pid, "pid", 0, "w3 --url: the server's process id, for its peak RSS and CPU")
+	cmd.Flags().IntVar(&sf.repeat, "repeat", 20, "w4: how many times each call is made")
+	cmd.Flags().IntVar(&sf.concurrency, "concurrency-create", 32, "w4: threads created at once")
 	cmd.Flags().StringVar(&durability, "durability", "sync", "sync (WAL, synchronous=NORMAL) or strict (fsync every commit)")
 	cmd.Flags().Float64Var(&cfg.SnapshotRatio, "snapshot-ratio", 0, "store tuning: snapshot when patch bytes exceed ratio × snapshot size (default 1)")
 	cmd.Flags().BoolVar(&cfg.NoCompression, "no-compression", false, "store blobs uncompressed")
 	cmd.Flags().StringVar(&cfg.Engine, "engine", "runner", "runner (the flow runner) or store (a plain loop over the store, to measure the runner's overhead)")
-	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (w3, w4: of the server process; w3 with both series: FILE.wait and FILE.stream)")
 	cmd.Flags().StringVar(&cfg.MemProfile, "memprofile", "", "write the heap live when the writes end to this file, and when the reads end to this file + .reads")
 	cmd.Flags().StringVar(&streamModes, "stream", "", "run through Runner.Stream in these modes (comma-separated: values, updates, messages, custom, checkpoints, tasks, debug), reading every event")
 	cmd.Flags().StringVar(&levels, "workers", "1,2,4,8", "workers: the numbers of worker processes to measure, in turn")
