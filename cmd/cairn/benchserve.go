@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"strings"
 	"text/tabwriter"
 
@@ -29,10 +30,54 @@ func (a *app) benchServeCmd() *cobra.Command {
 	}
 }
 
+// benchLong is cairn bench's description.
+const benchLong = "Runs W1 (one thread, --steps steps, a durable checkpoint after each) or W2 (--threads threads of --steps steps, " +
+	"sequential then concurrent). Without --store it uses a fresh SQLite file in a temporary directory. " +
+	"W3 (--turns turns of a chat assistant on one thread through the LangGraph API: runs/wait, runs/stream or both) and " +
+	"W4 (--threads threads, then the thread listings, count, pending interrupts and cairn threads, timed) serve the chat " +
+	"assistant from a cairn process of their own over the store (--cpuprofile profiles that process); W3 --url drives " +
+	"an already-running server instead (the LangGraph JS dev server of bench/http/peer, --assistant chat)."
+
 // serverFlags are the flags of cairn bench w3 and w4.
 type serverFlags struct {
 	turns, threads, repeat, concurrency, pid int
 	series, url, assistant                   string
+}
+
+func (f *serverFlags) bind(cmd *cobra.Command) {
+	cmd.Flags().IntVar(&f.turns, "turns", 1000, "w3: turns on the thread")
+	cmd.Flags().StringVar(&f.series, "series", "both", "w3: wait (POST /threads/{id}/runs/wait), stream (POST /threads/{id}/runs/stream) or both")
+	cmd.Flags().StringVar(&f.url, "url", "", "w3: drive this already-running server instead of the bench's own (no store bytes, no server times)")
+	cmd.Flags().StringVar(&f.assistant, "assistant", "", "w3 --url: the assistant id the server serves the chat assistant as (default chat)")
+	cmd.Flags().IntVar(&f.pid, "pid", 0, "w3 --url: the server's process id, for its peak RSS and CPU")
+	cmd.Flags().IntVar(&f.repeat, "repeat", 20, "w4: how many times each call is made")
+	cmd.Flags().IntVar(&f.concurrency, "concurrency-create", 32, "w4: threads created at once")
+}
+
+// benchServer runs W3 or W4 (workload) with the --threads of w4.
+func (a *app) benchServer(ctx context.Context, workload string, f serverFlags, threads int, storeURL, cpuProfile string) error {
+	if workload == "w4" {
+		f.threads = threads
+		return a.benchW4(ctx, f, storeURL, cpuProfile)
+	}
+	return a.benchW3(ctx, f, storeURL, cpuProfile)
+}
+
+// startCPUProfile starts a CPU profile of this process into path (none
+// when empty) and returns what stops it.
+func startCPUProfile(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // selfProgram runs this cairn binary with args.

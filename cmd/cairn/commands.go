@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -559,13 +557,8 @@ func (a *app) benchCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench w1|w2|w3|w4|workers",
 		Short: "Run the benchmark workloads of docs/bench/W1.md",
-		Long: "Runs W1 (one thread, --steps steps, a durable checkpoint after each) or W2 (--threads threads of --steps steps, " +
-			"sequential then concurrent). Without --store it uses a fresh SQLite file in a temporary directory. " +
-			"W3 (--turns turns of a chat assistant on one thread through the LangGraph API: runs/wait, runs/stream or both) and " +
-			"W4 (--threads threads, then the thread listings, count, pending interrupts and cairn threads, timed) serve the chat " +
-			"assistant from a cairn process of their own over the store (--cpuprofile profiles that process); W3 --url drives " +
-			"an already-running server instead (the LangGraph JS dev server of bench/http/peer, --assistant chat).",
-		Args: cobra.ExactArgs(1),
+		Long:  benchLong,
+		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.Workload = args[0]
 			var storeURL string
@@ -578,11 +571,8 @@ func (a *app) benchCmd() *cobra.Command {
 					return err
 				}
 				return a.benchWorkers(cmd.Context(), wb)
-			case "w3":
-				return a.benchW3(cmd.Context(), sf, storeURL, cpuProfile)
-			case "w4":
-				sf.threads = cfg.Threads
-				return a.benchW4(cmd.Context(), sf, storeURL, cpuProfile)
+			case "w3", "w4":
+				return a.benchServer(cmd.Context(), cfg.Workload, sf, cfg.Threads, storeURL, cpuProfile)
 			}
 			if cfg.Workload != "w1" && cfg.Workload != "w2" {
 				return usagef("unknown workload %q: want w1, w2, w3, w4 or workers", args[0])
@@ -609,33 +599,19 @@ func (a *app) benchCmd() *cobra.Command {
 			}
 			defer stop()
 			cfg.TracerProvider = tp
-			if cmd.Flags().Changed("store") {
-				cfg.Store = a.storeURL
+			cfg.Store = storeURL
+			stopProfile, err := startCPUProfile(cpuProfile)
+			if err != nil {
+				return err
 			}
-			if cpuProfile != "" {
-				f, err := os.Create(cpuProfile)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				if err := pprof.StartCPUProfile(f); err != nil {
-					return err
-				}
-				defer pprof.StopCPUProfile()
-			}
+			defer stopProfile()
 			return a.benchRun(cmd.Context(), cfg, be)
 		},
 	}
 	be.flags(cmd)
 	cmd.Flags().IntVar(&cfg.Steps, "steps", 0, "steps per thread S (default 1000 for w1, 100 for w2)")
 	cmd.Flags().IntVar(&cfg.Threads, "threads", 0, "threads for w2 (default 50) and w4 (default 10000)")
-	cmd.Flags().IntVar(&sf.turns, "turns", 1000, "w3: turns on the thread")
-	cmd.Flags().StringVar(&sf.series, "series", "both", "w3: wait (POST /threads/{id}/runs/wait), stream (POST /threads/{id}/runs/stream) or both")
-	cmd.Flags().StringVar(&sf.url, "url", "", "w3: drive this already-running server instead of the bench's own (no store bytes, no server times)")
-	cmd.Flags().StringVar(&sf.assistant, "assistant", "", "w3 --url: the assistant id the server serves the chat assistant as (default chat)")
-	cmd.Flags().IntVar(&sf.pid, "pid", 0, "w3 --url: the server's process id, for its peak RSS and CPU")
-	cmd.Flags().IntVar(&sf.repeat, "repeat", 20, "w4: how many times each call is made")
-	cmd.Flags().IntVar(&sf.concurrency, "concurrency-create", 32, "w4: threads created at once")
+	sf.bind(cmd)
 	cmd.Flags().StringVar(&durability, "durability", "sync", "sync (WAL, synchronous=NORMAL) or strict (fsync every commit)")
 	cmd.Flags().Float64Var(&cfg.SnapshotRatio, "snapshot-ratio", 0, "store tuning: snapshot when patch bytes exceed ratio × snapshot size (default 1)")
 	cmd.Flags().BoolVar(&cfg.NoCompression, "no-compression", false, "store blobs uncompressed")
