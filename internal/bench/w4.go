@@ -124,7 +124,7 @@ func RunW4(ctx context.Context, cfg W4Config) (W4Result, error) {
 	if err != nil {
 		return res, err
 	}
-	w := &w4Run{cfg: cfg, url: url, res: &res, created: created}
+	w := newW4Run(cfg, url, &res, created)
 	if err := w.serve(ctx); err != nil {
 		return res, err
 	}
@@ -225,9 +225,11 @@ func createW4Thread(ctx context.Context, s store.Store, r *flow.Runner, i int) (
 	return th.CreatedAt.UnixMicro(), nil
 }
 
-// newest is the creation time of the n-th newest thread (Unix µs).
-func newest(created []int64, n int) int64 {
+// newW4Run is W4's calls on url, whose threads were created at created
+// (Unix µs, by thread).
+func newW4Run(cfg W4Config, url string, res *W4Result, created []int64) *w4Run {
 	s := slices.Clone(created)
 	slices.Sort(s)
-	return s[max(0, len(s)-n)]
+	slices.Reverse(s)
+	return &w4Run{cfg: cfg, url: url, res: res, newest: s[:min(10, len(s))], newest1000: s[min(999, len(s)-1)]}
 }

@@ -67,7 +67,7 @@ func TestW4Checks(t *testing.T) {
 	for i := range created {
 		created[i] = now.Add(time.Duration(i) * time.Millisecond).UnixMicro()
 	}
-	w := &w4Run{cfg: W4Config{Threads: 2000}, created: created}
+	w := newW4Run(W4Config{Threads: 2000}, "", nil, created)
 	at := func(i int) string { return time.UnixMicro(created[i]).UTC().Format("2006-01-02T15:04:05.000000Z07:00") }
 	list := func(from int) []w4Thread {
 		var out []w4Thread
