@@ -76,9 +76,6 @@ func startServer(ctx context.Context, prog Program, storeURL, cpuProfile string)
 	return nil, fmt.Errorf("%w: no address after a minute: %s", ErrServer, c.stderr)
 }
 
-// pid is the process id of the server.
-func (c *child) pid() int { return c.cmd.Process.Pid }
-
 // stop ends the server (SIGTERM; SIGKILL after 30 s) and waits for it.
 func (c *child) stop() error {
 	_ = c.cmd.Process.Signal(syscall.SIGTERM)
