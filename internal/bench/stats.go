@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"slices"
 	"time"
 )
 
@@ -32,7 +31,7 @@ func summarize(ds []time.Duration) *Summary {
 		P50:     quantileUS(ds, 0.5) / 1000,
 		P90:     quantileUS(ds, 0.9) / 1000,
 		P99:     quantileUS(ds, 0.99) / 1000,
-		Max:     slices.Max(ds).Seconds() * 1000,
+		Max:     quantileUS(ds, 1) / 1000,
 		Mean:    meanUS(ds) / 1000,
 	}
 	if s.First10 > 0 {
