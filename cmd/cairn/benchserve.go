@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -179,18 +180,28 @@ func (a *app) benchW4(ctx context.Context, f serverFlags, storeURL, cpuProfile s
 	}
 	cfg := bench.W4Config{Threads: f.threads, Store: storeURL, Program: p, CPUProfile: cpuProfile, Repeat: f.repeat, Concurrency: f.concurrency, CLIProcess: true, Progress: a.stderr}
 	res, err := bench.RunW4(ctx, cfg)
-	if err != nil {
+	if err != nil && !errors.Is(err, bench.ErrCallFailed) {
 		return argError(err)
 	}
+	// A call the server failed is printed with the others, then the
+	// command fails.
 	res.Store = hideSecrets(res.Store)
 	if a.json {
-		return json.NewEncoder(a.stdout).Encode(res)
+		return errors.Join(json.NewEncoder(a.stdout).Encode(res), err)
 	}
+	return errors.Join(a.printW4(res), err)
+}
+
+func (a *app) printW4(res bench.W4Result) error {
 	fmt.Fprintf(a.stdout, "w4: %d threads (%d paused) on %s: created in %.1f s (%.0f a second, %d at once); %d checked through GET /threads/{id}\n",
 		res.Threads, res.Paused, res.Store, res.CreateS, res.ThreadsPerSec, res.Concurrency, res.Sampled)
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "  call\tvia\tmedian ms\tp90 ms\tfirst ms\tserver median ms\titems\n")
 	for _, c := range res.Calls {
+		if c.Error != "" {
+			fmt.Fprintf(tw, "  %s\t%s\tfailed after %.0f ms: %s\n", c.Request, c.Via, c.MedianMS, c.Error)
+			continue
+		}
 		fmt.Fprintf(tw, "  %s\t%s\t%.2f\t%.2f\t%.2f\t%.2f\t%d\n", c.Request, c.Via, c.MedianMS, c.P90MS, c.FirstMS, c.ServerMedianMS, c.Items)
 	}
 	if err := tw.Flush(); err != nil {

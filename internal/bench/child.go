@@ -57,6 +57,12 @@ func ParseServeArgs(args []string) (ServeConfig, error) {
 // (ParseServeArgs), each request timed, prints "listening URL" on stdout
 // once it accepts connections, and stops when ctx ends.
 func ServeMain(ctx context.Context, args []string, stdout io.Writer) error {
+	return serveMain(ctx, args, stdout, nil)
+}
+
+// serveMain is ServeMain with middleware (nil: none) around the server,
+// inside the timing: the tests' way to make a server fail.
+func serveMain(ctx context.Context, args []string, stdout io.Writer, middleware func(http.Handler) http.Handler) error {
 	cfg, err := ParseServeArgs(args)
 	if err != nil {
 		return err
@@ -93,16 +99,21 @@ func ServeMain(ctx context.Context, args []string, stdout io.Writer) error {
 		_ = srv.Close(context.Background())
 		return fmt.Errorf("bench: listen %s: %w", cfg.Addr, err)
 	}
-	return serveTimed(ctx, srv, ln, stdout)
+	var h http.Handler = srv
+	if middleware != nil {
+		h = middleware(srv)
+	}
+	return serveTimed(ctx, srv, h, ln, stdout)
 }
 
-// serveTimed serves h on ln, each request timed, and the stats on
-// statsPath, until ctx ends; then it stops the server.
-func serveTimed(ctx context.Context, srv *server.Server, ln net.Listener, stdout io.Writer) error {
+// serveTimed serves h (srv, or a handler around it) on ln, each request
+// timed, and the stats on statsPath, until ctx ends; then it stops the
+// server.
+func serveTimed(ctx context.Context, srv *server.Server, h http.Handler, ln net.Listener, stdout io.Writer) error {
 	rec := &recorder{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+statsPath, rec.serveStats)
-	mux.Handle("/", rec.wrap(srv))
+	mux.Handle("/", rec.wrap(h))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -34,7 +35,7 @@ func TestMain(m *testing.M) {
 			os.Exit(2)
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-		err := ServeMain(ctx, argv[1:], os.Stdout)
+		err := serveMain(ctx, argv[1:], os.Stdout, faults(os.Getenv(faultEnv)))
 		stop()
 		if err != nil {
 			os.Stderr.WriteString(err.Error() + "\n")
@@ -43,6 +44,35 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
+}
+
+// faultEnv, when set to a route ("POST /threads/count"), makes the test
+// server process answer that route 504, as the server does past its
+// request timeout.
+const faultEnv = "CAIRN_BENCH_CHILD_FAULT"
+
+func faults(route string) func(http.Handler) http.Handler {
+	if route == "" {
+		return nil
+	}
+	return func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method+" "+r.URL.Path == route {
+				http.Error(w, `{"detail": "context deadline exceeded"}`, http.StatusGatewayTimeout)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+}
+
+// faultyProgram is testProgram with a route that fails.
+func faultyProgram(route string) Program {
+	return func(args ...string) *exec.Cmd {
+		cmd := testProgram(args...)
+		cmd.Env = append(cmd.Env, faultEnv+"="+route)
+		return cmd
+	}
 }
 
 // testProgram runs this test binary as the bench's server process.

@@ -3,6 +3,7 @@ package bench
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -85,6 +86,11 @@ type W4Call struct {
 	ServerMedianMS float64 `json:"server_median_ms,omitempty"`
 	// Items is what the answer held (threads, interrupts, the count).
 	Items int `json:"items"`
+	// Error is how the server failed the call (its answer 5xx: a 504 past
+	// its request timeout); the times are then those of the first call
+	// and of the one that failed, and RunW4 returns the result with an
+	// error.
+	Error string `json:"error,omitempty"`
 }
 
 // w4ThreadID is the id of W4's thread i: a fixed UUID.
@@ -125,19 +131,25 @@ func RunW4(ctx context.Context, cfg W4Config) (W4Result, error) {
 		return res, err
 	}
 	w := newW4Run(cfg, url, &res, created)
-	if err := w.serve(ctx); err != nil {
-		return res, err
+	// A call the server failed is in the result, which is returned
+	// with the error.
+	served := w.serve(ctx)
+	if served != nil && !errors.Is(served, ErrCallFailed) {
+		return res, served
 	}
 	after, database, method, err := tableSizes(ctx, url)
 	if err != nil {
-		return res, err
+		return res, errors.Join(served, err)
 	}
 	if after != nil {
 		res.Bytes = storeBytes(nil, after, database, method)
 		res.BytesPerThread = float64(database) / float64(cfg.Threads)
 	}
-	return res, nil
+	return res, served
 }
+
+// ErrCallFailed: the server failed one of W4's calls (W4Call.Error).
+var ErrCallFailed = errors.New("bench: the server failed a call")
 
 // createW4 creates W4's threads through the Go API on a store that must
 // hold none, and returns each one's creation time (Unix µs).

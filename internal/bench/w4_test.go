@@ -117,3 +117,20 @@ func TestW4NonEmpty(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// A call the server fails (504, its request timeout) is in the result
+// with its error, the other calls are still made, and W4 fails.
+func TestW4ServerFails(t *testing.T) {
+	res, err := RunW4(context.Background(), W4Config{Threads: 120, Repeat: 2, Program: faultyProgram("POST /threads/count")})
+	if !errors.Is(err, ErrCallFailed) {
+		t.Fatalf("err %v", err)
+	}
+	if len(res.Calls) != 6 || res.Bytes == nil {
+		t.Fatalf("result %+v", res)
+	}
+	for _, c := range res.Calls {
+		if (c.Name == "count") != (c.Error != "") || (c.Error == "" && c.ServerMedianMS > c.MedianMS) {
+			t.Errorf("call %+v", c)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -41,7 +42,7 @@ type w4Thread struct {
 
 // serve starts the server on W4's store, checks a sample of threads,
 // makes the calls and stops the server.
-func (w *w4Run) serve(ctx context.Context) error {
+func (w *w4Run) serve(ctx context.Context) (err error) {
 	srv, err := startServer(ctx, w.cfg.Program, w.url, w.cfg.CPUProfile)
 	if err != nil {
 		return err
@@ -62,12 +63,22 @@ func (w *w4Run) serve(ctx context.Context) error {
 		return err
 	}
 	w.timed = len(st.Requests)
+	var failed []error
 	for _, c := range w.calls() {
 		call, err := w.time(ctx, c)
-		if err != nil {
+		var he *HTTPError
+		if errors.As(err, &he) && he.Status >= 500 {
+			// The server failed the call (a 504 past its request
+			// timeout): recorded, and the other calls still made.
+			call.Error = err.Error()
+			failed = append(failed, fmt.Errorf("%w: w4 %s: %w", ErrCallFailed, c.name, err))
+		} else if err != nil {
 			return fmt.Errorf("w4 %s: %w", c.name, err)
 		}
 		w.res.Calls = append(w.res.Calls, call)
+	}
+	if len(failed) > 0 {
+		defer func() { err = errors.Join(append(failed, err)...) }()
 	}
 	if st, err = w.srv.serverStats(ctx, w.api.hc); err != nil {
 		return err
@@ -150,10 +161,12 @@ func (w *w4Run) time(ctx context.Context, c w4Spec) (W4Call, error) {
 		t0 := time.Now()
 		check, err := c.do(ctx)
 		ds[k] = time.Since(t0)
-		if err != nil {
-			return out, err
+		if err == nil {
+			out.Items, err = check()
 		}
-		if out.Items, err = check(); err != nil {
+		if err != nil {
+			out.FirstMS, out.MedianMS = ms(ds[0]), ms(ds[k])
+			w.skipTimed(ctx)
 			return out, err
 		}
 	}
@@ -175,6 +188,14 @@ func (w *w4Run) time(ctx context.Context, c w4Spec) (W4Call, error) {
 	}
 	w.timed = len(st.Requests)
 	return out, nil
+}
+
+// skipTimed passes over the server's timed requests so far (those of a
+// failed call).
+func (w *w4Run) skipTimed(ctx context.Context) {
+	if st, err := w.srv.serverStats(ctx, w.api.hc); err == nil {
+		w.timed = len(st.Requests)
+	}
 }
 
 // checkUser: the threads of user u7, as many as there are up to 10.
