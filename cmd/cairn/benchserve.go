@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"runtime/pprof"
 	"strings"
+	"testing"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -81,8 +82,13 @@ func startCPUProfile(path string) (func(), error) {
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
-// selfProgram runs this cairn binary with args.
+// selfProgram runs this cairn binary with args. A test binary is not
+// cairn: started again, it would run the tests (TestBenchServe drives
+// bench-serve through the tests' own child processes instead).
 func selfProgram() (bench.Program, error) {
+	if testing.Testing() {
+		return nil, fmt.Errorf("%w: cairn bench w3 and w4 start the cairn binary again, which a test binary is not", bench.ErrServer)
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("bench: the cairn binary: %w", err)
@@ -102,6 +108,9 @@ func (a *app) benchW3(ctx context.Context, f serverFlags, storeURL, cpuProfile s
 	}
 	if f.turns < 0 {
 		return usagef("--turns %d: want at least 1", f.turns)
+	}
+	if f.url == "" && (f.pid != 0 || f.assistant != "") {
+		return usagef("--pid and --assistant are for an external server (--url)")
 	}
 	if f.url == "" {
 		p, err := selfProgram()

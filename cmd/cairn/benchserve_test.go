@@ -89,3 +89,14 @@ func TestBenchServerFlags(t *testing.T) {
 		}
 	}
 }
+
+// Under go test the bench refuses to start its server from the test
+// binary (which would run the tests again) instead of forking them.
+func TestBenchInTestBinary(t *testing.T) {
+	for _, w := range []string{"w3", "w4"} {
+		code, _, stderr := cli(t, nil, "bench", w, "--turns", "2", "--threads", "2")
+		if code != 1 || !strings.Contains(stderr, "a test binary is not") {
+			t.Errorf("%s: exit %d, %s", w, code, stderr)
+		}
+	}
+}
