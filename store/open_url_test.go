@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cairn-dev/cairn/internal/pgtest"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 	_ "github.com/cairn-dev/cairn/store/memory"
@@ -62,8 +63,9 @@ func TestParseSQLiteURL(t *testing.T) {
 
 func TestOpen(t *testing.T) {
 	urls := []string{"memory:", "sqlite:" + filepath.Join(t.TempDir(), "d", "s.db")}
-	if pg := os.Getenv("CAIRN_TEST_POSTGRES"); pg != "" {
-		urls = append(urls, pg)
+	if os.Getenv(pgtest.Env) != "" {
+		dsn, _ := pgtest.Schema(t, "cairn_open") // a schema of its own: never the shared one's tables
+		urls = append(urls, dsn)
 	}
 	for _, u := range urls {
 		s, err := store.Open(context.Background(), u, store.OpenOptions{})

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -555,22 +553,29 @@ func (a *app) benchCmd() *cobra.Command {
 	var wb workersBench
 	var levels string
 	var be benchEncryption
+	var sf serverFlags
 	cmd := &cobra.Command{
-		Use:   "bench w1|w2|workers",
+		Use:   "bench w1|w2|w3|w4|workers",
 		Short: "Run the benchmark workloads of docs/bench/W1.md",
-		Long: "Runs W1 (one thread, --steps steps, a durable checkpoint after each) or W2 (--threads threads of --steps steps, " +
-			"sequential then concurrent). Without --store it uses a fresh SQLite file in a temporary directory.",
-		Args: cobra.ExactArgs(1),
+		Long:  benchLong,
+		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.Workload = args[0]
-			if cfg.Workload == "workers" {
+			var storeURL string
+			if cmd.Flags().Changed("store") {
+				storeURL = a.storeURL
+			}
+			switch cfg.Workload {
+			case "workers":
 				if err := wb.parse(levels); err != nil {
 					return err
 				}
 				return a.benchWorkers(cmd.Context(), wb)
+			case "w3", "w4":
+				return a.benchServer(cmd.Context(), cfg.Workload, sf, cfg.Threads, storeURL, cpuProfile)
 			}
 			if cfg.Workload != "w1" && cfg.Workload != "w2" {
-				return usagef("unknown workload %q: want w1, w2 or workers", args[0])
+				return usagef("unknown workload %q: want w1, w2, w3, w4 or workers", args[0])
 			}
 			if cfg.Steps < 0 || cfg.Threads < 0 {
 				return usagef("--steps and --threads must be positive")
@@ -594,31 +599,24 @@ func (a *app) benchCmd() *cobra.Command {
 			}
 			defer stop()
 			cfg.TracerProvider = tp
-			if cmd.Flags().Changed("store") {
-				cfg.Store = a.storeURL
+			cfg.Store = storeURL
+			stopProfile, err := startCPUProfile(cpuProfile)
+			if err != nil {
+				return err
 			}
-			if cpuProfile != "" {
-				f, err := os.Create(cpuProfile)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				if err := pprof.StartCPUProfile(f); err != nil {
-					return err
-				}
-				defer pprof.StopCPUProfile()
-			}
+			defer stopProfile()
 			return a.benchRun(cmd.Context(), cfg, be)
 		},
 	}
 	be.flags(cmd)
 	cmd.Flags().IntVar(&cfg.Steps, "steps", 0, "steps per thread S (default 1000 for w1, 100 for w2)")
-	cmd.Flags().IntVar(&cfg.Threads, "threads", 0, "threads for w2 (default 50)")
+	cmd.Flags().IntVar(&cfg.Threads, "threads", 0, "threads for w2 (default 50) and w4 (default 10000)")
+	sf.bind(cmd)
 	cmd.Flags().StringVar(&durability, "durability", "sync", "sync (WAL, synchronous=NORMAL) or strict (fsync every commit)")
 	cmd.Flags().Float64Var(&cfg.SnapshotRatio, "snapshot-ratio", 0, "store tuning: snapshot when patch bytes exceed ratio × snapshot size (default 1)")
 	cmd.Flags().BoolVar(&cfg.NoCompression, "no-compression", false, "store blobs uncompressed")
 	cmd.Flags().StringVar(&cfg.Engine, "engine", "runner", "runner (the flow runner) or store (a plain loop over the store, to measure the runner's overhead)")
-	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (w3, w4: of the server process; w3 with both series: FILE.wait and FILE.stream)")
 	cmd.Flags().StringVar(&cfg.MemProfile, "memprofile", "", "write the heap live when the writes end to this file, and when the reads end to this file + .reads")
 	cmd.Flags().StringVar(&streamModes, "stream", "", "run through Runner.Stream in these modes (comma-separated: values, updates, messages, custom, checkpoints, tasks, debug), reading every event")
 	cmd.Flags().StringVar(&levels, "workers", "1,2,4,8", "workers: the numbers of worker processes to measure, in turn")

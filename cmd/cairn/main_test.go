@@ -128,7 +128,7 @@ func TestErrors(t *testing.T) {
 		{"copy of a missing thread", []string{"copy", "ghost", "ghost2"}, 1, `"ghost"`},
 		{"delete a missing thread", []string{"delete", "ghost"}, 1, `"ghost"`},
 		{"delete without a thread", []string{"delete"}, 2, "accepts 1 arg"},
-		{"bench unknown", []string{"bench", "w3"}, 2, "w1, w2 or workers"},
+		{"bench unknown", []string{"bench", "w5"}, 2, "w1, w2, w3, w4 or workers"},
 		{"bench durability", []string{"bench", "w1", "--durability", "fast"}, 2, "durability"},
 		{"bench into used store", []string{"bench", "w1", "--steps", "5", "--store", url}, 1, "already exists"},
 		{"meta filter", []string{"threads", "--meta", "novalue"}, 2, "key=value"},

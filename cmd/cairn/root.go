@@ -98,7 +98,7 @@ func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comman
 	root.PersistentFlags().StringVar(&a.logFormat, "log-format", "text", "log format: text or json")
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return a.setLogger() }
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
-	root.AddCommand(a.threadsCmd(), a.stateCmd(), a.historyCmd(), a.namespacesCmd(), a.runCmd(), a.resumeCmd(), a.forkCmd(), a.pruneCmd(), a.copyCmd(), a.deleteCmd(), a.exportCmd(), a.migrateCmd(), a.benchCmd(), a.serveCmd(), a.workerCmd(), a.keysCmd(), a.runsCmd(), a.rekeyCmd(), a.versionCmd())
+	root.AddCommand(a.threadsCmd(), a.stateCmd(), a.historyCmd(), a.namespacesCmd(), a.runCmd(), a.resumeCmd(), a.forkCmd(), a.pruneCmd(), a.copyCmd(), a.deleteCmd(), a.exportCmd(), a.migrateCmd(), a.benchCmd(), a.serveCmd(), a.workerCmd(), a.keysCmd(), a.runsCmd(), a.rekeyCmd(), a.versionCmd(), a.benchServeCmd())
 	root.AddCommand(a.storageCmd())
 	usageArgs(root)
 	return root

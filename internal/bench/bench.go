@@ -718,8 +718,6 @@ func meanUS(ds []time.Duration) float64 {
 	return float64(sum.Microseconds()) / float64(len(ds))
 }
 
-// peakRSS reads the process's peak resident set size (VmHWM) on Linux; 0
-// elsewhere.
 // cpuTime is the CPU time (user and system) the process has used.
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
@@ -729,8 +727,14 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func peakRSS() int64 {
-	f, err := os.Open("/proc/self/status")
+// peakRSS reads the process's peak resident set size (VmHWM) on Linux; 0
+// elsewhere.
+func peakRSS() int64 { return peakRSSOf("self") }
+
+// peakRSSOf reads the peak resident set size (VmHWM) of process pid
+// ("self": this one) on Linux; 0 elsewhere.
+func peakRSSOf(pid string) int64 {
+	f, err := os.Open("/proc/" + pid + "/status")
 	if err != nil {
 		return 0
 	}

@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/internal/pgtest"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/memory"
@@ -102,24 +101,12 @@ func repeatX(n int) string {
 // W2 against a shared server store: the concurrent half must find the
 // threads gone.
 func TestRunW2Postgres(t *testing.T) {
-	pg := os.Getenv("CAIRN_TEST_POSTGRES")
-	if pg == "" {
+	if os.Getenv(pgtest.Env) == "" {
 		t.Skip("CAIRN_TEST_POSTGRES is not set")
 	}
+	dsn, _ := pgtest.Schema(t, "cairn_bench_w2")
+	u, _ := url.Parse(dsn)
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, pg)
-	if err != nil {
-		t.Fatalf("CAIRN_TEST_POSTGRES=%s: %v", pg, err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS cairn_bench_w2"); err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Exec(ctx, "DROP SCHEMA cairn_bench_w2 CASCADE")
-	u, _ := url.Parse(pg)
-	q := u.Query()
-	q.Set("search_path", "cairn_bench_w2")
-	u.RawQuery = q.Encode()
 	res, err := Run(ctx, Config{Workload: "w2", Threads: 3, Steps: 5, Store: u.String()})
 	if err != nil {
 		t.Fatal(err)
