@@ -165,7 +165,21 @@ func (e *Engine) CreateThread(ctx context.Context, t Thread) (Thread, error) {
 	if err := e.b.CreateThread(ctx, rec); err != nil {
 		return Thread{}, err
 	}
+	e.rememberEmpty(rec.ID, rec.CreatedAt)
 	return threadFromRecord(rec)
+}
+
+// rememberEmpty notes what a thread this engine created without a
+// checkpoint holds in its listing columns (idle, touched at its creation),
+// as the parent of its first root row: a first commit soon after needs
+// not write them.
+func (e *Engine) rememberEmpty(id string, created int64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.heads) >= maxCachedHeads {
+		clear(e.heads)
+	}
+	e.heads[headKey{id, ""}] = rowInfo{status: ThreadIdle, touched: created}
 }
 
 func threadFromRecord(r ThreadRecord) (Thread, error) {
@@ -340,6 +354,13 @@ func (e *Engine) Append(ctx context.Context, cp Checkpoint) (Checkpoint, error) 
 		if parent, err = e.info(ctx, cp.Thread, cp.Namespace, cp.Parent); err != nil {
 			return Checkpoint{}, err
 		}
+	} else if cp.Namespace == "" {
+		// An empty thread this engine created (rememberEmpty), if any.
+		e.mu.Lock()
+		if ri, ok := e.heads[headKey{cp.Thread, ""}]; ok && ri.seq == 0 {
+			parent = ri
+		}
+		e.mu.Unlock()
 	}
 	return e.insert(ctx, cp, cp.Parent+1, parent, nil, false)
 }
@@ -996,7 +1017,8 @@ func (e *Engine) Fork(ctx context.Context, r ForkRequest) (Checkpoint, error) {
 	// an empty thread behind.
 	cp.Thread, cp.Parent = r.Into, 0
 	cp.Patch = st.AsPatch()
-	return e.insert(ctx, cp, 1, rowInfo{}, &rec, true)
+	// The new thread's record is written idle, touched at its creation.
+	return e.insert(ctx, cp, 1, rowInfo{status: ThreadIdle, touched: rec.CreatedAt}, &rec, true)
 }
 
 // forkMeta is the metadata of a fork checkpoint: the request's, marked as a

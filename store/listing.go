@@ -59,8 +59,9 @@ type ThreadSearch struct {
 }
 
 // MetaFilter is one metadata filter as a backend applies it: the threads
-// that have the entry (Key, Value) in the metadata index, or with Not the
-// ones that lack it (a key absent or null lacks its MetaPresent entry).
+// that have the entry (Key, Value) in the metadata index; with Not, the
+// threads whose stored metadata has no top-level member Key (as it is,
+// not in its indexed form) or has it null.
 type MetaFilter struct {
 	Key, Value string
 	Not        bool
@@ -81,7 +82,9 @@ const (
 	// DriveMeta: the metadata index entries of ListQuery.Meta[0] (a
 	// filter without Not), which are in creation order.
 	DriveMeta
-	// DriveStatus: the status index (tenant, status, then creation time).
+	// DriveStatus: the status index (tenant, status, then creation time or
+	// the time of the status), which holds only the threads that are not
+	// idle.
 	DriveStatus
 )
 
@@ -113,7 +116,7 @@ type IndexCounts struct {
 	// Status counts the threads of each status.
 	Status map[ThreadStatus]int64
 	// Meta counts, for each filter asked for, the threads that have its
-	// entry (whatever its Not).
+	// entry (0 for a filter with Not, whose key has no entry of its own).
 	Meta []int64
 }
 
@@ -127,6 +130,9 @@ func (c IndexCounts) total() int64 {
 
 // ListThreads implements Store.
 func (e *Engine) ListThreads(ctx context.Context, s ThreadSearch) ([]Thread, error) {
+	if s.Sort == SortStatus {
+		return e.listByStatus(ctx, s)
+	}
 	q, _, err := e.prepareSearch(ctx, s, false)
 	if err != nil || q == nil {
 		return nil, err
@@ -145,6 +151,50 @@ func (e *Engine) ListThreads(ctx context.Context, s ThreadSearch) ([]Thread, err
 			return nil, err
 		}
 		out = append(out, t)
+	}
+	return out, nil
+}
+
+// listByStatus lists threads by status, then id: the threads of each
+// status in turn (error, idle, interrupted; the other way round with
+// Desc), each group a listing by id of that status, skipped whole when
+// the page begins after it (its count).
+func (e *Engine) listByStatus(ctx context.Context, s ThreadSearch) ([]Thread, error) {
+	if _, err := listQuery(s); err != nil {
+		return nil, err
+	}
+	groups := []ThreadStatus{ThreadError, ThreadIdle, ThreadInterrupted}
+	if s.Desc {
+		slices.Reverse(groups)
+	}
+	var out []Thread
+	offset := s.Offset
+	for _, g := range groups {
+		if len(s.Status) > 0 && !slices.Contains(s.Status, g) {
+			continue
+		}
+		gs := s
+		gs.Status, gs.Sort, gs.Offset, gs.Limit = []ThreadStatus{g}, SortID, 0, 0
+		n, err := e.CountThreads(ctx, gs)
+		if err != nil {
+			return nil, err
+		}
+		if int64(offset) >= n {
+			offset -= int(n)
+			continue
+		}
+		gs.Offset, gs.Limit = offset, 0
+		if s.Limit > 0 {
+			gs.Limit = s.Limit - len(out)
+		}
+		page, err := e.ListThreads(ctx, gs)
+		if err != nil {
+			return nil, err
+		}
+		out, offset = append(out, page...), 0
+		if s.Limit > 0 && len(out) >= s.Limit {
+			break
+		}
 	}
 	return out, nil
 }
@@ -208,10 +258,7 @@ func countFromCounters(q *ListQuery, c IndexCounts) (int64, bool) {
 			n += c.Status[s]
 		}
 		return n, true
-	case len(q.Meta) == 1 && q.Status == nil && c.Meta != nil:
-		if q.Meta[0].Not {
-			return c.total() - c.Meta[0], true
-		}
+	case len(q.Meta) == 1 && q.Status == nil && c.Meta != nil && !q.Meta[0].Not:
 		return c.Meta[0], true
 	}
 	return 0, false
@@ -245,7 +292,7 @@ func (e *Engine) prepareSearch(ctx context.Context, s ThreadSearch, count bool) 
 	if q.IDs != nil && len(q.IDs) == 0 {
 		return nil, IndexCounts{}, nil
 	}
-	plain := len(q.Meta) == 0 && q.IDs == nil && q.Status == nil && q.Sort != SortStatus
+	plain := len(q.Meta) == 0 && q.IDs == nil && q.Status == nil
 	if plain && !count {
 		q.Drive = DriveOrder
 		q.Window = 2 * int64(TouchSlack)
@@ -255,7 +302,7 @@ func (e *Engine) prepareSearch(ctx context.Context, s ThreadSearch, count bool) 
 	if err != nil {
 		return nil, IndexCounts{}, err
 	}
-	if c.Status[ThreadStatusUnknown] > 0 && (q.Status != nil || q.Sort == SortStatus) {
+	if c.Status[ThreadStatusUnknown] > 0 && q.Status != nil {
 		if _, err := e.ClassifyThreads(ctx); err != nil {
 			return nil, IndexCounts{}, err
 		}
@@ -296,7 +343,7 @@ func listQuery(s ThreadSearch) (*ListQuery, error) {
 	for _, k := range slices.Sorted(maps.Keys(s.Metadata)) {
 		v := s.Metadata[k]
 		if v == nil {
-			q.Meta = append(q.Meta, MetaFilter{Key: indexForm(k), Value: MetaPresent, Not: true})
+			q.Meta = append(q.Meta, MetaFilter{Key: k, Not: true})
 			continue
 		}
 		val, ok, err := scalarForm(v)
@@ -326,12 +373,8 @@ func plan(q *ListQuery, c IndexCounts, count bool) (none bool) {
 	metaN := make([]int64, len(q.Meta))
 	est := float64(statusN)
 	for i, f := range q.Meta {
-		switch {
-		case c.Meta == nil: // not counted (across tenants)
-			metaN[i] = n
-		case f.Not:
-			metaN[i] = n - c.Meta[i]
-		default:
+		metaN[i] = n // not counted: a key absent or null, or across tenants
+		if c.Meta != nil && !f.Not {
 			metaN[i] = c.Meta[i]
 		}
 		est *= float64(metaN[i]) / float64(n)
@@ -344,45 +387,39 @@ func plan(q *ListQuery, c IndexCounts, count bool) (none bool) {
 	}
 	page := int64(q.Offset + q.Limit)
 	ordered := func(size int64) int64 {
-		if count || q.Limit == 0 || est <= 0 {
+		if count || q.Limit == 0 {
 			return size
 		}
 		return min(size, int64(float64(page)*float64(size)/est)+1)
 	}
-	best, cost := DriveOrder, ordered(n)
-	if !orderIndexed(q) {
-		cost = n
+	best, cost := DriveOrder, n
+	if orderIndexed(q) {
+		cost = ordered(n)
 	}
-	try := func(d Drive, c int64) {
-		if c < cost {
-			best, cost = d, c
-		}
-	}
-	if q.Status != nil && statusIndexed(q) {
+	if statusIndexed(q) {
+		c := statusN
 		if statusOrdered(q) {
-			try(DriveStatus, ordered(statusN))
-		} else {
-			try(DriveStatus, statusN)
+			c = ordered(statusN)
+		}
+		if c < cost || !orderIndexed(q) && q.Sort == SortStatusAt {
+			best, cost = DriveStatus, c
 		}
 	}
 	if !q.AllTenants {
 		for i, f := range q.Meta {
-			if f.Not {
-				continue
-			}
 			c := metaN[i]
 			if q.Sort == SortCreated {
 				c = ordered(c)
 			}
-			if c < cost {
+			if !f.Not && c < cost {
 				best, cost = DriveMeta, c
 				q.Meta[0], q.Meta[i] = q.Meta[i], q.Meta[0]
 				metaN[0], metaN[i] = metaN[i], metaN[0]
 			}
 		}
 	}
-	if q.IDs != nil {
-		try(DriveIDs, int64(len(q.IDs)))
+	if q.IDs != nil && int64(len(q.IDs)) < cost {
+		best = DriveIDs
 	}
 	q.Drive = best
 	if best == DriveOrder && q.Sort == SortUpdated {
@@ -391,34 +428,38 @@ func plan(q *ListQuery, c IndexCounts, count bool) (none bool) {
 	return false
 }
 
-// orderIndexed reports whether an index gives the listing's order (within
-// a tenant, or across tenants by id).
+// orderIndexed reports whether an index gives the listing's order: within
+// a tenant, by creation or touch time; by id (the primary key, its other
+// tenants' threads skipped); by the time of a status, for that status.
+// Across tenants, only by id.
 func orderIndexed(q *ListQuery) bool {
-	if q.AllTenants {
+	switch {
+	case q.AllTenants:
 		return q.Sort == SortID
+	case q.Sort == SortStatusAt:
+		return false // its index is the status index
 	}
-	return q.Sort != SortStatusAt || q.Status != nil
+	return true
 }
 
-// statusIndexed reports whether the status index can select the query's
-// statuses (across tenants only for the time of a status).
+// statusIndexed reports whether the status index, which holds the threads
+// that are not idle (interrupted, failed, unknown), selects the query's
+// statuses: they must all be of those (across tenants, only in the order
+// of the time of the status).
 func statusIndexed(q *ListQuery) bool {
+	if q.Status == nil || slices.Contains(q.Status, ThreadIdle) {
+		return false
+	}
 	return !q.AllTenants || q.Sort == SortStatusAt
 }
 
 // statusOrdered reports whether the status index gives the listing's
-// order: by status, by the time of the status, or, for one status, by
-// creation time or id.
+// order: by the time of the status, or for one status by creation time.
 func statusOrdered(q *ListQuery) bool {
-	switch q.Sort {
-	case SortStatus:
-		return !q.AllTenants
-	case SortStatusAt:
-		return !q.AllTenants
-	case SortCreated, SortID:
-		return len(q.Status) == 1 && !q.AllTenants
+	if q.AllTenants || len(q.Status) != 1 {
+		return false
 	}
-	return false
+	return q.Sort == SortStatusAt || q.Sort == SortCreated
 }
 
 // ClassifyThreads gives a status to the threads an upgrade left without

@@ -117,11 +117,6 @@ type MetaEntry struct {
 	Key, Value string
 }
 
-// MetaPresent is the value of the entry every top-level metadata key with
-// a value other than null has, whatever its value: a filter asking for a
-// key to be absent or null asks for this entry to be missing.
-const MetaPresent = "*"
-
 // maxIndexed is the longest key or value the index holds as it is; a
 // longer one is indexed by its SHA-256 (a B-tree entry stays small, and
 // equality still means equality).
@@ -157,9 +152,12 @@ func scalarForm(v any) (string, bool, error) {
 
 // IndexEntries returns the metadata index entries of a thread's stored
 // metadata (a JSON object, or nil): for every top-level key whose value
-// is not null, the entry (key, MetaPresent), and for a scalar value the
-// entry (key, its canonical JSON). Every backend indexes exactly these, so
-// filters match alike everywhere. The entries are sorted and distinct.
+// is a scalar other than null, the entry (key, its canonical JSON). Every
+// backend indexes exactly these, so filters match alike everywhere. The
+// entries are sorted and distinct. (A filter for a key absent or null is
+// checked on the stored metadata itself: an entry per key, whatever its
+// value, would double what every thread's creation writes for a filter
+// seldom used.)
 func IndexEntries(md []byte) ([]MetaEntry, error) {
 	if len(md) == 0 {
 		return nil, nil
@@ -168,19 +166,17 @@ func IndexEntries(md []byte) ([]MetaEntry, error) {
 	if err := json.Unmarshal(md, &m); err != nil {
 		return nil, fmt.Errorf("%w: thread metadata: %v", ErrInvalidArgument, err)
 	}
-	out := make([]MetaEntry, 0, 2*len(m))
+	out := make([]MetaEntry, 0, len(m))
 	for k, v := range m {
 		if v == nil {
 			continue
 		}
-		key := indexForm(k)
-		out = append(out, MetaEntry{key, MetaPresent})
 		val, ok, err := scalarForm(v)
 		if err != nil {
 			return nil, err
 		}
 		if ok {
-			out = append(out, MetaEntry{key, val})
+			out = append(out, MetaEntry{indexForm(k), val})
 		}
 	}
 	slices.SortFunc(out, func(a, b MetaEntry) int {

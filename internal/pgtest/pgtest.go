@@ -94,7 +94,7 @@ func ToFormat1(t testing.TB, dsn string) {
 func ToFormat5(t testing.TB, dsn string) {
 	t.Helper()
 	Exec(t, dsn, `DROP TABLE cairn_thread_meta, cairn_thread_counts, cairn_thread_totals`,
-		`DROP INDEX cairn_threads_created, cairn_threads_tenant_id, cairn_threads_touched, cairn_threads_status, cairn_threads_status_id, cairn_threads_status_at`,
+		`DROP INDEX cairn_threads_created, cairn_threads_touched, cairn_threads_status, cairn_threads_status_at`,
 		`ALTER TABLE cairn_threads DROP COLUMN status, DROP COLUMN status_at, DROP COLUMN touched_at`,
 		`UPDATE cairn_format SET version = 5`)
 }

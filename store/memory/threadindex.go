@@ -3,6 +3,7 @@ package memory
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -120,11 +121,26 @@ func matches(q *store.ListQuery, t *thread, ids, exclude map[string]bool) bool {
 		return false
 	}
 	for _, f := range q.Meta {
-		if t.has(store.MetaEntry{Key: f.Key, Value: f.Value}) == f.Not {
+		if f.Not {
+			if !absentOrNull(t.rec.Metadata, f.Key) {
+				return false
+			}
+		} else if !t.has(store.MetaEntry{Key: f.Key, Value: f.Value}) {
 			return false
 		}
 	}
 	return true
+}
+
+// absentOrNull reports whether stored metadata has no top-level member
+// key, or has it null.
+func absentOrNull(md []byte, key string) bool {
+	var m map[string]json.RawMessage
+	if len(md) == 0 || json.Unmarshal(md, &m) != nil {
+		return true
+	}
+	v, ok := m[key]
+	return !ok || string(v) == "null"
 }
 
 func idSet(ids []string) map[string]bool {

@@ -36,10 +36,8 @@ CREATE TABLE IF NOT EXISTS cairn_thread_totals (
 	PRIMARY KEY (tenant, status, shard)
 );
 CREATE INDEX IF NOT EXISTS cairn_threads_created ON cairn_threads (tenant, created_at, id);
-CREATE INDEX IF NOT EXISTS cairn_threads_tenant_id ON cairn_threads (tenant, id);
 CREATE INDEX IF NOT EXISTS cairn_threads_touched ON cairn_threads (tenant, touched_at, id);
-CREATE INDEX IF NOT EXISTS cairn_threads_status ON cairn_threads (tenant, status, created_at, id);
-CREATE INDEX IF NOT EXISTS cairn_threads_status_id ON cairn_threads (tenant, status, id);
+CREATE INDEX IF NOT EXISTS cairn_threads_status ON cairn_threads (tenant, status, created_at, id) WHERE status_at > 0;
 CREATE INDEX IF NOT EXISTS cairn_threads_status_at ON cairn_threads (tenant, status, status_at, id) WHERE status_at > 0;
 
 CREATE TABLE IF NOT EXISTS cairn_checkpoints (

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -363,19 +364,18 @@ func (w *pgWhere) where(q store.ListQuery) string {
 		}
 		sb.WriteString(` AND t.status = ANY(` + w.p(st) + `::smallint[])`)
 	}
-	if q.Sort == store.SortStatusAt {
-		sb.WriteString(` AND t.status_at > 0`) // the status-time index's condition
+	if q.Status != nil && !slices.Contains(q.Status, store.ThreadIdle) {
+		sb.WriteString(` AND t.status_at > 0`) // the status indexes' condition
 	}
 	for i, f := range q.Meta {
 		if i == 0 && metaDriven(q) {
 			continue
 		}
 		if f.Not {
-			sb.WriteString(` AND NOT`)
-		} else {
-			sb.WriteString(` AND`)
+			sb.WriteString(` AND coalesce(t.metadata -> ` + w.p(f.Key) + `::text, 'null'::jsonb) = 'null'::jsonb`)
+			continue
 		}
-		sb.WriteString(` EXISTS (SELECT 1 FROM cairn_thread_meta x WHERE x.tenant = t.tenant AND x.key = ` + w.p(f.Key) + ` AND x.value = ` + w.p(f.Value) + ` AND x.created_at = t.created_at AND x.thread = t.id)`)
+		sb.WriteString(` AND EXISTS (SELECT 1 FROM cairn_thread_meta x WHERE x.tenant = t.tenant AND x.key = ` + w.p(f.Key) + ` AND x.value = ` + w.p(f.Value) + ` AND x.created_at = t.created_at AND x.thread = t.id)`)
 	}
 	if q.IDs != nil && q.Drive != store.DriveIDs {
 		sb.WriteString(` AND t.id = ANY(` + w.p(q.IDs) + `::text[])`)

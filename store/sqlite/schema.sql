@@ -12,10 +12,8 @@ CREATE TABLE IF NOT EXISTS threads (
 ) WITHOUT ROWID;
 -- The thread index (see migrations/0006_thread_index.sql).
 CREATE INDEX IF NOT EXISTS threads_created ON threads (tenant, created_at, id);
-CREATE INDEX IF NOT EXISTS threads_tenant_id ON threads (tenant, id);
 CREATE INDEX IF NOT EXISTS threads_touched ON threads (tenant, touched_at, id);
-CREATE INDEX IF NOT EXISTS threads_status ON threads (tenant, status, created_at, id);
-CREATE INDEX IF NOT EXISTS threads_status_id ON threads (tenant, status, id);
+CREATE INDEX IF NOT EXISTS threads_status ON threads (tenant, status, created_at, id) WHERE status_at > 0;
 CREATE INDEX IF NOT EXISTS threads_status_at ON threads (tenant, status, status_at, id) WHERE status_at > 0;
 CREATE TABLE IF NOT EXISTS thread_meta (
 	tenant     TEXT NOT NULL,

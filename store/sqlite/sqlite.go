@@ -859,17 +859,17 @@ func savepoint(ctx context.Context, c *sql.Conn, fn func() error) error {
 
 // CreateThread implements store.Backend.
 func (b *Backend) CreateThread(ctx context.Context, t store.ThreadRecord) error {
+	// An existing thread is refused before anything is written, and a
+	// failure after it fails the whole batch: no savepoint is needed.
 	return b.do(ctx, func(ctx context.Context, c *sql.Conn) error {
-		return savepoint(ctx, c, func() error {
-			res, err := b.ensureThread.ExecContext(ctx, t.ID, t.Tenant, nullBytes(t.Metadata), t.CreatedAt, int64(t.Sum))
-			if err != nil {
-				return err
-			}
-			if n, _ := res.RowsAffected(); n == 0 {
-				return fmt.Errorf("%w: thread %q exists", store.ErrConflict, t.ID)
-			}
-			return b.indexThread(ctx, t, 1)
-		})
+		res, err := b.ensureThread.ExecContext(ctx, t.ID, t.Tenant, nullBytes(t.Metadata), t.CreatedAt, int64(t.Sum))
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("%w: thread %q exists", store.ErrConflict, t.ID)
+		}
+		return b.indexThread(ctx, t, 1)
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cairn-dev/cairn/store"
@@ -20,13 +21,13 @@ import (
 // indexTables are the tables format 6 adds.
 var indexTables = []string{"thread_meta", "thread_counts", "thread_totals"}
 
-// The indexes of threads (schema.sql), by what they order.
+// The indexes of threads (schema.sql), by what they order; the status
+// indexes hold the threads that are not idle (status_at > 0). By id, the
+// primary key orders.
 const (
 	idxCreated  = "threads_created"   // tenant, created_at, id
-	idxID       = "threads_tenant_id" // tenant, id
 	idxTouched  = "threads_touched"   // tenant, touched_at, id
-	idxStatus   = "threads_status"    // tenant, status, created_at, id
-	idxStatusID = "threads_status_id" // tenant, status, id
+	idxStatus   = "threads_status"    // tenant, status, created_at, id WHERE status_at > 0
 	idxStatusAt = "threads_status_at" // tenant, status, status_at, id WHERE status_at > 0
 )
 
@@ -183,17 +184,17 @@ func (b *Backend) UpdateThread(ctx context.Context, t store.ThreadRecord) error 
 		if err != nil {
 			return err
 		}
-		return savepoint(ctx, c, func() error {
-			gone, added := store.DiffEntries(before, after)
-			if err := b.indexEntries(ctx, old, gone, -1); err != nil {
-				return err
-			}
-			if err := b.indexEntries(ctx, old, added, 1); err != nil {
-				return err
-			}
-			_, err := c.ExecContext(ctx, `UPDATE threads SET metadata = ?, crc = ? WHERE id = ?`, nullBytes(t.Metadata), int64(t.Sum), t.ID)
+		// Nothing is written before this point, and a failure after it
+		// fails the whole batch: no savepoint is needed.
+		gone, added := store.DiffEntries(before, after)
+		if err := b.indexEntries(ctx, old, gone, -1); err != nil {
 			return err
-		})
+		}
+		if err := b.indexEntries(ctx, old, added, 1); err != nil {
+			return err
+		}
+		_, err = c.ExecContext(ctx, `UPDATE threads SET metadata = ?, crc = ? WHERE id = ?`, nullBytes(t.Metadata), int64(t.Sum), t.ID)
+		return err
 	})
 }
 
@@ -348,10 +349,17 @@ func (w *sqlWhere) from(q store.ListQuery) string {
 	case store.DriveStatus:
 		return `FROM threads t INDEXED BY ` + statusIndex(q) + ` WHERE 1`
 	}
-	if q.AllTenants {
-		return `FROM threads t WHERE 1`
+	if q.AllTenants || q.Sort == store.SortID {
+		return `FROM threads t WHERE 1` // by id: the primary key
 	}
 	return `FROM threads t INDEXED BY ` + orderIndex(q) + ` WHERE 1`
+}
+
+// byKey reports whether a query reads threads by primary key (the ids, the
+// metadata index's thread, or id order), so that their other columns are
+// written +col: SQLite then uses no other index for them.
+func byKey(q store.ListQuery) bool {
+	return q.Drive == store.DriveIDs || (q.Drive == store.DriveMeta && !q.AllTenants) || (q.Drive == store.DriveOrder && q.Sort == store.SortID)
 }
 
 // where is the rest of the WHERE clause: every filter the drive does not
@@ -361,7 +369,7 @@ func (w *sqlWhere) from(q store.ListQuery) string {
 func (w *sqlWhere) where(q store.ListQuery) string {
 	var sb strings.Builder
 	col := "t."
-	if q.Drive == store.DriveIDs || (q.Drive == store.DriveMeta && !q.AllTenants) {
+	if byKey(q) {
 		col = "+t."
 	}
 	if !q.AllTenants {
@@ -376,8 +384,8 @@ func (w *sqlWhere) where(q store.ListQuery) string {
 			sb.WriteString(w.p(int(s)))
 		}
 		sb.WriteString(`)`)
-		if q.Sort == store.SortStatusAt {
-			sb.WriteString(` AND ` + col + `status_at > 0`) // the status-time index's condition
+		if !slices.Contains(q.Status, store.ThreadIdle) {
+			sb.WriteString(` AND ` + col + `status_at > 0`) // the status indexes' condition
 		}
 	}
 	for i, f := range q.Meta {
@@ -385,11 +393,10 @@ func (w *sqlWhere) where(q store.ListQuery) string {
 			continue
 		}
 		if f.Not {
-			sb.WriteString(` AND NOT`)
-		} else {
-			sb.WriteString(` AND`)
+			sb.WriteString(` AND NOT EXISTS (SELECT 1 FROM json_each(t.metadata) j WHERE j.key = ` + w.p(f.Key) + ` AND j.type <> 'null')`)
+			continue
 		}
-		sb.WriteString(` EXISTS (SELECT 1 FROM thread_meta x WHERE x.tenant = t.tenant AND x.key = ` + w.p(f.Key) + ` AND x.value = ` + w.p(f.Value) + ` AND x.created_at = t.created_at AND x.thread = t.id)`)
+		sb.WriteString(` AND EXISTS (SELECT 1 FROM thread_meta x WHERE x.tenant = t.tenant AND x.key = ` + w.p(f.Key) + ` AND x.value = ` + w.p(f.Value) + ` AND x.created_at = t.created_at AND x.thread = t.id)`)
 	}
 	if q.IDs != nil && q.Drive != store.DriveIDs {
 		sb.WriteString(` AND +t.id IN (SELECT value FROM json_each(` + w.p(jsonList(q.IDs)) + `))`)
@@ -400,15 +407,12 @@ func (w *sqlWhere) where(q store.ListQuery) string {
 	return sb.String()
 }
 
-// orderIndex is the index of a listing's order within a tenant.
+// orderIndex is the index of a listing's order within a tenant (by id:
+// the primary key, which from leaves unnamed).
 func orderIndex(q store.ListQuery) string {
 	switch q.Sort {
 	case store.SortUpdated:
 		return idxTouched
-	case store.SortID:
-		return idxID
-	case store.SortStatus:
-		return idxStatusID
 	case store.SortStatusAt:
 		return idxStatusAt
 	}
@@ -417,10 +421,7 @@ func orderIndex(q store.ListQuery) string {
 
 // statusIndex is the status index that suits a listing's order.
 func statusIndex(q store.ListQuery) string {
-	switch q.Sort {
-	case store.SortID, store.SortStatus:
-		return idxStatusID
-	case store.SortStatusAt:
+	if q.Sort == store.SortStatusAt {
 		return idxStatusAt
 	}
 	return idxStatus

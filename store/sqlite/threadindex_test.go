@@ -128,7 +128,7 @@ func TestMigrateThreadIndexCrash(t *testing.T) {
 			k++
 		}
 		ro.Close()
-		if k != 40 {
+		if k != 42 {
 			t.Fatalf("kill at write %d: %d threads", n, k)
 		}
 		s := openAt(t, path)

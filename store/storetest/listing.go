@@ -122,6 +122,18 @@ func newListFixture(t testing.TB, s store.Store, c *clock) *listFixture {
 			f.commitSub(t, id, store.StatusFailed)
 		}
 	}
+	// Threads committed to at once after their creation, within the touch
+	// slack: their first commits write nothing of the index.
+	for _, id := range []string{"t40", "t41"} {
+		f.tick(store.TouchSlack / 10)
+		if _, err := s.CreateThread(ctx, store.Thread{ID: id, Tenant: "a", Metadata: map[string]any{"user": "u0"}}); err != nil {
+			t.Fatal(err)
+		}
+		f.tick(store.TouchSlack / 10)
+		f.commit(t, id, store.StatusSuccess, store.Meta{})
+	}
+	f.tick(store.TouchSlack / 10)
+	f.commit(t, "t40", store.StatusSuccess, store.Meta{})
 	return f
 }
 

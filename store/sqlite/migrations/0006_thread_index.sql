@@ -2,14 +2,15 @@
 -- thread keeps its status as its root head gives it (1 error, 2 idle, 3
 -- interrupted; 0 when an encrypted store's head must be read with its keys
 -- first), the time of that status (its head's time, for a status other
--- than idle; 0 for idle) and a touch time within a second of its head's
--- time (written with a root checkpoint only when the status changes or
--- the last touch is a second old). Indexes lead with the tenant. The
--- metadata index holds, per thread, an entry (key, '*') for every
--- top-level key whose value is not null and (key, canonical JSON) for each
--- scalar; thread_counts and thread_totals count threads per entry and per
--- status, kept in the transactions that change them. The Go step after
--- this fills them from the threads and their heads.
+-- than idle; 0 for idle) and a touch time within 100 ms of its head's time
+-- (written with a root checkpoint only when the status changes or the
+-- last touch is 100 ms old). Indexes lead with the tenant; the status
+-- indexes hold only the threads that are not idle (status_at > 0). The
+-- metadata index holds, per thread, an entry (key, canonical JSON) for
+-- each top-level scalar other than null; thread_counts and thread_totals
+-- count threads per entry and per status, kept in the transactions that
+-- change them. The Go step after this fills them from the threads and
+-- their heads.
 ALTER TABLE threads ADD COLUMN status INTEGER NOT NULL DEFAULT 2;
 ALTER TABLE threads ADD COLUMN status_at INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE threads ADD COLUMN touched_at INTEGER NOT NULL DEFAULT 0;
@@ -35,8 +36,6 @@ CREATE TABLE IF NOT EXISTS thread_totals (
 	PRIMARY KEY (tenant, status)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS threads_created ON threads (tenant, created_at, id);
-CREATE INDEX IF NOT EXISTS threads_tenant_id ON threads (tenant, id);
 CREATE INDEX IF NOT EXISTS threads_touched ON threads (tenant, touched_at, id);
-CREATE INDEX IF NOT EXISTS threads_status ON threads (tenant, status, created_at, id);
-CREATE INDEX IF NOT EXISTS threads_status_id ON threads (tenant, status, id);
+CREATE INDEX IF NOT EXISTS threads_status ON threads (tenant, status, created_at, id) WHERE status_at > 0;
 CREATE INDEX IF NOT EXISTS threads_status_at ON threads (tenant, status, status_at, id) WHERE status_at > 0;

@@ -37,8 +37,7 @@ var unlane = []string{
 // unindex drops the thread index of format 6.
 var unindex = []string{
 	`DROP TABLE thread_meta`, `DROP TABLE thread_counts`, `DROP TABLE thread_totals`,
-	`DROP INDEX threads_created`, `DROP INDEX threads_tenant_id`, `DROP INDEX threads_touched`,
-	`DROP INDEX threads_status`, `DROP INDEX threads_status_id`, `DROP INDEX threads_status_at`,
+	`DROP INDEX threads_created`, `DROP INDEX threads_touched`, `DROP INDEX threads_status`, `DROP INDEX threads_status_at`,
 	`ALTER TABLE threads DROP COLUMN status`, `ALTER TABLE threads DROP COLUMN status_at`, `ALTER TABLE threads DROP COLUMN touched_at`,
 }
 
