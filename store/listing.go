@@ -258,7 +258,10 @@ func countFromCounters(q *ListQuery, c IndexCounts) (int64, bool) {
 			n += c.Status[s]
 		}
 		return n, true
-	case len(q.Meta) == 1 && q.Status == nil && c.Meta != nil && !q.Meta[0].Not:
+	case len(q.Meta) == 1 && q.Status == nil && c.Meta != nil:
+		if q.Meta[0].Not {
+			return c.total() - c.Meta[0], true
+		}
 		return c.Meta[0], true
 	}
 	return 0, false
@@ -298,7 +301,8 @@ func (e *Engine) prepareSearch(ctx context.Context, s ThreadSearch, count bool) 
 		q.Window = 2 * int64(TouchSlack)
 		return q, IndexCounts{}, nil
 	}
-	c, err := e.b.IndexCounts(ctx, q.Tenant, q.AllTenants, q.Meta)
+	counted := countedEntries(q.Meta)
+	c, err := e.b.IndexCounts(ctx, q.Tenant, q.AllTenants, counted)
 	if err != nil {
 		return nil, IndexCounts{}, err
 	}
@@ -306,7 +310,7 @@ func (e *Engine) prepareSearch(ctx context.Context, s ThreadSearch, count bool) 
 		if _, err := e.ClassifyThreads(ctx); err != nil {
 			return nil, IndexCounts{}, err
 		}
-		if c, err = e.b.IndexCounts(ctx, q.Tenant, q.AllTenants, q.Meta); err != nil {
+		if c, err = e.b.IndexCounts(ctx, q.Tenant, q.AllTenants, counted); err != nil {
 			return nil, IndexCounts{}, err
 		}
 	}
@@ -314,6 +318,20 @@ func (e *Engine) prepareSearch(ctx context.Context, s ThreadSearch, count bool) 
 		return nil, c, nil // the counters say nothing matches
 	}
 	return q, c, nil
+}
+
+// countedEntries are the entries whose counters plan a query's metadata
+// filters: a filter's own, or for a key absent or null the key's
+// MetaPresent entry (the threads that have the key).
+func countedEntries(meta []MetaFilter) []MetaFilter {
+	out := make([]MetaFilter, len(meta))
+	for i, f := range meta {
+		out[i] = MetaFilter{Key: f.Key, Value: f.Value}
+		if f.Not {
+			out[i] = MetaFilter{Key: indexForm(f.Key), Value: MetaPresent}
+		}
+	}
+	return out
 }
 
 // listQuery checks a search and builds its backend query (drive not
@@ -373,8 +391,12 @@ func plan(q *ListQuery, c IndexCounts, count bool) (none bool) {
 	metaN := make([]int64, len(q.Meta))
 	est := float64(statusN)
 	for i, f := range q.Meta {
-		metaN[i] = n // not counted: a key absent or null, or across tenants
-		if c.Meta != nil && !f.Not {
+		switch {
+		case c.Meta == nil: // not counted (across tenants)
+			metaN[i] = n
+		case f.Not:
+			metaN[i] = n - c.Meta[i]
+		default:
 			metaN[i] = c.Meta[i]
 		}
 		est *= float64(metaN[i]) / float64(n)
@@ -392,12 +414,23 @@ func plan(q *ListQuery, c IndexCounts, count bool) (none bool) {
 		}
 		return min(size, int64(float64(page)*float64(size)/est)+1)
 	}
-	best, cost := DriveOrder, n
+	// Threads read and then sorted cost more than threads read in order
+	// (and by head time, a lookup of each head).
+	sorted := func(size int64) int64 {
+		if count {
+			return size
+		}
+		if q.Sort == SortUpdated {
+			return 8 * size
+		}
+		return 2 * size
+	}
+	best, cost := DriveOrder, sorted(n)
 	if orderIndexed(q) {
 		cost = ordered(n)
 	}
 	if statusIndexed(q) {
-		c := statusN
+		c := sorted(statusN)
 		if statusOrdered(q) {
 			c = ordered(statusN)
 		}
@@ -407,9 +440,9 @@ func plan(q *ListQuery, c IndexCounts, count bool) (none bool) {
 	}
 	if !q.AllTenants {
 		for i, f := range q.Meta {
-			c := metaN[i]
+			c := sorted(metaN[i])
 			if q.Sort == SortCreated {
-				c = ordered(c)
+				c = ordered(metaN[i])
 			}
 			if !f.Not && c < cost {
 				best, cost = DriveMeta, c

@@ -150,14 +150,19 @@ func scalarForm(v any) (string, bool, error) {
 	return indexForm(string(b)), true, nil
 }
 
+// MetaPresent is the value of the entry every top-level metadata key whose
+// value is not null has, whatever the value: backends count these entries
+// (so that the threads where a key is absent or null are counted too) but
+// keep no index of them — a filter for a key absent or null is checked on
+// each thread's stored metadata.
+const MetaPresent = "*"
+
 // IndexEntries returns the metadata index entries of a thread's stored
 // metadata (a JSON object, or nil): for every top-level key whose value
-// is a scalar other than null, the entry (key, its canonical JSON). Every
-// backend indexes exactly these, so filters match alike everywhere. The
-// entries are sorted and distinct. (A filter for a key absent or null is
-// checked on the stored metadata itself: an entry per key, whatever its
-// value, would double what every thread's creation writes for a filter
-// seldom used.)
+// is not null, the entry (key, MetaPresent), and for a scalar value the
+// entry (key, its canonical JSON). Every backend counts exactly these and
+// indexes all but the MetaPresent ones, so filters match alike
+// everywhere. The entries are sorted and distinct.
 func IndexEntries(md []byte) ([]MetaEntry, error) {
 	if len(md) == 0 {
 		return nil, nil
@@ -166,17 +171,19 @@ func IndexEntries(md []byte) ([]MetaEntry, error) {
 	if err := json.Unmarshal(md, &m); err != nil {
 		return nil, fmt.Errorf("%w: thread metadata: %v", ErrInvalidArgument, err)
 	}
-	out := make([]MetaEntry, 0, len(m))
+	out := make([]MetaEntry, 0, 2*len(m))
 	for k, v := range m {
 		if v == nil {
 			continue
 		}
+		key := indexForm(k)
+		out = append(out, MetaEntry{key, MetaPresent})
 		val, ok, err := scalarForm(v)
 		if err != nil {
 			return nil, err
 		}
 		if ok {
-			out = append(out, MetaEntry{indexForm(k), val})
+			out = append(out, MetaEntry{key, val})
 		}
 	}
 	slices.SortFunc(out, func(a, b MetaEntry) int {

@@ -51,7 +51,7 @@ const createThreadSQL = `WITH ins AS (
 		INSERT INTO cairn_threads (id, tenant, metadata, created_at, crc, touched_at) VALUES ($1, $2, $3::jsonb, $4::bigint, $5, $4::bigint)
 		ON CONFLICT DO NOTHING RETURNING id, tenant, created_at),
 	e AS (SELECT * FROM unnest($6::text[], $7::text[]) AS e(key, value)),
-	m AS (INSERT INTO cairn_thread_meta (tenant, key, value, created_at, thread) SELECT ins.tenant, e.key, e.value, ins.created_at, ins.id FROM ins, e),
+	m AS (INSERT INTO cairn_thread_meta (tenant, key, value, created_at, thread) SELECT ins.tenant, e.key, e.value, ins.created_at, ins.id FROM ins, e WHERE e.value <> '` + store.MetaPresent + `'),
 	c AS (INSERT INTO cairn_thread_counts (tenant, key, value, shard, n) SELECT ins.tenant, e.key, e.value, $8::smallint, 1 FROM ins, e ORDER BY e.key, e.value
 		ON CONFLICT (tenant, key, value, shard) DO UPDATE SET n = cairn_thread_counts.n + 1)
 	INSERT INTO cairn_thread_totals (tenant, status, shard, n) SELECT ins.tenant, 2, $8::smallint, 1 FROM ins
@@ -125,7 +125,7 @@ func applyEntries(ctx context.Context, db execer, t store.ThreadRecord, entries 
 	shard := int16(store.ShardOf(t.ID, shards))
 	if sign > 0 {
 		if _, err := db.Exec(ctx, `INSERT INTO cairn_thread_meta (tenant, key, value, created_at, thread)
-			SELECT $1, e.key, e.value, $2, $3 FROM unnest($4::text[], $5::text[]) AS e(key, value) ON CONFLICT DO NOTHING`, t.Tenant, t.CreatedAt, t.ID, keys, values); err != nil {
+			SELECT $1, e.key, e.value, $2, $3 FROM unnest($4::text[], $5::text[]) AS e(key, value) WHERE e.value <> '` + store.MetaPresent + `' ON CONFLICT DO NOTHING`, t.Tenant, t.CreatedAt, t.ID, keys, values); err != nil {
 			return err
 		}
 	} else if _, err := db.Exec(ctx, `DELETE FROM cairn_thread_meta WHERE tenant = $1 AND created_at = $2 AND thread = $3

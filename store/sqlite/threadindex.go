@@ -102,8 +102,13 @@ func (b *Backend) indexEntries(ctx context.Context, t store.ThreadRecord, entrie
 		if sign < 0 {
 			st = b.ix.deleteMeta
 		}
-		if _, err := st.ExecContext(ctx, t.Tenant, e.Key, e.Value, t.CreatedAt, t.ID); err != nil {
-			return err
+		if e.Value == store.MetaPresent {
+			st = nil // counted, not indexed
+		}
+		if st != nil {
+			if _, err := st.ExecContext(ctx, t.Tenant, e.Key, e.Value, t.CreatedAt, t.ID); err != nil {
+				return err
+			}
 		}
 		if _, err := b.ix.bumpCount.ExecContext(ctx, t.Tenant, e.Key, e.Value, sign); err != nil {
 			return err

@@ -7,7 +7,8 @@
 -- last touch is 100 ms old). Indexes lead with the tenant; the status
 -- indexes hold only the threads that are not idle (status_at > 0). The
 -- metadata index holds, per thread, an entry (key, canonical JSON) for
--- each top-level scalar other than null. cairn_thread_counts and
+-- each top-level scalar other than null; the counters count these and,
+-- per key, the threads where it is not null (value '*'). cairn_thread_counts and
 -- cairn_thread_totals count threads per entry and per status in 16 shards
 -- each (a thread's shard comes from its id), so that concurrent
 -- transactions rarely update the same counter row; a count sums the

@@ -7,7 +7,8 @@
 -- last touch is 100 ms old). Indexes lead with the tenant; the status
 -- indexes hold only the threads that are not idle (status_at > 0). The
 -- metadata index holds, per thread, an entry (key, canonical JSON) for
--- each top-level scalar other than null; thread_counts and thread_totals
+-- each top-level scalar other than null; the counters count these and,
+-- per key, the threads where it is not null (value '*'); thread_counts and thread_totals
 -- count threads per entry and per status, kept in the transactions that
 -- change them. The Go step after this fills them from the threads and
 -- their heads.
