@@ -25,7 +25,18 @@ type prefilter struct {
 	// of which every key=value match holds once '-' and '_' are dropped;
 	// both by their first byte.
 	shapes, keys [256][]string
+	// shapePair and keyPair gate the comparisons: the first two bytes of
+	// a shape, the first two letters of a key (single bytes: always).
+	shapePair, keyPair *[256][256]bool
 }
+
+// lowerTable folds ASCII upper case to lower case.
+var lowerTable = func() (t [256]byte) {
+	for i := range t {
+		t[i] = lower(byte(i))
+	}
+	return t
+}()
 
 // shapeLiterals are literals that the default patterns' matches hold, in
 // the order of defaultPatterns (the PEM block's "begin " is what its
@@ -64,14 +75,29 @@ func newPrefilter(patterns, literals []string, keys map[string]bool) *prefilter 
 		}
 		shapes = append(shapes, strings.ToLower(prefix))
 	}
+	p.shapePair, p.keyPair = new([256][256]bool), new([256][256]bool)
 	for _, l := range shapes {
 		p.shapes[l[0]] = append(p.shapes[l[0]], l)
+		setPair(p.shapePair, l)
 		p.rawOff = p.rawOff || strings.ContainsAny(l, "\"\\<>&") || !ascii(l) || strings.IndexFunc(l, func(r rune) bool { return r < 0x20 }) >= 0
 	}
 	for k := range keys {
 		p.keys[k[0]] = append(p.keys[k[0]], k)
+		setPair(p.keyPair, k)
 	}
 	return p
+}
+
+// setPair marks lit's first two bytes (every second byte when lit has
+// one byte: it always goes on to the comparison).
+func setPair(t *[256][256]bool, lit string) {
+	if len(lit) == 1 {
+		for c := range t[lit[0]] {
+			t[lit[0]][c] = true
+		}
+		return
+	}
+	t[lit[0]][lit[1]] = true
 }
 
 func ascii(s string) bool {
@@ -103,22 +129,42 @@ func (p *prefilter) quietJSON(b []byte) bool {
 	return quietText(p, b)
 }
 
-// quietText is the one pass of quiet and quietJSON.
+// quietText is the one pass of quiet and quietJSON: at each byte that
+// starts a shape or a key with the byte after it, the comparisons.
 func quietText[T string | []byte](p *prefilter, s T) bool {
-	for i := 0; i < len(s); i++ {
+	n := len(s)
+	for i := 0; i < n; i++ {
 		c := s[i]
 		if c >= 0x80 {
 			return false
 		}
-		c = lower(c)
-		if p.shapes[c] != nil && hasFoldAt(s, i, p.shapes[c]) {
+		c = lowerTable[c]
+		if p.shapes[c] == nil && p.keys[c] == nil {
+			continue
+		}
+		var next byte // the byte after, 0 at the end
+		if i+1 < n {
+			next = lowerTable[s[i+1]]
+		}
+		if p.shapes[c] != nil && p.shapePair[c][next] && hasFoldAt(s, i, p.shapes[c]) {
 			return false
 		}
-		if p.keys[c] != nil && keyAt(s, i, p.keys[c]) {
+		if p.keys[c] != nil && p.keyPair[c][nextLetter(s, i+1)] && keyAt(s, i, p.keys[c]) {
 			return false
 		}
 	}
 	return true
+}
+
+// nextLetter is the first byte at or after i that is not '-' or '_',
+// folded (0 at the end).
+func nextLetter[T string | []byte](s T, i int) byte {
+	for ; i < len(s); i++ {
+		if c := s[i]; c != '-' && c != '_' {
+			return lowerTable[c]
+		}
+	}
+	return 0
 }
 
 func lower(c byte) byte {
