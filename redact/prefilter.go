@@ -25,7 +25,31 @@ type prefilter struct {
 	// of which every key=value match holds once '-' and '_' are dropped;
 	// both by their first byte.
 	shapes, keys [256][]string
+	// shapePair and keyPair gate the comparisons: the first two bytes of
+	// a shape, the first two letters of a key (single bytes: always).
+	shapePair, keyPair *[256][256]bool
+	// class says of each byte (either case) whether it starts a shape
+	// (classShape) or a key (classKey), or is not ASCII (classOther);
+	// pairClass the same of each two bytes as they are written (a key's
+	// first letter before a separator: classKey, the letter after decides).
+	class     [256]uint8
+	pairClass *[1 << 16]uint8
 }
+
+// Byte classes of a prefilter.
+const (
+	classShape = 1 << iota
+	classKey
+	classOther
+)
+
+// lowerTable folds ASCII upper case to lower case.
+var lowerTable = func() (t [256]byte) {
+	for i := range t {
+		t[i] = lower(byte(i))
+	}
+	return t
+}()
 
 // shapeLiterals are literals that the default patterns' matches hold, in
 // the order of defaultPatterns (the PEM block's "begin " is what its
@@ -64,14 +88,66 @@ func newPrefilter(patterns, literals []string, keys map[string]bool) *prefilter 
 		}
 		shapes = append(shapes, strings.ToLower(prefix))
 	}
+	p.shapePair, p.keyPair = new([256][256]bool), new([256][256]bool)
 	for _, l := range shapes {
 		p.shapes[l[0]] = append(p.shapes[l[0]], l)
+		setPair(p.shapePair, l)
 		p.rawOff = p.rawOff || strings.ContainsAny(l, "\"\\<>&") || !ascii(l) || strings.IndexFunc(l, func(r rune) bool { return r < 0x20 }) >= 0
 	}
 	for k := range keys {
 		p.keys[k[0]] = append(p.keys[k[0]], k)
+		setPair(p.keyPair, k)
 	}
+	p.classify()
 	return p
+}
+
+// classify fills class and pairClass.
+func (p *prefilter) classify() {
+	for c := range p.class {
+		l := lowerTable[c]
+		switch {
+		case c >= 0x80:
+			p.class[c] = classOther
+		default:
+			if p.shapes[l] != nil {
+				p.class[c] |= classShape
+			}
+			if p.keys[l] != nil {
+				p.class[c] |= classKey
+			}
+		}
+	}
+	p.pairClass = new([1 << 16]uint8)
+	for a := range 256 {
+		for b := range 256 {
+			cls, la, lb := p.class[a], lowerTable[a], lowerTable[b]
+			if cls == classOther || b >= 0x80 {
+				p.pairClass[a<<8|b] = classOther
+				continue
+			}
+			var pc uint8
+			if cls&classShape != 0 && p.shapePair[la][lb] {
+				pc |= classShape
+			}
+			if cls&classKey != 0 && (p.keyPair[la][lb] || b == '-' || b == '_') {
+				pc |= classKey
+			}
+			p.pairClass[a<<8|b] = pc
+		}
+	}
+}
+
+// setPair marks lit's first two bytes (every second byte when lit has
+// one byte: it always goes on to the comparison).
+func setPair(t *[256][256]bool, lit string) {
+	if len(lit) == 1 {
+		for c := range t[lit[0]] {
+			t[lit[0]][c] = true
+		}
+		return
+	}
+	t[lit[0]][lit[1]] = true
 }
 
 func ascii(s string) bool {
@@ -103,22 +179,48 @@ func (p *prefilter) quietJSON(b []byte) bool {
 	return quietText(p, b)
 }
 
-// quietText is the one pass of quiet and quietJSON.
+// quietText is the one pass of quiet and quietJSON: at each byte that
+// starts a shape or a key with the byte after it, the comparisons.
 func quietText[T string | []byte](p *prefilter, s T) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x80 {
-			return false
-		}
-		c = lower(c)
-		if p.shapes[c] != nil && hasFoldAt(s, i, p.shapes[c]) {
-			return false
-		}
-		if p.keys[c] != nil && keyAt(s, i, p.keys[c]) {
+	n := len(s)
+	if n == 0 {
+		return true
+	}
+	for i := 0; i+1 < n; i++ {
+		if pc := p.pairClass[uint16(s[i])<<8|uint16(s[i+1])]; pc != 0 && !quietAt(p, s, i, pc) {
 			return false
 		}
 	}
-	return true
+	last := n - 1 // a byte with none after it
+	return p.class[s[last]] == 0 || quietAt(p, s, last, p.class[s[last]])
+}
+
+// quietAt reports that no shape and no key starts at s[i], where the
+// bytes are of class cls.
+func quietAt[T string | []byte](p *prefilter, s T, i int, cls uint8) bool {
+	if cls&classOther != 0 {
+		return false
+	}
+	c := lowerTable[s[i]]
+	var next byte // the byte after, 0 at the end
+	if i+1 < len(s) {
+		next = lowerTable[s[i+1]]
+	}
+	if cls&classShape != 0 && p.shapePair[c][next] && hasFoldAt(s, i, p.shapes[c]) {
+		return false
+	}
+	return cls&classKey == 0 || !p.keyPair[c][nextLetter(s, i+1)] || !keyAt(s, i, p.keys[c])
+}
+
+// nextLetter is the first byte at or after i that is not '-' or '_',
+// folded (0 at the end).
+func nextLetter[T string | []byte](s T, i int) byte {
+	for ; i < len(s); i++ {
+		if c := s[i]; c != '-' && c != '_' {
+			return lowerTable[c]
+		}
+	}
+	return 0
 }
 
 func lower(c byte) byte {

@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -92,4 +93,26 @@ func BenchmarkStringChat(b *testing.B) {
 			_ = r.stringSlow(s)
 		}
 	})
+}
+
+// BenchmarkJSONChatState: the prefilter over a chat state's JSON (a
+// thousand messages), which needs no redaction.
+func BenchmarkJSONChatState(b *testing.B) {
+	r := Default()
+	var sb strings.Builder
+	sb.WriteString(`{"messages":[`)
+	for i := range 1000 {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `{"content":"You said: turn %d: hello, how are you today?. %s","id":"m-%d","type":"ai"}`, i, strings.Repeat("x", 150), i)
+	}
+	sb.WriteString(`]}`)
+	doc := []byte(sb.String())
+	b.SetBytes(int64(len(doc)))
+	for b.Loop() {
+		if out := r.JSON(doc); len(out) != len(doc) {
+			b.Fatal("redacted")
+		}
+	}
 }

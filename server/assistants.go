@@ -56,6 +56,11 @@ type AssistantInfo struct {
 	// ("reject" or "approve").
 	ApprovalTimeout  time.Duration
 	ApprovalFallback string
+	// RedactsState: the assistant's runs redact what they commit (agent
+	// files and pipelines always do; a Graph with Options.Redact), so the
+	// events a run streams of its state show it as the store holds it;
+	// for other assistants the server redacts those events too.
+	RedactsState bool
 }
 
 // RunSpec is one run of an assistant.
@@ -100,7 +105,7 @@ type Graph struct {
 // Info implements Assistant.
 func (g *Graph) Info() AssistantInfo {
 	return AssistantInfo{ID: g.ID, Name: g.ID, Description: g.Description, Kind: "graph", Metadata: g.Metadata,
-		Nodes: g.Graph.Nodes(), Edges: g.Graph.Edges(), StateFields: g.Graph.Schema().Fields()}
+		Nodes: g.Graph.Nodes(), Edges: g.Graph.Edges(), StateFields: g.Graph.Schema().Fields(), RedactsState: g.Options.Redact != nil}
 }
 
 func (g *Graph) runner(s store.Store, spec RunSpec) (*flow.Runner, error) {
@@ -267,7 +272,7 @@ func (a *agentAssistant) Info() AssistantInfo {
 	return AssistantInfo{ID: a.f.Name, Name: a.f.Name, Description: a.f.Description, Kind: "agent", File: a.f.Path, CreatedAt: a.created,
 		Nodes: a.nodes, Edges: a.edges, StateFields: []string{"agent_id", "input", "steps", "final_output"},
 		Metadata:        map[string]any{"kind": "agent", "file": filepath.Base(a.f.Path)},
-		ApprovalTimeout: timeout, ApprovalFallback: fallback}
+		ApprovalTimeout: timeout, ApprovalFallback: fallback, RedactsState: true}
 }
 
 func (a *agentAssistant) runConfig(s store.Store, spec RunSpec) agentfile.RunConfig {
@@ -334,7 +339,7 @@ type pipelineAssistant struct {
 
 func (a *pipelineAssistant) Info() AssistantInfo {
 	info := AssistantInfo{ID: a.p.Name, Name: a.p.Name, Description: a.p.Metadata.UserStory, Kind: "pipeline", File: a.p.Path, CreatedAt: a.created,
-		Metadata: map[string]any{"kind": "pipeline", "file": filepath.Base(a.p.Path), "domain": a.p.Metadata.Domain, "feature": a.p.Metadata.Feature}}
+		Metadata: map[string]any{"kind": "pipeline", "file": filepath.Base(a.p.Path), "domain": a.p.Metadata.Domain, "feature": a.p.Metadata.Feature}, RedactsState: true}
 	prev := flow.START
 	for _, g := range a.p.Gates {
 		n := fmt.Sprintf("gate%d", g.Gate)

@@ -24,6 +24,8 @@ type converter struct {
 	run       string
 	modes     map[string]bool
 	subgraphs bool
+	// redact: the assistant does not redact its state (eventRef.redact).
+	redact bool
 	// messages: the text of each streamed message so far (messages mode
 	// sends the whole message each time, as messages/partial).
 	messages map[string]*apiMessage
@@ -89,7 +91,7 @@ func (c *converter) convert(ctx context.Context, ev flow.Event) []*sseEvent {
 		out = append(out, inline(c.name(mode, ev), data))
 	}
 	ref := func(mode, kind string) {
-		r := &eventRef{kind: kind, ns: ev.Namespace, seq: ev.Seq, stored: ev.Committed && ev.Thread == c.thread}
+		r := &eventRef{kind: kind, ns: ev.Namespace, seq: ev.Seq, stored: ev.Committed && ev.Thread == c.thread, redact: c.redact}
 		out = append(out, &sseEvent{Event: c.name(mode, ev), ref: r})
 	}
 	switch ev.Kind {
@@ -143,7 +145,7 @@ func (c *converter) checkpoint(ctx context.Context, ev flow.Event) []*sseEvent {
 	}
 	if c.modes["checkpoints"] {
 		if stored {
-			out = append(out, &sseEvent{Event: c.name("checkpoints", ev), ref: &eventRef{kind: refCheckpoints, ns: ev.Namespace, seq: ev.Seq, stored: true}})
+			out = append(out, &sseEvent{Event: c.name("checkpoints", ev), ref: &eventRef{kind: refCheckpoints, ns: ev.Namespace, seq: ev.Seq, stored: true, redact: c.redact}})
 		} else {
 			out = append(out, inline(c.name("checkpoints", ev), payload))
 		}
@@ -151,7 +153,7 @@ func (c *converter) checkpoint(ctx context.Context, ev flow.Event) []*sseEvent {
 	if c.modes["debug"] {
 		ts := apiTime(ev.Time)
 		if stored {
-			out = append(out, &sseEvent{Event: c.name("debug", ev), ref: &eventRef{kind: refDebug, ns: ev.Namespace, seq: ev.Seq, ts: ts, stored: true}})
+			out = append(out, &sseEvent{Event: c.name("debug", ev), ref: &eventRef{kind: refDebug, ns: ev.Namespace, seq: ev.Seq, ts: ts, stored: true, redact: c.redact}})
 		} else {
 			out = append(out, inline(c.name("debug", ev), raw(map[string]any{"type": "checkpoint", "timestamp": ts, "step": ev.Seq - 2, "payload": payload})))
 		}

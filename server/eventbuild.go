@@ -23,7 +23,7 @@ func (s *Server) eventData(ctx context.Context, thread string, ev *sseEvent) (js
 	if r.kind == refValues && r.doc != nil {
 		// The state is in hand: built for each reader, not kept beside it
 		// for as long as the run's log lives.
-		return s.redact.JSON(r.doc.AppendJSON(nil)), nil
+		return r.shown(s, r.doc.AppendJSON(nil)), nil
 	}
 	r.once.Do(func() {
 		if r.built == nil {
@@ -48,15 +48,32 @@ func (s *Server) buildEvent(ctx context.Context, thread string, r *eventRef) (js
 	}
 	switch r.kind {
 	case refValues:
-		return s.redact.JSON(cp.State.AppendJSON(nil)), nil
+		return r.shown(s, cp.State.AppendJSON(nil)), nil
 	case refFinal:
 		return finalOf(cp), nil
 	case refCheckpoints:
-		return s.redact.JSON(raw(s.checkpointPayload(ctx, cp))), nil
+		return r.shown(s, raw(s.checkpointPayload(ctx, cp))), nil
 	case refDebug:
-		return s.redact.JSON(raw(map[string]any{"type": "checkpoint", "timestamp": r.ts, "step": r.seq - 2, "payload": s.checkpointPayload(ctx, cp)})), nil
+		return r.shown(s, raw(map[string]any{"type": "checkpoint", "timestamp": r.ts, "step": r.seq - 2, "payload": s.checkpointPayload(ctx, cp)})), nil
 	}
 	return nil, fmt.Errorf("%w: run event of unknown kind %q", store.ErrCorrupt, r.kind)
+}
+
+// redactsFor reports whether the server redacts what is built from the
+// state of a run of assistant id: unless the assistant redacts its state
+// itself (an assistant no longer served: redacted).
+func (s *Server) redactsFor(id string) bool {
+	a, ok := s.assistants[id]
+	return !ok || !a.Info().RedactsState
+}
+
+// shown is what a stream shows of data built from a state: redacted
+// unless the run's assistant redacted it when it was committed.
+func (r *eventRef) shown(s *Server, data json.RawMessage) json.RawMessage {
+	if r.redact {
+		return s.redact.JSON(data)
+	}
+	return data
 }
 
 func nsSuffix(ns string) string {

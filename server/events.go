@@ -44,6 +44,9 @@ type eventRef struct {
 	ts string
 	// doc is the state itself while the run that sent it goes on.
 	doc *state.Doc
+	// redact: the run's assistant does not redact what it commits, so the
+	// server redacts what is built from its state.
+	redact bool
 
 	once  sync.Once
 	built json.RawMessage
@@ -311,8 +314,9 @@ func runMetadata(run, thread string, attempt int) json.RawMessage {
 	return raw(map[string]any{"run_id": run, "thread_id": thread, "attempt": attempt})
 }
 
-// storedEvents reads the log of a run on thread from the store.
-func storedEvents(ctx context.Context, rl store.RunLog, run, thread string, after int64, limit int) ([]*sseEvent, error) {
+// storedEvents reads the log of a run on thread from the store; redact:
+// what is built from its state is redacted (see eventRef).
+func storedEvents(ctx context.Context, rl store.RunLog, run, thread string, redact bool, after int64, limit int) ([]*sseEvent, error) {
 	recs, err := rl.Events(ctx, run, after, limit)
 	if err != nil {
 		return nil, err
@@ -330,7 +334,7 @@ func storedEvents(ctx context.Context, rl store.RunLog, run, thread string, afte
 			if r.Ref == nil {
 				return nil, fmt.Errorf("%w: run %q event %d: a %s event without its checkpoint", store.ErrCorrupt, run, r.Seq, se.Ref)
 			}
-			ev.data, ev.ref = nil, &eventRef{kind: se.Ref, ns: r.Ref.Namespace, seq: r.Ref.Seq, ts: se.TS, stored: true}
+			ev.data, ev.ref = nil, &eventRef{kind: se.Ref, ns: r.Ref.Namespace, seq: r.Ref.Seq, ts: se.TS, stored: true, redact: redact}
 		}
 		out = append(out, ev)
 	}

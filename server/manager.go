@@ -252,6 +252,7 @@ func (m *runManager) run(ctx context.Context, lr *liveRun) (flow.Result, error) 
 		return flow.Result{}, err
 	}
 	conv := newConverter(m.s, lr.rec.Thread, lr.rec.ID, lr.data.Kwargs.StreamMode, lr.data.Kwargs.StreamSubgraphs)
+	conv.redact = !lr.a.Info().RedactsState
 	pass, err := spec.Stream.Filter("")
 	if err != nil {
 		return flow.Result{}, err
@@ -507,7 +508,7 @@ func (m *runManager) recoverRun(ctx context.Context, rec store.RunRecord) error 
 	if err != nil {
 		return err
 	}
-	prior, err := storedEvents(ctx, m.s.runlog, rec.ID, rec.Thread, 0, 0)
+	prior, err := storedEvents(ctx, m.s.runlog, rec.ID, rec.Thread, m.s.redactsFor(d.AssistantID), 0, 0)
 	if err != nil {
 		return err
 	}

@@ -146,7 +146,7 @@ func (s *Server) Execute(ctx context.Context, runID string) error {
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrNotMine, d.AssistantID)
 	}
-	prior, err := storedEvents(ctx, s.runlog, rec.ID, rec.Thread, 0, 0)
+	prior, err := storedEvents(ctx, s.runlog, rec.ID, rec.Thread, s.redactsFor(d.AssistantID), 0, 0)
 	if err != nil {
 		return err
 	}

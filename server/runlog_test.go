@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/redact"
 	"github.com/cairn-dev/cairn/server"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
@@ -187,4 +188,39 @@ func loggedBytes(t *testing.T, st store.Store, thread string) int {
 		t.Fatal("no logged event refers to a checkpoint")
 	}
 	return n
+}
+
+// TestStateEventsRedaction: what a stream builds from the state is
+// redacted by the server for an assistant that commits its state as it
+// is, live and read back alike; for one that redacts what it commits
+// (Options.Redact) it is the state as stored.
+func TestStateEventsRedaction(t *testing.T) {
+	const secret = "sk-abcdefghijklmnopqrstuvwx"
+	for _, redacts := range []bool{false, true} {
+		t.Run(fmt.Sprintf("redacts=%v", redacts), func(t *testing.T) {
+			g, err := flow.NewGraph(state.MustSchema(state.WithField("note", state.ReducerReplace))).
+				AddNode("leak", func(context.Context, state.Doc) (state.Update, error) {
+					return state.Update{"note": "the key is " + secret}, nil
+				}).AddEdge(flow.START, "leak").Compile()
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := &server.Graph{ID: "leak", Graph: g}
+			if redacts {
+				a.Options.Redact = redact.Default()
+			}
+			st := memory.Open(store.Options{})
+			ts := newServer(t, st, a)
+			ts.json("POST", "/threads", map[string]any{"thread_id": "t1"}, 200)
+			live := ts.stream("POST", "/threads/t1/runs/stream", map[string]any{"assistant_id": "leak", "input": map[string]any{}, "stream_mode": []string{"values", "checkpoints"}}, "", nil)
+			if strings.Contains(sseText(live), secret) || !strings.Contains(sseText(live), redact.Replacement) {
+				t.Fatalf("the stream shows the secret, or nothing redacted:\n%s", sseText(live))
+			}
+			checkReplay(t, st, live)
+			_, body := ts.do("GET", "/threads/t1/state", nil)
+			if stored := strings.Contains(string(body), secret); stored == redacts {
+				t.Fatalf("state as stored (assistant redacts: %v): %s", redacts, body)
+			}
+		})
+	}
 }

@@ -437,7 +437,10 @@ func (s *Server) eventSource(lr *liveRun, rec store.RunRecord, after int64, atte
 			return evs, done, wake, nil
 		}
 	}
-	st := &storedSource{s: s, rec: rec, after: after, attempt: attempt, settled: after == 0}
+	st := &storedSource{s: s, rec: rec, after: after, attempt: attempt, settled: after == 0, redact: true}
+	if _, d, err := apiRunOf(rec); err == nil {
+		st.redact = s.redactsFor(d.AssistantID)
+	}
 	return st.next
 }
 
@@ -449,6 +452,8 @@ type storedSource struct {
 	attempt int
 	// settled: after is where the reader goes on (see resumeAfter).
 	settled bool
+	// redact: what is built from the state is redacted (eventRef.redact).
+	redact bool
 }
 
 func (st *storedSource) next(ctx context.Context) ([]*sseEvent, bool, <-chan struct{}, error) {
@@ -457,7 +462,7 @@ func (st *storedSource) next(ctx context.Context) ([]*sseEvent, bool, <-chan str
 			return nil, false, after100ms(), err
 		}
 	}
-	evs, err := storedEvents(ctx, st.s.runlog, st.rec.ID, st.rec.Thread, st.after, 1000)
+	evs, err := storedEvents(ctx, st.s.runlog, st.rec.ID, st.rec.Thread, st.redact, st.after, 1000)
 	if err != nil || len(evs) > 0 {
 		if len(evs) > 0 {
 			st.after = evs[len(evs)-1].Seq
@@ -489,7 +494,7 @@ func (st *storedSource) settle(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	evs, err := storedEvents(ctx, st.s.runlog, rec.ID, rec.Thread, 0, 0)
+	evs, err := storedEvents(ctx, st.s.runlog, rec.ID, rec.Thread, st.redact, 0, 0)
 	if err != nil {
 		return err
 	}

@@ -146,6 +146,9 @@ func printW3(a *app, r bench.W3Result) {
 		if s.Server != nil {
 			rows = append(rows, [2]string{"server handler", summaryText(s.Server)})
 		}
+		if s.Run != nil {
+			rows = append(rows, [2]string{"  to the outcome", summaryText(s.Run)}, [2]string{"  the answer", summaryText(s.Answer)})
+		}
 		if s.Bytes != nil {
 			rows = append(rows, [2]string{"store per turn", fmt.Sprintf("checkpoints %.0f B, everything else %.0f B (%.1f×); database %s (%s)",
 				s.CheckpointBytesPerTurn, s.OtherBytesPerTurn, s.Bytes.OtherOverCheckpoints, humanBytes(s.Bytes.DatabaseBytes), s.Bytes.Method)})

@@ -20,6 +20,8 @@ type apiClient struct {
 	base  string
 	conns atomic.Int64
 	buf   bytes.Buffer // the last response's body
+	// trailer is the last response's trailer (a wait's Server-Timing).
+	trailer http.Header
 }
 
 func newAPIClient(base string) *apiClient {
@@ -75,6 +77,7 @@ func (c *apiClient) do(ctx context.Context, method, path string, body []byte) er
 	if _, err := c.buf.ReadFrom(res.Body); err != nil {
 		return fmt.Errorf("%s %s: reading the answer: %w", method, path, err)
 	}
+	c.trailer = res.Trailer
 	if res.StatusCode/100 != 2 {
 		return &HTTPError{Method: method, Path: path, Status: res.StatusCode, Body: truncate(c.buf.String(), 500)}
 	}

@@ -76,6 +76,12 @@ type W3Series struct {
 	// for it (the bench's own server only).
 	Latency *Summary `json:"latency_ms"`
 	Server  *Summary `json:"server_ms,omitempty"`
+	// Run and Answer split a wait's time at the server, as its
+	// Server-Timing trailer says (servers that send one): from the
+	// request's arrival to the run's outcome, and writing the answer (the
+	// whole state).
+	Run    *Summary `json:"server_run_ms,omitempty"`
+	Answer *Summary `json:"server_answer_ms,omitempty"`
 	// Bytes is what the store holds after the series (the bench's own
 	// server only), and per turn, by kind.
 	Bytes                  *StoreBytes `json:"store_bytes,omitempty"`
@@ -273,6 +279,7 @@ func (r *w3Run) baseline(ctx context.Context) error {
 func (r *w3Run) turns(ctx context.Context) ([]time.Duration, []byte, error) {
 	n := r.cfg.Turns
 	times := make([]time.Duration, n)
+	var run, answer []time.Duration
 	path := "/threads/" + r.thread + "/runs/" + r.series
 	start := time.Now()
 	for i := 1; i <= n; i++ {
@@ -283,6 +290,9 @@ func (r *w3Run) turns(ctx context.Context) ([]time.Duration, []byte, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("turn %d: %w", i, err)
 		}
+		if ru, an, ok := serverTiming(r.api.trailer.Get("Server-Timing")); ok {
+			run, answer = append(run, ru), append(answer, an)
+		}
 		if err := checkAnswer(r.series, r.api.buf.Bytes(), i); err != nil {
 			return nil, nil, err
 		}
@@ -291,10 +301,24 @@ func (r *w3Run) turns(ctx context.Context) ([]time.Duration, []byte, error) {
 		}
 	}
 	r.res.TotalS = time.Since(start).Seconds()
+	if len(run) == n {
+		r.res.Run, r.res.Answer = summarize(run), summarize(answer)
+	}
 	r.res.Connections = r.api.conns.Load()
 	last := bytes.Clone(r.api.buf.Bytes())
 	r.res.LastAnswerBytes = len(last)
 	return times, last, nil
+}
+
+// serverTiming reads a wait's Server-Timing trailer ("run;dur=MS,
+// answer;dur=MS").
+func serverTiming(v string) (run, answer time.Duration, ok bool) {
+	var r, a float64
+	if _, err := fmt.Sscanf(v, "run;dur=%g, answer;dur=%g", &r, &a); err != nil {
+		return 0, 0, false
+	}
+	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
+	return ms(r), ms(a), true
 }
 
 // checkAnswer checks that turn i's answer holds the assistant's reply

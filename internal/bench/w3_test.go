@@ -127,6 +127,11 @@ func checkW3Series(t *testing.T, s W3Series, series, prof string) {
 	if l.P50 <= 0 || l.P99 < l.P50 || l.Max < l.P99 || l.First10 <= 0 || l.Ratio <= 0 || sv.P50 <= 0 || sv.P50 > l.P50 || sv.Max > l.Max {
 		t.Errorf("%s: latency %+v, server %+v", series, *l, *sv)
 	}
+	// A wait's Server-Timing trailer splits the server's time; a stream
+	// has none.
+	if (series == "wait") != (s.Run != nil && s.Answer != nil) || (s.Run != nil && (s.Run.P50 <= 0 || s.Run.P50 > sv.P50 || s.Answer.Max <= 0)) {
+		t.Errorf("%s: run %+v, answer %+v, handler %+v", series, s.Run, s.Answer, *sv)
+	}
 	b := s.Bytes
 	if b == nil || b.CheckpointBytes <= 0 || b.OtherBytes <= 0 || b.DatabaseBytes <= 0 || s.CheckpointBytesPerTurn != float64(b.CheckpointBytes)/20 {
 		t.Fatalf("%s: store bytes %+v", series, b)

@@ -94,12 +94,9 @@ func (b *Backend) DeleteRun(_ context.Context, id string) error {
 func (b *Backend) AppendEvents(_ context.Context, id string, evs []store.EventRecord) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := b.live(); err != nil {
+	r, err := b.storedRun(id)
+	if err != nil {
 		return err
-	}
-	r, ok := b.runs[id]
-	if !ok {
-		return fmt.Errorf("%w: run %q", store.ErrNotFound, id)
 	}
 	merged := slices.Clone(r.events)
 	for _, ev := range evs {
@@ -136,16 +133,25 @@ func (b *Backend) Events(_ context.Context, id string, after int64, limit int) (
 	return out, nil
 }
 
+// run returns a stored run; ErrNotFound. The caller holds b.mu.
+func (b *Backend) storedRun(id string) (*run, error) {
+	if err := b.live(); err != nil {
+		return nil, err
+	}
+	r, ok := b.runs[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: run %q", store.ErrNotFound, id)
+	}
+	return r, nil
+}
+
 // DeleteEvents implements store.RunLog.
 func (b *Backend) DeleteEvents(_ context.Context, id string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := b.live(); err != nil {
+	r, err := b.storedRun(id)
+	if err != nil {
 		return err
-	}
-	r, ok := b.runs[id]
-	if !ok {
-		return fmt.Errorf("%w: run %q", store.ErrNotFound, id)
 	}
 	r.events = nil
 	return nil

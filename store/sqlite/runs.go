@@ -98,12 +98,8 @@ func (b *Backend) DeleteRun(ctx context.Context, id string) error {
 func (b *Backend) AppendEvents(ctx context.Context, run string, evs []store.EventRecord) error {
 	return b.do(ctx, func(ctx context.Context, c *sql.Conn) error {
 		return savepoint(ctx, c, func() error {
-			var n int
-			if err := c.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE id = ?`, run).Scan(&n); err != nil {
+			if err := runExists(ctx, c, run); err != nil {
 				return err
-			}
-			if n == 0 {
-				return fmt.Errorf("%w: run %q", store.ErrNotFound, run)
 			}
 			for _, ev := range evs {
 				res, err := c.ExecContext(ctx, `INSERT OR IGNORE INTO run_events (run, seq, data) VALUES (?,?,?)`, run, ev.Seq, ev.Data)
@@ -149,16 +145,24 @@ func (b *Backend) Events(ctx context.Context, run string, after int64, limit int
 	return out, nil
 }
 
+// runExists is ErrNotFound for a run that is not stored.
+func runExists(ctx context.Context, c *sql.Conn, run string) error {
+	var n int
+	if err := c.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE id = ?`, run).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: run %q", store.ErrNotFound, run)
+	}
+	return nil
+}
+
 // DeleteEvents implements store.RunLog.
 func (b *Backend) DeleteEvents(ctx context.Context, run string) error {
 	return b.do(ctx, func(ctx context.Context, c *sql.Conn) error {
 		return savepoint(ctx, c, func() error {
-			var n int
-			if err := c.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE id = ?`, run).Scan(&n); err != nil {
+			if err := runExists(ctx, c, run); err != nil {
 				return err
-			}
-			if n == 0 {
-				return fmt.Errorf("%w: run %q", store.ErrNotFound, run)
 			}
 			_, err := c.ExecContext(ctx, `DELETE FROM run_events WHERE run = ?`, run)
 			return err
