@@ -380,31 +380,8 @@ func listQuery(s ThreadSearch) (*ListQuery, error) {
 // so no listing reads more than about √(page end × threads) threads. It
 // reports true when the counters (exact) say no thread matches.
 func plan(q *ListQuery, c IndexCounts, count bool) (none bool) {
-	n := max(c.total(), 1)
-	statusN := n
-	if q.Status != nil {
-		statusN = 0
-		for _, s := range q.Status {
-			statusN += c.Status[s]
-		}
-	}
-	metaN := make([]int64, len(q.Meta))
-	est := float64(statusN)
-	for i, f := range q.Meta {
-		switch {
-		case c.Meta == nil: // not counted (across tenants)
-			metaN[i] = n
-		case f.Not:
-			metaN[i] = n - c.Meta[i]
-		default:
-			metaN[i] = c.Meta[i]
-		}
-		est *= float64(metaN[i]) / float64(n)
-	}
-	if q.IDs != nil {
-		est = min(est, float64(len(q.IDs)))
-	}
-	if est == 0 {
+	sz := sizes(q, c)
+	if sz.est == 0 {
 		return true
 	}
 	page := int64(q.Offset + q.Limit)
@@ -412,43 +389,41 @@ func plan(q *ListQuery, c IndexCounts, count bool) (none bool) {
 		if count || q.Limit == 0 {
 			return size
 		}
-		return min(size, int64(float64(page)*float64(size)/est)+1)
+		return min(size, int64(float64(page)*float64(size)/sz.est)+1)
 	}
 	// Threads read and then sorted cost more than threads read in order
 	// (and by head time, a lookup of each head).
 	sorted := func(size int64) int64 {
-		if count {
+		switch {
+		case count:
 			return size
-		}
-		if q.Sort == SortUpdated {
+		case q.Sort == SortUpdated:
 			return 8 * size
 		}
 		return 2 * size
 	}
-	best, cost := DriveOrder, sorted(n)
+	best, cost := DriveOrder, sorted(sz.n)
 	if orderIndexed(q) {
-		cost = ordered(n)
+		cost = ordered(sz.n)
 	}
 	if statusIndexed(q) {
-		c := sorted(statusN)
+		c := sorted(sz.status)
 		if statusOrdered(q) {
-			c = ordered(statusN)
+			c = ordered(sz.status)
 		}
-		if c < cost || !orderIndexed(q) && q.Sort == SortStatusAt {
+		if c < cost || q.Sort == SortStatusAt {
 			best, cost = DriveStatus, c
 		}
 	}
-	if !q.AllTenants {
-		for i, f := range q.Meta {
-			c := sorted(metaN[i])
-			if q.Sort == SortCreated {
-				c = ordered(metaN[i])
-			}
-			if !f.Not && c < cost {
-				best, cost = DriveMeta, c
-				q.Meta[0], q.Meta[i] = q.Meta[i], q.Meta[0]
-				metaN[0], metaN[i] = metaN[i], metaN[0]
-			}
+	for i, f := range q.Meta {
+		c := sorted(sz.meta[i])
+		if q.Sort == SortCreated {
+			c = ordered(sz.meta[i])
+		}
+		if !f.Not && !q.AllTenants && c < cost {
+			best, cost = DriveMeta, c
+			q.Meta[0], q.Meta[i] = q.Meta[i], q.Meta[0]
+			sz.meta[0], sz.meta[i] = sz.meta[i], sz.meta[0]
 		}
 	}
 	if q.IDs != nil && int64(len(q.IDs)) < cost {
@@ -459,6 +434,43 @@ func plan(q *ListQuery, c IndexCounts, count bool) (none bool) {
 		q.Window = 2 * int64(TouchSlack)
 	}
 	return false
+}
+
+// querySizes are the counters' measures of a query: the tenant's threads
+// (n), the threads of its statuses, of each metadata filter, and the
+// threads expected to match them all (est, taking the filters as
+// independent).
+type querySizes struct {
+	n, status int64
+	meta      []int64
+	est       float64
+}
+
+func sizes(q *ListQuery, c IndexCounts) querySizes {
+	sz := querySizes{n: max(c.total(), 1), meta: make([]int64, len(q.Meta))}
+	sz.status = sz.n
+	if q.Status != nil {
+		sz.status = 0
+		for _, s := range q.Status {
+			sz.status += c.Status[s]
+		}
+	}
+	sz.est = float64(sz.status)
+	for i, f := range q.Meta {
+		switch {
+		case c.Meta == nil: // not counted (across tenants)
+			sz.meta[i] = sz.n
+		case f.Not:
+			sz.meta[i] = sz.n - c.Meta[i]
+		default:
+			sz.meta[i] = c.Meta[i]
+		}
+		sz.est *= float64(sz.meta[i]) / float64(sz.n)
+	}
+	if q.IDs != nil {
+		sz.est = min(sz.est, float64(len(q.IDs)))
+	}
+	return sz
 }
 
 // orderIndexed reports whether an index gives the listing's order: within

@@ -125,7 +125,7 @@ func applyEntries(ctx context.Context, db execer, t store.ThreadRecord, entries 
 	shard := int16(store.ShardOf(t.ID, shards))
 	if sign > 0 {
 		if _, err := db.Exec(ctx, `INSERT INTO cairn_thread_meta (tenant, key, value, created_at, thread)
-			SELECT $1, e.key, e.value, $2, $3 FROM unnest($4::text[], $5::text[]) AS e(key, value) WHERE e.value <> '` + store.MetaPresent + `' ON CONFLICT DO NOTHING`, t.Tenant, t.CreatedAt, t.ID, keys, values); err != nil {
+			SELECT $1, e.key, e.value, $2, $3 FROM unnest($4::text[], $5::text[]) AS e(key, value) WHERE e.value <> '`+store.MetaPresent+`' ON CONFLICT DO NOTHING`, t.Tenant, t.CreatedAt, t.ID, keys, values); err != nil {
 			return err
 		}
 	} else if _, err := db.Exec(ctx, `DELETE FROM cairn_thread_meta WHERE tenant = $1 AND created_at = $2 AND thread = $3
