@@ -366,7 +366,7 @@ func (f *listFixture) checkPage(t testing.TB, when string, all []listed, s store
 // keep answering so after every write that changes what they read:
 // commits that change a status or come within the touch slack, new
 // metadata, deletes, copies, forks into new threads and inside a thread,
-// an emptied thread, expiry, and a reopened store.
+// an emptied thread, pruned history, expiry, and a reopened store.
 func testListing(t *testing.T, h Harness) {
 	c := &clock{now: time.Unix(1_700_000_000, 0)}
 	s := h.Open(t, store.Options{Now: c.Now})
@@ -408,7 +408,8 @@ func testListing(t *testing.T, h Harness) {
 }
 
 // checkListingUpkeep changes threads every way that changes what a
-// listing reads, checking every listing after each.
+// listing reads (and prunes history, which must change nothing of it),
+// checking every listing after each.
 func checkListingUpkeep(t *testing.T, f *listFixture) {
 	ctx := context.Background()
 	s := f.s
@@ -448,6 +449,17 @@ func checkListingUpkeep(t *testing.T, f *listFixture) {
 		}
 		f.check(t, "after emptying a thread")
 	}
+	if _, err := s.CreateThread(ctx, store.Thread{ID: "p00", Tenant: "b", Metadata: map[string]any{"user": "u1"}}); err != nil {
+		t.Fatal(err)
+	}
+	m := newModel(t, s, "p00")
+	for i := 1; i <= 60; i++ {
+		m.step(i)
+	}
+	if res, err := s.Prune(ctx, store.PruneRequest{KeepLast: 1}); err != nil || res.Checkpoints == 0 {
+		t.Fatalf("prune: %+v, %v", res, err)
+	}
+	f.check(t, "after pruning history")
 	if _, err := s.SetMetadata(ctx, "t24", map[string]any{store.ThreadTTLKey: "1h", "user": "u2"}); err != nil {
 		t.Fatal(err)
 	}
