@@ -55,7 +55,7 @@ func statusOf(err error) int {
 		return http.StatusUnprocessableEntity
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusGatewayTimeout
-	case errors.Is(err, store.ErrClosed):
+	case errors.Is(err, store.ErrClosed), errors.Is(err, store.ErrUnavailable):
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError

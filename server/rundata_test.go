@@ -1,10 +1,15 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/cairn-dev/cairn/store"
 )
 
 // TestRunDataRecord: a run's record leaves its defaults out and reads
@@ -51,5 +56,26 @@ func TestRunDataRecord(t *testing.T) {
 				t.Fatalf("read back %+v, want %+v", got, want)
 			}
 		})
+	}
+}
+
+// TestStatusOf: errors map to statuses by their type.
+func TestStatusOf(t *testing.T) {
+	tests := []struct {
+		err  error
+		want int
+	}{
+		{fmt.Errorf("x: %w", store.ErrNotFound), 404},
+		{fmt.Errorf("x: %w", store.ErrConflict), 409},
+		{fmt.Errorf("x: %w", store.ErrInvalidArgument), 422},
+		{fmt.Errorf("x: %w", store.ErrUnavailable), 503},
+		{store.ErrClosed, 503},
+		{context.DeadlineExceeded, 504},
+		{errors.New("anything else"), 500},
+	}
+	for _, tc := range tests {
+		if got := statusOf(tc.err); got != tc.want {
+			t.Errorf("statusOf(%v) = %d, want %d", tc.err, got, tc.want)
+		}
 	}
 }

@@ -245,10 +245,15 @@ func (rw *runWorker) Work(ctx context.Context, job *river.Job[postgres.RunArgs])
 }
 
 // cancelled stops a run whose job was cancelled, as its canceller asked:
-// interrupted, or rolled back.
-func (w *Worker) cancelled(ctx context.Context, runID string, cancel context.CancelCauseFunc) {
+// interrupted, or rolled back. known: the job was cancelled (its worker
+// was told so), so a cancellation that cannot be read interrupts the run;
+// otherwise (the periodic look of a taken-over run) it is looked at again
+// at the next renewal.
+func (w *Worker) cancelled(ctx context.Context, runID string, cancel context.CancelCauseFunc, known bool) {
 	action, err := w.cfg.Backend.CancelledAs(context.WithoutCancel(ctx), runID)
 	switch {
+	case err != nil && !known:
+		w.cfg.Logger.Debug("reading a run's cancellation failed; looked at again at the next renewal", "run", runID, "err", err)
 	case err != nil:
 		w.cfg.Logger.Warn("reading a run's cancellation failed; interrupting it", "run", runID, "err", err)
 		cancel(server.ErrCancelled)
@@ -281,7 +286,7 @@ func (w *Worker) runLeased(jobCtx context.Context, runID string, lease store.Lea
 	defer cancel(nil)
 	stopJob := context.AfterFunc(jobCtx, func() {
 		if errors.Is(context.Cause(jobCtx), river.ErrJobCancelledRemotely) {
-			w.cancelled(ctx, runID, cancel)
+			w.cancelled(ctx, runID, cancel, true)
 			return
 		}
 		cancel(context.Cause(jobCtx))
@@ -305,7 +310,7 @@ func (w *Worker) runLeased(jobCtx context.Context, runID string, lease store.Lea
 				lease = l
 				// A run taken over from a silent worker has no job of this
 				// worker's to be cancelled through: its job's state says.
-				w.cancelled(ctx, runID, cancel)
+				w.cancelled(ctx, runID, cancel, false)
 			}
 		}
 	}()

@@ -80,7 +80,15 @@ func queueHistory(t *testing.T, p *serveProcess, thread string) (map[int64]int64
 			} `json:"cairn"`
 		} `json:"metadata"`
 	}
-	p.call(t, "POST", "/threads/"+thread+"/history", map[string]any{"limit": 100}, &h)
+	// Right after an outage the server may find its pooled connections
+	// gone: it answers 503 (store unavailable) until it has new ones.
+	var raw json.RawMessage
+	for try := 0; p.call(t, "POST", "/threads/"+thread+"/history", map[string]any{"limit": 100}, &raw) == http.StatusServiceUnavailable && try < 50; try++ {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := json.Unmarshal(raw, &h); err != nil {
+		t.Fatalf("history of %s: %v: %s", thread, err, raw)
+	}
 	parents, nodes := map[int64]int64{}, map[string]int{}
 	for _, cp := range h {
 		parents[cp.Metadata.Cairn.Seq] = cp.Metadata.Cairn.Parent

@@ -173,10 +173,8 @@ func (g *grouper) commit(batch []*insertJob) ([]error, error) {
 		return nil, wrap(err, "group commit", "")
 	}
 	for i, r := range rows {
-		if r.Fence != 0 && errs[i] != nil && !errors.Is(errs[i], store.ErrFenced) {
-			if cur, err := g.b.Lease(ctx, r.Thread); err == nil && cur.Token != r.Fence {
-				errs[i] = store.FencedError(r.Thread, r.Fence, cur.Token)
-			}
+		if errs[i] != nil && !errors.Is(errs[i], store.ErrFenced) {
+			errs[i] = g.b.fencedOr(ctx, r, errs[i])
 		}
 	}
 	g.mu.Lock()

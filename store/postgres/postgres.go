@@ -345,11 +345,14 @@ func isUnique(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "23505"
 }
 
+// wrap says what failed and classifies it: an unreachable server is
+// store.ErrUnavailable, damage store.ErrCorrupt. An error already
+// classified (a store error, or one wrap made) comes back as it is.
 func wrap(err error, what, thread string) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if classified(err) {
 		return err
 	}
 	var pe *pgconn.PgError
@@ -360,6 +363,49 @@ func wrap(err error, what, thread string) error {
 		return fmt.Errorf("%w: postgres: %s of thread %q: %w", store.ErrUnavailable, what, thread, err)
 	}
 	return fmt.Errorf("store: postgres: %s of thread %q: %w", what, thread, err)
+}
+
+// storeErrors are the store's errors wrap leaves as they are.
+var storeErrors = []error{store.ErrConflict, store.ErrNotFound, store.ErrUnavailable, store.ErrInvalidArgument, store.ErrInvalidID,
+	store.ErrCorrupt, store.ErrClosed, store.ErrReadOnly, store.ErrFenced, store.ErrLeaseHeld, store.ErrUnsupportedFormat,
+	store.ErrMigrationNeeded, context.Canceled, context.DeadlineExceeded}
+
+// classified reports whether err is one of storeErrors already.
+func classified(err error) bool {
+	for _, e := range storeErrors {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// fencedOr is the error of a fenced row r that was refused with
+// conflict: ErrFenced when its lease has another token now (a worker
+// took the thread over and wrote it), the conflict when it still has
+// r's, and ErrUnavailable when the lease cannot be read — which of the
+// two happened is then unknown, and the writer tries again once the
+// server is back (a stale head it would then see as a conflict, a
+// takeover as fenced).
+func (b *Backend) fencedOr(ctx context.Context, r store.Row, conflict error) error {
+	if r.Fence == 0 {
+		return conflict
+	}
+	cur, err := b.Lease(ctx, r.Thread)
+	switch {
+	case err != nil:
+		return wrap(err, "lease", r.Thread)
+	case cur.Token != r.Fence:
+		return store.FencedError(r.Thread, r.Fence, cur.Token)
+	}
+	return conflict
+}
+
+// inTx runs fn in a transaction; what failed — beginning or committing
+// it included (a server that cannot be reached fails the BEGIN) — is
+// wrapped as wrap does.
+func (b *Backend) inTx(ctx context.Context, what, thread string, fn func(pgx.Tx) error) error {
+	return wrap(pgx.BeginFunc(ctx, b.pool, fn), what, thread)
 }
 
 // unavailable reports whether err says the server could not be reached or
@@ -481,7 +527,7 @@ func (b *Backend) DeleteThread(ctx context.Context, id string) error {
 	if err := b.writable(); err != nil {
 		return err
 	}
-	return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+	return b.inTx(ctx, "delete", id, func(tx pgx.Tx) error {
 		if err := unindexThread(ctx, tx, id); err != nil {
 			return wrap(err, "delete", id)
 		}
@@ -568,7 +614,7 @@ func (b *Backend) insertOne(ctx context.Context, r store.Row) error {
 }
 
 func (b *Backend) insertTx(ctx context.Context, r store.Row) error {
-	return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+	return b.inTx(ctx, "insert", r.Thread, func(tx pgx.Tx) error {
 		batch := &pgx.Batch{}
 		create := r.Create != nil && r.Seq == 1
 		if create {
@@ -611,12 +657,7 @@ func (b *Backend) insertTx(ctx context.Context, r store.Row) error {
 		}
 		if tag.RowsAffected() == 0 {
 			res.Close()
-			if r.Fence != 0 {
-				if cur, err := b.Lease(ctx, r.Thread); err == nil && cur.Token != r.Fence {
-					return store.FencedError(r.Thread, r.Fence, cur.Token)
-				}
-			}
-			return fmt.Errorf("%w: thread %q namespace %q has no checkpoint %d to extend", store.ErrConflict, r.Thread, r.Namespace, r.Parent)
+			return b.fencedOr(ctx, r, fmt.Errorf("%w: thread %q namespace %q has no checkpoint %d to extend", store.ErrConflict, r.Thread, r.Namespace, r.Parent))
 		}
 		if r.HasSnapshot {
 			if _, err := res.Exec(); err != nil {
@@ -774,7 +815,7 @@ func (b *Backend) PutWrites(ctx context.Context, thread, ns string, seq int64, w
 	if err := b.writable(); err != nil {
 		return err
 	}
-	return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+	return b.inTx(ctx, "pending writes", thread, func(tx pgx.Tx) error {
 		var exists bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM cairn_threads WHERE id = $1)`, thread).Scan(&exists); err != nil {
 			return wrap(err, "pending writes", thread)

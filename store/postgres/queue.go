@@ -62,7 +62,7 @@ func (b *Backend) EnqueueRun(ctx context.Context, r store.RunRecord, assistant s
 	if err != nil {
 		return err
 	}
-	return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+	return b.inTx(ctx, "enqueue run", r.Thread, func(tx pgx.Tx) error {
 		if err := putRun(ctx, tx, r); err != nil {
 			return err
 		}
@@ -87,7 +87,7 @@ func (b *Backend) CancelQueuedRun(ctx context.Context, runID, action string) (st
 	if err != nil {
 		return false, err
 	}
-	err = pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+	err = b.inTx(ctx, "cancel run", runID, func(tx pgx.Tx) error {
 		jobID, err := jobOf(ctx, tx, runID)
 		if err != nil {
 			return err
@@ -151,7 +151,7 @@ func (b *Backend) RetryQueuedRun(ctx context.Context, r store.RunRecord) error {
 	if err != nil {
 		return err
 	}
-	return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+	return b.inTx(ctx, "retry run", r.Thread, func(tx pgx.Tx) error {
 		jobID, err := jobOf(ctx, tx, r.ID)
 		if err != nil {
 			return err

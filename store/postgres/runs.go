@@ -72,7 +72,7 @@ func (b *Backend) DeleteRun(ctx context.Context, id string) error {
 	if err := b.writable(); err != nil {
 		return err
 	}
-	return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+	return b.inTx(ctx, "delete run", "", func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM cairn_runs WHERE id = $1`, id)
 		if err != nil {
 			return wrap(err, "delete run", "")
@@ -91,7 +91,7 @@ func (b *Backend) AppendEvents(ctx context.Context, run string, evs []store.Even
 	if err := b.writable(); err != nil {
 		return err
 	}
-	return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+	return b.inTx(ctx, "append events", "", func(tx pgx.Tx) error {
 		var n int
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM cairn_runs WHERE id = $1`, run).Scan(&n); err != nil {
 			return wrap(err, "append events", "")
@@ -150,7 +150,7 @@ func (b *Backend) DeleteEvents(ctx context.Context, run string) error {
 	if err := b.writable(); err != nil {
 		return err
 	}
-	return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+	return b.inTx(ctx, "delete events", "", func(tx pgx.Tx) error {
 		var n int
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM cairn_runs WHERE id = $1`, run).Scan(&n); err != nil {
 			return wrap(err, "delete events", "")
@@ -170,7 +170,7 @@ func (b *Backend) TrimEvents(ctx context.Context, endedBefore int64) (int64, err
 		return 0, err
 	}
 	var n int64
-	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+	err := b.inTx(ctx, "trim events", "", func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `SELECT l.run FROM (SELECT DISTINCT run FROM cairn_run_events) l JOIN cairn_runs r ON r.id = l.run
 			WHERE r.status NOT IN ('pending', 'running') AND r.updated_at < $1`, endedBefore)
 		if err != nil {

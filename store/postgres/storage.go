@@ -41,7 +41,7 @@ func (b *Backend) ThreadUsage(ctx context.Context, thread string) (store.ThreadU
 		return wrap(err, "run events", thread)
 	})
 	if err != nil {
-		return store.ThreadUsage{}, err
+		return store.ThreadUsage{}, wrap(err, "storage", thread)
 	}
 	return u, nil
 }
