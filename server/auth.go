@@ -27,7 +27,7 @@ const keyPrefix = "cairn_"
 // NewKey makes an API key for a tenant and stores its hash; the key itself
 // is returned once and never stored.
 func NewKey(ctx context.Context, ks store.KeyStore, tenant, name string, now time.Time) (string, store.KeyRecord, error) {
-	if err := store.ValidateThreadID(tenant); err != nil {
+	if err := store.ValidateID(tenant); err != nil {
 		return "", store.KeyRecord{}, fmt.Errorf("tenant: %w", err)
 	}
 	var id [6]byte
@@ -57,7 +57,7 @@ func (s *Server) authenticate(r *http.Request) (store.KeyRecord, error) {
 	}
 	rest, ok := strings.CutPrefix(key, keyPrefix)
 	id, secret, ok2 := strings.Cut(rest, "_")
-	if !ok || !ok2 || store.ValidateThreadID(id) != nil {
+	if !ok || !ok2 || store.ValidateID(id) != nil {
 		return store.KeyRecord{}, errBadKey
 	}
 	rec, err := s.cfg.Keys.Key(r.Context(), id)

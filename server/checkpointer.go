@@ -102,7 +102,7 @@ func lgResolve(thread, ns string) (lgTarget, error) {
 	if thread == "" {
 		return lgTarget{}, unprocessable("$.thread_id", "a thread_id is required")
 	}
-	if err := store.ValidateThreadID(thread); err != nil {
+	if err := store.ValidateID(thread); err != nil {
 		return lgTarget{}, unprocessable("$.thread_id", "%v", err)
 	}
 	cns, err := lgNamespace(ns)

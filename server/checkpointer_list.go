@@ -324,7 +324,7 @@ func (s *Server) copyCheckpoints(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &req); err != nil {
 		return err
 	}
-	if err := store.ValidateThreadID(req.Target); err != nil {
+	if err := store.ValidateID(req.Target); err != nil {
 		return unprocessable("$.target_thread_id", "%v", err)
 	}
 	ctx := r.Context()

@@ -135,7 +135,7 @@ func (s *Server) answerInterrupt(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx := r.Context()
-	if err := store.ValidateThreadID(r.PathValue("thread_id")); err != nil {
+	if err := store.ValidateID(r.PathValue("thread_id")); err != nil {
 		return notFound("thread %q not found", r.PathValue("thread_id"))
 	}
 	by := callerOf(ctx)

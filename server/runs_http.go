@@ -76,7 +76,7 @@ func (s *Server) runOf(ctx context.Context, thread, id string) (store.RunRecord,
 	if _, err := s.thread(ctx, thread); err != nil {
 		return store.RunRecord{}, err
 	}
-	if err := store.ValidateThreadID(id); err != nil {
+	if err := store.ValidateID(id); err != nil {
 		return store.RunRecord{}, notFound("run %q not found", id)
 	}
 	if lr := s.runs.get(id); lr != nil {

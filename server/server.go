@@ -116,7 +116,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	for _, a := range cfg.Assistants {
 		id := a.Info().ID
-		if err := store.ValidateThreadID(id); err != nil {
+		if err := store.ValidateID(id); err != nil {
 			return nil, fmt.Errorf("%w: assistant id: %w", ErrConfig, err)
 		}
 		if _, dup := s.assistants[id]; dup {

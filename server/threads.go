@@ -19,7 +19,7 @@ import (
 // thread returns a thread of the request's tenant: another tenant's is
 // not found, as a missing one is.
 func (s *Server) thread(ctx context.Context, id string) (store.Thread, error) {
-	if err := store.ValidateThreadID(id); err != nil {
+	if err := store.ValidateID(id); err != nil {
 		return store.Thread{}, unprocessable("thread_id", "%v", err)
 	}
 	th, err := s.store.Thread(ctx, id)
@@ -89,7 +89,7 @@ func (s *Server) createThread(w http.ResponseWriter, r *http.Request) error {
 	}
 	if req.ThreadID == "" {
 		req.ThreadID = uuid.NewString()
-	} else if err := store.ValidateThreadID(req.ThreadID); err != nil {
+	} else if err := store.ValidateID(req.ThreadID); err != nil {
 		return unprocessable("$.thread_id", "%v", err)
 	}
 	ctx := r.Context()

@@ -31,6 +31,9 @@ func (e *Engine) CopyThread(ctx context.Context, from, to string) (Thread, error
 	if err := verifyThread(&src); err != nil {
 		return Thread{}, err
 	}
+	if _, err := keyTenant(to, src.Tenant); err != nil {
+		return Thread{}, err
+	}
 	md, err := e.copyingMetadata(src, from)
 	if err != nil {
 		return Thread{}, err

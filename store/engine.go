@@ -153,7 +153,11 @@ func (e *Engine) CreateThread(ctx context.Context, t Thread) (Thread, error) {
 	if err := e.check(t.ID, ""); err != nil {
 		return Thread{}, err
 	}
-	rec := ThreadRecord{ID: t.ID, Tenant: t.Tenant, CreatedAt: e.now().UnixNano(), Status: ThreadIdle}
+	tenant, err := keyTenant(t.ID, t.Tenant)
+	if err != nil {
+		return Thread{}, err
+	}
+	rec := ThreadRecord{ID: t.ID, Tenant: tenant, CreatedAt: e.now().UnixNano(), Status: ThreadIdle}
 	if len(t.Metadata) > 0 {
 		b, err := json.Marshal(t.Metadata)
 		if err != nil {

@@ -1,10 +1,64 @@
 package store
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
-// ValidateThreadID checks a thread id: 1 to 128 characters from
-// [A-Za-z0-9._:-], starting with a letter or digit.
+// ValidateThreadID checks a thread id as the store keeps it: an id (see
+// ValidateID), or a tenant's thread key, "tenant/id" (ThreadKey), whose
+// two parts are ids.
 func ValidateThreadID(id string) error {
+	if tenant, rest, ok := strings.Cut(id, "/"); ok {
+		if err := ValidateID(tenant); err != nil {
+			return fmt.Errorf("thread key %q: tenant: %w", id, err)
+		}
+		if err := ValidateID(rest); err != nil {
+			return fmt.Errorf("thread key %q: %w", id, err)
+		}
+		return nil
+	}
+	return ValidateID(id)
+}
+
+// ThreadKey is the key under which the store keeps a tenant's thread:
+// "tenant/id", or the id itself for the empty tenant (a server without
+// authentication). Ids never hold a '/', so two tenants' threads of the
+// same id are two keys and a key names one tenant's thread.
+func ThreadKey(tenant, id string) string {
+	if tenant == "" {
+		return id
+	}
+	return tenant + "/" + id
+}
+
+// SplitThreadKey is ThreadKey's inverse: the tenant and the id a key
+// names.
+func SplitThreadKey(key string) (tenant, id string) {
+	if t, rest, ok := strings.Cut(key, "/"); ok {
+		return t, rest
+	}
+	return "", key
+}
+
+// keyTenant is the tenant of a thread with key key, given as tenant: the
+// key's own (ThreadKey), which a tenant given must equal. A legacy thread,
+// kept under its bare id, has the tenant it was given.
+func keyTenant(key, tenant string) (string, error) {
+	kt, _ := SplitThreadKey(key)
+	switch {
+	case kt == "":
+		return tenant, nil
+	case tenant == "" || tenant == kt:
+		return kt, nil
+	}
+	return "", fmt.Errorf("%w: thread key %q belongs to tenant %q, not %q", ErrInvalidArgument, key, kt, tenant)
+}
+
+// ValidateID checks an id (a thread's as the API names it, a tenant's, an
+// assistant's): 1 to 128 characters from [A-Za-z0-9._:-], starting with a
+// letter or digit.
+func ValidateID(id string) error {
 	if len(id) == 0 || len(id) > 128 || !alnum(id[0]) {
 		return fmt.Errorf("%w: thread id %q must match ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$", ErrInvalidID, id)
 	}

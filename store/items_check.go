@@ -66,7 +66,7 @@ func validateTenant(tenant string) error {
 	if tenant == "" {
 		return nil
 	}
-	if err := ValidateThreadID(tenant); err != nil {
+	if err := ValidateID(tenant); err != nil {
 		return fmt.Errorf("tenant: %w", err)
 	}
 	return nil

@@ -53,7 +53,7 @@ func (c checkedKeys) check(id string) error {
 	if c.e.closed.Load() {
 		return ErrClosed
 	}
-	if err := ValidateThreadID(id); err != nil {
+	if err := ValidateID(id); err != nil {
 		return fmt.Errorf("key id: %w", err)
 	}
 	return nil

@@ -32,7 +32,7 @@ func (a *app) keysCreateCmd() *cobra.Command {
 			if tenant == "" {
 				return usagef("--tenant is required: the tenant the key acts for")
 			}
-			if err := store.ValidateThreadID(tenant); err != nil {
+			if err := store.ValidateID(tenant); err != nil {
 				return usagef("--tenant %q: letters, digits and . _ : - (1 to 128, starting with a letter or digit)", tenant)
 			}
 			ks, done, err := a.keyStore(a.open)
