@@ -94,11 +94,11 @@ type lgPut struct {
 
 // lgTarget is a thread namespace a request names, resolved.
 type lgTarget struct {
-	thread, lgNS, ns string
+	id, thread, lgNS, ns string // id as the API names it, thread as the store keys it
 }
 
 // lgResolve checks a request's thread id and namespace.
-func lgResolve(thread, ns string) (lgTarget, error) {
+func lgResolve(ctx context.Context, thread, ns string) (lgTarget, error) {
 	if thread == "" {
 		return lgTarget{}, unprocessable("$.thread_id", "a thread_id is required")
 	}
@@ -109,7 +109,7 @@ func lgResolve(thread, ns string) (lgTarget, error) {
 	if err != nil {
 		return lgTarget{}, unprocessable("$.checkpoint_ns", "%v", err)
 	}
-	return lgTarget{thread: thread, lgNS: ns, ns: cns}, nil
+	return lgTarget{id: thread, thread: threadKey(ctx, thread), lgNS: ns, ns: cns}, nil
 }
 
 func (p *lgPut) check() error {
@@ -160,7 +160,7 @@ func (s *Server) putCheckpoint(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &req); err != nil {
 		return err
 	}
-	t, err := lgResolve(req.ThreadID, req.NS)
+	t, err := lgResolve(r.Context(), req.ThreadID, req.NS)
 	if err != nil {
 		return err
 	}
@@ -179,7 +179,7 @@ func (s *Server) putCheckpoint(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"thread_id": t.thread, "checkpoint_ns": t.lgNS, "checkpoint_id": req.Checkpoint.ID, "seq": cp.Seq})
+	writeJSON(w, http.StatusOK, map[string]any{"thread_id": t.id, "checkpoint_ns": t.lgNS, "checkpoint_id": req.Checkpoint.ID, "seq": cp.Seq})
 	return nil
 }
 
@@ -194,7 +194,7 @@ func (s *Server) lgThreadExists(ctx context.Context, id string) (bool, error) {
 		return false, err
 	}
 	if th.Tenant != tenantOf(ctx) {
-		return false, notFound("thread %q not found", id)
+		return false, notFound("thread %q not found", apiThreadID(id))
 	}
 	return true, nil
 }
@@ -237,7 +237,7 @@ func (s *Server) lgPlanPut(ctx context.Context, n *lgNS, t lgTarget, req *lgPut,
 			return pl, err
 		}
 		if _, dup, err := n.seq(ctx, s.store, t.thread, t.ns, req.Checkpoint.ID); err != nil || dup {
-			return pl, cmpErr(err, conflict("checkpoint %q is already stored in thread %q namespace %q", req.Checkpoint.ID, t.thread, t.lgNS))
+			return pl, cmpErr(err, conflict("checkpoint %q is already stored in thread %q namespace %q", req.Checkpoint.ID, t.id, t.lgNS))
 		}
 	}
 	pl.at = pl.head.Seq
@@ -250,11 +250,11 @@ func (s *Server) lgPlanPut(ctx context.Context, n *lgNS, t lgTarget, req *lgPut,
 			}
 		}
 		if !ok {
-			return pl, notFound("parent checkpoint %q not found in thread %q namespace %q", req.ParentID, t.thread, t.lgNS)
+			return pl, notFound("parent checkpoint %q not found in thread %q namespace %q", req.ParentID, t.id, t.lgNS)
 		}
 		if pseq != pl.head.Seq && !req.Fork {
 			hr, _ := lgRecordOf(pl.head.Meta)
-			return pl, conflict("thread %q namespace %q moved on: its head is checkpoint %q, not the parent %q (another writer put a checkpoint since this one was read)", t.thread, t.lgNS, hr.Checkpoint.ID, req.ParentID)
+			return pl, conflict("thread %q namespace %q moved on: its head is checkpoint %q, not the parent %q (another writer put a checkpoint since this one was read)", t.id, t.lgNS, hr.Checkpoint.ID, req.ParentID)
 		}
 		pl.at = pseq
 	}
@@ -297,7 +297,7 @@ func (s *Server) lgCommit(ctx context.Context, n *lgNS, t lgTarget, req *lgPut, 
 		cp, err = s.store.Fork(ctx, store.ForkRequest{Thread: t.thread, Namespace: t.ns, At: pl.at, Patch: pl.patch, Meta: meta})
 	}
 	if errors.Is(err, store.ErrConflict) {
-		return store.Checkpoint{}, conflict("thread %q namespace %q moved on while checkpoint %q was stored (another writer): %v", t.thread, t.lgNS, req.Checkpoint.ID, err)
+		return store.Checkpoint{}, conflict("thread %q namespace %q moved on while checkpoint %q was stored (another writer): %v", t.id, t.lgNS, req.Checkpoint.ID, err)
 	}
 	if err != nil {
 		return store.Checkpoint{}, err
@@ -496,12 +496,12 @@ func (s *Server) getCheckpoint(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &req); err != nil {
 		return err
 	}
-	t, err := lgResolve(req.ThreadID, req.NS)
+	t, err := lgResolve(r.Context(), req.ThreadID, req.NS)
 	if err != nil {
 		return err
 	}
 	ctx := r.Context()
-	if _, err := s.thread(ctx, t.thread); err != nil {
+	if _, err := s.thread(ctx, t.id); err != nil {
 		return err
 	}
 	cp, err := s.lgLoad(ctx, t, req.CheckpointID)
@@ -521,11 +521,11 @@ func (s *Server) lgLoad(ctx context.Context, t lgTarget, id string) (store.Check
 	n := s.lg.get(t.thread, t.ns)
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	missing := notFound("thread %q namespace %q has no checkpoint %q", t.thread, t.lgNS, id)
+	missing := notFound("thread %q namespace %q has no checkpoint %q", t.id, t.lgNS, id)
 	if id == "" {
 		head, err := s.lgNewest(ctx, t)
 		if err != nil || head.Seq == 0 {
-			return store.Checkpoint{}, cmpErr(err, notFound("thread %q namespace %q has no checkpoints", t.thread, t.lgNS))
+			return store.Checkpoint{}, cmpErr(err, notFound("thread %q namespace %q has no checkpoints", t.id, t.lgNS))
 		}
 		rec, _ := lgRecordOf(head.Meta)
 		if n.head == head.Seq && n.headID == rec.Checkpoint.ID {
@@ -578,13 +578,13 @@ func cmpErr(err, fallback error) error {
 func (s *Server) lgTupleOf(ctx context.Context, t lgTarget, cp store.Checkpoint) (lgTuple, error) {
 	rec, ok := lgRecordOf(cp.Meta)
 	if !ok {
-		return lgTuple{}, notFound("thread %q namespace %q checkpoint %d was not written by the LangGraph checkpointer", t.thread, t.lgNS, cp.Seq)
+		return lgTuple{}, notFound("thread %q namespace %q checkpoint %d was not written by the LangGraph checkpointer", t.id, t.lgNS, cp.Seq)
 	}
 	ws, err := s.store.Writes(ctx, t.thread, t.ns, cp.Seq)
 	if err != nil {
 		return lgTuple{}, err
 	}
-	tu := lgTuple{ThreadID: t.thread, NS: t.lgNS, Seq: cp.Seq, Checkpoint: rec.Checkpoint, Metadata: rec.Metadata, ParentID: rec.ParentID, Channels: cp.State, Writes: make([]json.RawMessage, 0, len(ws))}
+	tu := lgTuple{ThreadID: t.id, NS: t.lgNS, Seq: cp.Seq, Checkpoint: rec.Checkpoint, Metadata: rec.Metadata, ParentID: rec.ParentID, Channels: cp.State, Writes: make([]json.RawMessage, 0, len(ws))}
 	for _, w := range ws {
 		tu.Writes = append(tu.Writes, w.Update)
 	}
@@ -622,7 +622,7 @@ func (s *Server) putWrites(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &req); err != nil {
 		return err
 	}
-	t, err := lgResolve(req.ThreadID, req.NS)
+	t, err := lgResolve(r.Context(), req.ThreadID, req.NS)
 	if err != nil {
 		return err
 	}
@@ -630,7 +630,7 @@ func (s *Server) putWrites(w http.ResponseWriter, r *http.Request) error {
 		return unprocessable("$.checkpoint_id", "checkpoint_id and task_id are required")
 	}
 	ctx := r.Context()
-	if _, err := s.thread(ctx, t.thread); err != nil {
+	if _, err := s.thread(ctx, t.id); err != nil {
 		return err
 	}
 	cp, err := s.lgLoadMeta(ctx, t, req.CheckpointID)
@@ -673,7 +673,7 @@ func (s *Server) lgLoadMeta(ctx context.Context, t lgTarget, id string) (int64, 
 	defer n.mu.Unlock()
 	seq, ok, err := n.seq(ctx, s.store, t.thread, t.ns, id)
 	if err == nil && !ok {
-		err = notFound("thread %q namespace %q has no checkpoint %q", t.thread, t.lgNS, id)
+		err = notFound("thread %q namespace %q has no checkpoint %q", t.id, t.lgNS, id)
 	}
 	return seq, err
 }

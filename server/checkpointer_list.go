@@ -73,37 +73,37 @@ func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) lgSources(ctx context.Context, req *lgList) ([]lgTarget, error) {
 	var threads []string
 	if req.ThreadID != "" {
-		t, err := lgResolve(req.ThreadID, "")
+		t, err := lgResolve(ctx, req.ThreadID, "")
 		if err != nil {
 			return nil, err
 		}
-		if _, err := s.thread(ctx, t.thread); err != nil {
+		if _, err := s.thread(ctx, t.id); err != nil {
 			if statusOf(err) == http.StatusNotFound {
 				return nil, nil
 			}
 			return nil, err
 		}
-		threads = []string{t.thread}
+		threads = []string{t.id}
 	} else {
 		f := store.ThreadFilter{Tenant: tenantOf(ctx), Metadata: map[string]any{lgThreadKey: "langgraph"}}
 		for th, err := range s.store.Threads(ctx, f) {
 			if err != nil {
 				return nil, err
 			}
-			threads = append(threads, th.ID)
+			threads = append(threads, apiThreadID(th.ID))
 		}
 	}
 	var out []lgTarget
 	for _, th := range threads {
 		if req.NS != nil {
-			t, err := lgResolve(th, *req.NS)
+			t, err := lgResolve(ctx, th, *req.NS)
 			if err != nil {
 				return nil, err
 			}
 			out = append(out, t)
 			continue
 		}
-		nss, err := s.store.Namespaces(ctx, th)
+		nss, err := s.store.Namespaces(ctx, threadKey(ctx, th))
 		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}
@@ -112,7 +112,7 @@ func (s *Server) lgSources(ctx context.Context, req *lgList) ([]lgTarget, error)
 		}
 		for _, ni := range nss {
 			if lns, err := lgNamespaceOf(ni.Name); err == nil {
-				out = append(out, lgTarget{thread: th, lgNS: lns, ns: ni.Name})
+				out = append(out, lgTarget{id: th, thread: threadKey(ctx, th), lgNS: lns, ns: ni.Name})
 			}
 		}
 	}
@@ -140,7 +140,7 @@ func (s *Server) lgListSource(ctx context.Context, t lgTarget, req *lgList) ([]l
 			(req.Before != "" && rec.Checkpoint.ID >= req.Before) || !lgMatch(rec.Metadata, req.Filter) {
 			continue
 		}
-		out = append(out, lgRef{ThreadID: t.thread, NS: t.lgNS, Seq: cp.Seq, CheckpointID: rec.Checkpoint.ID})
+		out = append(out, lgRef{ThreadID: t.id, NS: t.lgNS, Seq: cp.Seq, CheckpointID: rec.Checkpoint.ID})
 		if req.Limit > 0 && len(out) >= req.Limit {
 			break
 		}
@@ -264,11 +264,11 @@ func samePrefix(a, b state.Doc, name string, n int) bool {
 
 // lgRun reads refs of one namespace, seqs descending, in one walk.
 func (s *Server) lgRun(ctx context.Context, refs []lgRef) ([]lgTuple, error) {
-	t, err := lgResolve(refs[0].ThreadID, refs[0].NS)
+	t, err := lgResolve(ctx, refs[0].ThreadID, refs[0].NS)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.thread(ctx, t.thread); err != nil {
+	if _, err := s.thread(ctx, t.id); err != nil {
 		return nil, err
 	}
 	want := map[int64]bool{}
@@ -294,7 +294,7 @@ func (s *Server) lgRun(ctx context.Context, refs []lgRef) ([]lgTuple, error) {
 		}
 	}
 	if len(out) != len(refs) {
-		return nil, notFound("thread %q namespace %q: %d of %d listed checkpoints are gone", t.thread, t.lgNS, len(refs)-len(out), len(refs))
+		return nil, notFound("thread %q namespace %q: %d of %d listed checkpoints are gone", t.id, t.lgNS, len(refs)-len(out), len(refs))
 	}
 	return out, nil
 }
@@ -332,15 +332,15 @@ func (s *Server) copyCheckpoints(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	cp, err := s.store.CopyThread(ctx, th.ID, req.Target)
+	cp, err := s.store.CopyThread(ctx, th.ID, threadKey(ctx, req.Target))
 	if errors.Is(err, store.ErrConflict) {
 		return conflict("thread %q already exists", req.Target)
 	}
 	if err != nil {
 		return err
 	}
-	s.lg.forget(req.Target)
-	writeJSON(w, http.StatusOK, map[string]any{"thread_id": cp.ID})
+	s.lg.forget(cp.ID)
+	writeJSON(w, http.StatusOK, map[string]any{"thread_id": apiThreadID(cp.ID)})
 	return nil
 }
 
@@ -377,7 +377,7 @@ func (s *Server) pruneCheckpoints(w http.ResponseWriter, r *http.Request) error 
 				return err
 			}
 			s.lg.forget(th.ID)
-			res.Deleted = append(res.Deleted, th.ID)
+			res.Deleted = append(res.Deleted, apiThreadID(th.ID))
 			continue
 		}
 		got, err := s.store.Prune(ctx, store.PruneRequest{Thread: th.ID, KeepLast: max(1, req.KeepLast)})
@@ -387,7 +387,9 @@ func (s *Server) pruneCheckpoints(w http.ResponseWriter, r *http.Request) error 
 		res.Threads += got.Threads
 		res.Checkpoints += got.Checkpoints
 		res.Bytes += got.Bytes
-		res.Busy = append(res.Busy, got.Busy...)
+		for _, b := range got.Busy {
+			res.Busy = append(res.Busy, apiThreadID(b))
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"threads": res.Threads, "checkpoints": res.Checkpoints, "bytes": res.Bytes, "deleted": res.Deleted, "busy": res.Busy})
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/store"
@@ -183,19 +184,29 @@ func orEmpty(s []string) []string {
 	return s
 }
 
+// taskKey is a task's key as the API shows it: the engine's key
+// ("thread/seq/node", "thread/ns/seq/node") with the thread's API id, its
+// tenant left out.
+func (c *converter) taskKey(key string) string {
+	if tenant, _ := store.SplitThreadKey(c.thread); tenant != "" {
+		return strings.TrimPrefix(key, tenant+"/")
+	}
+	return key
+}
+
 // task is a tasks-mode (and debug) event: a task's start or end.
 func (c *converter) task(ev flow.Event) []*sseEvent {
 	var payload map[string]any
-	kind := "task"
+	kind, id := "task", c.taskKey(ev.Key)
 	if ev.Kind == flow.EventNodeStart {
-		payload = map[string]any{"id": ev.Key, "name": ev.Node, "input": nil, "triggers": []string{}}
+		payload = map[string]any{"id": id, "name": ev.Node, "input": nil, "triggers": []string{}}
 	} else {
 		kind = "task_result"
 		var errv any
 		if ev.Err != "" {
 			errv = ev.Err
 		}
-		payload = map[string]any{"id": ev.Key, "name": ev.Node, "error": errv, "result": orNull(ev.Payload), "interrupts": []apiInterrupt{}}
+		payload = map[string]any{"id": id, "name": ev.Node, "error": errv, "result": orNull(ev.Payload), "interrupts": []apiInterrupt{}}
 	}
 	var out []*sseEvent
 	if c.modes["tasks"] {
@@ -224,7 +235,7 @@ func (c *converter) message(ev flow.Event) []*sseEvent {
 	if json.Unmarshal(ev.Payload, &ch) != nil {
 		return nil
 	}
-	meta := map[string]any{"langgraph_node": ev.Node, "langgraph_checkpoint_ns": apiNamespace(ev.Namespace), "langgraph_step": ev.Seq, "run_id": c.run, "thread_id": c.thread}
+	meta := map[string]any{"langgraph_node": ev.Node, "langgraph_checkpoint_ns": apiNamespace(ev.Namespace), "langgraph_step": ev.Seq, "run_id": c.run, "thread_id": apiThreadID(c.thread)}
 	if ch.Agent != "" {
 		meta["agent"] = ch.Agent
 	}

@@ -311,7 +311,7 @@ func (l *eventLog) record(ev *sseEvent) store.EventRecord {
 
 // runMetadata is the metadata event that starts each attempt of a run.
 func runMetadata(run, thread string, attempt int) json.RawMessage {
-	return raw(map[string]any{"run_id": run, "thread_id": thread, "attempt": attempt})
+	return raw(map[string]any{"run_id": run, "thread_id": apiThreadID(thread), "attempt": attempt})
 }
 
 // storedEvents reads the log of a run on thread from the store; redact:

@@ -42,7 +42,7 @@ func (s *Server) pendingOf(ctx context.Context, th store.Thread) (*apiPending, s
 	if in == nil {
 		return nil, head, nil
 	}
-	p := &apiPending{InterruptID: in.ID, ThreadID: th.ID, CheckpointID: checkpointID(head.Seq), Node: interruptNode(head), Value: in.Value,
+	p := &apiPending{InterruptID: in.ID, ThreadID: apiThreadID(th.ID), CheckpointID: checkpointID(head.Seq), Node: interruptNode(head), Value: in.Value,
 		Status: "pending", CreatedAt: apiTime(head.CreatedAt), ThreadMetadata: th.Metadata}
 	if p.ThreadMetadata == nil {
 		p.ThreadMetadata = map[string]any{}
@@ -170,13 +170,13 @@ func (s *Server) answer(ctx context.Context, thread, id string, a flow.Approval)
 		return nil, err
 	}
 	if p == nil || p.InterruptID != id {
-		return nil, conflict("interrupt %s is not pending on thread %s (answered, expired, or the thread moved on)", id, th.ID)
+		return nil, conflict("interrupt %s is not pending on thread %s (answered, expired, or the thread moved on)", id, apiThreadID(th.ID))
 	}
 	as, err := s.threadAssistant(ctx, th)
 	if err != nil {
 		return nil, err
 	}
-	return s.createRun(ctx, th.ID, runRequest{AssistantID: as.Info().ID, approval: &a, StreamMode: stringList{"values", "updates", "messages-tuple"}})
+	return s.createRun(ctx, apiThreadID(th.ID), runRequest{AssistantID: as.Info().ID, approval: &a, StreamMode: stringList{"values", "updates", "messages-tuple"}})
 }
 
 type callerKey struct{}

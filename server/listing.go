@@ -87,8 +87,8 @@ func (s *Server) newThreadList(ctx context.Context, q threadSearch) (*threadList
 	l := &threadList{s: s, status: q.Status, busy: busy}
 	l.search = store.ThreadSearch{Tenant: tenantOf(ctx), Metadata: q.Metadata}
 	l.search.Sort, l.search.Desc = threadSort(q.SortBy, q.SortOrder)
-	if len(q.IDs) > 0 {
-		l.search.IDs = q.IDs
+	for _, id := range q.IDs {
+		l.search.IDs = append(l.search.IDs, threadKey(ctx, id))
 	}
 	switch q.Status {
 	case "":

@@ -141,7 +141,7 @@ func (m *runManager) submit(ctx context.Context, lr *liveRun, strategy string) e
 		switch strategy {
 		case "reject":
 			lr.log.release()
-			return conflict("thread %q is busy with run %s (multitask_strategy reject); wait for it, or ask for enqueue, interrupt or rollback", lr.rec.Thread, tr.active.rec.ID)
+			return conflict("thread %q is busy with run %s (multitask_strategy reject); wait for it, or ask for enqueue, interrupt or rollback", apiThreadID(lr.rec.Thread), tr.active.rec.ID)
 		case "interrupt", "rollback":
 			for _, other := range append([]*liveRun{tr.active}, tr.waiting...) {
 				other.cancel(&cancelCause{action: strategy})

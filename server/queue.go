@@ -261,7 +261,7 @@ func (s *Server) retryRun(ctx context.Context, rec store.RunRecord) (store.RunRe
 		return rec, err
 	}
 	if len(newest) == 1 && newest[0].ID != rec.ID {
-		return rec, conflict("thread %q has a later run (%s); only a thread's newest run is retried", rec.Thread, newest[0].ID)
+		return rec, conflict("thread %q has a later run (%s); only a thread's newest run is retried", apiThreadID(rec.Thread), newest[0].ID)
 	}
 	d.Error, d.ErrorType, d.StopReason, d.CancelReason = "", "", "", ""
 	rec.Status, rec.UpdatedAt = statusPending, s.cfg.Now().UnixNano()

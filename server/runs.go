@@ -297,7 +297,7 @@ func apiRunOf(rec store.RunRecord) (apiRun, runData, error) {
 	if err := json.Unmarshal(rec.Data, &d); err != nil {
 		return apiRun{}, d, fmt.Errorf("%w: run %q: %v", store.ErrCorrupt, rec.ID, err)
 	}
-	r := apiRun{RunID: rec.ID, ThreadID: rec.Thread, AssistantID: d.AssistantID, Status: rec.Status, Metadata: d.Metadata,
+	r := apiRun{RunID: rec.ID, ThreadID: apiThreadID(rec.Thread), AssistantID: d.AssistantID, Status: rec.Status, Metadata: d.Metadata,
 		MultitaskStrategy: d.MultitaskStrategy, Kwargs: d.Kwargs, CreatedAt: apiTime(time.Unix(0, rec.CreatedAt)), UpdatedAt: apiTime(time.Unix(0, rec.UpdatedAt))}
 	if r.Metadata == nil {
 		r.Metadata = map[string]any{}
@@ -330,9 +330,9 @@ func (s *Server) createRun(ctx context.Context, threadID string, q runRequest) (
 	var th store.Thread
 	if threadID == "" {
 		d.Temporary = k.OnCompletion != "keep"
-		th, err = s.store.CreateThread(ctx, store.Thread{ID: uuid.NewString(), Tenant: tenant, Metadata: s.threadMetadata(nil, a)})
+		th, err = s.store.CreateThread(ctx, store.Thread{ID: threadKey(ctx, uuid.NewString()), Tenant: tenant, Metadata: s.threadMetadata(nil, a)})
 	} else if th, err = s.thread(ctx, threadID); err != nil && q.IfNotExists == "create" && statusOf(err) == http.StatusNotFound {
-		th, err = s.store.CreateThread(ctx, store.Thread{ID: threadID, Tenant: tenant, Metadata: s.threadMetadata(nil, a)})
+		th, err = s.store.CreateThread(ctx, store.Thread{ID: threadKey(ctx, threadID), Tenant: tenant, Metadata: s.threadMetadata(nil, a)})
 		if errors.Is(err, store.ErrConflict) {
 			th, err = s.thread(ctx, threadID)
 		}
@@ -385,7 +385,7 @@ func (s *Server) checkFresh(ctx context.Context, th store.Thread, a Assistant, k
 		return err
 	}
 	return conflict("thread %q has an unfinished run (checkpoint %s, %s): resume it with a command (or no input), or start over with multitask_strategy interrupt",
-		th.ID, checkpointID(head.Seq), strings.ToLower(head.Status.String()))
+		apiThreadID(th.ID), checkpointID(head.Seq), strings.ToLower(head.Status.String()))
 }
 
 // threadMetadata is the metadata a thread of assistant a carries, so that
@@ -415,7 +415,7 @@ func (s *Server) threadMetadata(md map[string]any, a Assistant) map[string]any {
 func (s *Server) adoptThread(ctx context.Context, th *store.Thread, a Assistant) error {
 	info := a.Info()
 	if f, ok := th.Metadata["file"].(string); ok && info.File != "" && f != info.File {
-		return conflict("thread %q runs %s, not assistant %q", th.ID, f, info.ID)
+		return conflict("thread %q runs %s, not assistant %q", apiThreadID(th.ID), f, info.ID)
 	}
 	md := s.threadMetadata(th.Metadata, a)
 	if len(md) == len(th.Metadata) {

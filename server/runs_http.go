@@ -16,7 +16,9 @@ import (
 	"github.com/cairn-dev/cairn/store"
 )
 
-func runPath(thread, run string) string { return "/threads/" + thread + "/runs/" + run }
+func runPath(thread, run string) string {
+	return "/threads/" + apiThreadID(thread) + "/runs/" + run
+}
 
 // runFromRequest reads a run request's body and creates the run;
 // deliver: the request answers with the run's outcome (a stream or a
@@ -73,19 +75,20 @@ func (s *Server) postRunWait(w http.ResponseWriter, r *http.Request) error {
 // runOf returns a run of the tenant on the thread; another tenant's, or
 // another thread's, is not found.
 func (s *Server) runOf(ctx context.Context, thread, id string) (store.RunRecord, error) {
-	if _, err := s.thread(ctx, thread); err != nil {
+	th, err := s.thread(ctx, thread)
+	if err != nil {
 		return store.RunRecord{}, err
 	}
 	if err := store.ValidateID(id); err != nil {
 		return store.RunRecord{}, notFound("run %q not found", id)
 	}
 	if lr := s.runs.get(id); lr != nil {
-		if rec := lr.record(); rec.Thread == thread && rec.Tenant == tenantOf(ctx) {
+		if rec := lr.record(); rec.Thread == th.ID && rec.Tenant == tenantOf(ctx) {
 			return rec, nil
 		}
 	}
 	rec, err := s.runlog.Run(ctx, id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && (rec.Thread != thread || rec.Tenant != tenantOf(ctx))) {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (rec.Thread != th.ID || rec.Tenant != tenantOf(ctx))) {
 		return store.RunRecord{}, notFound("run %q not found on thread %q", id, thread)
 	}
 	return rec, err

@@ -115,10 +115,12 @@ func checkpointMetadata(cp store.Checkpoint) map[string]any {
 	add("error", m.Error, m.Error != "")
 	add("score", m.Score, m.Score != nil)
 	add("usage", m.Usage, m.Usage != nil)
-	add("forked_from", m.ForkedFrom, m.ForkedFrom != nil)
+	if f := m.ForkedFrom; f != nil {
+		add("forked_from", store.Ref{Thread: apiThreadID(f.Thread), Namespace: f.Namespace, Seq: f.Seq}, true)
+	}
 	approval, ok := m.Extra[flow.ApprovalKey]
 	add("approval", approval, ok)
-	md := map[string]any{"source": src, "step": cp.Seq - 2, "parents": map[string]any{}, "writes": nil, "thread_id": cp.Thread, "cairn": cairn}
+	md := map[string]any{"source": src, "step": cp.Seq - 2, "parents": map[string]any{}, "writes": nil, "thread_id": apiThreadID(cp.Thread), "cairn": cairn}
 	if m.RunID != "" {
 		md["run_id"] = m.RunID
 	}
@@ -275,7 +277,7 @@ func (s *Server) updateState(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if s.busy(ctx, th.ID) {
-		return conflict("thread %q has a run in progress", th.ID)
+		return conflict("thread %q has a run in progress", apiThreadID(th.ID))
 	}
 	a, err := s.threadAssistant(ctx, th)
 	if err != nil {
@@ -339,7 +341,7 @@ func (s *Server) threadAssistant(ctx context.Context, th store.Thread) (Assistan
 			}
 		}
 	}
-	return nil, conflict("thread %q names no assistant (metadata graph_id) and has no run; start a run first", th.ID)
+	return nil, conflict("thread %q names no assistant (metadata graph_id) and has no run; start a run first", apiThreadID(th.ID))
 }
 
 type historyRequest struct {

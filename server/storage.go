@@ -28,6 +28,7 @@ func (s *Server) threadStorage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	st.ThreadID = apiThreadID(st.ThreadID)
 	for i := range st.Namespaces {
 		st.Namespaces[i].Namespace = apiNamespace(st.Namespaces[i].Namespace)
 	}

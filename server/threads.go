@@ -16,13 +16,25 @@ import (
 	"github.com/cairn-dev/cairn/store"
 )
 
+// threadKey is the store's key of the request's tenant's thread id.
+func threadKey(ctx context.Context, id string) string {
+	return store.ThreadKey(tenantOf(ctx), id)
+}
+
+// apiThreadID is the id the API shows for a thread the store keeps under
+// key: the tenant's own id, without the tenant.
+func apiThreadID(key string) string {
+	_, id := store.SplitThreadKey(key)
+	return id
+}
+
 // thread returns a thread of the request's tenant: another tenant's is
 // not found, as a missing one is.
 func (s *Server) thread(ctx context.Context, id string) (store.Thread, error) {
 	if err := store.ValidateID(id); err != nil {
 		return store.Thread{}, unprocessable("thread_id", "%v", err)
 	}
-	th, err := s.store.Thread(ctx, id)
+	th, err := s.store.Thread(ctx, threadKey(ctx, id))
 	if errors.Is(err, store.ErrNotFound) || (err == nil && th.Tenant != tenantOf(ctx)) {
 		return store.Thread{}, notFound("thread %q not found", id)
 	}
@@ -32,7 +44,7 @@ func (s *Server) thread(ctx context.Context, id string) (store.Thread, error) {
 // threadView is a thread as the API shows it: its head state, status and
 // pending interrupts.
 func (s *Server) threadView(ctx context.Context, th store.Thread) (apiThread, error) {
-	v := apiThread{ThreadID: th.ID, CreatedAt: apiTime(th.CreatedAt), UpdatedAt: apiTime(th.UpdatedAt), StateUpdatedAt: apiTime(th.UpdatedAt),
+	v := apiThread{ThreadID: apiThreadID(th.ID), CreatedAt: apiTime(th.CreatedAt), UpdatedAt: apiTime(th.UpdatedAt), StateUpdatedAt: apiTime(th.UpdatedAt),
 		Metadata: th.Metadata, Status: "idle", Values: json.RawMessage("{}"), Interrupts: map[string][]apiInterrupt{}}
 	if v.Metadata == nil {
 		v.Metadata = map[string]any{}
@@ -93,7 +105,7 @@ func (s *Server) createThread(w http.ResponseWriter, r *http.Request) error {
 		return unprocessable("$.thread_id", "%v", err)
 	}
 	ctx := r.Context()
-	th, err := s.store.CreateThread(ctx, store.Thread{ID: req.ThreadID, Tenant: tenantOf(ctx), Metadata: req.Metadata})
+	th, err := s.store.CreateThread(ctx, store.Thread{ID: threadKey(ctx, req.ThreadID), Tenant: tenantOf(ctx), Metadata: req.Metadata})
 	if errors.Is(err, store.ErrConflict) {
 		old, gerr := s.thread(ctx, req.ThreadID)
 		if gerr != nil || req.IfExists != "do_nothing" {
@@ -201,7 +213,7 @@ func (s *Server) deleteThread(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if s.busy(ctx, th.ID) {
-		return conflict("thread %q has a run in progress; cancel it first", th.ID)
+		return conflict("thread %q has a run in progress; cancel it first", apiThreadID(th.ID))
 	}
 	if err := s.store.DeleteThread(ctx, th.ID); err != nil {
 		return err
@@ -361,7 +373,7 @@ func (s *Server) copyThread(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id := uuid.NewString()
-	if _, err := s.store.CopyThread(ctx, th.ID, id); err != nil {
+	if _, err := s.store.CopyThread(ctx, th.ID, threadKey(ctx, id)); err != nil {
 		return err
 	}
 	cp, err := s.thread(ctx, id)

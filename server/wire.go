@@ -117,7 +117,7 @@ func parseCheckpointID(s string) (int64, error) {
 }
 
 func checkpointRef(thread, ns string, seq int64) apiCheckpoint {
-	c := apiCheckpoint{ThreadID: thread, CheckpointNS: apiNamespace(ns)}
+	c := apiCheckpoint{ThreadID: apiThreadID(thread), CheckpointNS: apiNamespace(ns)}
 	if seq > 0 {
 		id := checkpointID(seq)
 		c.CheckpointID = &id

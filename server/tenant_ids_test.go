@@ -1,0 +1,278 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	neturl "net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cairn-dev/cairn/server"
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/memory"
+	_ "github.com/cairn-dev/cairn/store/postgres"
+	_ "github.com/cairn-dev/cairn/store/sqlite"
+)
+
+// tenantStores opens each backend the collision test runs on: memory,
+// SQLite in a temporary file and, when CAIRN_TEST_POSTGRES is set,
+// PostgreSQL in a schema of its own.
+func tenantStores(t *testing.T) map[string]func(t *testing.T) store.Store {
+	ctx := context.Background()
+	open := func(t *testing.T, url string) store.Store {
+		s, err := store.Open(ctx, url, store.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	out := map[string]func(t *testing.T) store.Store{
+		"memory": func(*testing.T) store.Store { return memory.Open(store.Options{}) },
+		"sqlite": func(t *testing.T) store.Store { return open(t, "sqlite:"+filepath.Join(t.TempDir(), "c.db")) },
+	}
+	pg := os.Getenv("CAIRN_TEST_POSTGRES")
+	if pg == "" {
+		return out
+	}
+	out["postgres"] = func(t *testing.T) store.Store {
+		conn, err := pgx.Connect(ctx, pg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		schema := fmt.Sprintf("cairn_tenants_%d", time.Now().UnixNano())
+		if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_, _ = conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
+			conn.Close(ctx)
+		})
+		u, _ := neturl.Parse(pg)
+		q := u.Query()
+		q.Set("search_path", schema)
+		u.RawQuery = q.Encode()
+		return open(t, u.String())
+	}
+	return out
+}
+
+// tenantCaller calls the API as one tenant; every answer is checked for
+// the other tenant's name and for a thread key (a tenant's id with its
+// tenant), which no answer may show.
+type tenantCaller struct {
+	t          *testing.T
+	url, key   string
+	name, peer string
+}
+
+func (c tenantCaller) call(method, path, body string) (int, string) {
+	c.t.Helper()
+	req, _ := http.NewRequest(method, c.url+path, strings.NewReader(body))
+	req.Header.Set("x-api-key", c.key)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	s := string(b)
+	if strings.Contains(s, c.peer) || strings.Contains(s, c.name+"/") {
+		i := max(strings.Index(s, c.peer), strings.Index(s, c.name+"/"))
+		c.t.Fatalf("%s %s as %s shows another tenant or a thread key: …%.300s", method, path, c.name, s[max(0, i-200):])
+	}
+	return res.StatusCode, s
+}
+
+// must calls and fails unless the answer has the status want.
+func (c tenantCaller) must(want int, method, path, body string) string {
+	c.t.Helper()
+	code, b := c.call(method, path, body)
+	if code != want {
+		c.t.Fatalf("%s %s as %s: %d, want %d: %.400s", method, path, c.name, code, want, b)
+	}
+	return b
+}
+
+// TestTenantsOwnTheirIDs: two tenants use the same thread ids on every
+// route that takes or creates one — threads, runs (also created by
+// if_not_exists), copies, state, history, storage, interrupts and their
+// answers, searches, the LangGraph checkpointer (put, get, list, copy,
+// delete, prune) — on every backend: each has its own thread, neither
+// sees or touches the other's, and no answer names the other tenant or
+// shows a thread's key.
+func TestTenantsOwnTheirIDs(t *testing.T) {
+	for name, open := range tenantStores(t) {
+		t.Run(name, func(t *testing.T) {
+			a, b := tenantPair(t, open(t))
+			sharedThreads(t, a, b)
+			sharedRuns(t, a, b)
+			sharedCheckpointer(t, a, b)
+			sharedDelete(t, a, b)
+		})
+	}
+}
+
+func tenantPair(t *testing.T, s store.Store) (tenantCaller, tenantCaller) {
+	ctx := context.Background()
+	ks, err := store.KeysOf(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyA, _, err := server.NewKey(ctx, ks, "acme", "a", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyB, _, err := server.NewKey(ctx, ks, "globex", "b", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int64
+	srv, err := server.New(server.Config{Store: s, Keys: ks, Assistants: []server.Assistant{approvalGraph(t, &calls, 0)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := newHTTP(t, srv)
+	return tenantCaller{t, url, keyA, "acme", "globex"}, tenantCaller{t, url, keyB, "globex", "acme"}
+}
+
+// field reads a top-level string field of a JSON object.
+func field(t *testing.T, body, name string) string {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(body), &m); err != nil {
+		t.Fatalf("%v: %.300s", err, body)
+	}
+	s, _ := m[name].(string)
+	return s
+}
+
+func sharedThreads(t *testing.T, a, b tenantCaller) {
+	for _, c := range []tenantCaller{a, b} {
+		got := c.must(200, "POST", "/threads", `{"thread_id": "t-shared", "metadata": {"owner": "`+c.name+`"}}`)
+		if field(t, got, "thread_id") != "t-shared" {
+			t.Fatalf("created as %s: %s", c.name, got)
+		}
+	}
+	a.must(409, "POST", "/threads", `{"thread_id": "t-shared"}`)
+	if got := a.must(200, "POST", "/threads", `{"thread_id": "t-shared", "if_exists": "do_nothing"}`); !strings.Contains(got, `"owner":"acme"`) {
+		t.Fatalf("do_nothing answers the tenant's own thread: %s", got)
+	}
+	for _, c := range []tenantCaller{a, b} {
+		c.must(200, "PATCH", "/threads/t-shared", `{"metadata": {"patched": "`+c.name+`"}}`)
+		got := c.must(200, "GET", "/threads/t-shared", "")
+		if !strings.Contains(got, `"owner":"`+c.name+`"`) || !strings.Contains(got, `"patched":"`+c.name+`"`) {
+			t.Fatalf("GET as %s: %s", c.name, got)
+		}
+		found := c.must(200, "POST", "/threads/search", `{"ids": ["t-shared"]}`)
+		if strings.Count(found, `"thread_id":"t-shared"`) != 1 {
+			t.Fatalf("search by id as %s: %s", c.name, found)
+		}
+		if n := c.must(200, "POST", "/threads/count", `{"metadata": {"owner": "`+c.name+`"}}`); strings.TrimSpace(n) != "1" {
+			t.Fatalf("count as %s: %s", c.name, n)
+		}
+	}
+}
+
+func sharedRuns(t *testing.T, a, b tenantCaller) {
+	runs := map[string]string{}
+	for _, c := range []tenantCaller{a, b} {
+		c.must(200, "POST", "/threads/t-shared/runs/wait", `{"assistant_id": "drafts", "input": {}}`)
+		c.must(200, "POST", "/threads/t-made/runs/wait", `{"assistant_id": "drafts", "input": {}, "if_not_exists": "create"}`)
+		var list []map[string]any
+		_ = json.Unmarshal([]byte(c.must(200, "GET", "/threads/t-shared/runs", "")), &list)
+		if len(list) != 1 || list[0]["thread_id"] != "t-shared" {
+			t.Fatalf("runs as %s: %v", c.name, list)
+		}
+		runs[c.name] = list[0]["run_id"].(string)
+		st := c.must(200, "GET", "/threads/t-shared/state", "")
+		if !strings.Contains(st, `"thread_id":"t-shared"`) || !strings.Contains(st, "draft 3") {
+			t.Fatalf("state as %s: %.400s", c.name, st)
+		}
+		c.must(200, "POST", "/threads/t-shared/history", `{"limit": 2}`)
+		if got := c.must(200, "GET", "/threads/t-shared/storage", ""); field(t, got, "thread_id") != "t-shared" {
+			t.Fatalf("storage as %s: %s", c.name, got)
+		}
+		if got := c.must(200, "POST", "/threads/t-shared/copy", ""); field(t, got, "thread_id") == "t-shared" {
+			t.Fatalf("copy as %s: %s", c.name, got)
+		}
+	}
+	for _, c := range []tenantCaller{a, b} {
+		modes := `"stream_mode": ["values", "updates", "messages-tuple", "debug", "checkpoints", "tasks"]`
+		if got := c.must(200, "POST", "/threads/t-made/runs/stream", `{"assistant_id": "drafts", "input": {}, `+modes+`}`); !strings.Contains(got, `"thread_id":"t-made"`) {
+			t.Fatalf("stream as %s: %.400s", c.name, got)
+		}
+		c.must(200, "POST", "/runs/wait", `{"assistant_id": "drafts", "input": {}}`)
+		c.must(200, "POST", "/runs/stream", `{"assistant_id": "drafts", "input": {}, `+modes+`}`)
+	}
+	// Each tenant's run is its own: the other's run id is not found on
+	// the same thread id.
+	a.must(404, "GET", "/threads/t-shared/runs/"+runs["globex"], "")
+	b.must(404, "GET", "/threads/t-shared/runs/"+runs["acme"], "")
+	ids := map[string]string{}
+	for _, c := range []tenantCaller{a, b} {
+		var pending []map[string]any
+		_ = json.Unmarshal([]byte(c.must(200, "GET", "/threads/t-shared/interrupts", "")), &pending)
+		if len(pending) != 1 || pending[0]["thread_id"] != "t-shared" {
+			t.Fatalf("interrupts as %s: %v", c.name, pending)
+		}
+		ids[c.name] = pending[0]["interrupt_id"].(string)
+	}
+	if ids["acme"] == ids["globex"] {
+		t.Fatal("two tenants' interrupts on the same thread id have the same id")
+	}
+	if code, _ := b.call("POST", "/threads/t-shared/interrupts/"+ids["acme"]+"/answer", `{"action": "approve"}`); code == 200 {
+		t.Fatal("globex answered acme's interrupt")
+	}
+	a.must(200, "POST", "/threads/t-shared/interrupts/"+ids["acme"]+"/answer", `{"action": "approve"}`)
+	a.must(200, "GET", "/threads/t-shared/runs/"+runs["acme"]+"/join", "")
+	if got := b.must(200, "GET", "/threads/t-shared", ""); !strings.Contains(got, `"interrupted"`) {
+		t.Fatalf("globex's thread after acme's answer: %s", got)
+	}
+}
+
+func sharedCheckpointer(t *testing.T, a, b tenantCaller) {
+	const cp0 = "1f000000-0000-6000-8000-000000000000"
+	for i, c := range []tenantCaller{a, b} {
+		cp1 := fmt.Sprintf("1f000000-0000-6000-8000-00000000000%d", 1+i) // each tenant's own head
+		c.must(200, "POST", "/checkpointer/put", lgPutBody("lg-shared", cp0, "", 0))
+		c.must(200, "POST", "/checkpointer/put", lgPutBody("lg-shared", cp1, cp0, 1))
+		got := c.must(200, "POST", "/checkpointer/get", `{"thread_id": "lg-shared"}`)
+		if !strings.Contains(got, cp1) || !strings.Contains(got, `"thread_id":"lg-shared"`) {
+			t.Fatalf("get as %s: %.300s", c.name, got)
+		}
+		if got := c.must(200, "POST", "/checkpointer/list", `{"thread_id": "lg-shared"}`); strings.Count(got, `"checkpoint_id"`) != 2 {
+			t.Fatalf("list as %s: %.300s", c.name, got)
+		}
+		if got := c.must(200, "POST", "/checkpointer/threads/lg-shared/copy", `{"target_thread_id": "lg-copy"}`); field(t, got, "thread_id") != "lg-copy" {
+			t.Fatalf("checkpointer copy as %s: %s", c.name, got)
+		}
+	}
+	a.must(200, "DELETE", "/checkpointer/threads/lg-shared", "")
+	a.must(404, "POST", "/checkpointer/get", `{"thread_id": "lg-shared"}`)
+	b.must(200, "POST", "/checkpointer/get", `{"thread_id": "lg-shared"}`)
+	got := a.must(200, "POST", "/checkpointer/prune", `{"thread_ids": ["lg-copy"], "strategy": "delete"}`)
+	if !strings.Contains(got, `"deleted":["lg-copy"]`) {
+		t.Fatalf("prune as acme: %s", got)
+	}
+	b.must(200, "POST", "/checkpointer/get", `{"thread_id": "lg-copy"}`)
+}
+
+func sharedDelete(t *testing.T, a, b tenantCaller) {
+	a.must(204, "DELETE", "/threads/t-shared", "")
+	a.must(404, "GET", "/threads/t-shared", "")
+	b.must(200, "GET", "/threads/t-shared", "")
+	a.must(200, "POST", "/threads", `{"thread_id": "t-shared"}`)
+	if got := b.must(200, "GET", "/threads/t-shared", ""); !strings.Contains(got, `"owner":"globex"`) {
+		t.Fatalf("globex's thread after acme re-created its own: %s", got)
+	}
+}
