@@ -49,7 +49,7 @@ func TestLangGraphSaver(t *testing.T) {
 			args := []string{"--assistants", "none", "--store", db} // a server for the checkpointer only
 			env := []string{"NO_COLOR=1"}
 			if name == "postgres" { // with assistants, and API keys: every thread in the key's tenant
-				key := saverKey(t, db)
+				key := tenantKey(t, db, "langgraph-app")
 				args = []string{"--assistants", filepath.Join("..", "..", "examples", "serve"), "--store", db, "--auth", "keys"}
 				env = append(env, "CAIRN_API_KEY="+key)
 			}
@@ -72,10 +72,10 @@ func TestLangGraphSaver(t *testing.T) {
 	}
 }
 
-// saverKey makes an API key with cairn keys create.
-func saverKey(t *testing.T, store string) string {
+// tenantKey makes an API key of a tenant with cairn keys create.
+func tenantKey(t *testing.T, store, tenant string) string {
 	t.Helper()
-	code, out, errOut := cli(t, nil, "keys", "create", "--tenant", "langgraph-app", "--json", "--store", store)
+	code, out, errOut := cli(t, nil, "keys", "create", "--tenant", tenant, "--json", "--store", store)
 	var k struct {
 		Key string `json:"key"`
 	}

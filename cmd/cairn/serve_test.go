@@ -175,6 +175,24 @@ func TestLangGraphSDK(t *testing.T) {
 	}
 }
 
+// TestLangGraphSDKTenants runs server/sdktest/tenants.test.mjs: two
+// tenants' clients of the official SDK use the same thread ids against a
+// real cairn serve --auth keys, each on a thread of its own.
+func TestLangGraphSDKTenants(t *testing.T) {
+	node, dir := sdkSuite(t)
+	db := "sqlite://" + filepath.Join(t.TempDir(), "serve.db")
+	keyA, keyB := tenantKey(t, db, "tenant-a"), tenantKey(t, db, "tenant-b")
+	p := startServe(t, "--assistants", filepath.Join("..", "..", "examples", "serve"), "--store", db, "--auth", "keys")
+	cmd := exec.Command(node, "--test", "tenants.test.mjs")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CAIRN_URL="+p.url, "CAIRN_KEY_A="+keyA, "CAIRN_KEY_B="+keyB)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the SDK tenants suite failed: %v\n%s", err, out)
+	}
+	t.Logf("%s", lastLines(string(out), 8))
+}
+
 // sdkSuite returns node and the folder of server/sdktest, its packages
 // installed (npm ci, from the committed lockfile) if they are not yet.
 func sdkSuite(t *testing.T) (node, dir string) {
