@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -135,25 +136,39 @@ func auditOf(ts *testServer, thread string) string {
 }
 
 // TestApprovalTimeout: a pause nobody answers is answered by its
-// fallback when its time is up, also after a restart.
+// fallback when its time is up, also on a tenant's thread (kept under its
+// key, answered by its own id).
 func TestApprovalTimeout(t *testing.T) {
-	s := memory.Open(store.Options{})
-	as := approvalAgent(t, "300ms")
-	srv, err := server.New(server.Config{Store: s, Assistants: as, ExpiryCheck: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := &testServer{t: t, srv: srv, url: newHTTP(t, srv)}
-	ts.json("POST", "/threads", map[string]any{"thread_id": "late"}, 200)
-	ts.json("POST", "/threads/late/runs/wait", map[string]any{"assistant_id": "approval", "input": "hi"}, 200)
-	if p := ts.pending(""); len(p) != 1 || p[0].ExpiresAt == nil {
-		t.Fatalf("pending: %+v", p)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for len(ts.pending("")) > 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if a := auditOf(ts, "late"); !strings.Contains(a, `"action":"reject"`) || !strings.Contains(a, `"by":"timeout"`) {
-		t.Fatalf("expired pause: audit %q", a)
+	for _, tenant := range []string{"", "acme"} {
+		t.Run("tenant "+tenant, func(t *testing.T) {
+			s := memory.Open(store.Options{})
+			cfg := server.Config{Store: s, Assistants: approvalAgent(t, "300ms"), ExpiryCheck: 20 * time.Millisecond}
+			key := ""
+			if tenant != "" {
+				ks, _ := store.KeysOf(s)
+				var err error
+				if key, _, err = server.NewKey(context.Background(), ks, tenant, "", time.Now()); err != nil {
+					t.Fatal(err)
+				}
+				cfg.Keys = ks
+			}
+			srv, err := server.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts := &testServer{t: t, srv: srv, url: newHTTP(t, srv), key: key}
+			ts.json("POST", "/threads", map[string]any{"thread_id": "late"}, 200)
+			ts.json("POST", "/threads/late/runs/wait", map[string]any{"assistant_id": "approval", "input": "hi"}, 200)
+			if p := ts.pending(""); len(p) != 1 || p[0].ExpiresAt == nil {
+				t.Fatalf("pending: %+v", p)
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for len(ts.pending("")) > 0 && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if a := auditOf(ts, "late"); !strings.Contains(a, `"action":"reject"`) || !strings.Contains(a, `"by":"timeout"`) {
+				t.Fatalf("expired pause: audit %q", a)
+			}
+		})
 	}
 }

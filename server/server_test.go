@@ -63,6 +63,7 @@ type testServer struct {
 	t   *testing.T
 	srv *server.Server
 	url string
+	key string // an API key sent with each request, when set
 }
 
 // newHTTP serves srv on a test listener (started, closed at cleanup).
@@ -110,6 +111,9 @@ func (ts *testServer) do(method, path string, body any) (int, []byte) {
 		rd = bytes.NewReader(j)
 	}
 	req, _ := http.NewRequest(method, ts.url+path, rd)
+	if ts.key != "" {
+		req.Header.Set("x-api-key", ts.key)
+	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		ts.t.Fatal(err)
