@@ -243,7 +243,7 @@ func (e *expiries) sweep(now time.Time) {
 		}
 		ctx := withTenant(context.Background(), x.tenant)
 		a := flow.Approval{Action: x.fallback, By: "timeout", Reason: "no answer within " + x.timeout.String(), At: now.UTC()}
-		_, err := e.s.answer(ctx, thread, x.interruptID, a)
+		_, err := e.s.answer(ctx, apiThreadID(thread), x.interruptID, a)
 		if err != nil && statusOf(err) != http.StatusConflict && !errors.Is(err, store.ErrNotFound) && statusOf(err) != http.StatusNotFound {
 			e.s.log.Warn("answering an expired pause failed", "thread", thread, "err", err)
 			continue
