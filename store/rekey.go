@@ -129,10 +129,12 @@ func (r *rekeyer) pass(ctx context.Context) error {
 	return r.items(ctx)
 }
 
-// reseal returns blob sealed with the newest key, or nil when it is
-// already.
+// reseal returns blob sealed with the newest key under binding b, or nil
+// when it is already. A blob sealed with the newest key but under its
+// pre-format 7 binding (a thread the migration keyed) is sealed again
+// under b.
 func (r *rekeyer) reseal(b *binding, blob []byte) ([]byte, error) {
-	if r.ring.current(blob) {
+	if r.ring.current(blob) && !r.legacyBound(b, blob) {
 		r.st.Current++
 		return nil, nil
 	}
@@ -144,6 +146,17 @@ func (r *rekeyer) reseal(b *binding, blob []byte) ([]byte, error) {
 		}
 	}
 	return r.ring.seal(b, plain), nil
+}
+
+// legacyBound reports whether a blob of the newest key opens only under
+// b's legacy binding. Only blobs of keyed threads have one; a blob that
+// opens under neither is left as it is, as every current blob is.
+func (r *rekeyer) legacyBound(b *binding, blob []byte) bool {
+	if _, ok := b.legacy(); !ok {
+		return false
+	}
+	_, legacy, err := r.ring.openBound(b, blob)
+	return err == nil && legacy
 }
 
 // count adds the outcome of one compare-and-swap.
