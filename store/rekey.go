@@ -70,7 +70,11 @@ const rekeyPasses = 3
 // encrypted by Rekey. It works online, row by row, each rewrite a
 // compare-and-swap; a blob another process changed meanwhile is read again
 // by a further pass (up to three). Afterwards keys other than the newest
-// can be dropped from the keyring.
+// can be dropped from the keyring. The blobs of threads format 7 moved to
+// their keys (tenant/id), still sealed under the threads' bare ids, are
+// sealed again under the keys, with the newest key already or not: after
+// Rekey no blob needs the fallback to its bare id (see the comment on
+// sealed blobs in crypt.go).
 func (e *Engine) Rekey(ctx context.Context) (RekeyStats, error) {
 	if e.closed.Load() {
 		return RekeyStats{}, ErrClosed
