@@ -66,6 +66,26 @@ func ThreadChecksum(t *ThreadRecord) uint32 {
 	return crc32.Checksum(b, castagnoli)
 }
 
+// MovedRowChecksum is the checksum a row stored with checksum sum under
+// thread from takes when it moves, as it is, to r.Thread (format 7 keys
+// tenants' threads): the checksum of the moved row when sum was right,
+// and one still wrong by as much when it was not, so that a row damaged
+// before the move is still found after it. Backends need it only to
+// upgrade rows.
+func MovedRowChecksum(r *Row, from string, sum uint32) uint32 {
+	old := *r
+	old.Thread = from
+	return sum ^ RowChecksum(&old) ^ RowChecksum(r)
+}
+
+// MovedThreadChecksum is MovedRowChecksum for a thread record whose id
+// was from.
+func MovedThreadChecksum(t *ThreadRecord, from string, sum uint32) uint32 {
+	old := *t
+	old.ID = from
+	return sum ^ ThreadChecksum(&old) ^ ThreadChecksum(t)
+}
+
 func appendString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)

@@ -25,6 +25,14 @@ import (
 // namespace, the seq and, for pending writes, runs and items, their key.
 // A blob copied to another row, thread, tenant or position fails to open.
 // The key id is the first 8 bytes of the key's SHA-256.
+//
+// Format 7 moved each tenant's thread from its bare id "x" to its key
+// "tenant/x" (ThreadKey) without resealing anything: its blobs stay
+// sealed under the thread "x". A blob of a thread keyed for the tenant
+// the binding names that fails to open under the key is therefore tried
+// once more under the bare id (binding.legacy); new blobs are sealed under
+// the key, and Rekey reseals the migrated ones under it, after which they
+// open at once.
 const (
 	codecSealed  = 2
 	keyIDLen     = 8
@@ -220,6 +228,20 @@ type binding struct {
 
 const aadTag = "cairn-seal-1"
 
+// legacy is the binding a blob of a thread kept under a key was sealed
+// with before format 7 gave the thread its key: the same, with the
+// thread's bare id. It exists only for a key of the binding's own tenant
+// (the migration keyed a thread for the tenant it had).
+func (b *binding) legacy() (binding, bool) {
+	tenant, id := SplitThreadKey(b.thread)
+	if tenant == "" || tenant != b.tenant {
+		return binding{}, false
+	}
+	lb := *b
+	lb.thread = id
+	return lb, true
+}
+
 // aad appends the associated data of a blob with header hdr (codec and
 // key id) to dst.
 func (b *binding) aad(dst, hdr []byte) []byte {
@@ -258,27 +280,45 @@ func (k *Keyring) seal(b *binding, plain []byte) []byte {
 	return rk.aead.Seal(out, out[1+keyIDLen:sealedHeader], plain, aad)
 }
 
-// open decrypts a sealed blob bound to b. A plaintext blob is refused
-// (errPlaintext), a blob of an unknown key is ErrNoKey, one that fails
-// authentication errSealAuth.
+// open decrypts a sealed blob bound to b, or to b's pre-format 7 binding
+// (binding.legacy). A plaintext blob is refused (errPlaintext), a blob of
+// an unknown key is ErrNoKey, one that fails authentication errSealAuth.
 func (k *Keyring) open(b *binding, blob []byte) ([]byte, error) {
+	plain, _, err := k.openBound(b, blob)
+	return plain, err
+}
+
+// openBound is open that also reports whether the blob opened only under
+// b's legacy binding: a blob of a thread format 7 keyed, not resealed
+// since.
+func (k *Keyring) openBound(b *binding, blob []byte) (plain []byte, legacy bool, err error) {
 	if !isSealed(blob) {
-		return nil, errPlaintext
+		return nil, false, errPlaintext
 	}
 	if len(blob) < sealedOverhead {
-		return nil, fmt.Errorf("sealed blob of %d bytes is shorter than its header", len(blob))
+		return nil, false, fmt.Errorf("sealed blob of %d bytes is shorter than its header", len(blob))
 	}
 	rk := k.key(blob[1 : 1+keyIDLen])
 	if rk == nil {
-		return nil, noKeyError(blob)
+		return nil, false, noKeyError(blob)
 	}
+	if plain, ok := rk.openAt(b, blob); ok {
+		return plain, false, nil
+	}
+	if lb, ok := b.legacy(); ok {
+		if plain, ok := rk.openAt(&lb, blob); ok {
+			return plain, true, nil
+		}
+	}
+	return nil, false, errSealAuth
+}
+
+// openAt authenticates and decrypts a sealed blob of this key bound to b.
+func (rk *ringKey) openAt(b *binding, blob []byte) ([]byte, bool) {
 	var buf [128]byte
 	aad := b.aad(buf[:0], blob[:1+keyIDLen])
 	plain, err := rk.aead.Open(nil, blob[1+keyIDLen:sealedHeader], blob[sealedHeader:], aad)
-	if err != nil {
-		return nil, errSealAuth
-	}
-	return plain, nil
+	return plain, err == nil
 }
 
 func (k *Keyring) key(id []byte) *ringKey {

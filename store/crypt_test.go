@@ -214,3 +214,61 @@ func TestCorruptErrorText(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenLegacyBinding: a blob sealed under a tenant's bare thread id (a
+// Cairn before format 7) opens under the thread's key of the same tenant,
+// reported as legacy; under any other key, tenant or place it does not,
+// and a blob sealed under the key does not open under the bare id.
+func TestOpenLegacyBinding(t *testing.T) {
+	ring := testRing(t, 1)
+	bare := binding{kind: sealPatch, tenant: "acme", thread: "x", ns: "sub", seq: 3}
+	plain := []byte("the state of step 3")
+	old := ring.seal(&bare, plain)
+	keyed := bare
+	keyed.thread = "acme/x"
+	if got, legacy, err := ring.openBound(&keyed, old); err != nil || !legacy || !bytes.Equal(got, plain) {
+		t.Fatalf("open under the key: %q %v %v", got, legacy, err)
+	}
+	moved := func(f func(b *binding)) binding { b := keyed; f(&b); return b }
+	for _, tc := range []struct {
+		name string
+		at   binding
+		blob []byte
+	}{
+		{"another tenant's key", moved(func(b *binding) { b.thread = "other/x" }), old},
+		{"the key under another tenant", moved(func(b *binding) { b.tenant = "other" }), old},
+		{"another id", moved(func(b *binding) { b.thread = "acme/y" }), old},
+		{"another seq", moved(func(b *binding) { b.seq = 4 }), old},
+		{"a key's blob under the bare id", bare, ring.seal(&keyed, plain)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got, err := ring.open(&tc.at, tc.blob); !errors.Is(err, errSealAuth) {
+				t.Fatalf("open = %q, %v; want errSealAuth", got, err)
+			}
+		})
+	}
+}
+
+// TestRekeyRebinds: rekey's reseal seals a blob of the newest key that
+// opens only under its legacy binding again under the key; the result
+// opens under the key directly, not under the bare id, and is current.
+func TestRekeyRebinds(t *testing.T) {
+	ring := testRing(t, 1)
+	bare := binding{kind: sealWrite, tenant: "acme", thread: "x", key: "n:0", seq: 2}
+	keyed := bare
+	keyed.thread = "acme/x"
+	r := rekeyer{ring: ring, st: &RekeyStats{}}
+	nw, err := r.reseal(&keyed, ring.seal(&bare, []byte("update")))
+	if err != nil || nw == nil {
+		t.Fatalf("reseal of a legacy blob: %v, %v", nw, err)
+	}
+	if got, legacy, err := ring.openBound(&keyed, nw); err != nil || legacy || string(got) != "update" {
+		t.Fatalf("resealed blob under the key: %q %v %v", got, legacy, err)
+	}
+	if _, err := ring.open(&bare, nw); !errors.Is(err, errSealAuth) {
+		t.Fatalf("resealed blob under the bare id: %v", err)
+	}
+	if again, err := r.reseal(&keyed, nw); err != nil || again != nil || r.st.Current != 1 {
+		t.Fatalf("reseal of a resealed blob: %v, %v, current %d", again, err, r.st.Current)
+	}
+}

@@ -70,7 +70,11 @@ const rekeyPasses = 3
 // encrypted by Rekey. It works online, row by row, each rewrite a
 // compare-and-swap; a blob another process changed meanwhile is read again
 // by a further pass (up to three). Afterwards keys other than the newest
-// can be dropped from the keyring.
+// can be dropped from the keyring. The blobs of threads format 7 moved to
+// their keys (tenant/id), still sealed under the threads' bare ids, are
+// sealed again under the keys, with the newest key already or not: after
+// Rekey no blob needs the fallback to its bare id (see the comment on
+// sealed blobs in crypt.go).
 func (e *Engine) Rekey(ctx context.Context) (RekeyStats, error) {
 	if e.closed.Load() {
 		return RekeyStats{}, ErrClosed
@@ -129,10 +133,12 @@ func (r *rekeyer) pass(ctx context.Context) error {
 	return r.items(ctx)
 }
 
-// reseal returns blob sealed with the newest key, or nil when it is
-// already.
+// reseal returns blob sealed with the newest key under binding b, or nil
+// when it is already. A blob sealed with the newest key but under its
+// pre-format 7 binding (a thread the migration keyed) is sealed again
+// under b.
 func (r *rekeyer) reseal(b *binding, blob []byte) ([]byte, error) {
-	if r.ring.current(blob) {
+	if r.ring.current(blob) && !r.legacyBound(b, blob) {
 		r.st.Current++
 		return nil, nil
 	}
@@ -144,6 +150,17 @@ func (r *rekeyer) reseal(b *binding, blob []byte) ([]byte, error) {
 		}
 	}
 	return r.ring.seal(b, plain), nil
+}
+
+// legacyBound reports whether a blob of the newest key opens only under
+// b's legacy binding. Only blobs of keyed threads have one; a blob that
+// opens under neither is left as it is, as every current blob is.
+func (r *rekeyer) legacyBound(b *binding, blob []byte) bool {
+	if _, ok := b.legacy(); !ok {
+		return false
+	}
+	_, legacy, err := r.ring.openBound(b, blob)
+	return err == nil && legacy
 }
 
 // count adds the outcome of one compare-and-swap.

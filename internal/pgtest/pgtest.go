@@ -89,6 +89,17 @@ func ToFormat1(t testing.TB, dsn string) {
 	Exec(t, dsn, qs...)
 }
 
+// ToFormat6 turns a PostgreSQL store at the latest format into format 6.
+// Format 7 changed no table: it moved tenants' threads kept under their
+// bare ids to their keys, and the store API still writes a tenant's
+// thread under a bare id when given one, as a Cairn of format 6 did; a
+// store written so holds what format 6 held, and only its version goes
+// back.
+func ToFormat6(t testing.TB, dsn string) {
+	t.Helper()
+	Exec(t, dsn, `UPDATE cairn_format SET version = 6`)
+}
+
 // ToFormat5 turns a PostgreSQL store at the latest format into format 5:
 // it drops the thread index (its tables, indexes and thread columns).
 func ToFormat5(t testing.TB, dsn string) {

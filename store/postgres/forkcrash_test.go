@@ -19,12 +19,14 @@ import (
 const forkEnv = "CAIRN_PG_TEST_FORK_CHILD"
 
 func TestMain(m *testing.M) {
-	if dsn := os.Getenv(forkEnv); dsn != "" {
-		if err := forkChild(dsn); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
+	for env, child := range map[string]func(string) error{forkEnv: forkChild, migrateEnv: migrateChild} {
+		if dsn := os.Getenv(env); dsn != "" {
+			if err := child(dsn); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			os.Exit(0)
 		}
-		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }

@@ -26,7 +26,8 @@ import (
 // every thread and checkpoint row; version 3 prefixes every table cairn_;
 // version 4 adds the HTTP server's runs and their event logs; version 5
 // the long-term memory store's items; version 6 the thread index
-// (threadindex.go).
+// (threadindex.go); version 7 keeps each tenant's thread under its key,
+// tenant/id (tenantkeys.go).
 var (
 	//go:embed migrations/*.sql
 	migrationFiles embed.FS
@@ -36,6 +37,7 @@ var (
 	migrations = store.MustLoadMigrations(migrationFiles, "migrations", map[int]string{
 		2: "computes the checksum of every thread and checkpoint row",
 		6: "fills the thread index: each thread's status and touch time from its head, its metadata entries, the counters",
+		7: "refuses a thread whose key another thread has, before the rows are renamed; gives each renamed thread and checkpoint row the checksum of its new name, and moves its counts to the shard of its new name",
 	})
 	// formatVersion is the layout this code writes.
 	formatVersion = store.Latest(migrations)
@@ -229,22 +231,34 @@ func formatOf(ctx context.Context, tx pgx.Tx) (int, error) {
 // their Go steps, and records the new version.
 func applyMigrations(ctx context.Context, tx pgx.Tx, v int) error {
 	for _, m := range store.Pending(migrations, v) {
-		if _, err := tx.Exec(ctx, m.SQL); err != nil {
-			return fmt.Errorf("store: postgres: migration %04d_%s: %w", m.Version, m.Name, err)
-		}
-		var err error
-		switch m.Version {
-		case 2:
-			err = addChecksums(ctx, tx)
-		case 6:
-			err = fillIndex(ctx, tx)
-		}
-		if err != nil {
+		if err := applyMigration(ctx, tx, m); err != nil {
 			return fmt.Errorf("store: postgres: migration %04d_%s: %w", m.Version, m.Name, err)
 		}
 	}
 	if _, err := tx.Exec(ctx, `UPDATE cairn_format SET version = $1 WHERE id = 1`, formatVersion); err != nil {
 		return fmt.Errorf("store: postgres: %w", err)
+	}
+	return nil
+}
+
+// applyMigration runs one migration with its Go steps, before and after
+// its SQL.
+func applyMigration(ctx context.Context, tx pgx.Tx, m store.Migration) error {
+	if m.Version == 7 {
+		if err := checkTenantKeys(ctx, tx); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.Exec(ctx, m.SQL); err != nil {
+		return err
+	}
+	switch m.Version {
+	case 2:
+		return addChecksums(ctx, tx)
+	case 6:
+		return fillIndex(ctx, tx)
+	case 7:
+		return sumKeyed(ctx, tx)
 	}
 	return nil
 }

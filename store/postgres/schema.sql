@@ -1,5 +1,7 @@
 -- The layout of a new Cairn store on PostgreSQL, at the latest migration:
 -- what migrations 0001, 0002, … make of an empty schema, at once.
+-- A thread's id is its key: tenant/id for a tenant's thread, its id for a
+-- thread without a tenant (format 7, migrations/0007_tenant_keys.sql).
 CREATE TABLE IF NOT EXISTS cairn_format (id int PRIMARY KEY, version int NOT NULL);
 CREATE TABLE IF NOT EXISTS cairn_threads (
 	id         text PRIMARY KEY,

@@ -14,6 +14,11 @@ import (
 	"github.com/cairn-dev/cairn/store/storetest"
 )
 
+// acme is the key under which format 7 keeps thread id of tenant acme:
+// storetest.WriteThreads writes its threads for acme under their bare
+// ids, as the formats before 7 kept them.
+func acme(id string) string { return store.ThreadKey("acme", id) }
+
 // TestUpgradeFormat1 opens a database written before row checksums and
 // table prefixes: read-only it is refused (reading it would need a
 // migration) and changed in nothing; with auto-migration off it is
@@ -29,11 +34,11 @@ func TestUpgradeFormat1(t *testing.T) {
 	check := func(s store.Store) {
 		t.Helper()
 		for th, w := range want {
-			cp, err := s.Load(ctx, store.LoadRequest{Thread: th})
+			cp, err := s.Load(ctx, store.LoadRequest{Thread: acme(th)})
 			if err != nil || cp.State.String() != w {
 				t.Fatalf("thread %s: %v", th, err)
 			}
-			if rec, err := s.Thread(ctx, th); err != nil || rec.Metadata["file"] != th+".md" {
+			if rec, err := s.Thread(ctx, acme(th)); err != nil || rec.Metadata["file"] != th+".md" {
 				t.Fatalf("thread %s record: %+v, %v", th, rec, err)
 			}
 		}
@@ -53,18 +58,18 @@ func TestUpgradeFormat1(t *testing.T) {
 	}
 	check(ro)
 	ro.Close()
-	editColumn(t, dsn, store.Ref{Thread: "a", Seq: 20}, "parent", int64(3))
-	editColumn(t, dsn, store.Ref{Thread: "b"}, "thread.metadata", `{"file":"evil.md","n":100}`)
+	editColumn(t, dsn, store.Ref{Thread: acme("a"), Seq: 20}, "parent", int64(3))
+	editColumn(t, dsn, store.Ref{Thread: acme("b")}, "thread.metadata", `{"file":"evil.md","n":100}`)
 	s = open(t, dsn, store.Options{})
 	defer s.Close()
 	var ce *store.CorruptError
-	if _, err := s.Load(ctx, store.LoadRequest{Thread: "a", Seq: 20}); !errors.As(err, &ce) || ce.Seq != 20 {
+	if _, err := s.Load(ctx, store.LoadRequest{Thread: acme("a"), Seq: 20}); !errors.As(err, &ce) || ce.Seq != 20 {
 		t.Fatalf("edited parent after the upgrade: %v", err)
 	}
-	if _, err := s.Thread(ctx, "b"); !errors.As(err, &ce) || ce.Thread != "b" {
+	if _, err := s.Thread(ctx, acme("b")); !errors.As(err, &ce) || ce.Thread != acme("b") {
 		t.Fatalf("edited metadata after the upgrade: %v", err)
 	}
-	if cp, err := s.Load(ctx, store.LoadRequest{Thread: "b"}); err != nil || cp.State.String() != want["b"] {
+	if cp, err := s.Load(ctx, store.LoadRequest{Thread: acme("b")}); err != nil || cp.State.String() != want["b"] {
 		t.Fatalf("untouched rows after the upgrade: %v", err)
 	}
 }
@@ -140,7 +145,7 @@ func TestUpgradeFormat4(t *testing.T) {
 	s = open(t, dsn, store.Options{})
 	defer s.Close()
 	for th, w := range want {
-		if cp, err := s.Load(ctx, store.LoadRequest{Thread: th}); err != nil || cp.State.String() != w {
+		if cp, err := s.Load(ctx, store.LoadRequest{Thread: acme(th)}); err != nil || cp.State.String() != w {
 			t.Fatalf("thread %s after the upgrade: %v", th, err)
 		}
 	}

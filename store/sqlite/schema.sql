@@ -1,5 +1,7 @@
 -- The layout of a new Cairn store on SQLite, at the latest migration:
 -- what migrations 0001, 0002, … make of an empty file, at once.
+-- A thread's id is its key: tenant/id for a tenant's thread, its id for a
+-- thread without a tenant (format 7, migrations/0007_tenant_keys.sql).
 CREATE TABLE IF NOT EXISTS threads (
 	id         TEXT PRIMARY KEY,
 	tenant     TEXT NOT NULL DEFAULT '',

@@ -90,7 +90,8 @@ type Options struct {
 // HTTP server's runs and their event logs; version 4 the long-term memory
 // store's items and their full-text index; version 5 keys checkpoint rows
 // by lane (a thread namespace's number) and seq in one integer; version
-// 6 adds the thread index (threadindex.go).
+// 6 adds the thread index (threadindex.go); version 7 keeps each tenant's
+// thread under its key, tenant/id (tenantkeys.go).
 var (
 	//go:embed migrations/*.sql
 	migrationFiles embed.FS
@@ -101,6 +102,7 @@ var (
 		2: "computes the checksum of every thread and checkpoint row",
 		5: "checks that every seq fits in 32 bits, before the rows are copied",
 		6: "fills the thread index: each thread's status and touch time from its head, its metadata entries, the counters",
+		7: "refuses a thread whose key another thread has, before the rows are renamed; gives each renamed thread and checkpoint row the checksum of its new name",
 	})
 	// schemaVersion is the format this code writes.
 	schemaVersion = store.Latest(migrations)
@@ -582,16 +584,25 @@ func (b *Backend) create(ctx context.Context) error {
 		if err := b.addChecksums(ctx); err != nil {
 			return err
 		}
-		for _, m := range migrations {
-			if m.Version == 5 {
-				if err := b.apply(ctx, m); err != nil {
-					return err
-				}
-			}
+		if err := b.applyOnly(ctx, 5); err != nil {
+			return err
 		}
-		return b.fillIndex(ctx)
+		if err := b.fillIndex(ctx); err != nil {
+			return err
+		}
+		return b.applyOnly(ctx, 7)
 	}
 	return nil
+}
+
+// applyOnly applies the migration numbered v, alone.
+func (b *Backend) applyOnly(ctx context.Context, v int) error {
+	for _, m := range migrations {
+		if m.Version == v {
+			return b.apply(ctx, m)
+		}
+	}
+	return fmt.Errorf("no migration %d", v)
 }
 
 // laneless reports whether the file holds a checkpoints table of the
@@ -604,10 +615,8 @@ func (b *Backend) laneless(ctx context.Context) (bool, error) {
 
 // apply runs one migration and its Go step.
 func (b *Backend) apply(ctx context.Context, m store.Migration) error {
-	if m.Version == 5 {
-		if err := b.checkSeqs(ctx); err != nil {
-			return err
-		}
+	if err := b.beforeMigration(ctx, m.Version); err != nil {
+		return err
 	}
 	if _, err := b.conn.ExecContext(ctx, m.SQL); err != nil {
 		return err
@@ -620,6 +629,20 @@ func (b *Backend) apply(ctx context.Context, m store.Migration) error {
 		return b.sumCheckpoints(ctx)
 	case 6:
 		return b.fillIndex(ctx)
+	case 7:
+		return b.sumKeyed(ctx)
+	}
+	return nil
+}
+
+// beforeMigration runs the Go step that checks a file before migration
+// v changes it.
+func (b *Backend) beforeMigration(ctx context.Context, v int) error {
+	switch v {
+	case 5:
+		return b.checkSeqs(ctx)
+	case 7:
+		return b.checkTenantKeys(ctx)
 	}
 	return nil
 }

@@ -138,5 +138,5 @@ func TestMigrateThreadIndexCrash(t *testing.T) {
 	if at[5] == 0 {
 		t.Fatalf("no kill landed before the commit: %v", at)
 	}
-	t.Logf("kills left format 5 %d times, format 6 %d times (the last run finished)", at[5], at[latestFormat])
+	t.Logf("kills left format 5 %d times, format %d %d times (the last run finished)", at[5], latestFormat, at[latestFormat])
 }

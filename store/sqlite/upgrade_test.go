@@ -17,7 +17,7 @@ import (
 )
 
 // latestFormat is the format this code writes.
-const latestFormat = 6
+const latestFormat = 7
 
 // writeV1Store writes threads in the current format, then turns the file
 // into a format 1 store (the same tables without checksums) and returns
@@ -33,6 +33,23 @@ func writeV1Store(t *testing.T, path string) map[string]string {
 	return want
 }
 
+// acme is the key under which format 7 keeps thread id of tenant acme:
+// storetest.WriteThreads writes its threads for acme under their bare
+// ids, as the formats before 7 kept them.
+func acme(id string) string { return store.ThreadKey("acme", id) }
+
+// bare is the id under which the formats before 7 kept a thread.
+func bare(id string) string { return id }
+
+// keyedHeads is want (thread → head state) with each thread under its key.
+func keyedHeads(want map[string]string) map[string]string {
+	out := map[string]string{}
+	for th, w := range want {
+		out[acme(th)] = w
+	}
+	return out
+}
+
 func checkHeads(t *testing.T, s store.Store, want map[string]string) {
 	t.Helper()
 	ctx := context.Background()
@@ -41,8 +58,9 @@ func checkHeads(t *testing.T, s store.Store, want map[string]string) {
 		if err != nil || cp.State.String() != w {
 			t.Fatalf("thread %s: %v", th, err)
 		}
+		_, id := store.SplitThreadKey(th)
 		rec, err := s.Thread(ctx, th)
-		if err != nil || rec.Metadata["file"] != th+".md" {
+		if err != nil || rec.Metadata["file"] != id+".md" {
 			t.Fatalf("thread %s record: %+v, %v", th, rec, err)
 		}
 	}
@@ -77,6 +95,7 @@ func TestUpgradeFormat1(t *testing.T) {
 		t.Fatalf("an open without migrating changed the format to %d", v)
 	}
 	s := openAt(t, path)
+	want = keyedHeads(want)
 	checkHeads(t, s, want)
 	s.Close()
 	if v := sqlitetest.Format(t, path); v != latestFormat {
@@ -87,19 +106,19 @@ func TestUpgradeFormat1(t *testing.T) {
 		t.Fatalf("open without migrating, once migrated: %v", err)
 	}
 	s.Close()
-	editColumn(t, path, store.Ref{Thread: "a", Seq: 20}, "parent", int64(3))
-	editColumn(t, path, store.Ref{Thread: "b"}, "thread.metadata", `{"file":"evil.md"}`)
+	editColumn(t, path, store.Ref{Thread: acme("a"), Seq: 20}, "parent", int64(3))
+	editColumn(t, path, store.Ref{Thread: acme("b")}, "thread.metadata", `{"file":"evil.md"}`)
 	s = openAt(t, path)
 	defer s.Close()
 	ctx := context.Background()
 	var ce *store.CorruptError
-	if _, err := s.Load(ctx, store.LoadRequest{Thread: "a", Seq: 20}); !errors.As(err, &ce) || ce.Seq != 20 {
+	if _, err := s.Load(ctx, store.LoadRequest{Thread: acme("a"), Seq: 20}); !errors.As(err, &ce) || ce.Seq != 20 {
 		t.Fatalf("edited parent after the upgrade: %v", err)
 	}
-	if _, err := s.Thread(ctx, "b"); !errors.As(err, &ce) || ce.Thread != "b" {
+	if _, err := s.Thread(ctx, acme("b")); !errors.As(err, &ce) || ce.Thread != acme("b") {
 		t.Fatalf("edited metadata after the upgrade: %v", err)
 	}
-	if cp, err := s.Load(ctx, store.LoadRequest{Thread: "b"}); err != nil || cp.State.String() != want["b"] {
+	if cp, err := s.Load(ctx, store.LoadRequest{Thread: acme("b")}); err != nil || cp.State.String() != want[acme("b")] {
 		t.Fatalf("untouched rows after the upgrade: %v", err)
 	}
 }
@@ -124,7 +143,7 @@ func TestUnversionedTables(t *testing.T) {
 	}
 	s := openAt(t, path)
 	defer s.Close()
-	checkHeads(t, s, want)
+	checkHeads(t, s, keyedHeads(want))
 	if v := sqlitetest.Format(t, path); v != latestFormat {
 		t.Fatalf("format %d after opening", v)
 	}
@@ -206,7 +225,7 @@ func TestUpgradeFormat3(t *testing.T) {
 	if v := sqlitetest.Format(t, path); v != latestFormat {
 		t.Fatalf("format %d after opening", v)
 	}
-	checkHeads(t, s, want)
+	checkHeads(t, s, keyedHeads(want))
 	is, err := store.ItemsOf(s)
 	if err != nil {
 		t.Fatal(err)
@@ -245,21 +264,22 @@ func writeLanes(t *testing.T, path string) map[store.Ref]string {
 	return want
 }
 
-// checkLanes loads every namespace's head and lists a's namespaces.
-func checkLanes(t *testing.T, s store.Store, want map[store.Ref]string) {
+// checkLanes loads every namespace's head and lists a's namespaces, each
+// thread under the name key gives it (bare before format 7, acme after).
+func checkLanes(t *testing.T, s store.Store, want map[store.Ref]string, key func(string) string) {
 	t.Helper()
 	ctx := context.Background()
 	for ref, w := range want {
-		cp, err := s.Load(ctx, store.LoadRequest{Thread: ref.Thread, Namespace: ref.Namespace})
+		cp, err := s.Load(ctx, store.LoadRequest{Thread: key(ref.Thread), Namespace: ref.Namespace})
 		if err != nil || cp.State.String() != w {
 			t.Fatalf("%+v: %v", ref, err)
 		}
 	}
-	ns, err := s.Namespaces(ctx, "a")
+	ns, err := s.Namespaces(ctx, key("a"))
 	if err != nil || len(ns) != 2 || ns[0].Head != 30 || ns[1].Name != "sub:1" || ns[1].Head != 7 || ns[1].Checkpoints != 7 {
 		t.Fatalf("namespaces of a: %+v, %v", ns, err)
 	}
-	if th, err := s.Thread(ctx, "b"); err != nil || th.Head != 30 {
+	if th, err := s.Thread(ctx, key("b")); err != nil || th.Head != 30 {
 		t.Fatalf("thread b: %+v, %v", th, err)
 	}
 }
@@ -272,15 +292,16 @@ func TestUpgradeFormat4(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "v4.db")
 	want := writeLanes(t, path)
 	sqlitetest.Downgrade(t, path, 4)
-	readOnlyAt(t, path, 4, func(ro store.Store) { checkLanes(t, ro, want) })
+	readOnlyAt(t, path, 4, func(ro store.Store) { checkLanes(t, ro, want, bare) })
 	s := openAt(t, path)
 	defer s.Close()
 	if v := sqlitetest.Format(t, path); v != latestFormat {
 		t.Fatalf("format %d after opening", v)
 	}
-	checkLanes(t, s, want)
+	checkLanes(t, s, want, acme)
 	ctx := context.Background()
-	head, err := s.Load(ctx, store.LoadRequest{Thread: "a"})
+	a, b := acme("a"), acme("b")
+	head, err := s.Load(ctx, store.LoadRequest{Thread: a})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,24 +309,24 @@ func TestUpgradeFormat4(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Append(ctx, store.Checkpoint{Thread: "a", Parent: 30, Patch: p, State: nd}); err != nil {
+	if _, err := s.Append(ctx, store.Checkpoint{Thread: a, Parent: 30, Patch: p, State: nd}); err != nil {
 		t.Fatalf("append after the upgrade: %v", err)
 	}
-	if _, err := s.Append(ctx, store.Checkpoint{Thread: "a", Parent: 30, Patch: p, State: nd}); !errors.Is(err, store.ErrConflict) {
+	if _, err := s.Append(ctx, store.Checkpoint{Thread: a, Parent: 30, Patch: p, State: nd}); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("second append on the same parent: %v", err)
 	}
 	// Every row of b is on its head's chain (one snapshot, at 1): pruning
 	// looks at them all and keeps them.
-	if res, err := s.Prune(ctx, store.PruneRequest{Thread: "b", KeepLast: 3}); err != nil || res.Checkpoints != 0 {
+	if res, err := s.Prune(ctx, store.PruneRequest{Thread: b, KeepLast: 3}); err != nil || res.Checkpoints != 0 {
 		t.Fatalf("prune after the upgrade: %+v, %v", res, err)
 	}
-	if cp, err := s.Load(ctx, store.LoadRequest{Thread: "b"}); err != nil || cp.State.String() != want[store.Ref{Thread: "b"}] {
+	if cp, err := s.Load(ctx, store.LoadRequest{Thread: b}); err != nil || cp.State.String() != want[store.Ref{Thread: "b"}] {
 		t.Fatalf("b after pruning: %v", err)
 	}
-	if err := s.DeleteThread(ctx, "b"); err != nil {
+	if err := s.DeleteThread(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Load(ctx, store.LoadRequest{Thread: "b"}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Load(ctx, store.LoadRequest{Thread: b}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("load a deleted thread: %v", err)
 	}
 	if got := laneCount(t, path); got != 2 {

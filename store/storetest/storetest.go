@@ -706,7 +706,7 @@ func testPrune(t *testing.T, h Harness) {
 func testInvalidInput(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := open(t, h)
-	for _, id := range []string{"", "-x", "a b", "a/b", "é", strings.Repeat("a", 129), "x;drop"} {
+	for _, id := range []string{"", "-x", "a b", "a/", "/b", "a/b/c", "a/-x", "é", strings.Repeat("a", 129), "x;drop"} {
 		if _, err := s.Append(ctx, store.Checkpoint{Thread: id}); !errors.Is(err, store.ErrInvalidID) {
 			t.Errorf("thread id %q: %v", id, err)
 		}
