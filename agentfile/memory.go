@@ -158,8 +158,9 @@ func templateValue(name, agentName string, th store.Thread) (string, error) {
 	switch name {
 	case "agent":
 		return agentName, nil
-	case "thread":
-		return th.ID, nil
+	case "thread": // the tenant's own id: items are kept in the tenant's space already
+		_, id := store.SplitThreadKey(th.ID)
+		return id, nil
 	}
 	key := strings.TrimPrefix(name, "metadata.")
 	switch v := th.Metadata[key].(type) {

@@ -124,3 +124,25 @@ func TestMemoryTools(t *testing.T) {
 		t.Fatalf("get after delete: %s", got)
 	}
 }
+
+// TestMemoryThreadOfTenant: {thread} is the thread's own id, not the key
+// a tenant's thread is kept under (tenant/id), and the item goes to the
+// thread's tenant.
+func TestMemoryThreadOfTenant(t *testing.T) {
+	a, err := agentfile.Parse("memo.md", []byte(strings.Replace(memoryAgent, `[users, "{metadata.user}", notes]`, `[notes, "t-{thread}"]`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := memory.Open(store.Options{})
+	put := "replies:\n  - tool_calls: [{name: memory_put, args: {key: tea, value: {text: green}}}]\n  - echo_tool: true\n"
+	if got := runMemory(t, a, s, store.ThreadKey("acme", "monday"), "", put); got != `{"stored":"tea"}` {
+		t.Fatalf("put: %s", got)
+	}
+	all, err := store.ItemsOf(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := all.Get(context.Background(), store.GetOp{Tenant: "acme", Namespace: []string{"notes", "t-monday"}, Key: "tea"}); err != nil {
+		t.Fatalf("the item in the tenant's namespace of the thread's id: %v", err)
+	}
+}

@@ -397,7 +397,8 @@ func (e *Engine) insert(ctx context.Context, cp Checkpoint, seq int64, parent ro
 		}
 	}
 	if seq == 1 && create == nil {
-		row.Create = &ThreadRecord{ID: cp.Thread, CreatedAt: row.CreatedAt, Status: ThreadIdle}
+		tenant, _ := SplitThreadKey(cp.Thread) // a thread made by its first commit is its key's tenant's
+		row.Create = &ThreadRecord{ID: cp.Thread, Tenant: tenant, CreatedAt: row.CreatedAt, Status: ThreadIdle}
 		row.Create.Sum = ThreadChecksum(row.Create)
 	}
 	if cp.Namespace == "" {
@@ -1047,6 +1048,9 @@ func (e *Engine) forkThread(ctx context.Context, r ForkRequest) (ThreadRecord, e
 		return ThreadRecord{}, err
 	}
 	if err := verifyThread(&srcRec); err != nil {
+		return ThreadRecord{}, err
+	}
+	if _, err := keyTenant(r.Into, srcRec.Tenant); err != nil {
 		return ThreadRecord{}, err
 	}
 	rec := ThreadRecord{ID: r.Into, Tenant: srcRec.Tenant, Metadata: srcRec.Metadata, CreatedAt: e.now().UnixNano()}
