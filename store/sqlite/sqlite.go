@@ -602,7 +602,7 @@ func (b *Backend) applyOnly(ctx context.Context, v int) error {
 			return b.apply(ctx, m)
 		}
 	}
-	return fmt.Errorf("no migration %d", v)
+	return fmt.Errorf("%w: this build has no migration %d", store.ErrUnsupportedFormat, v)
 }
 
 // laneless reports whether the file holds a checkpoints table of the
