@@ -58,6 +58,10 @@ type Config struct {
 	// (store.ItemsOf, full-text search; give one made with store.WithIndex
 	// for semantic search).
 	Items store.ItemStore
+	// AllowOrigins are the origins whose pages may call the server from a
+	// browser (CORS): "*", or scheme://host[:port] with port a number or
+	// "*". Nil: LoopbackOrigins; empty: none.
+	AllowOrigins []string
 }
 
 // Server serves the LangGraph Platform API over a Cairn store. It is an
@@ -78,6 +82,7 @@ type Server struct {
 	limits     *limiters
 	started    time.Time
 	lg         lgIndex // the LangGraph checkpointer's ids and heads
+	origins    []originRule
 }
 
 // ErrConfig: the server's configuration is unusable.
@@ -126,6 +131,12 @@ func New(cfg Config) (*Server, error) {
 		s.order = append(s.order, id)
 	}
 	slices.Sort(s.order)
+	if cfg.AllowOrigins == nil {
+		cfg.AllowOrigins = LoopbackOrigins()
+	}
+	if s.origins, err = parseOrigins(cfg.AllowOrigins); err != nil {
+		return nil, err
+	}
 	s.runs = newRunManager(s)
 	s.limits = newLimiters(cfg.RateLimit)
 	s.expiries = &expiries{s: s, due: map[string]expiry{}}
@@ -174,6 +185,9 @@ func (s *Server) Close(ctx context.Context) error {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.cors(w, r) {
+		return
+	}
 	s.mux.ServeHTTP(w, r)
 }
 

@@ -20,6 +20,7 @@ import (
 
 type serveFlags struct {
 	addr, assistants, auth, safeDir string
+	cors                            []string
 	maxBody                         int64
 	timeout                         time.Duration
 	rateLimit                       float64
@@ -46,11 +47,27 @@ func (a *app) serveCmd() *cobra.Command {
 	cmd.Flags().Float64Var(&f.rateLimit, "rate-limit", 0, "requests a second allowed to each API key (bursts of twice that; 0: no limit; needs --auth keys)")
 	cmd.Flags().StringVar(&f.safeDir, "safe-dir", "", "the directory agent files may reach; their safe_dir must be inside it (default: each file's folder)")
 	cmd.Flags().BoolVar(&f.queue, "queue", false, "record runs and queue them for cairn worker processes instead of running them here (PostgreSQL stores)")
+	cmd.Flags().StringSliceVar(&f.cors, "cors", []string{"loopback"}, "origins whose pages may call the server from a browser: loopback (pages on this machine, any port), *, scheme://host[:port] (port a number or *), comma-separated; none: no cross-origin calls")
 	cmd.Flags().Int64Var(&f.maxBody, "max-body", 1<<20, "the largest request body, in bytes")
 	cmd.Flags().DurationVar(&f.timeout, "request-timeout", 30*time.Second, "the longest a request other than a stream, wait or join may take")
 	f.retention.bind(cmd)
 	f.memory.bind(cmd)
 	return cmd
+}
+
+// origins is --cors as server.Config.AllowOrigins.
+func (f serveFlags) origins() []string {
+	out := []string{}
+	for _, o := range f.cors {
+		switch o {
+		case "none":
+		case "loopback":
+			out = append(out, server.LoopbackOrigins()...)
+		default:
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // checkServe checks the flags before anything is opened.
@@ -67,6 +84,9 @@ func (f serveFlags) check() error {
 	}
 	if ip := net.ParseIP(host); f.auth == "none" && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		return usagef("--addr %s: without API keys (--auth none) the server listens on loopback addresses only (127.0.0.1, ::1, localhost)", f.addr)
+	}
+	if err := server.CheckOrigins(f.origins()); err != nil {
+		return usagef("--cors: %v", err)
 	}
 	if f.maxBody < 1024 {
 		return usagef("--max-body %d: at least 1024 bytes", f.maxBody)
@@ -112,7 +132,8 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		return err
 	}
 	a.items = items // the agent files' memory tools use it too
-	sc := server.Config{Store: s, Assistants: list, Logger: a.logger, MaxBodyBytes: f.maxBody, RequestTimeout: f.timeout, RateLimit: f.rateLimit, Queue: f.queue, Items: items}
+	sc := server.Config{Store: s, Assistants: list, Logger: a.logger, MaxBodyBytes: f.maxBody, RequestTimeout: f.timeout, RateLimit: f.rateLimit, Queue: f.queue, Items: items,
+		AllowOrigins: f.origins()}
 	if indexKey != "" {
 		if sc.Redact, err = redact.New(redact.Config{}); err != nil {
 			return err

@@ -216,6 +216,7 @@ func TestWorkerFlags(t *testing.T) {
 		{"not a folder", []string{"worker", "--assistants", "nope", "--store", "postgres://127.0.0.1/x"}},
 		{"a SQLite store", []string{"worker", "--assistants", assistants, "--store", sqlite}},
 		{"serve --queue on SQLite", []string{"serve", "--queue", "--assistants", assistants, "--store", sqlite}},
+		{"serve --cors malformed", []string{"serve", "--cors", "loopback,ftp://x", "--assistants", assistants, "--store", sqlite}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if code, _, stderr := cli(t, nil, tc.args...); code != 2 || stderr == "" {
