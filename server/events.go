@@ -354,9 +354,10 @@ func eventID(run string, seq int64, attempt int) string {
 }
 
 // parseEventID reads Last-Event-ID: "<run>:<seq>[:<attempt>]" of this run,
-// or a seq; the attempt is 1 when the id names none.
+// or a seq; the attempt is 1 when the id names none. "-1", which the SDK
+// sends to rejoin a run it has seen nothing of, is the start, as no id is.
 func parseEventID(run, id string) (int64, int, error) {
-	if id == "" {
+	if id == "" || id == "-1" {
 		return 0, 1, nil
 	}
 	r, rest, found := strings.Cut(id, ":")

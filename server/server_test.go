@@ -261,6 +261,11 @@ func TestStreamReconnect(t *testing.T) {
 	if calls.Load() != 3 {
 		t.Fatalf("%d drafts written, want 3", calls.Load())
 	}
+	// "-1", which the SDK sends after a reload to rejoin a run it has seen
+	// nothing of, is the start: the whole stream again.
+	if again := ts.stream("GET", "/threads/t1/runs/"+rid+"/stream", nil, "-1", nil); len(again) != len(all) || again[0].ID != all[0].ID || again[len(again)-1].ID != all[len(all)-1].ID {
+		t.Fatalf("Last-Event-ID -1: %d events, want the %d from the start", len(again), len(all))
+	}
 	if code, b := ts.do("GET", "/threads/t1/runs/"+rid+"/stream?stream_mode=bogus", nil); code != 422 {
 		t.Fatalf("bad stream_mode: %d %s", code, b)
 	}
