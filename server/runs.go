@@ -261,14 +261,42 @@ func (q *runRequest) checkInterrupts(a Assistant, k *runKwargs) error {
 	return nil
 }
 
+// checkCommand checks a run's command: resume, or goto "__end__" (end the
+// thread at its pause); update and other goto targets answer 422. An
+// input beside it must be empty (null or {}), as front ends send it.
+func checkCommand(c *command, input json.RawMessage) error {
+	if err := unsupported(map[string]json.RawMessage{"command.update": c.Update}); err != nil {
+		return err
+	}
+	if in := strings.Join(strings.Fields(string(input)), ""); in != "" && in != "null" && in != "{}" {
+		return unprocessable("$.command", "send input or a command, not both (an input of {} or null goes with a command)")
+	}
+	if isNull(c.Goto) {
+		return nil
+	}
+	var one string
+	var list []string
+	if json.Unmarshal(c.Goto, &one) != nil && (json.Unmarshal(c.Goto, &list) != nil || len(list) != 1) {
+		return unprocessable("$.command.goto", "want \"__end__\" or [\"__end__\"]")
+	}
+	if one == "" && list != nil {
+		one = list[0]
+	}
+	if one != flow.END {
+		return unprocessable("$.command.goto", "%q: only \"__end__\" (end the thread at its pause) is supported", one)
+	}
+	if !isNull(c.Resume) {
+		return unprocessable("$.command", "send resume or goto, not both")
+	}
+	return nil
+}
+
 func (q *runRequest) checkCommand(k *runKwargs) error {
 	if c := q.Command; c != nil {
-		if err := unsupported(map[string]json.RawMessage{"command.update": c.Update, "command.goto": c.Goto}); err != nil {
+		if err := checkCommand(c, q.Input); err != nil {
 			return err
 		}
-		if in := strings.TrimSpace(string(q.Input)); in != "" && in != "null" {
-			return unprocessable("$.command", "send input or a command, not both")
-		}
+		k.Input = nil // an empty input beside a command is none (the SDK's submit({}, {command}))
 	}
 	cid := q.CheckpointID
 	if q.Checkpoint != nil && q.Checkpoint.CheckpointID != "" {
@@ -456,6 +484,9 @@ func (m *runManager) spec(ctx context.Context, lr *liveRun) (RunSpec, error) {
 	}
 	if c := k.Command; c != nil {
 		spec.Resume = true
+		if !isNull(c.Goto) { // checked: "__end__"
+			return spec, m.endThread(ctx, lr.rec.Thread)
+		}
 		if !isNull(c.Resume) {
 			var v any
 			if err := json.Unmarshal(c.Resume, &v); err != nil {
@@ -465,6 +496,19 @@ func (m *runManager) spec(ctx context.Context, lr *liveRun) (RunSpec, error) {
 		}
 	}
 	return spec, nil
+}
+
+// endThread ends a thread where it stands (command goto "__end__"): a
+// checkpoint after the head with the head's state and nothing scheduled,
+// so a pending step never runs and the thread is idle.
+func (m *runManager) endThread(ctx context.Context, thread string) error {
+	head, err := m.s.store.Load(ctx, store.LoadRequest{Thread: thread})
+	if err != nil {
+		return err
+	}
+	_, err = m.s.store.Append(ctx, store.Checkpoint{Thread: thread, Parent: head.Seq, Nodes: []string{flow.END}, State: head.State,
+		Status: store.StatusSuccess, Meta: store.Meta{Source: "update"}})
+	return err
 }
 
 func isNull(b json.RawMessage) bool {

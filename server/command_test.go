@@ -1,0 +1,61 @@
+package server_test
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/memory"
+)
+
+// TestCommandsFromFrontEnds: what LangGraph's chat front ends send at a
+// pause works — an approval as submit({}, {command: {resume}}) (an empty
+// input beside the command), "mark as resolved" as command goto __end__
+// (the thread ends where it stands, the paused node never runs) — and
+// what Cairn cannot do answers 422 and changes nothing.
+func TestCommandsFromFrontEnds(t *testing.T) {
+	var calls atomic.Int64
+	ts := newServer(t, memory.Open(store.Options{}), approvalGraph(t, &calls, 0))
+	paused := func(id string) {
+		ts.json("POST", "/threads", map[string]any{"thread_id": id}, 200)
+		ts.json("POST", "/threads/"+id+"/runs/wait", map[string]any{"assistant_id": "drafts", "input": map[string]any{}}, 200)
+		if st := ts.json("GET", "/threads/"+id, nil, 200); st["status"] != "interrupted" {
+			t.Fatalf("%s: %v", id, st["status"])
+		}
+	}
+	paused("approve")
+	out := ts.json("POST", "/threads/approve/runs/wait", map[string]any{"assistant_id": "drafts", "input": map[string]any{}, "command": map[string]any{"resume": true}}, 200)
+	if out["approved"] != true {
+		t.Fatalf("resume beside an empty input: %v", out)
+	}
+	paused("resolve")
+	head := ts.json("GET", "/threads/resolve/state", nil, 200)["checkpoint"]
+	for i, bad := range []map[string]any{
+		{"input": map[string]any{"x": 1}, "command": map[string]any{"resume": true}},
+		{"command": map[string]any{"goto": "write"}},
+		{"command": map[string]any{"goto": map[string]any{"node": "write", "input": 1}}},
+		{"command": map[string]any{"goto": []string{"__end__", "write"}}},
+		{"command": map[string]any{"goto": "__end__", "resume": true}},
+		{"command": map[string]any{"update": map[string]any{"drafts": "x"}}},
+	} {
+		bad["assistant_id"] = "drafts"
+		if code, b := ts.do("POST", "/threads/resolve/runs/wait", bad); code != 422 {
+			t.Fatalf("bad command %d: %d %s", i, code, b)
+		}
+	}
+	if now := ts.json("GET", "/threads/resolve/state", nil, 200)["checkpoint"]; fmt.Sprint(now) != fmt.Sprint(head) {
+		t.Fatalf("a refused command moved the thread: %v -> %v", head, now)
+	}
+	for _, g := range []any{"__end__", []string{"__end__"}} {
+		before := calls.Load()
+		out = ts.json("POST", "/threads/resolve/runs/wait", map[string]any{"assistant_id": "drafts", "input": map[string]any{}, "command": map[string]any{"goto": g}}, 200)
+		if _, ran := out["approved"]; ran || calls.Load() != before {
+			t.Fatalf("goto %v ran the paused node or more: %v", g, out)
+		}
+		st := ts.json("GET", "/threads/resolve/state", nil, 200)
+		if th := ts.json("GET", "/threads/resolve", nil, 200); th["status"] != "idle" || fmt.Sprint(st["next"]) != "[]" {
+			t.Fatalf("after goto __end__: thread %v, next %v", th["status"], st["next"])
+		}
+	}
+}
