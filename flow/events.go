@@ -71,6 +71,10 @@ type Event struct {
 	Next   []string `json:"next,omitempty"`
 	// Result is how the run ended (the result event that ends a Stream).
 	Result *Result `json:"-"`
+	// Static marks an interrupt event of Options.InterruptBefore or
+	// InterruptAfter: a pause at a node, which carries no value of a
+	// node's (its Payload names the node).
+	Static bool `json:"static,omitempty"`
 }
 
 // emit delivers an event to the observer, one at a time.

@@ -64,7 +64,7 @@ func (r *Runner) interruptBefore(ctx context.Context, run *run, node string) (Re
 	if err := run.commit(ctx, cp); err != nil {
 		return run.finish(ctx, state.StopUnrecoverableError, nil, err)
 	}
-	r.emit(Event{Kind: EventInterrupt, RunID: run.id, Thread: run.thread, Seq: run.head, Node: node, Payload: payload})
+	r.emit(Event{Kind: EventInterrupt, RunID: run.id, Thread: run.thread, Seq: run.head, Node: node, Payload: payload, Static: true})
 	return run.finish(ctx, state.StopInterrupt, payload, nil)
 }
 
@@ -271,7 +271,7 @@ func (r *Runner) commitStep(ctx context.Context, run *run, m merged, results []t
 	r.emitValues(run)
 	if after != "" {
 		payload, _ := json.Marshal(map[string]string{"after": after, "node": after})
-		r.emit(Event{Kind: EventInterrupt, RunID: run.id, Thread: run.thread, Seq: run.head, Node: after, Payload: payload})
+		r.emit(Event{Kind: EventInterrupt, RunID: run.id, Thread: run.thread, Seq: run.head, Node: after, Payload: payload, Static: true})
 		return stepOutcome{stop: state.StopInterrupt, interrupt: payload}, nil
 	}
 	return stepOutcome{}, nil

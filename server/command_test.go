@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -57,5 +58,54 @@ func TestCommandsFromFrontEnds(t *testing.T) {
 		if th := ts.json("GET", "/threads/resolve", nil, 200); th["status"] != "idle" || fmt.Sprint(st["next"]) != "[]" {
 			t.Fatalf("after goto __end__: thread %v, next %v", th["status"], st["next"])
 		}
+	}
+}
+
+// TestInterruptShapes: a node's interrupt shows exactly the value the
+// node passed (not Cairn's record of it), in the stream, the wait's
+// answer, the state and the thread; a static pause (interrupt_before)
+// shows no interrupt object — an empty __interrupt__ update, the next
+// node, no task interrupts — as LangGraph does, while Cairn's approvals
+// still list it.
+func TestInterruptShapes(t *testing.T) {
+	var calls atomic.Int64
+	ts := newServer(t, memory.Open(store.Options{}), approvalGraph(t, &calls, 0))
+	ts.json("POST", "/threads", map[string]any{"thread_id": "dyn"}, 200)
+	evs := ts.stream("POST", "/threads/dyn/runs/stream", map[string]any{"assistant_id": "drafts", "input": map[string]any{}, "stream_mode": []string{"updates"}}, "", nil)
+	last := string(evs[len(evs)-1].Data)
+	if !strings.Contains(last, `"value":"publish?"`) {
+		t.Fatalf("stream: %s", last)
+	}
+	st := ts.json("GET", "/threads/dyn/state", nil, 200)
+	value := func(list any) any { return list.([]any)[0].(map[string]any)["value"] }
+	task := st["tasks"].([]any)[0].(map[string]any)
+	if value(st["interrupts"]) != "publish?" || value(task["interrupts"]) != "publish?" {
+		t.Fatalf("state: %v", st)
+	}
+	th := ts.json("GET", "/threads/dyn", nil, 200)
+	for _, ins := range th["interrupts"].(map[string]any) {
+		if value(ins) != "publish?" {
+			t.Fatalf("thread: %v", th)
+		}
+	}
+	ts.json("POST", "/threads", map[string]any{"thread_id": "static"}, 200)
+	out := ts.json("POST", "/threads/static/runs/wait", map[string]any{"assistant_id": "drafts", "input": map[string]any{}, "interrupt_before": []string{"approve"}}, 200)
+	if _, ok := out["__interrupt__"]; ok {
+		t.Fatalf("wait at a static pause: %v", out)
+	}
+	st = ts.json("GET", "/threads/static/state", nil, 200)
+	if fmt.Sprint(st["next"]) != "[approve]" || fmt.Sprint(st["interrupts"]) != "[]" || strings.Contains(fmt.Sprint(st["tasks"]), "value") {
+		t.Fatalf("state at a static pause: %v", st)
+	}
+	if th := ts.json("GET", "/threads/static", nil, 200); th["status"] != "interrupted" || fmt.Sprint(th["interrupts"]) != "map[]" {
+		t.Fatalf("thread at a static pause: %v", th)
+	}
+	if p := ts.pending(""); len(p) != 2 {
+		t.Fatalf("Cairn's approvals list both pauses: %+v", p)
+	}
+	ts.json("POST", "/threads", map[string]any{"thread_id": "static2"}, 200)
+	evs = ts.stream("POST", "/threads/static2/runs/stream", map[string]any{"assistant_id": "drafts", "input": map[string]any{}, "interrupt_before": []string{"approve"}, "stream_mode": []string{"updates"}}, "", nil)
+	if last := string(evs[len(evs)-1].Data); last != `{"__interrupt__":[]}` {
+		t.Fatalf("stream at a static pause: %s", last)
 	}
 }

@@ -116,9 +116,12 @@ func (c *converter) convert(ctx context.Context, ev flow.Event) []*sseEvent {
 	case flow.EventNodeStart, flow.EventNodeEnd:
 		out = append(out, c.task(ev)...)
 	case flow.EventInterrupt:
-		if c.modes["updates"] {
-			in := apiInterrupt{ID: interruptID(ev.Thread, ev.Namespace, ev.Seq), Value: orNull(ev.Payload), When: "during"}
-			add("updates", raw(map[string][]apiInterrupt{"__interrupt__": {in}}))
+		if c.modes["updates"] { // a static pause (interrupt_before/after) has no interrupt: an empty list
+			ins := []apiInterrupt{}
+			if !ev.Static {
+				ins = append(ins, apiInterrupt{ID: interruptID(ev.Thread, ev.Namespace, ev.Seq), Value: orNull(ev.Payload), When: "during"})
+			}
+			add("updates", raw(map[string][]apiInterrupt{"__interrupt__": ins}))
 		}
 	}
 	return out

@@ -38,7 +38,7 @@ func (s *Server) pendingOf(ctx context.Context, th store.Thread) (*apiPending, s
 	if err != nil {
 		return nil, head, err
 	}
-	in := interruptOf(head)
+	in, _ := pauseOf(head)
 	if in == nil {
 		return nil, head, nil
 	}

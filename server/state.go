@@ -57,20 +57,41 @@ func (s *Server) stateView(_ context.Context, cp store.Checkpoint) apiState {
 }
 
 // interruptOf is the pending interrupt of a checkpoint that stopped for
-// one (nil otherwise).
+// one, as LangGraph shows it (nil otherwise): the value a node passed to
+// interrupt(). A pause of interrupt_before or interrupt_after has none —
+// LangGraph shows such a thread by its next node alone.
 func interruptOf(cp store.Checkpoint) *apiInterrupt {
-	if cp.Status != store.StatusInterrupted && cp.Meta.StopReason != string(state.StopInterrupt) {
+	in, static := pauseOf(cp)
+	if static {
 		return nil
 	}
+	return in
+}
+
+// pauseOf is the pause of a checkpoint that stopped (nil otherwise), as
+// Cairn's approvals show it: a node's interrupt with its value, or a
+// static pause (static true) whose value names the node.
+func pauseOf(cp store.Checkpoint) (in *apiInterrupt, static bool) {
+	if cp.Status != store.StatusInterrupted && cp.Meta.StopReason != string(state.StopInterrupt) {
+		return nil, false
+	}
+	var p struct {
+		Value *json.RawMessage `json:"value"` // a node's interrupt: {node, value}
+	}
 	val := cp.Meta.Interrupt
+	if json.Unmarshal(val, &p) == nil && p.Value != nil {
+		val = *p.Value
+	} else if len(val) > 0 {
+		static = true // {before|after, node}
+	}
 	if len(val) == 0 {
 		val = json.RawMessage("null")
 	}
-	in := &apiInterrupt{ID: interruptID(cp.Thread, cp.Namespace, cp.Seq), Value: val, When: "during"}
+	in = &apiInterrupt{ID: interruptID(cp.Thread, cp.Namespace, cp.Seq), Value: val, When: "during"}
 	if cp.Namespace != "" {
 		in.NS = []string{apiNamespace(cp.Namespace)}
 	}
-	return in
+	return in, static
 }
 
 // interruptNode is the node an interrupt stopped at.

@@ -45,17 +45,19 @@ test("a run streams, stops for approval, resumes with a command, and its history
   assert.ok(events.includes("values"), events.join(","));
   const tokens = parts.filter((p) => p.event === "messages").map((p) => p.data[0].content).join("");
   assert.match(tokens, /your order ships on Monday/);
+  // A static pause (interrupt_before) has no interrupt object, as in
+  // LangGraph: an empty __interrupt__ update, and the next node.
   const interrupt = parts.find((p) => p.event === "updates" && p.data.__interrupt__);
   assert.ok(interrupt, "an __interrupt__ update");
-  assert.equal(interrupt.data.__interrupt__[0].value.node, "send");
+  assert.deepEqual(interrupt.data.__interrupt__, []);
 
   let t = await client.threads.get(thread.thread_id);
   assert.equal(t.status, "interrupted");
-  assert.equal(Object.values(t.interrupts).flat().length, 1);
+  assert.equal(Object.values(t.interrupts).flat().length, 0);
   let state = await client.threads.getState(thread.thread_id);
   assert.deepEqual(state.next, ["send"]);
   assert.equal(state.tasks[0].name, "send");
-  assert.equal(state.tasks[0].interrupts.length, 1);
+  assert.equal(state.tasks[0].interrupts.length, 0);
   assert.match(state.values.steps.draft, /ships on Monday/);
 
   const run = await client.runs.get(thread.thread_id, runId);
@@ -71,7 +73,10 @@ test("a run streams, stops for approval, resumes with a command, and its history
   const history = await client.threads.getHistory(thread.thread_id, { limit: 10 });
   assert.ok(history.length >= 4, `history of ${history.length}`);
   assert.equal(history[0].values.final_output, done.final_output);
-  const afterDraft = history.find((h) => h.next.length === 1 && h.next[0] === "send" && h.tasks.every((x) => x.interrupts.length === 0));
+  // The draft's checkpoint: the oldest whose next is send (the pause's own
+  // checkpoint, newer, has the same next and, as a static pause, no
+  // interrupt object either).
+  const afterDraft = history.findLast((h) => h.next.length === 1 && h.next[0] === "send" && h.tasks.every((x) => x.interrupts.length === 0));
   assert.ok(afterDraft, "the checkpoint after the draft");
   const before = await client.threads.getHistory(thread.thread_id, { limit: 2, before: { configurable: { checkpoint_id: history[0].checkpoint.checkpoint_id } } });
   assert.equal(before[0].checkpoint.checkpoint_id, history[1].checkpoint.checkpoint_id);
@@ -89,7 +94,8 @@ test("a run streams, stops for approval, resumes with a command, and its history
   assert.equal(state.values.steps.draft, "EDITED: ships Tuesday");
   assert.deepEqual(state.next, ["send"]);
   const paused = await client.runs.wait(thread.thread_id, "approval", {});
-  assert.ok(paused.__interrupt__, "the fork stops before send again");
+  assert.equal(paused.__interrupt__, undefined, "a static pause answers the state alone");
+  assert.deepEqual((await client.threads.getState(thread.thread_id)).next, ["send"], "the fork stops before send again");
   const forked = await client.runs.wait(thread.thread_id, "approval", { command: { resume: true } });
   assert.equal(forked.steps.draft, "EDITED: ships Tuesday");
   assert.match(forked.final_output, /^Sent: /);
