@@ -42,31 +42,34 @@ func pauseGraph(t *testing.T, drafts *atomic.Int64) *server.Graph {
 // TestUpdateAtPauseOverHTTP: at a pause before send, a state update
 // without as_node is written as draft (the node that wrote the state
 // there), and a run with no input sends the edited draft without drafting
-// again or pausing again. A new run pauses again.
+// again or pausing again. A new run pauses again. With durability exit
+// the pause's checkpoint holds the input and the draft step: still draft.
 func TestUpdateAtPauseOverHTTP(t *testing.T) {
-	var drafts atomic.Int64
-	ts := newServer(t, memory.Open(store.Options{}), pauseGraph(t, &drafts))
-	ts.json("POST", "/threads", map[string]any{"thread_id": "t1"}, 200)
-	out := ts.json("POST", "/threads/t1/runs/wait", map[string]any{"assistant_id": "mail", "input": map[string]any{}}, 200)
-	if out["__interrupt__"] == nil || out["draft"] != "draft 1" {
-		t.Fatalf("first run: %v", out)
-	}
-	upd := ts.json("POST", "/threads/t1/state", map[string]any{"values": map[string]any{"draft": "edited by a person"}}, 200)
-	if upd["checkpoint"] == nil {
-		t.Fatalf("update: %v", upd)
-	}
-	st := ts.json("GET", "/threads/t1/state", nil, 200)
-	md := st["metadata"].(map[string]any)
-	if fmt.Sprint(st["next"]) != "[send]" || md["source"] != "update" || fmt.Sprint(md["cairn"].(map[string]any)["nodes"]) != "[draft]" {
-		t.Fatalf("state after the update: next %v, metadata %v (the update is written as draft)", st["next"], md)
-	}
-	out = ts.json("POST", "/threads/t1/runs/wait", map[string]any{"assistant_id": "mail", "input": nil}, 200)
-	if out["__interrupt__"] != nil || out["sent"] != "sent: edited by a person" || out["draft"] != "edited by a person" || drafts.Load() != 1 {
-		t.Fatalf("run after the update: %v, %d drafts (want the edited draft sent, one draft)", out, drafts.Load())
-	}
-	out = ts.json("POST", "/threads/t1/runs/wait", map[string]any{"assistant_id": "mail", "input": map[string]any{}}, 200)
-	if out["__interrupt__"] == nil || out["draft"] != "draft 2" {
-		t.Fatalf("a new run: %v (it pauses before send)", out)
+	for _, durability := range []string{"sync", "exit"} {
+		t.Run(durability, func(t *testing.T) {
+			var drafts atomic.Int64
+			ts := newServer(t, memory.Open(store.Options{}), pauseGraph(t, &drafts))
+			ts.json("POST", "/threads", map[string]any{"thread_id": "t1"}, 200)
+			run := map[string]any{"assistant_id": "mail", "input": map[string]any{}, "durability": durability}
+			out := ts.json("POST", "/threads/t1/runs/wait", run, 200)
+			if out["__interrupt__"] == nil || out["draft"] != "draft 1" {
+				t.Fatalf("first run: %v", out)
+			}
+			ts.json("POST", "/threads/t1/state", map[string]any{"values": map[string]any{"draft": "edited by a person"}}, 200)
+			st := ts.json("GET", "/threads/t1/state", nil, 200)
+			md := st["metadata"].(map[string]any)
+			if fmt.Sprint(st["next"]) != "[send]" || md["source"] != "update" || fmt.Sprint(md["cairn"].(map[string]any)["nodes"]) != "[draft]" {
+				t.Fatalf("state after the update: next %v, metadata %v (the update is written as draft)", st["next"], md)
+			}
+			out = ts.json("POST", "/threads/t1/runs/wait", map[string]any{"assistant_id": "mail", "input": nil, "durability": durability}, 200)
+			if out["__interrupt__"] != nil || out["sent"] != "sent: edited by a person" || out["draft"] != "edited by a person" || drafts.Load() != 1 {
+				t.Fatalf("run after the update: %v, %d drafts (want the edited draft sent, one draft)", out, drafts.Load())
+			}
+			out = ts.json("POST", "/threads/t1/runs/wait", run, 200)
+			if out["__interrupt__"] == nil || out["draft"] != "draft 2" {
+				t.Fatalf("a new run: %v (it pauses before send)", out)
+			}
+		})
 	}
 }
 
