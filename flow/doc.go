@@ -45,6 +45,12 @@
 //   - Interrupts (Interrupt, or static ones before/after named nodes) stop
 //     the run with stop reason "interrupt" and an INTERRUPTED checkpoint
 //     holding the payload; Resume with a value continues exactly there.
+//     A Resume from a pause, or from an outside update (UpdateState,
+//     UpdateStateAt: a person edited the state at the pause), runs its
+//     first step without the pauses before it, as LangGraph marks the
+//     interrupt seen when a run resumes without input; the steps after it
+//     pause as usual, and so does Invoke. A run cut short by a crash, a
+//     cancel or a budget had not paused: its Resume pauses.
 //   - Cancelling the context stops the run with stop reason
 //     "cancelled_immediate"; nothing of the unfinished step is committed.
 //

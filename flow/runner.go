@@ -220,8 +220,14 @@ func (r *Runner) Invoke(ctx context.Context, thread string, input state.Update, 
 	return r.loop(ctx, run)
 }
 
-// Resume continues a thread from its head: after a crash, a failed step or
-// an interrupt. value answers an interrupt (nil for none).
+// Resume continues a thread from its head: after a crash, a failed step,
+// an interrupt or an outside update (UpdateState). value answers an
+// interrupt (nil for none). At a pause (an interrupt, a pause before or
+// after a step) or an outside update, the first step runs without the
+// pauses of Options.InterruptBefore: the person saw what it reads, so the
+// pause does not fire again; the steps after it pause as usual. After a
+// crash, a cancel or a budget stop the run had not paused, and a pause
+// before the next step fires.
 func (r *Runner) Resume(ctx context.Context, thread string, value any, ro ...RunOptions) (res Result, err error) {
 	ctx, span := r.startRun(ctx, "resume", thread)
 	defer func() { err = r.opts.Redact.Error(err); endSpan(span, res, err) }()
@@ -264,8 +270,8 @@ func (r *Runner) Resume(ctx context.Context, thread string, value any, ro ...Run
 			}
 		}
 	}
+	run.skipBefore = pauseSeen(head)
 	if head.Status == store.StatusInterrupted {
-		run.skipBefore = true
 		if a, ok := approvalOf(value); ok {
 			if done, res, err := r.approve(ctx, run, head, a); done {
 				return res, err
@@ -289,8 +295,25 @@ func (r *Runner) Resume(ctx context.Context, thread string, value any, ro ...Run
 	return r.loop(ctx, run)
 }
 
+// pauseSeen reports whether a Resume from head runs its first step
+// without the pauses of Options.InterruptBefore: when head is where a run
+// stopped for a person (an interrupt, a pause before or after a step) or
+// an outside update (UpdateState, UpdateStateAt), the person has seen the
+// state that step reads — LangGraph's resume, which marks the interrupt
+// seen. A run cut short for another reason (a crash, a cancel, a budget)
+// had not paused, and pauses.
+func pauseSeen(head store.Checkpoint) bool {
+	return head.Status == store.StatusInterrupted || head.Meta.StopReason == string(state.StopInterrupt) || head.Meta.Source == sourceUpdate
+}
+
+// sourceUpdate is the Meta.Source of the checkpoints UpdateState and
+// UpdateStateAt write.
+const sourceUpdate = "update"
+
 // UpdateState applies an update to the thread's head as if node asNode had
-// written it, and schedules what follows asNode. asNode may be START.
+// written it, and schedules what follows asNode. asNode may be START. A
+// Resume then continues from the update: without an answer, its first
+// step runs without the pauses of Options.InterruptBefore (see Resume).
 func (r *Runner) UpdateState(ctx context.Context, thread string, upd state.Update, asNode string) (_ store.Checkpoint, err error) {
 	defer func() { err = r.opts.Redact.Error(err) }()
 	if asNode != START && r.g.nodes[asNode] == nil {
@@ -308,7 +331,7 @@ func (r *Runner) UpdateState(ctx context.Context, thread string, upd state.Updat
 	if err != nil {
 		return store.Checkpoint{}, err
 	}
-	meta := store.Meta{Source: "update", Usage: head.Meta.Usage}
+	meta := store.Meta{Source: sourceUpdate, Usage: head.Meta.Usage}
 	setRunStart(&meta, usageOf(head.Meta)) // what runs after an outside update is a new run
 	setTasks(&meta, r.schedule(next))
 	return r.s.Append(ctx, store.Checkpoint{Thread: thread, Namespace: r.opts.Namespace, Parent: head.Seq, Nodes: []string{asNode}, Patch: patch, State: doc, Meta: meta})
@@ -343,7 +366,7 @@ func (r *Runner) UpdateStateAt(ctx context.Context, thread string, seq int64, up
 	if err != nil {
 		return store.Checkpoint{}, err
 	}
-	meta := store.Meta{Source: "update"}
+	meta := store.Meta{Source: sourceUpdate}
 	if src.Meta.Usage != nil {
 		u := *src.Meta.Usage
 		meta.Usage = &u

@@ -318,7 +318,9 @@ func (s *Server) updateState(w http.ResponseWriter, r *http.Request) error {
 }
 
 // defaultNode is the node an update is written as: the one asked for,
-// or the node that wrote the checkpoint it applies to.
+// or the node that wrote the state of the checkpoint it applies to, as
+// LangGraph's update_state chooses it (START when none did; refused when
+// several did in one step).
 func (s *Server) defaultNode(ctx context.Context, th store.Thread, at int64, asNode string, a Assistant) (string, error) {
 	nodes := a.Info().Nodes
 	if asNode != "" {
@@ -334,10 +336,37 @@ func (s *Server) defaultNode(ctx context.Context, th store.Thread, at int64, asN
 	if err != nil {
 		return "", err
 	}
-	if len(cp.Nodes) == 1 && slices.Contains(nodes, cp.Nodes[0]) {
-		return cp.Nodes[0], nil
+	w, err := s.writers(ctx, cp)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case len(w) > 1:
+		return "", unprocessable("$.as_node", "the state of checkpoint %s was written by the nodes %q in one step: name the node the update is written as", checkpointID(cp.Seq), w)
+	case len(w) == 1 && slices.Contains(nodes, w[0]):
+		return w[0], nil
 	}
 	return flow.START, nil
+}
+
+// writers are the nodes that wrote a checkpoint's state (START, the
+// input, only when no node did: the steps an exit-durability checkpoint
+// holds follow it). A pause, an interrupt or a failed step wrote nothing:
+// its state is that of the checkpoint its step read (Meta.StepOf), whose
+// writers they are — there LangGraph's thread stands, and the node that
+// paused runs again after the update.
+func (s *Server) writers(ctx context.Context, cp store.Checkpoint) ([]string, error) {
+	if (cp.Status == store.StatusInterrupted || cp.Status == store.StatusFailed) && cp.Meta.StepOf > 0 && cp.Meta.StepOf != cp.Seq {
+		src, err := s.store.Load(ctx, store.LoadRequest{Thread: cp.Thread, Namespace: cp.Namespace, Seq: cp.Meta.StepOf})
+		if err != nil {
+			return nil, err
+		}
+		cp.Nodes = src.Nodes
+	}
+	if len(cp.Nodes) > 1 {
+		return slices.DeleteFunc(slices.Clone(cp.Nodes), func(n string) bool { return n == flow.START }), nil
+	}
+	return cp.Nodes, nil
 }
 
 // threadAssistant is the assistant a thread runs: the one its metadata

@@ -151,7 +151,12 @@ func needTool(t *testing.T, name string) string {
 // LangGraph JS SDK (@langchain/langgraph-sdk, installed by npm ci from the
 // committed lockfile), against a real cairn serve: on SQLite, and on
 // PostgreSQL when CAIRN_TEST_POSTGRES names a server (CI sets it).
-func TestLangGraphSDK(t *testing.T) {
+func TestLangGraphSDK(t *testing.T) { sdkSuiteOnStores(t, "sdk.test.mjs") }
+
+// sdkSuiteOnStores runs a suite of server/sdktest against a real cairn
+// serve of examples/serve: on SQLite, and on PostgreSQL when
+// CAIRN_TEST_POSTGRES names a server.
+func sdkSuiteOnStores(t *testing.T, suite string) {
 	node, dir := sdkSuite(t)
 	stores := map[string]func(t *testing.T) string{
 		"sqlite": func(t *testing.T) string { return "sqlite://" + filepath.Join(t.TempDir(), "serve.db") },
@@ -163,12 +168,12 @@ func TestLangGraphSDK(t *testing.T) {
 	for _, name := range []string{"sqlite", "postgres"} {
 		t.Run(name, func(t *testing.T) {
 			p := startServe(t, "--assistants", filepath.Join("..", "..", "examples", "serve"), "--store", stores[name](t))
-			cmd := exec.Command(node, "--test", "sdk.test.mjs")
+			cmd := exec.Command(node, "--test", suite)
 			cmd.Dir = dir
 			cmd.Env = append(os.Environ(), "CAIRN_URL="+p.url)
 			out, err := cmd.CombinedOutput()
 			if err != nil {
-				t.Fatalf("the SDK suite failed: %v\n%s", err, out)
+				t.Fatalf("the SDK suite %s failed: %v\n%s", suite, err, out)
 			}
 			t.Logf("%s", lastLines(string(out), 8))
 		})
