@@ -52,7 +52,7 @@ func TestUpdateAtPauseOverHTTP(t *testing.T) {
 			ts.json("POST", "/threads", map[string]any{"thread_id": "t1"}, 200)
 			run := map[string]any{"assistant_id": "mail", "input": map[string]any{}, "durability": durability}
 			out := ts.json("POST", "/threads/t1/runs/wait", run, 200)
-			if out["__interrupt__"] == nil || out["draft"] != "draft 1" {
+			if paused := ts.json("GET", "/threads/t1", nil, 200)["status"]; paused != "interrupted" || out["draft"] != "draft 1" {
 				t.Fatalf("first run: %v", out)
 			}
 			ts.json("POST", "/threads/t1/state", map[string]any{"values": map[string]any{"draft": "edited by a person"}}, 200)
@@ -66,7 +66,7 @@ func TestUpdateAtPauseOverHTTP(t *testing.T) {
 				t.Fatalf("run after the update: %v, %d drafts (want the edited draft sent, one draft)", out, drafts.Load())
 			}
 			out = ts.json("POST", "/threads/t1/runs/wait", run, 200)
-			if out["__interrupt__"] == nil || out["draft"] != "draft 2" {
+			if paused := ts.json("GET", "/threads/t1", nil, 200)["status"]; paused != "interrupted" || out["draft"] != "draft 2" {
 				t.Fatalf("a new run: %v (it pauses before send)", out)
 			}
 		})

@@ -95,7 +95,7 @@ test("a run streams, stops for approval, resumes with a command, and its history
   assert.deepEqual(state.next, ["send"]);
   // A person made the update: the run from it sends without pausing again.
   const forked = await client.runs.wait(thread.thread_id, "approval", {});
-  assert.ok(!forked.__interrupt__, "the fork's run goes through send");
+  assert.equal((await client.threads.get(thread.thread_id)).status, "idle", "the fork's run goes through send");
   assert.equal(forked.steps.draft, "EDITED: ships Tuesday");
   assert.match(forked.final_output, /^Sent: /);
   const atFork = await client.threads.getState(thread.thread_id, forkId);
