@@ -16,6 +16,7 @@ type program struct {
 	// rune (for the others). skip is false when the expression can match
 	// without taking a rune: every position must then be tried.
 	first      [utf8.RuneSelf]bool
+	firstDone  bool // first is filled in
 	firstInsts []*syntax.Inst
 	skip       bool
 }
@@ -35,6 +36,7 @@ func compileProgram(expr string) (*program, error) {
 	for c := range p.first {
 		p.first[c] = p.canBegin(rune(c))
 	}
+	p.firstDone = true
 	return p, nil
 }
 
@@ -65,8 +67,8 @@ func (p *program) collectFirst(pc uint32, seen []bool) {
 
 // canBegin reports whether a match can begin with r.
 func (p *program) canBegin(r rune) bool {
-	if r >= 0 && r < utf8.RuneSelf && p.first[r] {
-		return true
+	if r >= 0 && r < utf8.RuneSelf && p.firstDone {
+		return p.first[r]
 	}
 	for _, in := range p.firstInsts {
 		if takes(in, r) {
