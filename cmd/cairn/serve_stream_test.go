@@ -267,5 +267,6 @@ func BenchmarkServeFirstChunk(b *testing.B) {
 	q := func(f float64) float64 { return float64(gaps[int(f*float64(len(gaps)-1))].Nanoseconds()) / 1e3 }
 	b.ReportMetric(q(0.5), "first-chunk-µs-p50")
 	b.ReportMetric(q(0.9), "first-chunk-µs-p90")
+	b.ReportMetric(q(0.99), "first-chunk-µs-p99")
 	b.ReportMetric(q(1), "first-chunk-µs-max")
 }
