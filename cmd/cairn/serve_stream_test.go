@@ -40,6 +40,22 @@ const oneLineReply = `replies:
     chunk_delay_ms: 25
 `
 
+// oneLineDir writes oneLineAgent with its model's replies in a folder of
+// assistants and returns the folder.
+func oneLineDir(tb testing.TB, replies string) string {
+	tb.Helper()
+	dir := tb.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "replies"), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	for name, content := range map[string]string{"oneline.md": oneLineAgent, "replies/r.yaml": replies} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return dir
+}
+
 // TestServeStreamsRedactedTokens runs an agent file (which always
 // redacts) through cairn serve with stream_mode messages-tuple and
 // messages: its one-line reply arrives in many chunks, spread over the
@@ -47,15 +63,7 @@ const oneLineReply = `replies:
 // as stored; and the secrets in it, cut across the model's pieces, are in
 // no byte of the stream, nor in the database's files.
 func TestServeStreamsRedactedTokens(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.Mkdir(filepath.Join(dir, "replies"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for name, content := range map[string]string{"oneline.md": oneLineAgent, "replies/r.yaml": oneLineReply} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := oneLineDir(t, oneLineReply)
 	db := filepath.Join(t.TempDir(), "serve.db")
 	p := startServeCmd(t, cairnProcess(t, []string{"OPENAI_API_KEY=plainkeyvalue-0042"}, "serve", "--addr", "127.0.0.1:0", "--assistants", dir, "--store", "sqlite://"+db))
 	p.call(t, "POST", "/threads", map[string]any{"thread_id": "s"}, nil)
@@ -245,15 +253,7 @@ func firstChunk(b *testing.B, url, assistant string) time.Time {
 // a messages chunk (first-chunk-µs; the run redacts, as agent files
 // always do, and the token opens no secret shape). ns/op is a whole run.
 func BenchmarkServeFirstChunk(b *testing.B) {
-	dir := b.TempDir()
-	if err := os.Mkdir(filepath.Join(dir, "replies"), 0o755); err != nil {
-		b.Fatal(err)
-	}
-	for name, content := range map[string]string{"oneline.md": oneLineAgent, "replies/r.yaml": pacedReply} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
+	dir := oneLineDir(b, pacedReply)
 	at := make(chan time.Time, 1)
 	reg := model.NewRegistry()
 	reg.Register("scripted", firstTokens{at: at})
