@@ -46,8 +46,11 @@ type MessageChunk struct {
 
 // Generate calls m from a flow node: when the node's run is streamed in
 // messages mode and m streams, the reply goes to the stream as it arrives
-// (MessageChunk, ID "<task key>/model"); the complete response is returned
-// either way. Count its tokens with flow.AddTokens as for any call.
+// (MessageChunk, ID "<task key>/model"); when the run redacts, its text
+// goes through the run's redactor stream (redact.Stream: each piece as
+// soon as it cannot become part of a secret) and its tool calls go whole
+// once the reply ends. The complete response is returned either way.
+// Count its tokens with flow.AddTokens as for any call.
 func Generate(ctx context.Context, m Model, req Request) (Response, error) {
 	return generate(ctx, m, req, "", "model")
 }
