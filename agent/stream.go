@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"strings"
 
 	"github.com/cairn-dev/cairn/flow"
 	"go.opentelemetry.io/otel/attribute"
@@ -47,8 +46,11 @@ type MessageChunk struct {
 
 // Generate calls m from a flow node: when the node's run is streamed in
 // messages mode and m streams, the reply goes to the stream as it arrives
-// (MessageChunk, ID "<task key>/model"); the complete response is returned
-// either way. Count its tokens with flow.AddTokens as for any call.
+// (MessageChunk, ID "<task key>/model"); when the run redacts, its text
+// goes through the run's redactor stream (redact.Stream: each piece as
+// soon as it cannot become part of a secret) and its tool calls go whole
+// once the reply ends. The complete response is returned either way.
+// Count its tokens with flow.AddTokens as for any call.
 func Generate(ctx context.Context, m Model, req Request) (Response, error) {
 	return generate(ctx, m, req, "", "model")
 }
@@ -89,46 +91,45 @@ func generate(ctx context.Context, m Model, req Request, agentName, call string)
 	send := func(c Chunk) {
 		_ = flow.EmitMessage(ctx, MessageChunk{ID: id, Agent: agentName, Chunk: c}) // a Chunk always encodes
 	}
-	if !flow.Redacting(ctx) {
+	rd := flow.Redactor(ctx)
+	if rd == nil {
 		return sm.GenerateStream(ctx, req, send)
 	}
-	// The run hides secrets: send text line by line and tool calls whole,
-	// so the redactor sees each secret in one piece.
-	var lb lineBuffer
-	resp, err = sm.GenerateStream(ctx, req, func(c Chunk) { lb.add(c, send) })
-	lb.flush(send)
+	// The run hides secrets: text goes through the redactor's stream,
+	// which sends each piece as soon as it cannot be part of a secret;
+	// tool calls go whole, once the reply ends, redacted like any event.
+	text := rd.Stream()
+	var calls toolCallBuffer
+	resp, err = sm.GenerateStream(ctx, req, func(c Chunk) {
+		if c.ToolCall != nil {
+			calls.add(*c.ToolCall)
+		}
+		if safe := text.Write(c.Text); safe != "" {
+			send(Chunk{Text: safe})
+		}
+	})
+	if rest := text.Flush(); rest != "" && err == nil {
+		send(Chunk{Text: rest}) // a failed reply's held-back end may begin a secret
+	}
+	calls.flush(send)
 	return resp, err
 }
 
-// lineBuffer holds streamed text until a line is complete, and tool calls
-// until the reply ends.
-type lineBuffer struct {
-	text  strings.Builder
+// toolCallBuffer holds streamed tool calls until the reply ends.
+type toolCallBuffer struct {
 	calls []ToolCallChunk
 }
 
-func (b *lineBuffer) add(c Chunk, send func(Chunk)) {
-	if tc := c.ToolCall; tc != nil {
-		for len(b.calls) <= tc.Index {
-			b.calls = append(b.calls, ToolCallChunk{Index: len(b.calls)})
-		}
-		call := &b.calls[tc.Index]
-		call.ID, call.Name = cmp.Or(tc.ID, call.ID), cmp.Or(tc.Name, call.Name)
-		call.Args += tc.Args
+func (b *toolCallBuffer) add(tc ToolCallChunk) {
+	for len(b.calls) <= tc.Index {
+		b.calls = append(b.calls, ToolCallChunk{Index: len(b.calls)})
 	}
-	b.text.WriteString(c.Text)
-	if s := b.text.String(); strings.Contains(s, "\n") {
-		i := strings.LastIndexByte(s, '\n') + 1
-		send(Chunk{Text: s[:i]})
-		b.text.Reset()
-		b.text.WriteString(s[i:])
-	}
+	call := &b.calls[tc.Index]
+	call.ID, call.Name = cmp.Or(tc.ID, call.ID), cmp.Or(tc.Name, call.Name)
+	call.Args += tc.Args
 }
 
-func (b *lineBuffer) flush(send func(Chunk)) {
-	if b.text.Len() > 0 {
-		send(Chunk{Text: b.text.String()})
-	}
+func (b *toolCallBuffer) flush(send func(Chunk)) {
 	for i := range b.calls {
 		send(Chunk{ToolCall: &b.calls[i]})
 	}

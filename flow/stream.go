@@ -8,6 +8,7 @@ import (
 	"iter"
 	"slices"
 
+	"github.com/cairn-dev/cairn/redact"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 )
@@ -192,13 +193,16 @@ func Streaming(ctx context.Context, mode StreamMode) bool {
 	return m.modes[mode] || m.modes[StreamDebug]
 }
 
-// Redacting reports whether the running task's run hides secrets
-// (Options.Redact): what a node streams piece by piece must then be sent in
-// pieces the redactor can judge whole (a line, a whole tool call), since a
-// secret split across two pieces would pass unseen.
-func Redacting(ctx context.Context) bool {
-	t := taskOf(ctx)
-	return t != nil && t.runner.opts.Redact != nil
+// Redactor is the redactor of the running task's run (Options.Redact),
+// nil when it hides no secrets. What a node streams piece by piece must
+// pass through its Stream (or go in pieces it can judge whole, such as a
+// whole tool call): every event is redacted, but a secret split across
+// two pieces would pass unseen.
+func Redactor(ctx context.Context) *redact.Redactor {
+	if t := taskOf(ctx); t != nil {
+		return t.runner.opts.Redact
+	}
+	return nil
 }
 
 // EmitMessage sends a piece of model output (encoded as JSON) to the

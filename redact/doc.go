@@ -29,6 +29,34 @@
 // private key blocks, and the password of URLs
 // (postgres://user:[REDACTED]@host/db).
 //
+// # Streams
+//
+// Stream redacts a text that arrives in pieces (a model's reply, token by
+// token) and releases each piece as soon as it cannot become part of a
+// secret. It runs String's own expressions (secret shapes and literals,
+// then key=value forms, then URL passwords) on the text as it arrives,
+// with an incremental machine that finds what package regexp finds
+// (leftmost-first, the same assertions, the same UTF-8 decoding), and
+// holds back only the text a match could still cover: the start of a
+// literal secret, an open shape ("sk-" and fewer than 16 more characters,
+// or more that may go on; "Bearer …"; a PEM private key block before its
+// end), a secret key's value before its end, a URL's password before its
+// '@'. The key of a key=value form and a URL's user are released at once:
+// the replacement keeps them. Joined, the released pieces are exactly what
+// String returns for the whole text; FuzzStream and FuzzStreamMachine
+// check it, and TestStreamEveryCut cuts texts holding every kind of
+// secret at every byte.
+//
+// The hold-back is bounded: at most DefaultHoldLimit bytes (8 KiB;
+// StreamLimit sets another). Past the limit the stream releases
+// "[REDACTED]" for what it held and releases nothing more until that text
+// is settled, then goes on exactly; the output is String's with that
+// stretch replaced, never more of the text. Memory is the held text (in
+// the pathological case of a shape that never ends, the rest of the text).
+// Streaming costs about what String costs for the whole text (see
+// BenchmarkStream); a redactor compiles its stream expressions once, on
+// first use.
+//
 // Redaction is deterministic and idempotent: the same input always gives
 // the same output, and redacting redacted data changes nothing, so a
 // runner that redacts before committing keeps resumed runs byte-identical.

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Replacement is the text that stands in for a secret.
@@ -62,6 +63,8 @@ type Redactor struct {
 	kv       *regexp.Regexp // "key": value, key=value forms of secret keys in text
 	userinfo bool           // hide the password of URLs (scheme://user:password@host)
 	pre      *prefilter     // skips the expressions for text that holds nothing
+	progOnce sync.Once      // compiles progs, the expressions of a Stream
+	progs    *programs
 }
 
 // urlPassword matches the password of a URL's user information.
@@ -211,16 +214,7 @@ func (r *Redactor) stringSlow(s string) string {
 // kvValue replaces the value of one key-value match, keeping its quotes.
 func (r *Redactor) kvValue(m string) string {
 	sub := r.kv.FindStringSubmatch(m)
-	head, val := sub[1], sub[2]
-	switch {
-	case val == "null" || val == `""` || val == `\"\"`:
-		return m
-	case strings.HasPrefix(val, `\"`):
-		return head + `\"` + Replacement + `\"`
-	case strings.HasPrefix(val, `"`):
-		return head + `"` + Replacement + `"`
-	}
-	return head + Replacement
+	return sub[1] + kvReplace(sub[2])
 }
 
 // kvRegexp matches a secret key followed by ':' or '=' and a value: a

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cairn-dev/cairn/model"
 	"github.com/cairn-dev/cairn/redact"
 	"github.com/cairn-dev/cairn/store"
 	_ "github.com/cairn-dev/cairn/store/memory"
@@ -62,6 +63,9 @@ type app struct {
 	// items is the long-term memory store of the agent files cairn serve
 	// and cairn worker run (nil: each run's store's own).
 	items store.ItemStore
+	// models resolves the model providers of the agent files cairn serve
+	// and cairn worker run (nil: model.Defaults(); a benchmark sets its own).
+	models *model.Registry
 }
 
 func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {

@@ -24,7 +24,7 @@ func TestRunStreamsTokens(t *testing.T) {
 	}{
 		{"live tokens", []string{"--stream-mode", "messages"}, 0, nil,
 			[]string{"  … company_name     Acme Anvils GmbH\n", "  … summary          Acme Anvils GmbH is a Berlin family firm", "✓ summary"}, nil},
-		{"json message events, a line at a time (the run redacts)", []string{"--json"}, 0, []string{`"kind":"message"`, `"text":"Acme Anvils GmbH"`, `"node":"location"`}, nil, nil},
+		{"json message events, token by token though the run redacts", []string{"--json"}, 0, []string{`"kind":"message"`, `"text":"Acme "`, `"text":"Anvils "`, `"text":"GmbH"`, `"node":"location"`}, nil, nil},
 		{"off a terminal: one line per step", nil, 0, nil, []string{"✓ company_name"}, []string{"…"}},
 		{"none", []string{"--json", "--stream-mode", "none"}, 0, []string{`"kind":"step_end"`}, nil, []string{`"kind":"message"`}},
 		{"a bad mode", []string{"--stream-mode", "tokens"}, 2, nil, []string{`unknown stream mode "tokens"`}, nil},

@@ -148,6 +148,7 @@ func (a *app) loadAssistants(dir, safeDir string) ([]server.Assistant, error) {
 		Configure: func(rc *agentfile.RunConfig) {
 			rc.Logger = a.logger
 			rc.Items = a.items // set by serve and worker once the store is open
+			rc.Models = a.models
 		},
 		ConfigurePipeline: func(pc *pipeline.Config) { pc.Logger = a.logger }}
 	list, err := server.LoadAssistants(dir, cfg)

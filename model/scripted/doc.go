@@ -11,6 +11,14 @@
 //	  - echo_tool: true              # answers what the last tool returned
 //	  - error: {status: 429, message: slow down}   # a provider error
 //	    delay_ms: 200                # optional: wait before answering
+//	  - text: "One line, streamed."
+//	    chunk_delay_ms: 20           # optional: streamed, each chunk 20 ms after the last
+//	    chunk_chars: 3               # optional: in pieces of 3 characters (default: word by word)
+//
+// Streamed (GenerateStream, as when a run is streamed in messages mode), a
+// reply's text comes word by word, or chunk_chars characters at a time;
+// with chunk_delay_ms each piece, the first included, comes that long
+// after the one before, so a test or benchmark sees a paced model.
 //
 // A reply with step: is used only by a call whose Request.Step matches;
 // the others are used in order. Running out of replies is an error naming

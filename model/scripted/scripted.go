@@ -25,8 +25,10 @@ type reply struct {
 	ToolCalls []toolCall `yaml:"tool_calls"`
 	Step      string     `yaml:"step"`
 	DelayMS   int        `yaml:"delay_ms"`
-	// ChunkDelayMS spaces the chunks of a streamed reply.
+	// ChunkDelayMS spaces the chunks of a streamed reply; ChunkChars
+	// cuts its text in pieces of that many characters (0: word by word).
 	ChunkDelayMS int            `yaml:"chunk_delay_ms"`
+	ChunkChars   int            `yaml:"chunk_chars"`
 	Error        *scriptedError `yaml:"error"`
 	// EchoTool answers the content of the request's last tool message
 	// (what the last tool returned) as the reply's text.
@@ -118,7 +120,7 @@ func parseReply(name string, n *yaml.Node) (reply, error) {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if !allowedKeys[k.Value] {
-			return r, fmt.Errorf("%w: %s:%d: unknown key %q (text, json, tool_calls, echo_tool, step, delay_ms, chunk_delay_ms, error)", ErrScript, name, k.Line, k.Value)
+			return r, fmt.Errorf("%w: %s:%d: unknown key %q (text, json, tool_calls, echo_tool, step, delay_ms, chunk_delay_ms, chunk_chars, error)", ErrScript, name, k.Line, k.Value)
 		}
 		switch k.Value {
 		case "json":
@@ -170,8 +172,8 @@ func (r *reply) check(name string) error {
 	if r.Error != nil && r.Error.Status == 0 {
 		return fmt.Errorf("%w: %s:%d: error: needs a status", ErrScript, name, r.line)
 	}
-	if r.DelayMS < 0 || r.ChunkDelayMS < 0 {
-		return fmt.Errorf("%w: %s:%d: delay_ms and chunk_delay_ms must not be negative", ErrScript, name, r.line)
+	if r.DelayMS < 0 || r.ChunkDelayMS < 0 || r.ChunkChars < 0 {
+		return fmt.Errorf("%w: %s:%d: delay_ms, chunk_delay_ms and chunk_chars must not be negative", ErrScript, name, r.line)
 	}
 	return nil
 }
@@ -205,7 +207,7 @@ func parseToolCalls(name string, v *yaml.Node) ([]toolCall, error) {
 	return calls, nil
 }
 
-var allowedKeys = map[string]bool{"text": true, "json": true, "tool_calls": true, "echo_tool": true, "step": true, "delay_ms": true, "chunk_delay_ms": true, "error": true}
+var allowedKeys = map[string]bool{"text": true, "json": true, "tool_calls": true, "echo_tool": true, "step": true, "delay_ms": true, "chunk_delay_ms": true, "chunk_chars": true, "error": true}
 
 // Generate implements agent.Model.
 func (m *Model) Generate(ctx context.Context, req agent.Request) (agent.Response, error) {

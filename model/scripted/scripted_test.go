@@ -70,6 +70,7 @@ func TestScriptErrors(t *testing.T) {
 		{"unknown field", "replies:\n  - text: a\n    colour: red\n", `test.yaml:3: unknown key "colour"`},
 		{"tool without name", "replies:\n  - tool_calls: [{args: {}}]\n", "needs a name"},
 		{"error without status", "replies:\n  - error: {message: x}\n", "needs a status"},
+		{"negative chunk_chars", "replies:\n  - text: a\n    chunk_chars: -1\n", "test.yaml:2: delay_ms, chunk_delay_ms and chunk_chars must not be negative"},
 	}
 	for _, tc := range tests {
 		_, err := scripted.Parse("test.yaml", []byte(tc.in))
@@ -133,5 +134,41 @@ func TestEchoTool(t *testing.T) {
 	}
 	if _, err := scripted.Parse("x.yaml", []byte("replies:\n  - echo_tool: true\n    text: a\n")); !errors.Is(err, scripted.ErrScript) {
 		t.Fatalf("echo_tool with text: %v", err)
+	}
+}
+
+// TestStreamPieces: a streamed reply comes word by word, or chunk_chars
+// characters at a time (never half a character), each piece
+// chunk_delay_ms after the one before, the first too.
+func TestStreamPieces(t *testing.T) {
+	tests := []struct {
+		name, reply string
+		want        []string
+	}{
+		{"word by word", `{text: "Grüße aus Köln"}`, []string{"Grüße ", "aus ", "Köln"}},
+		{"three characters", `{text: "Grüße aus Köln", chunk_chars: 3}`, []string{"Grü", "ße ", "aus", " Kö", "ln"}},
+		{"paced", `{text: "a b", chunk_delay_ms: 20}`, []string{"a ", "b"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := scripted.Parse("s.yaml", []byte("replies: ["+tc.reply+"]"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			var got []string
+			var first time.Duration
+			resp, err := m.GenerateStream(context.Background(), agent.Request{}, func(c agent.Chunk) {
+				if got = append(got, c.Text); len(got) == 1 {
+					first = time.Since(start)
+				}
+			})
+			if err != nil || strings.Join(got, "|") != strings.Join(tc.want, "|") || resp.Message.Content != strings.Join(tc.want, "") {
+				t.Fatalf("pieces %q, reply %q, %v", got, resp.Message.Content, err)
+			}
+			if strings.Contains(tc.reply, "delay") && first < 20*time.Millisecond {
+				t.Fatalf("first piece after %s", first)
+			}
+		})
 	}
 }

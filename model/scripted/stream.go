@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cairn-dev/cairn/agent"
 )
@@ -13,15 +14,17 @@ import (
 const chunkSize = 16
 
 // GenerateStream implements agent.StreamingModel: the reply Generate would
-// give, sent word by word (tool calls: their arguments in pieces), each
-// chunk chunk_delay_ms after the one before.
+// give, sent word by word or chunk_chars characters at a time (tool calls:
+// their arguments in pieces), each chunk chunk_delay_ms after the one
+// before (the first too: a paced reply's first token comes after one
+// delay).
 func (m *Model) GenerateStream(ctx context.Context, req agent.Request, onChunk func(agent.Chunk)) (agent.Response, error) {
 	resp, r, err := m.respond(ctx, req)
 	if err != nil {
 		return resp, err
 	}
 	delay := time.Duration(r.ChunkDelayMS) * time.Millisecond
-	for _, c := range chunks(resp.Message) {
+	for _, c := range chunks(resp.Message, r.ChunkChars) {
 		if delay > 0 {
 			select {
 			case <-time.After(delay):
@@ -34,14 +37,13 @@ func (m *Model) GenerateStream(ctx context.Context, req agent.Request, onChunk f
 	return resp, nil
 }
 
-// chunks splits a reply: its text after each space, then each tool call,
-// its ID and name with the first piece of its arguments.
-func chunks(msg agent.Message) []agent.Chunk {
+// chunks splits a reply: its text after each space (or every n
+// characters), then each tool call, its ID and name with the first piece
+// of its arguments.
+func chunks(msg agent.Message, n int) []agent.Chunk {
 	var out []agent.Chunk
-	for _, w := range strings.SplitAfter(msg.Content, " ") {
-		if w != "" {
-			out = append(out, agent.Chunk{Text: w})
-		}
+	for _, w := range textPieces(msg.Content, n) {
+		out = append(out, agent.Chunk{Text: w})
 	}
 	for i, tc := range msg.ToolCalls {
 		args := string(tc.Args)
@@ -55,6 +57,29 @@ func chunks(msg agent.Message) []agent.Chunk {
 			out = append(out, agent.Chunk{ToolCall: c})
 			args, first = args[n:], false
 		}
+	}
+	return out
+}
+
+// textPieces cuts text after each space, or every n characters when n > 0.
+func textPieces(text string, n int) []string {
+	var out []string
+	if n <= 0 {
+		for _, w := range strings.SplitAfter(text, " ") {
+			if w != "" {
+				out = append(out, w)
+			}
+		}
+		return out
+	}
+	for text != "" {
+		end, count := 0, 0
+		for end < len(text) && count < n {
+			_, w := utf8.DecodeRuneInString(text[end:])
+			end, count = end+w, count+1
+		}
+		out = append(out, text[:end])
+		text = text[end:]
 	}
 	return out
 }
