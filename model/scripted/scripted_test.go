@@ -94,6 +94,7 @@ func FuzzParse(f *testing.F) {
 	f.Add(script)
 	f.Add("replies:\n  - text: [1, 2]\n")
 	f.Add("replies:\n  - json: !!binary aGVsbG8=\n")
+	f.Add("replies:\n  - echo_user: 'You said: {user}.'\n    user: hi\n    pad_to: 30\n    repeat: true\n")
 	f.Fuzz(func(t *testing.T, s string) {
 		m, err := scripted.Parse("fuzz.yaml", []byte(s))
 		if err != nil {
