@@ -86,12 +86,13 @@ type chat struct {
 	model  agent.Model
 	tools  []agent.Tool
 	specs  []agent.ToolSpec
+	cache  *ConversationCache // nil: none
 }
 
 // compileChat builds a chat's graph: START → agent, then tools and back
 // to agent while the model calls tools (agent → END without tools).
-func (a *File) compileChat(model agent.Model, tools []agent.Tool) (*flow.Compiled, error) {
-	c := &chat{system: strings.TrimSpace(a.System + "\n\n" + a.Instructions), model: model, tools: tools}
+func (a *File) compileChat(model agent.Model, tools []agent.Tool, cache *ConversationCache) (*flow.Compiled, error) {
+	c := &chat{system: strings.TrimSpace(a.System + "\n\n" + a.Instructions), model: model, tools: tools, cache: cache}
 	for _, t := range tools {
 		c.specs = append(c.specs, t.Spec())
 	}
@@ -106,7 +107,7 @@ func (a *File) compileChat(model agent.Model, tools []agent.Tool) (*flow.Compile
 // messages mode; the reply's id is its stream's (so a front end merges
 // the tokens it saw with the message the state keeps).
 func (c *chat) agent(ctx context.Context, d state.Doc) (state.Update, error) {
-	msgs, err := c.conversation(d)
+	msgs, err := c.conversation(ctx, d)
 	if err != nil {
 		return nil, err
 	}

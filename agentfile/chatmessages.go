@@ -1,12 +1,13 @@
 package agentfile
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/cairn-dev/cairn/agent"
+	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/state"
 )
 
@@ -45,53 +46,38 @@ func (m storedMessage) calls() []agent.ToolCall {
 const notRun = "error: the tool call was not run"
 
 // conversation is what the model answers: the system message, then every
-// message of the state. A tool call left without a result gets one
-// (notRun) in the request only, so that the conversation stays one a
-// model accepts; the state keeps what happened.
-func (c *chat) conversation(d state.Doc) ([]agent.Message, error) {
-	var list []storedMessage
-	if raw, ok := d.Raw(MessagesField); ok {
-		if err := json.Unmarshal(raw, &list); err != nil {
-			return nil, fmt.Errorf("agentfile: the chat's messages: %w", err)
+// message of the state, decoded, or taken from what the thread's last
+// turn decoded (the cache) where the state holds the same bytes. A tool
+// call left without a result gets one (notRun) in the request only, so
+// that the conversation stays one a model accepts; the state keeps what
+// happened.
+func (c *chat) conversation(ctx context.Context, d state.Doc) ([]agent.Message, error) {
+	info, _ := flow.Info(ctx)
+	key := info.Thread + "\x00" + info.Namespace
+	dc := c.cache.take(key)
+	if dc == nil {
+		dc = newConversation(c.system)
+	}
+	n := 0
+	for i, raw := range d.Elements(MessagesField) {
+		n = i + 1
+		if i < len(dc.raw) {
+			if sameBytes(dc.raw[i], raw) {
+				continue
+			}
+			dc.truncate(i, c.system) // a message changed (replaced, removed): from here on, decode
 		}
-	}
-	out := make([]agent.Message, 0, len(list)+1)
-	if c.system != "" {
-		out = append(out, agent.Message{Role: agent.RoleSystem, Content: c.system})
-	}
-	var open []agent.ToolCall // calls of the last AI message not answered yet
-	for i, m := range list {
-		k := m.kind()
-		if k != "tool" {
-			out, open = closeCalls(out, open)
+		m, err := decodeMessage(i, raw)
+		if err != nil {
+			return nil, err
 		}
-		msg := agent.Message{Content: contentText(m.Content), Name: m.Name}
-		switch k {
-		case "human":
-			msg.Role = agent.RoleUser
-		case "system":
-			msg.Role = agent.RoleSystem
-		case "ai":
-			msg.Role, msg.ToolCalls = agent.RoleAssistant, m.calls()
-			open = slices.Clone(msg.ToolCalls)
-		case "tool":
-			msg.Role, msg.ToolCallID = agent.RoleTool, m.ToolCallID
-			open = slices.DeleteFunc(open, func(tc agent.ToolCall) bool { return tc.ID == m.ToolCallID })
-		default:
-			return nil, fmt.Errorf("%w: message %d of the state has type %q (human, ai, system or tool)", ErrChatInput, i, m.Type+m.Role)
-		}
-		out = append(out, msg)
+		dc.add(raw, m)
 	}
-	out, _ = closeCalls(out, open)
-	return out, nil
-}
-
-// closeCalls answers the calls left open with notRun.
-func closeCalls(out []agent.Message, open []agent.ToolCall) ([]agent.Message, []agent.ToolCall) {
-	for _, tc := range open {
-		out = append(out, agent.Message{Role: agent.RoleTool, ToolCallID: tc.ID, Name: tc.Name, Content: notRun})
+	if n < len(dc.raw) {
+		dc.truncate(n, c.system)
 	}
-	return out, nil
+	c.cache.put(key, dc)
+	return dc.request(), nil
 }
 
 // contentText is the text of a message's content: the string, or the

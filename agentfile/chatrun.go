@@ -3,40 +3,32 @@ package agentfile
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"maps"
 	"slices"
 
 	"github.com/cairn-dev/cairn/state"
-	"github.com/cairn-dev/cairn/store"
 )
 
-// newInput is a new run's first update and the head it starts from: a
-// chain's fresh chain state (freshInput), a chat's new messages on the
-// conversation its thread holds. A chat's new message may come while the
-// last run waits at a pause: the run starts from the message, and a
-// tool call left without a result is answered "not run" to the model.
-func (p *prepared) newInput(ctx context.Context, cfg RunConfig, ns string) (state.Update, int64, error) {
+// newInput is a new run's first update and, for a chain, the head it
+// must start from: a chain's fresh chain state (freshInput), a chat's new
+// messages on the conversation its thread holds, wherever its head is. A
+// chat's new message may come while the last run waits at a pause: the
+// run starts from the message, and a tool call left without a result is
+// answered "not run" to the model.
+func (p *prepared) newInput(ctx context.Context, cfg RunConfig, ns string) (state.Update, *int64, error) {
 	if !p.a.IsChat() {
-		return freshInput(ctx, cfg.Store, cfg.Thread, ns, p.a.Name, cfg.Input, cfg.Abandon)
+		upd, seen, err := freshInput(ctx, cfg.Store, cfg.Thread, ns, p.a.Name, cfg.Input, cfg.Abandon)
+		return upd, &seen, err
 	}
 	msgs, err := cfg.Input.chatMessages()
 	if err != nil {
-		return nil, 0, err
-	}
-	var head int64
-	th, err := cfg.Store.Thread(ctx, cfg.Thread)
-	switch {
-	case err == nil:
-		head = th.Head
-	case !errors.Is(err, store.ErrNotFound):
-		return nil, 0, err
+		return nil, nil, err
 	}
 	upd := state.Update{}
 	if len(msgs) > 0 {
 		upd[MessagesField] = msgs
 	}
-	return upd, head, nil
+	return upd, nil, nil
 }
 
 // chatMessages are the messages a chat's input adds: text is one human

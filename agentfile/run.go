@@ -137,6 +137,10 @@ type RunConfig struct {
 	// (if it does not exist) once every check passed, so a refused run
 	// leaves nothing behind.
 	NewThread map[string]any
+	// Conversations, for a chat (kind: chat), keeps its threads'
+	// conversations decoded from run to run (nil: each run decodes its
+	// thread's whole conversation).
+	Conversations *ConversationCache
 }
 
 // models is the registry the run resolves providers with.
@@ -232,17 +236,17 @@ func (a *File) loadSchemas(c *confinement) (map[string]*agent.Schema, error) {
 
 // compile turns the agent file into a flow graph: one node per chain step
 // (or one "instructions" node for an empty chain).
-func (a *File) compile(model agent.Model, c *confinement, extra []agent.Tool, mcp *mcpTools) (*flow.Compiled, error) {
+func (a *File) compile(model agent.Model, c *confinement, cfg RunConfig, mcp *mcpTools) (*flow.Compiled, error) {
 	schemas, err := a.loadSchemas(c)
 	if err != nil {
 		return nil, err
 	}
-	tools, err := a.tools(c, extra, mcp)
+	tools, err := a.tools(c, cfg.Tools, mcp)
 	if err != nil {
 		return nil, err
 	}
 	if a.IsChat() {
-		return a.compileChat(model, tools)
+		return a.compileChat(model, tools, cfg.Conversations)
 	}
 	g := flow.NewGraph(schema)
 	steps := a.Chain
@@ -481,7 +485,7 @@ func (p *prepared) load(a *File, cfg RunConfig, allowedPath string, seen map[str
 	if p.mcp, err = a.connectMCP(c, getenvOr(cfg.Getenv)); err != nil {
 		return err
 	}
-	if p.graph, err = a.compile(p.model, c, cfg.Tools, p.mcp); err != nil {
+	if p.graph, err = a.compile(p.model, c, cfg, p.mcp); err != nil {
 		return err
 	}
 	if a.Output.File != "" {
@@ -675,7 +679,7 @@ func (p *prepared) run(ctx context.Context, cfg RunConfig, ns string, resume boo
 		if ferr != nil {
 			return nil, ferr
 		}
-		so.Run.ExpectHead = &seen
+		so.Run.ExpectHead = seen
 		res, err = invoke(len(cfg.Stream) > 0, func() (flow.Result, error) { return r.Invoke(ctx, cfg.Thread, in, so.Run) },
 			func() iter.Seq2[flow.Event, error] { return r.Stream(ctx, cfg.Thread, in, so) })
 	}

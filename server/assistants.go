@@ -240,7 +240,7 @@ func loadAssistant(path, ext string, cfg AssistantConfig) (Assistant, error) {
 		if err != nil {
 			return nil, err
 		}
-		a := &agentAssistant{f: f, cfg: cfg, created: info.ModTime()}
+		a := &agentAssistant{f: f, cfg: cfg, created: info.ModTime(), conversations: conversationsOf(f)}
 		g, err := agentfile.Graph(f, a.runConfig(nil, RunSpec{}))
 		if err != nil {
 			return nil, err
@@ -266,6 +266,8 @@ type agentAssistant struct {
 	created time.Time
 	nodes   []string
 	edges   []flow.Edge
+	// conversations keeps a chat's conversations decoded between runs.
+	conversations *agentfile.ConversationCache
 }
 
 func (a *agentAssistant) Info() AssistantInfo {
@@ -283,7 +285,7 @@ func (a *agentAssistant) Info() AssistantInfo {
 func (a *agentAssistant) runConfig(s store.Store, spec RunSpec) agentfile.RunConfig {
 	rc := agentfile.RunConfig{Store: s, Thread: spec.Thread, Getenv: a.cfg.Getenv, AllowedRoot: a.cfg.AllowedRoot, RunID: spec.RunID,
 		Observer: spec.Observer, Stream: spec.Stream.Modes, Answer: spec.Answer, Durability: spec.Durability,
-		InterruptBefore: spec.InterruptBefore, InterruptAfter: spec.InterruptAfter, Abandon: spec.Abandon}
+		InterruptBefore: spec.InterruptBefore, InterruptAfter: spec.InterruptAfter, Abandon: spec.Abandon, Conversations: a.conversations}
 	if a.cfg.Configure != nil {
 		a.cfg.Configure(&rc)
 	}

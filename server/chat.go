@@ -9,6 +9,19 @@ import (
 	"github.com/cairn-dev/cairn/flow"
 )
 
+// chatCacheBytes bounds the conversations a chat assistant keeps decoded
+// between runs (agentfile.ConversationCache).
+const chatCacheBytes = 64 << 20
+
+// conversationsOf is the conversation cache of a chat agent file; nil for
+// other files.
+func conversationsOf(f *agentfile.File) *agentfile.ConversationCache {
+	if !f.IsChat() {
+		return nil
+	}
+	return agentfile.NewConversationCache(chatCacheBytes)
+}
+
 // chatInfo makes an agent file's description a chat's: kind chat, whose
 // state is {messages}.
 func chatInfo(info *AssistantInfo) {
