@@ -40,7 +40,7 @@ type reply struct {
 	// PadTo right-pads the reply's text with x to this many bytes.
 	PadTo int `yaml:"pad_to"`
 	// Repeat: the reply is never used up.
-	Repeat bool `yaml:"repeat"`
+	Repeat   bool `yaml:"repeat"`
 	line     int
 	jsonText json.RawMessage
 }
