@@ -216,3 +216,43 @@ func TestChatPlacesRefused(t *testing.T) {
 		t.Fatalf("updated state %+v", ms)
 	}
 }
+
+// TestChatMemory: a chat's tools reach the long-term memory store: what
+// memory_put keeps in one turn, memory_get finds in a later one, and the
+// second tool call's result is what the model answers with.
+func TestChatMemory(t *testing.T) {
+	a := chatFile(t, "tools: [memory_put, memory_get]\nmemory: {namespace: [notes, \"{thread}\"]}\n", `replies:
+  - user: remember
+    tool_calls: [{name: memory_put, args: {key: tea, value: {text: green tea}}}]
+  - user: remember
+    text: Noted.
+  - user: what do I like
+    tool_calls: [{name: memory_get, args: {key: tea}}]
+  - user: what do I like
+    echo_tool: true
+`)
+	ctx := context.Background()
+	s := memory.Open(store.Options{})
+	cfg := agentfile.RunConfig{Store: s, Thread: "m1", Conversations: agentfile.NewConversationCache(1 << 20)}
+	for _, turn := range []struct{ in, want string }{
+		{"remember: I like green tea", `"Noted."`},
+		{"what do I like?", `{\"text\":\"green tea\"}`},
+	} {
+		cfg.Input = agentfile.TextInput("inline", turn.in)
+		res, err := agentfile.Run(ctx, a, cfg)
+		if err != nil || !strings.Contains(string(res.FinalOutput), turn.want) {
+			t.Fatalf("%q: %s %v", turn.in, res.FinalOutput, err)
+		}
+	}
+	head, err := s.Load(ctx, store.LoadRequest{Thread: "m1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, m := range messagesOf(t, head.State) {
+		types = append(types, m.Type)
+	}
+	if strings.Join(types, ",") != "human,ai,tool,ai,human,ai,tool,ai" {
+		t.Fatalf("conversation %v", types)
+	}
+}
