@@ -172,6 +172,24 @@ func TestChatRejectedToolCall(t *testing.T) {
 			t.Fatalf("a rejected call left a tool message: %+v", m)
 		}
 	}
+	// A new message while a call waits for approval goes on without it.
+	a = chatFile(t, "tools: [read_file]\ninterrupt_before: [tools]\n", `replies:
+  - user: notes
+    tool_calls: [{name: read_file, args: {path: notes.txt}}]
+  - echo_tool: true
+`)
+	cfg = agentfile.RunConfig{Store: s, Thread: "c3", Input: agentfile.TextInput("inline", "read my notes")}
+	if res, err := agentfile.Run(ctx, a, cfg); err != nil || res.Result.StopReason != state.StopInterrupt {
+		t.Fatalf("c3 turn 1: %v", err)
+	}
+	cfg.Input = agentfile.TextInput("inline", "forget it")
+	res, err = agentfile.Run(ctx, a, cfg)
+	if err != nil || res.Result.StopReason != state.StopSuccess || string(res.FinalOutput) != `"error: the tool call was not run"` {
+		t.Fatalf("a message while paused: %+v %s %v", res, res.FinalOutput, err)
+	}
+	if head, err := s.Load(ctx, store.LoadRequest{Thread: "c3"}); err != nil || agentfile.Unfinished(head) {
+		t.Fatalf("the thread is left unfinished: %v", err)
+	}
 }
 
 // TestChatPlacesRefused: a chat is not a handoff's target and runs at a
