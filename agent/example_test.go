@@ -80,3 +80,19 @@ func ExampleRunTools() {
 	fmt.Println(res.Final.Content, saved, err)
 	// Output: Noted. buy milk <nil>
 }
+
+// A program that runs a reply's tool calls itself runs them one by one;
+// a failure comes back in the result, for the model to read.
+func ExampleRunTool() {
+	type addArgs struct {
+		A, B int
+	}
+	add, _ := agent.NewTool("add", "Add two numbers", func(ctx context.Context, tc agent.ToolContext, x addArgs) (any, error) {
+		return x.A + x.B, nil
+	})
+	tools := []agent.Tool{add}
+	ok := agent.RunTool(context.Background(), tools, agent.ToolCall{ID: "c1", Name: "add", Args: []byte(`{"A": 2, "B": 3}`)}, agent.ToolContext{Key: "t/1/tools/0"})
+	bad := agent.RunTool(context.Background(), tools, agent.ToolCall{ID: "c2", Name: "mul"}, agent.ToolContext{})
+	fmt.Println(string(ok.Output), bad.Error)
+	// Output: 5 agent: unknown tool "mul"
+}

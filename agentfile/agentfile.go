@@ -124,16 +124,20 @@ func (s SecretsSpec) RedactConfig() redact.Config {
 
 // File is a parsed agent file (Quick Agent's format).
 type File struct {
-	Path        string                `yaml:"-"`
-	Name        string                `yaml:"name"`
-	Description string                `yaml:"description"`
-	Model       ModelSpec             `yaml:"model"`
-	Tools       []string              `yaml:"tools"`
-	Schemas     map[string]*yaml.Node `yaml:"-"` // name → file path or inline schema
-	Chain       []ChainStep           `yaml:"chain"`
-	Output      OutputSpec            `yaml:"output"`
-	Handoff     HandoffSpec           `yaml:"handoff"`
-	SafeDir     string                `yaml:"safe_dir"`
+	Path        string `yaml:"-"`
+	Name        string `yaml:"name"`
+	Description string `yaml:"description"`
+	// Kind is chain (the default: a chain of steps, each run on a fresh
+	// chain state) or chat (an assistant that keeps the conversation of
+	// its thread: see KindChat).
+	Kind    string                `yaml:"kind"`
+	Model   ModelSpec             `yaml:"model"`
+	Tools   []string              `yaml:"tools"`
+	Schemas map[string]*yaml.Node `yaml:"-"` // name → file path or inline schema
+	Chain   []ChainStep           `yaml:"chain"`
+	Output  OutputSpec            `yaml:"output"`
+	Handoff HandoffSpec           `yaml:"handoff"`
+	SafeDir string                `yaml:"safe_dir"`
 	// InterruptBefore pauses a run before these chain steps (by id), for
 	// a person to look before the step runs; resuming goes on.
 	InterruptBefore []string `yaml:"interrupt_before"`
@@ -155,6 +159,10 @@ type File struct {
 
 	toolLine  int   // the line of tools:, for errors
 	toolLines []int // the line of each tools: item
+	// keyLines holds the line of each front-matter key, sectionLines the
+	// line of each body section (from the body's start), for errors.
+	keyLines     map[string]int
+	sectionLines map[string]int
 }
 
 // Load reads and checks an agent file.
@@ -260,8 +268,10 @@ func (a *File) takeSchemas(m *yaml.Node) (*yaml.Node, error) {
 
 // noteLines records the file lines of the chain steps and of tools:.
 func (a *File) noteLines(m *yaml.Node) {
+	a.keyLines = map[string]int{}
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k, v := m.Content[i], m.Content[i+1]
+		a.keyLines[k.Value] = k.Line + 1
 		switch k.Value {
 		case "tools":
 			a.toolLine = k.Line + 1
@@ -289,7 +299,7 @@ func (a *File) noteLines(m *yaml.Node) {
 // readSections splits the body at its "## Instructions", "## System
 // prompt" and "## step:<id>" headings.
 func (a *File) readSections(body string) {
-	a.Sections = map[string]string{}
+	a.Sections, a.sectionLines = map[string]string{}, map[string]int{}
 	var cur string
 	var buf []string
 	flush := func() {
@@ -304,7 +314,7 @@ func (a *File) readSections(body string) {
 		}
 		buf = buf[:0]
 	}
-	for _, line := range strings.Split(body, "\n") {
+	for n, line := range strings.Split(body, "\n") {
 		if m := sectionRE.FindStringSubmatch(strings.TrimRight(line, " \t")); m != nil {
 			flush()
 			if m[2] != "" {
@@ -312,6 +322,7 @@ func (a *File) readSections(body string) {
 			} else {
 				cur = m[1]
 			}
+			a.sectionLines[cur] = n
 			continue
 		}
 		buf = append(buf, line)
@@ -340,6 +351,13 @@ func YAMLError(path string, err error, keys *yaml.Node, offset int, what string)
 func (a *File) check(bodyLine int) error {
 	if a.Name == "" {
 		return &FileError{File: a.Path, Line: 2, Msg: "name: is required"}
+	}
+	switch a.Kind {
+	case "", KindChain:
+	case KindChat:
+		return a.checkChat(bodyLine)
+	default:
+		return &FileError{File: a.Path, Line: a.keyLines["kind"], Msg: fmt.Sprintf("kind %q: want chain (the default) or chat", a.Kind)}
 	}
 	switch a.Output.Format {
 	case "", "json", "markdown":
@@ -380,6 +398,12 @@ func (a *File) check(bodyLine int) error {
 	if m := a.Handoff.InputMode; m != "" && m != "final_output" {
 		return &FileError{File: a.Path, Msg: fmt.Sprintf("handoff.input_mode %q: only final_output is supported", m)}
 	}
+	return a.checkShared()
+}
+
+// checkShared checks what chains and chats share: secrets, memory and
+// MCP servers.
+func (a *File) checkShared() error {
 	if _, err := redact.New(a.Secrets.RedactConfig()); err != nil {
 		return &FileError{File: a.Path, Msg: "secrets: " + err.Error(), Err: err}
 	}

@@ -18,6 +18,9 @@ func FuzzParseAgentFile(f *testing.F) {
 	f.Add([]byte("---\nname: x\nmcp_servers: [{name: s, url: \"${\"}]\ntools: [s.*, s.a, t.b]\n---\n## Instructions\nx\n"))
 	f.Add([]byte("---\nname: x\ntools: [memory_put, memory_search]\nmemory:\n  namespace: [users, \"{metadata.user}\", \"{agent}-{thread}\"]\n  ttl: 1.5\n  search_limit: 3\n---\n## Instructions\nx\n"))
 	f.Add([]byte("---\nname: x\ntools: [memory_get]\nmemory: {namespace: [\"{\", a.b, \"{metadata.}\"]}\n---\n## Instructions\nx\n"))
+	f.Add([]byte("---\nname: c\nkind: chat\nmodel: {provider: scripted, script: r.yaml}\ntools: [read_file, memory_search]\nmemory: {namespace: [\"{thread}\"]}\ninterrupt_before: [tools]\napproval: {timeout: 30m, fallback: approve}\n---\n## System prompt\nBe kind.\n## Instructions\nHelp.\n"))
+	f.Add([]byte("---\nname: c\nkind: chat\nchain: [{id: a, kind: text}]\ninterrupt_before: [agent, send]\n---\n## step:a\nx\n"))
+	f.Add([]byte("---\nname: c\nkind: chain\n---\n## Instructions\nx\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		a, err := agentfile.Parse("f.md", data)
 		if err != nil {
@@ -29,6 +32,9 @@ func FuzzParseAgentFile(f *testing.F) {
 		}
 		if a.Name == "" {
 			t.Fatal("parsed an agent file without a name")
+		}
+		if a.IsChat() && (len(a.Chain) > 0 || len(a.Sections) > 0 || a.Instructions+a.System == "") {
+			t.Fatalf("parsed a chat with a chain or without a system message: %+v", a)
 		}
 	})
 }

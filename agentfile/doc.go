@@ -11,6 +11,21 @@
 // agent in the same thread. Every path stays inside the safe directory
 // (an os.Root). Errors are *FileError naming the file and the line.
 //
+// Chats: an agent file of kind: chat (KindChat) is an assistant that
+// keeps its thread's conversation. Its state is {messages} under the
+// messages reducer (add_messages: appended, replaced by id, removed with
+// {type: remove, id}), kept from run to run; a run's input is messages
+// (ChatMessages: LangGraph's shapes, the role shape, or a plain string).
+// Node agent gives the model the system prompt and instructions, then the
+// whole conversation, and adds its reply ({id, type: ai, content,
+// tool_calls}, id the reply's stream id); while the reply calls tools, node
+// tools runs them (each result journaled) and adds {type: tool} messages,
+// and agent answers again. interrupt_before: [tools] pauses before every
+// round of tool calls; a call left without a result (rejected, or passed
+// by a new message) is answered "not run" to the model. A chat has no
+// chain, schemas, output file or handoff, and runs at a thread's root.
+// RunConfig.Conversations keeps conversations decoded from run to run.
+//
 // Models and tools: model.provider names a provider of a model.Registry
 // (the built-in openai-compatible, anthropic and scripted, or a Go
 // program's own, RunConfig.Models); tools: names built-in tools

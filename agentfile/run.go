@@ -137,6 +137,10 @@ type RunConfig struct {
 	// (if it does not exist) once every check passed, so a refused run
 	// leaves nothing behind.
 	NewThread map[string]any
+	// Conversations, for a chat (kind: chat), keeps its threads'
+	// conversations decoded from run to run (nil: each run decodes its
+	// thread's whole conversation).
+	Conversations *ConversationCache
 }
 
 // models is the registry the run resolves providers with.
@@ -232,14 +236,17 @@ func (a *File) loadSchemas(c *confinement) (map[string]*agent.Schema, error) {
 
 // compile turns the agent file into a flow graph: one node per chain step
 // (or one "instructions" node for an empty chain).
-func (a *File) compile(model agent.Model, c *confinement, extra []agent.Tool, mcp *mcpTools) (*flow.Compiled, error) {
+func (a *File) compile(model agent.Model, c *confinement, cfg RunConfig, mcp *mcpTools) (*flow.Compiled, error) {
 	schemas, err := a.loadSchemas(c)
 	if err != nil {
 		return nil, err
 	}
-	tools, err := a.tools(c, extra, mcp)
+	tools, err := a.tools(c, cfg.Tools, mcp)
 	if err != nil {
 		return nil, err
+	}
+	if a.IsChat() {
+		return a.compileChat(model, tools, cfg.Conversations)
 	}
 	g := flow.NewGraph(schema)
 	steps := a.Chain
@@ -478,7 +485,7 @@ func (p *prepared) load(a *File, cfg RunConfig, allowedPath string, seen map[str
 	if p.mcp, err = a.connectMCP(c, getenvOr(cfg.Getenv)); err != nil {
 		return err
 	}
-	if p.graph, err = a.compile(p.model, c, cfg.Tools, p.mcp); err != nil {
+	if p.graph, err = a.compile(p.model, c, cfg, p.mcp); err != nil {
 		return err
 	}
 	if a.Output.File != "" {
@@ -493,6 +500,9 @@ func (p *prepared) load(a *File, cfg RunConfig, allowedPath string, seen map[str
 	next, err := p.loadHandoff()
 	if err != nil {
 		return err
+	}
+	if next.IsChat() {
+		return &FileError{File: a.Path, Line: a.keyLines["handoff"], Msg: fmt.Sprintf("handoff.agent_id %q: %s is a chat (kind: chat), which takes a conversation, not a handoff", a.Handoff.AgentID, next.Path)}
 	}
 	nextDir, err := realDir(next.Dir())
 	if err != nil {
@@ -543,6 +553,9 @@ func runAgent(ctx context.Context, a *File, cfg RunConfig, ns string, resume boo
 		return nil, err
 	}
 	defer p.close()
+	if a.IsChat() && ns != "" {
+		return nil, &FileError{File: a.Path, Msg: fmt.Sprintf("a chat (kind: chat) keeps its thread's conversation: it runs at the thread's root, not in namespace %q", ns)}
+	}
 	if ns == "" && cfg.NewThread != nil {
 		if err := createThread(ctx, cfg.Store, cfg.Thread, cfg.NewThread); err != nil {
 			return nil, err
@@ -662,11 +675,11 @@ func (p *prepared) run(ctx context.Context, cfg RunConfig, ns string, resume boo
 		res, err = invoke(len(cfg.Stream) > 0, func() (flow.Result, error) { return r.Resume(ctx, cfg.Thread, cfg.Answer, so.Run) },
 			func() iter.Seq2[flow.Event, error] { return r.StreamResume(ctx, cfg.Thread, cfg.Answer, so) })
 	} else {
-		in, seen, ferr := freshInput(ctx, cfg.Store, cfg.Thread, ns, a.Name, cfg.Input, cfg.Abandon)
+		in, seen, ferr := p.newInput(ctx, cfg, ns)
 		if ferr != nil {
 			return nil, ferr
 		}
-		so.Run.ExpectHead = &seen
+		so.Run.ExpectHead = seen
 		res, err = invoke(len(cfg.Stream) > 0, func() (flow.Result, error) { return r.Invoke(ctx, cfg.Thread, in, so.Run) },
 			func() iter.Seq2[flow.Event, error] { return r.Stream(ctx, cfg.Thread, in, so) })
 	}
@@ -677,9 +690,7 @@ func (p *prepared) run(ctx context.Context, cfg RunConfig, ns string, resume boo
 	if res.StopReason != state.StopSuccess {
 		return out, nil
 	}
-	if fo, ok := res.State.Raw("final_output"); ok && string(fo) != "null" {
-		out.FinalOutput = fo
-	}
+	out.FinalOutput = p.finalOutput(res.State)
 	if len(out.FinalOutput) == 0 {
 		return out, fmt.Errorf("%w: thread %q namespace %q finished without a final_output", ErrNoOutput, cfg.Thread, ns)
 	}
@@ -701,7 +712,7 @@ func (p *prepared) run(ctx context.Context, cfg RunConfig, ns string, resume boo
 func (p *prepared) runner(cfg RunConfig, ns string) (*flow.Runner, error) {
 	return flow.NewRunner(p.graph, cfg.Store, flow.Options{Durability: cfg.Durability, Observer: cfg.Observer, Namespace: ns, Redact: p.redact, Logger: cfg.Logger, TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider, CaptureContent: cfg.CaptureContent,
 		InterruptBefore: p.steps(p.a.InterruptBefore, cfg.InterruptBefore), InterruptAfter: p.steps(nil, cfg.InterruptAfter),
-		RecursionLimit: -1, Items: cfg.Items}) // a chain is a line, it cannot loop: no step limit
+		RecursionLimit: p.recursionLimit(), Items: cfg.Items})
 }
 
 // steps keeps the file's own steps and those of the run's that this
@@ -729,6 +740,9 @@ func UpdateState(ctx context.Context, a *File, cfg RunConfig, at int64, values s
 	defer p.close()
 	r, err := p.runner(cfg, cfg.Namespace)
 	if err != nil {
+		return store.Checkpoint{}, err
+	}
+	if values, err = p.stateValues(values); err != nil {
 		return store.Checkpoint{}, err
 	}
 	return r.UpdateStateAt(ctx, cfg.Thread, at, values, asNode)

@@ -113,6 +113,9 @@ func (p *Pipeline) Check(cfg Config) error {
 		if err != nil {
 			return &agentfile.FileError{File: p.Path, Line: g.line, Msg: fmt.Sprintf("gate %d: %v", g.Gate, err), Err: err}
 		}
+		if af.IsChat() {
+			return &agentfile.FileError{File: p.Path, Line: g.line, Msg: fmt.Sprintf("gate %d: %s is a chat (kind: chat), which keeps a thread's conversation; a gate runs a chain", g.Gate, g.Agent)}
+		}
 		if err := agentfile.Check(af, p.agentConfig(cfg, g.Gate, nil)); err != nil {
 			return &agentfile.FileError{File: p.Path, Line: g.line, Msg: fmt.Sprintf("gate %d: %v", g.Gate, err), Err: err}
 		}

@@ -39,7 +39,8 @@ type AssistantInfo struct {
 	ID          string
 	Name        string
 	Description string
-	// Kind is "graph", "agent" or "pipeline".
+	// Kind is "graph", "agent", "chat" (an agent file of kind chat) or
+	// "pipeline".
 	Kind     string
 	Metadata map[string]any
 	// File is the agent or pipeline file, absolute; threads it runs on
@@ -239,7 +240,7 @@ func loadAssistant(path, ext string, cfg AssistantConfig) (Assistant, error) {
 		if err != nil {
 			return nil, err
 		}
-		a := &agentAssistant{f: f, cfg: cfg, created: info.ModTime()}
+		a := &agentAssistant{f: f, cfg: cfg, created: info.ModTime(), conversations: conversationsOf(f)}
 		g, err := agentfile.Graph(f, a.runConfig(nil, RunSpec{}))
 		if err != nil {
 			return nil, err
@@ -265,20 +266,26 @@ type agentAssistant struct {
 	created time.Time
 	nodes   []string
 	edges   []flow.Edge
+	// conversations keeps a chat's conversations decoded between runs.
+	conversations *agentfile.ConversationCache
 }
 
 func (a *agentAssistant) Info() AssistantInfo {
 	timeout, fallback, _ := a.f.Approval.Deadline() // checked when the file loaded
-	return AssistantInfo{ID: a.f.Name, Name: a.f.Name, Description: a.f.Description, Kind: "agent", File: a.f.Path, CreatedAt: a.created,
+	info := AssistantInfo{ID: a.f.Name, Name: a.f.Name, Description: a.f.Description, Kind: "agent", File: a.f.Path, CreatedAt: a.created,
 		Nodes: a.nodes, Edges: a.edges, StateFields: []string{"agent_id", "input", "steps", "final_output"},
 		Metadata:        map[string]any{"kind": "agent", "file": filepath.Base(a.f.Path)},
 		ApprovalTimeout: timeout, ApprovalFallback: fallback, RedactsState: true}
+	if a.f.IsChat() {
+		chatInfo(&info)
+	}
+	return info
 }
 
 func (a *agentAssistant) runConfig(s store.Store, spec RunSpec) agentfile.RunConfig {
 	rc := agentfile.RunConfig{Store: s, Thread: spec.Thread, Getenv: a.cfg.Getenv, AllowedRoot: a.cfg.AllowedRoot, RunID: spec.RunID,
 		Observer: spec.Observer, Stream: spec.Stream.Modes, Answer: spec.Answer, Durability: spec.Durability,
-		InterruptBefore: spec.InterruptBefore, InterruptAfter: spec.InterruptAfter, Abandon: spec.Abandon}
+		InterruptBefore: spec.InterruptBefore, InterruptAfter: spec.InterruptAfter, Abandon: spec.Abandon, Conversations: a.conversations}
 	if a.cfg.Configure != nil {
 		a.cfg.Configure(&rc)
 	}
@@ -301,7 +308,7 @@ func (a *agentAssistant) Run(ctx context.Context, spec RunSpec) (flow.Result, er
 		res, err = agentfile.Run(ctx, a.f, rc)
 	}
 	if res == nil {
-		return flow.Result{}, err
+		return flow.Result{}, chatError("$.input", err)
 	}
 	last := res
 	for last.Next != nil {
@@ -327,7 +334,8 @@ func agentInput(in json.RawMessage) agentfile.Input {
 }
 
 func (a *agentAssistant) UpdateState(ctx context.Context, s store.Store, thread string, at int64, values state.Update, asNode string) (store.Checkpoint, error) {
-	return agentfile.UpdateState(ctx, a.f, a.runConfig(s, RunSpec{Thread: thread}), at, values, asNode)
+	cp, err := agentfile.UpdateState(ctx, a.f, a.runConfig(s, RunSpec{Thread: thread}), at, values, asNode)
+	return cp, chatError("$.values", err)
 }
 
 // pipelineAssistant serves a pipeline file.

@@ -179,7 +179,7 @@ func (s *Server) getAssistant(w http.ResponseWriter, r *http.Request) error {
 
 // assistantGraph draws the graph as LangGraph does: nodes with ids,
 // edges with source and target; a router's edges are conditional, to each
-// node it may choose.
+// node it may choose (those its assistant names, or every node).
 func (s *Server) assistantGraph(w http.ResponseWriter, r *http.Request) error {
 	a, err := s.assistant(r.PathValue("assistant_id"))
 	if err != nil {
@@ -204,8 +204,8 @@ func (s *Server) assistantGraph(w http.ResponseWriter, r *http.Request) error {
 	edges := []edge{}
 	targets := slices.Concat(info.Nodes, []string{flow.END}) // a router may choose any node
 	for _, e := range info.Edges {
-		if !e.Conditional {
-			edges = append(edges, edge{Source: e.From, Target: e.To})
+		if !e.Conditional || e.To != "" {
+			edges = append(edges, edge{Source: e.From, Target: e.To, Conditional: e.Conditional})
 			continue
 		}
 		for _, n := range targets {

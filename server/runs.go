@@ -225,6 +225,9 @@ func (q *runRequest) check(s *Server) (Assistant, runKwargs, error) {
 	if err := q.checkInterrupts(a, &k); err != nil {
 		return nil, k, err
 	}
+	if err := checkInput(a, q.Input); err != nil {
+		return nil, k, err
+	}
 	if err := q.checkCommand(&k); err != nil {
 		return nil, k, err
 	}

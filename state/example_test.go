@@ -109,3 +109,21 @@ func ExampleDoc_Apply() {
 	fmt.Println(next, doc, err)
 	// Output: {"count":2,"items":["a","b"]} {"count":1,"items":["a"]} <nil>
 }
+
+// Elements walks a list field without decoding it; a new version of the
+// state shares the elements it did not change.
+func ExampleDoc_Elements() {
+	schema := state.MustSchema(state.WithField("messages", state.ReducerMessages))
+	one, _, _ := schema.Apply(state.EmptyDoc(), state.Update{"messages": state.Message{ID: "m1", Role: "user", Content: "hi"}})
+	two, _, _ := schema.Apply(one, state.Update{"messages": state.Message{ID: "m2", Role: "assistant", Content: "hello"}})
+	var first json.RawMessage
+	for _, m := range one.Elements("messages") {
+		first = m
+	}
+	for i, m := range two.Elements("messages") {
+		fmt.Println(i, string(m), i == 0 && &m[0] == &first[0])
+	}
+	// Output:
+	// 0 {"id":"m1","role":"user","content":"hi"} true
+	// 1 {"id":"m2","role":"assistant","content":"hello"} false
+}

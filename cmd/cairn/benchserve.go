@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"testing"
@@ -50,7 +51,7 @@ func (f *serverFlags) bind(cmd *cobra.Command) {
 	cmd.Flags().IntVar(&f.turns, "turns", 1000, "w3: turns on the thread")
 	cmd.Flags().StringVar(&f.series, "series", "both", "w3: wait (POST /threads/{id}/runs/wait), stream (POST /threads/{id}/runs/stream) or both")
 	cmd.Flags().StringVar(&f.url, "url", "", "w3: drive this already-running server instead of the bench's own (no store bytes, no server times)")
-	cmd.Flags().StringVar(&f.assistant, "assistant", "", "w3 --url: the assistant id the server serves the chat assistant as (default chat)")
+	cmd.Flags().StringVar(&f.assistant, "assistant", "", "w3: a chat agent file (kind: chat, FILE.md) the bench's own server serves instead of its Go graph; with --url, the assistant id the server serves the chat as (default chat)")
 	cmd.Flags().IntVar(&f.pid, "pid", 0, "w3 --url: the server's process id, for its peak RSS and CPU")
 	cmd.Flags().IntVar(&f.repeat, "repeat", 20, "w4: how many times each call is made")
 	cmd.Flags().IntVar(&f.concurrency, "concurrency-create", 32, "w4: threads created at once")
@@ -99,6 +100,12 @@ func selfProgram() (bench.Program, error) {
 // benchW3 runs W3 and prints its figures.
 func (a *app) benchW3(ctx context.Context, f serverFlags, storeURL, cpuProfile string) error {
 	cfg := bench.W3Config{Turns: f.turns, Store: storeURL, URL: f.url, Assistant: f.assistant, PID: f.pid, CPUProfile: cpuProfile, Progress: a.stderr}
+	if f.url == "" && f.assistant != "" {
+		if !strings.EqualFold(filepath.Ext(f.assistant), ".md") {
+			return usagef("--assistant %q: without --url, a chat agent file (.md)", f.assistant)
+		}
+		cfg.Assistant, cfg.AssistantFile = "", f.assistant
+	}
 	switch f.series {
 	case "both":
 	case "wait", "stream":
@@ -109,8 +116,8 @@ func (a *app) benchW3(ctx context.Context, f serverFlags, storeURL, cpuProfile s
 	if f.turns < 0 {
 		return usagef("--turns %d: want at least 1", f.turns)
 	}
-	if f.url == "" && (f.pid != 0 || f.assistant != "") {
-		return usagef("--pid and --assistant are for an external server (--url)")
+	if f.url == "" && f.pid != 0 {
+		return usagef("--pid is for an external server (--url)")
 	}
 	if f.url == "" {
 		p, err := selfProgram()
@@ -141,7 +148,11 @@ func printW3(a *app, r bench.W3Result) {
 		if r.URL != "" {
 			where = r.URL
 		}
-		fmt.Fprintf(tw, "w3 %s\tassistant %s, %s, %d turns on thread %s, %d connection(s), %.1f s\n", s.Series, r.Assistant, where, r.Turns, s.Thread, s.Connections, s.TotalS)
+		who := r.Assistant
+		if r.AssistantFile != "" {
+			who += " (" + r.AssistantFile + ")"
+		}
+		fmt.Fprintf(tw, "w3 %s\tassistant %s, %s, %d turns on thread %s, %d connection(s), %.1f s\n", s.Series, who, where, r.Turns, s.Thread, s.Connections, s.TotalS)
 		rows := [][2]string{{"turn (client)", summaryText(s.Latency)}}
 		if s.Server != nil {
 			rows = append(rows, [2]string{"server handler", summaryText(s.Server)})

@@ -317,6 +317,9 @@ func (a *app) agentRun(path string, f runFlags) (*agentfile.File, agentfile.RunC
 	if err != nil {
 		return nil, cfg, o, &usageError{err}
 	}
+	if af.IsChat() {
+		o.Kind = agentfile.KindChat // as cairn serve records it: either may continue the other's thread
+	}
 	cfg = agentfile.RunConfig{Durability: d, Getenv: a.getenv, Observer: a.progress(), Input: agentfile.TextInput("inline", f.inputText), Logger: a.logger}
 	if cfg.Stream, err = a.streams(); err != nil {
 		return nil, cfg, o, err

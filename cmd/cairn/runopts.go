@@ -15,7 +15,7 @@ import (
 // secret: model specs name a script file, a model and a base URL without
 // credentials; keys stay in environment variables.
 type runOptions struct {
-	Kind       string // "agent" or "pipeline"
+	Kind       string // "agent", "chat" or "pipeline"
 	File       string // absolute path of the agent or pipeline file
 	Model      string // --model spec; empty: the file's own model
 	Durability string // --durability

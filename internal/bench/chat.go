@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/server"
 	"github.com/cairn-dev/cairn/state"
+	"github.com/cairn-dev/cairn/store"
 )
 
 // ChatAssistantID is the id W3 and W4 serve their chat graph under.
@@ -99,4 +101,42 @@ func lastHuman(d state.Doc) (string, error) {
 		return s, nil
 	}
 	return "", fmt.Errorf("bench: chat: no human message to answer")
+}
+
+// ChatFile is a chat agent file (kind: chat) served as W3's assistant,
+// checked as cairn serve checks it; its id is the file's name.
+func ChatFile(path string) (server.Assistant, error) {
+	a, err := server.LoadAssistant(path, server.AssistantConfig{})
+	if err != nil {
+		return nil, err
+	}
+	if a.Info().Kind != "chat" {
+		return nil, fmt.Errorf("%w: %s is not a chat agent file (kind: chat): W3's turns add messages to a conversation", store.ErrInvalidArgument, path)
+	}
+	return a, nil
+}
+
+// checkOwn checks the configuration of the bench's own server: the
+// assistant it serves (the Go graph, or the chat file's name).
+func (cfg *W3Config) checkOwn() error {
+	if cfg.PID != 0 {
+		return fmt.Errorf("%w: a pid is for an external server (URL)", store.ErrInvalidArgument)
+	}
+	id := ChatAssistantID
+	if cfg.AssistantFile != "" {
+		abs, err := filepath.Abs(cfg.AssistantFile)
+		if err != nil {
+			return err
+		}
+		a, err := ChatFile(abs)
+		if err != nil {
+			return err
+		}
+		cfg.AssistantFile, id = abs, a.Info().ID
+	}
+	if cfg.Assistant != "" && cfg.Assistant != id {
+		return fmt.Errorf("%w: the bench's own server serves assistant %q, not %q", store.ErrInvalidArgument, id, cfg.Assistant)
+	}
+	cfg.Assistant = id
+	return nil
 }

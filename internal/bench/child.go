@@ -32,6 +32,9 @@ type ServeConfig struct {
 	// CPUProfile, when set, is written with a CPU profile of the process
 	// from start to stop.
 	CPUProfile string
+	// AssistantFile, when set, is a chat agent file (kind: chat) served
+	// instead of the Go graph of ChatAssistant.
+	AssistantFile string
 }
 
 // ParseServeArgs reads the arguments of the serve subcommand: --store
@@ -43,11 +46,12 @@ func ParseServeArgs(args []string) (ServeConfig, error) {
 	fs.StringVar(&c.Store, "store", "", "store URL")
 	fs.StringVar(&c.Addr, "addr", "127.0.0.1:0", "address to listen on")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "CPU profile file")
+	fs.StringVar(&c.AssistantFile, "assistant-file", "", "a chat agent file to serve instead of the Go graph")
 	if err := fs.Parse(args); err != nil {
 		return c, fmt.Errorf("%w: %s: %v", store.ErrInvalidArgument, ServeCommand, err)
 	}
 	if c.Store == "" || fs.NArg() > 0 {
-		return c, fmt.Errorf("%w: %s --store URL [--addr HOST:PORT] [--cpuprofile FILE]", store.ErrInvalidArgument, ServeCommand)
+		return c, fmt.Errorf("%w: %s --store URL [--addr HOST:PORT] [--cpuprofile FILE] [--assistant-file FILE]", store.ErrInvalidArgument, ServeCommand)
 	}
 	return c, nil
 }
@@ -83,7 +87,7 @@ func serveMain(ctx context.Context, args []string, stdout io.Writer, middleware 
 		return err
 	}
 	defer s.Close()
-	chat, err := ChatAssistant()
+	chat, err := serveAssistant(cfg)
 	if err != nil {
 		return err
 	}
@@ -104,6 +108,15 @@ func serveMain(ctx context.Context, args []string, stdout io.Writer, middleware 
 		h = middleware(srv)
 	}
 	return serveTimed(ctx, srv, h, ln, stdout)
+}
+
+// serveAssistant is the assistant the bench's server serves: the chat
+// agent file of cfg, or the Go graph.
+func serveAssistant(cfg ServeConfig) (server.Assistant, error) {
+	if cfg.AssistantFile != "" {
+		return ChatFile(cfg.AssistantFile)
+	}
+	return ChatAssistant()
 }
 
 // serveTimed serves h (srv, or a handler around it) on ln, each request

@@ -33,13 +33,16 @@ type child struct {
 
 // startServer starts the chat server on storeURL (ServeMain) in a
 // process of its own and waits until it accepts connections.
-func startServer(ctx context.Context, prog Program, storeURL, cpuProfile string) (*child, error) {
+func startServer(ctx context.Context, prog Program, storeURL, cpuProfile, assistantFile string) (*child, error) {
 	if prog == nil {
 		return nil, fmt.Errorf("%w: no program to start (Config.Program)", ErrServer)
 	}
 	args := []string{ServeCommand, "--store", storeURL, "--addr", "127.0.0.1:0"}
 	if cpuProfile != "" {
 		args = append(args, "--cpuprofile", cpuProfile)
+	}
+	if assistantFile != "" {
+		args = append(args, "--assistant-file", assistantFile)
 	}
 	cmd := prog(args...)
 	out, err := cmd.StdoutPipe()

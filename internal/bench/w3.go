@@ -43,6 +43,11 @@ type W3Config struct {
 	URL       string
 	Assistant string
 	PID       int
+	// AssistantFile, when set, is a chat agent file (kind: chat, such as
+	// examples/serve/chat.md) the bench's own server serves W3's turns
+	// with, instead of the Go graph (ChatGraph); Assistant becomes its
+	// name.
+	AssistantFile string
 	// Program starts the bench's own server process.
 	Program Program
 	// CPUProfile, when set, is where the server process writes a CPU
@@ -54,12 +59,14 @@ type W3Config struct {
 
 // W3Result holds W3's figures.
 type W3Result struct {
-	Workload  string     `json:"workload"`
-	Store     string     `json:"store,omitempty"`
-	URL       string     `json:"url,omitempty"`
-	Assistant string     `json:"assistant"`
-	Turns     int        `json:"turns"`
-	Series    []W3Series `json:"series"`
+	Workload  string `json:"workload"`
+	Store     string `json:"store,omitempty"`
+	URL       string `json:"url,omitempty"`
+	Assistant string `json:"assistant"`
+	// AssistantFile is the chat agent file served, if one was.
+	AssistantFile string     `json:"assistant_file,omitempty"`
+	Turns         int        `json:"turns"`
+	Series        []W3Series `json:"series"`
 }
 
 // W3Series holds the figures of one series of W3.
@@ -107,7 +114,7 @@ func RunW3(ctx context.Context, cfg W3Config) (W3Result, error) {
 	if err := cfg.check(); err != nil {
 		return W3Result{}, err
 	}
-	res := W3Result{Workload: "w3", Store: cfg.Store, URL: cfg.URL, Assistant: cfg.Assistant, Turns: cfg.Turns}
+	res := W3Result{Workload: "w3", Store: cfg.Store, URL: cfg.URL, Assistant: cfg.Assistant, AssistantFile: cfg.AssistantFile, Turns: cfg.Turns}
 	for _, series := range cfg.Series {
 		s, err := runW3Series(ctx, cfg, series)
 		if err != nil {
@@ -136,17 +143,10 @@ func (cfg *W3Config) check() error {
 		}
 	}
 	if cfg.URL == "" {
-		if cfg.PID != 0 {
-			return fmt.Errorf("%w: a pid is for an external server (URL)", store.ErrInvalidArgument)
-		}
-		if cfg.Assistant != "" && cfg.Assistant != ChatAssistantID {
-			return fmt.Errorf("%w: the bench's own server serves assistant %q, not %q", store.ErrInvalidArgument, ChatAssistantID, cfg.Assistant)
-		}
-		cfg.Assistant = ChatAssistantID
-		return nil
+		return cfg.checkOwn()
 	}
-	if cfg.Store != "" || cfg.CPUProfile != "" {
-		return fmt.Errorf("%w: a store and a CPU profile are for the bench's own server, not an external one (URL)", store.ErrInvalidArgument)
+	if cfg.Store != "" || cfg.CPUProfile != "" || cfg.AssistantFile != "" {
+		return fmt.Errorf("%w: a store, a CPU profile and an assistant file are for the bench's own server, not an external one (URL)", store.ErrInvalidArgument)
 	}
 	if cfg.Assistant == "" {
 		cfg.Assistant = ChatAssistantID
@@ -222,7 +222,7 @@ func (r *w3Run) start(ctx context.Context) (func(), error) {
 		prof += "." + r.series
 	}
 	r.res.CPUProfile = prof
-	srv, err := startServer(ctx, r.cfg.Program, r.storeURL, prof)
+	srv, err := startServer(ctx, r.cfg.Program, r.storeURL, prof, r.cfg.AssistantFile)
 	if err != nil {
 		return cleanup, err
 	}

@@ -43,7 +43,7 @@ type w4Thread struct {
 // serve starts the server on W4's store, checks a sample of threads,
 // makes the calls and stops the server.
 func (w *w4Run) serve(ctx context.Context) (err error) {
-	srv, err := startServer(ctx, w.cfg.Program, w.url, w.cfg.CPUProfile)
+	srv, err := startServer(ctx, w.cfg.Program, w.url, w.cfg.CPUProfile, "")
 	if err != nil {
 		return err
 	}

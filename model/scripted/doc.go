@@ -9,6 +9,11 @@
 //	      - name: write_files
 //	        args: {files: [{filename: main.go, content: "package main"}]}
 //	  - echo_tool: true              # answers what the last tool returned
+//	  - text: "Sunny, 21 °C."
+//	    user: weather                # optional: only when the last user message says "weather"
+//	  - echo_user: "You said: {user}. "   # {user}: the last user message
+//	    pad_to: 200                  # optional: right-padded with x to 200 bytes
+//	    repeat: true                 # optional: never used up
 //	  - error: {status: 429, message: slow down}   # a provider error
 //	    delay_ms: 200                # optional: wait before answering
 //	  - text: "One line, streamed."
@@ -21,6 +26,9 @@
 // after the one before, so a test or benchmark sees a paced model.
 //
 // A reply with step: is used only by a call whose Request.Step matches;
-// the others are used in order. Running out of replies is an error naming
-// the file. Token usage is estimated as bytes/4, the same every run.
+// the others are used in order; a reply with user: only by a call whose
+// last user message contains that text (letter case aside). A reply is
+// used once, unless it has repeat: true. Running out of replies is an
+// error naming the file. Token usage is estimated as bytes/4, the same
+// every run.
 package scripted

@@ -33,6 +33,16 @@ type reply struct {
 	// EchoTool answers the content of the request's last tool message
 	// (what the last tool returned) as the reply's text.
 	EchoTool bool `yaml:"echo_tool"`
+	// EchoUser answers this text with {user} replaced by the request's
+	// last user message.
+	EchoUser *string `yaml:"echo_user"`
+	// User, when set, keeps the reply for calls whose last user message
+	// contains it (letter case aside).
+	User string `yaml:"user"`
+	// PadTo right-pads the reply's text with x to this many bytes.
+	PadTo int `yaml:"pad_to"`
+	// Repeat: the reply is never used up.
+	Repeat   bool `yaml:"repeat"`
 	line     int
 	jsonText json.RawMessage
 }
@@ -120,7 +130,7 @@ func parseReply(name string, n *yaml.Node) (reply, error) {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if !allowedKeys[k.Value] {
-			return r, fmt.Errorf("%w: %s:%d: unknown key %q (text, json, tool_calls, echo_tool, step, delay_ms, chunk_delay_ms, chunk_chars, error)", ErrScript, name, k.Line, k.Value)
+			return r, fmt.Errorf("%w: %s:%d: unknown key %q (text, json, tool_calls, echo_tool, echo_user, step, user, pad_to, repeat, delay_ms, chunk_delay_ms, chunk_chars, error)", ErrScript, name, k.Line, k.Value)
 		}
 		switch k.Value {
 		case "json":
@@ -145,13 +155,13 @@ func parseReply(name string, n *yaml.Node) (reply, error) {
 // check checks a decoded reply and encodes its json: value.
 func (r *reply) check(name string) error {
 	kinds := 0
-	for _, set := range []bool{r.Text != nil, r.JSON != nil, r.ToolCalls != nil, r.Error != nil, r.EchoTool} {
+	for _, set := range []bool{r.Text != nil, r.JSON != nil, r.ToolCalls != nil, r.Error != nil, r.EchoTool, r.EchoUser != nil} {
 		if set {
 			kinds++
 		}
 	}
 	if kinds != 1 {
-		return fmt.Errorf("%w: %s:%d: a reply needs exactly one of the keys text, json, tool_calls, echo_tool: true or error", ErrScript, name, r.line)
+		return fmt.Errorf("%w: %s:%d: a reply needs exactly one of the keys text, json, tool_calls, echo_tool: true, echo_user or error", ErrScript, name, r.line)
 	}
 	if r.JSON != nil {
 		var v any
@@ -172,8 +182,11 @@ func (r *reply) check(name string) error {
 	if r.Error != nil && r.Error.Status == 0 {
 		return fmt.Errorf("%w: %s:%d: error: needs a status", ErrScript, name, r.line)
 	}
-	if r.DelayMS < 0 || r.ChunkDelayMS < 0 || r.ChunkChars < 0 {
-		return fmt.Errorf("%w: %s:%d: delay_ms, chunk_delay_ms and chunk_chars must not be negative", ErrScript, name, r.line)
+	if r.DelayMS < 0 || r.ChunkDelayMS < 0 || r.ChunkChars < 0 || r.PadTo < 0 {
+		return fmt.Errorf("%w: %s:%d: delay_ms, chunk_delay_ms, chunk_chars and pad_to must not be negative", ErrScript, name, r.line)
+	}
+	if r.PadTo > 0 && r.Text == nil && r.EchoUser == nil && !r.EchoTool {
+		return fmt.Errorf("%w: %s:%d: pad_to pads a text reply (text, echo_user, echo_tool)", ErrScript, name, r.line)
 	}
 	return nil
 }
@@ -207,7 +220,8 @@ func parseToolCalls(name string, v *yaml.Node) ([]toolCall, error) {
 	return calls, nil
 }
 
-var allowedKeys = map[string]bool{"text": true, "json": true, "tool_calls": true, "echo_tool": true, "step": true, "delay_ms": true, "chunk_delay_ms": true, "chunk_chars": true, "error": true}
+var allowedKeys = map[string]bool{"text": true, "json": true, "tool_calls": true, "echo_tool": true, "echo_user": true, "step": true, "user": true,
+	"pad_to": true, "repeat": true, "delay_ms": true, "chunk_delay_ms": true, "chunk_chars": true, "error": true}
 
 // Generate implements agent.Model.
 func (m *Model) Generate(ctx context.Context, req agent.Request) (agent.Response, error) {
@@ -223,24 +237,8 @@ func (m *Model) respond(ctx context.Context, req agent.Request) (agent.Response,
 	m.calls++
 	call := m.calls
 	m.markAnswered(req.Messages)
-	idx := -1
-	if req.Step != "" {
-		for i, r := range m.replies {
-			if !m.used[i] && r.Step == req.Step {
-				idx = i
-				break
-			}
-		}
-	}
-	if idx < 0 {
-		for i, r := range m.replies {
-			if !m.used[i] && r.Step == "" {
-				idx = i
-				break
-			}
-		}
-	}
-	if idx >= 0 {
+	idx := m.choose(req)
+	if idx >= 0 && !m.replies[idx].Repeat {
 		m.used[idx] = true
 	}
 	m.mu.Unlock()
@@ -277,6 +275,29 @@ func (m *Model) respond(ctx context.Context, req agent.Request) (agent.Response,
 		Model: "scripted", Latency: time.Since(start), Raw: raw}, r, nil
 }
 
+// choose picks the reply for a call (m.mu held): the first unused one of
+// the call's step, else the first unused one without a step; a reply
+// with user: only when the last user message contains it. -1: none.
+func (m *Model) choose(req agent.Request) int {
+	user := strings.ToLower(lastUser(req.Messages))
+	fits := func(i int, step string) bool {
+		r := m.replies[i]
+		return !m.used[i] && r.Step == step && strings.Contains(user, strings.ToLower(r.User))
+	}
+	steps := []string{""}
+	if req.Step != "" {
+		steps = []string{req.Step, ""}
+	}
+	for _, step := range steps {
+		for i := range m.replies {
+			if fits(i, step) {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
 // message is the assistant message a reply makes for a request.
 func (m *Model) message(r reply, req agent.Request) (agent.Message, error) {
 	msg := agent.Message{Role: agent.RoleAssistant}
@@ -291,6 +312,8 @@ func (m *Model) message(r reply, req agent.Request) (agent.Message, error) {
 			return agent.Message{}, &agent.ProviderError{Provider: "scripted", Err: agent.ErrMalformed, Message: fmt.Sprintf("%s:%d: echo_tool: the conversation has no tool result", m.name, r.line)}
 		}
 		msg.Content = echo
+	case r.EchoUser != nil:
+		msg.Content = strings.ReplaceAll(*r.EchoUser, "{user}", lastUser(req.Messages))
 	default:
 		for i, tc := range r.ToolCalls {
 			var v any
@@ -308,6 +331,9 @@ func (m *Model) message(r reply, req agent.Request) (agent.Message, error) {
 			}
 			msg.ToolCalls = append(msg.ToolCalls, agent.ToolCall{ID: fmt.Sprintf("call_%d_%d", r.line, i), Name: tc.Name, Args: args})
 		}
+	}
+	if n := r.PadTo - len(msg.Content); n > 0 {
+		msg.Content += strings.Repeat("x", n)
 	}
 	return msg, nil
 }
@@ -345,6 +371,16 @@ func (r reply) answers(calls []agent.ToolCall) bool {
 }
 
 var _ agent.Model = (*Model)(nil)
+
+// lastUser is the content of the last user message ("" if none).
+func lastUser(msgs []agent.Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == agent.RoleUser {
+			return msgs[i].Content
+		}
+	}
+	return ""
+}
 
 // lastToolResult is the content of the last tool message.
 func lastToolResult(msgs []agent.Message) (string, bool) {

@@ -70,7 +70,7 @@ func TestScriptErrors(t *testing.T) {
 		{"unknown field", "replies:\n  - text: a\n    colour: red\n", `test.yaml:3: unknown key "colour"`},
 		{"tool without name", "replies:\n  - tool_calls: [{args: {}}]\n", "needs a name"},
 		{"error without status", "replies:\n  - error: {message: x}\n", "needs a status"},
-		{"negative chunk_chars", "replies:\n  - text: a\n    chunk_chars: -1\n", "test.yaml:2: delay_ms, chunk_delay_ms and chunk_chars must not be negative"},
+		{"negative chunk_chars", "replies:\n  - text: a\n    chunk_chars: -1\n", "test.yaml:2: delay_ms, chunk_delay_ms, chunk_chars and pad_to must not be negative"},
 	}
 	for _, tc := range tests {
 		_, err := scripted.Parse("test.yaml", []byte(tc.in))
@@ -95,6 +95,7 @@ func FuzzParse(f *testing.F) {
 	f.Add(script)
 	f.Add("replies:\n  - text: [1, 2]\n")
 	f.Add("replies:\n  - json: !!binary aGVsbG8=\n")
+	f.Add("replies:\n  - echo_user: 'You said: {user}.'\n    user: hi\n    pad_to: 30\n    repeat: true\n")
 	f.Fuzz(func(t *testing.T, s string) {
 		m, err := scripted.Parse("fuzz.yaml", []byte(s))
 		if err != nil {

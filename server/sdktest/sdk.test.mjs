@@ -19,7 +19,7 @@ async function collect(stream) {
 test("assistants: search, get, graph, schemas", async () => {
   const list = await client.assistants.search({ limit: 10 });
   const ids = list.map((a) => a.assistant_id).sort();
-  assert.deepEqual(ids, ["approval", "five-steps", "slow-steps"]);
+  assert.deepEqual(ids, ["approval", "chat", "five-steps", "slow-steps"]);
   const a = await client.assistants.get("approval");
   assert.equal(a.graph_id, "approval");
   const g = await client.assistants.getGraph("approval");

@@ -1,0 +1,80 @@
+// The official LangGraph JS SDK against a real `cairn serve` (CAIRN_URL)
+// serving examples/serve, whose chat.md is a chat assistant (kind: chat):
+// what a chat front end (agent-chat-ui, useStream) does. Run by
+// `go test ./cmd/cairn -run LangGraphSDKChat`, which starts the server.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { Client } from "@langchain/langgraph-sdk";
+
+const apiUrl = process.env.CAIRN_URL;
+if (!apiUrl) throw new Error("CAIRN_URL is not set (go test ./cmd/cairn -run LangGraphSDKChat sets it)");
+const client = new Client({ apiUrl });
+
+async function collect(stream) {
+  const out = [];
+  for await (const part of stream) out.push(part);
+  return out;
+}
+
+test("the chat assistant's graph and schemas show its messages state", async () => {
+  const a = await client.assistants.get("chat");
+  assert.equal(a.metadata.kind, "chat");
+  const g = await client.assistants.getGraph("chat");
+  assert.deepEqual(g.nodes.map((n) => n.id), ["__start__", "agent", "tools", "__end__"]);
+  assert.ok(g.edges.some((e) => e.source === "agent" && e.target === "tools" && e.conditional));
+  assert.ok(g.edges.some((e) => e.source === "tools" && e.target === "agent"));
+  const s = await client.assistants.getSchemas("chat");
+  assert.deepEqual(Object.keys(s.state_schema.properties), ["messages"]);
+  assert.deepEqual(Object.keys(s.input_schema.properties), ["messages"]);
+});
+
+test("three turns: the conversation grows, the reply's tokens stream first", async () => {
+  const thread = await client.threads.create();
+  let ids = [];
+  for (const [i, text] of ["hi", "how are you?", "bye"].entries()) {
+    const parts = await collect(client.runs.stream(thread.thread_id, "chat", {
+      input: { messages: [{ role: "user", content: text }] },
+      streamMode: ["messages-tuple", "values"],
+    }));
+    const chunks = parts.filter((p) => p.event === "messages");
+    assert.ok(chunks.length > 0, `turn ${i + 1}: no token chunk`);
+    const [chunk, meta] = chunks[0].data;
+    assert.equal(chunk.type, "AIMessageChunk");
+    assert.equal(meta.langgraph_node, "agent");
+    const tokens = chunks.map((p) => p.data[0].content).join("");
+    assert.ok(parts.findIndex((p) => p.event === "messages") < parts.findLastIndex((p) => p.event === "values"), "the tokens come before the last values");
+    const values = parts.filter((p) => p.event === "values").at(-1).data;
+    assert.equal(values.messages.length, 2 * (i + 1), `turn ${i + 1}: ${JSON.stringify(values.messages)}`);
+    const [human, ai] = values.messages.slice(-2);
+    assert.equal(human.type, "human");
+    assert.equal(human.content, text);
+    assert.equal(ai.type, "ai");
+    assert.equal(ai.content, tokens);
+    assert.ok(ai.content.startsWith(`You said: ${text}. `));
+    assert.equal(ai.id, chunk.id, "the streamed message and the stored one share their id");
+    assert.deepEqual(values.messages.slice(0, ids.length).map((m) => m.id), ids, "earlier messages keep their ids");
+    ids = values.messages.map((m) => m.id);
+  }
+  const state = await client.threads.getState(thread.thread_id);
+  assert.equal(state.values.messages.length, 6);
+  assert.deepEqual(state.next, []);
+});
+
+test("a tool call waits for approval, then runs, and the model answers with its result", async () => {
+  const thread = await client.threads.create();
+  await client.runs.wait(thread.thread_id, "chat", { input: { messages: [{ type: "human", content: "Which files are there?" }] } });
+  let state = await client.threads.getState(thread.thread_id);
+  assert.deepEqual(state.next, ["tools"]);
+  const call = state.values.messages.at(-1);
+  assert.equal(call.tool_calls[0].name, "list_files");
+  const parts = await collect(client.runs.stream(thread.thread_id, "chat", {
+    command: { resume: { action: "approve" } },
+    streamMode: ["messages-tuple", "values"],
+  }));
+  const values = parts.filter((p) => p.event === "values").at(-1).data;
+  assert.deepEqual(values.messages.map((m) => m.type), ["human", "ai", "tool", "ai"]);
+  assert.equal(values.messages[2].tool_call_id, call.tool_calls[0].id);
+  assert.match(values.messages[3].content, /chat\.md/);
+  state = await client.threads.getState(thread.thread_id);
+  assert.deepEqual(state.next, []);
+});
