@@ -124,10 +124,12 @@ test(`useStream on cairn serve: ${SCENARIO}`, async () => {
     assert.equal(seen.at(-1), text, "after the reload the reply completes");
     assert.ok(text.length > before.length && text.startsWith(before.slice(0, 10)), `${before} then ${text}`);
   } else if (SCENARIO === "approve") {
-    await send(page, "please book it");
+    await send(page, "which files are there?");
     await page.waitForSelector("#interrupt", { timeout: TIMEOUT });
-    const value = JSON.parse(await page.textContent("#interrupt-value"));
-    assert.ok(value && typeof value === "object", `the interrupt's value is the node's: ${JSON.stringify(value)}`);
+    // The value is the node's own: agent-inbox's review of the tool call.
+    const [review] = JSON.parse(await page.textContent("#interrupt-value"));
+    assert.equal(review.action_request.action, "list_files", JSON.stringify(review));
+    assert.equal(review.config.allow_accept, true);
     await page.click("#approve");
     await page.waitForSelector("#interrupt", { state: "detached", timeout: TIMEOUT });
     const seen = await growth(page);

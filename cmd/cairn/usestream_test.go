@@ -53,4 +53,4 @@ func TestUseStream(t *testing.T) {
 }
 
 // useStreamScenarios are the browser scenarios TestUseStream runs.
-var useStreamScenarios = []string{"send", "stop", "reload"}
+var useStreamScenarios = []string{"send", "stop", "reload", "approve"}
