@@ -172,7 +172,9 @@ func TestRedactApprovalValue(t *testing.T) {
 	}
 	sch := state.MustSchema(state.WithField("log", state.ReducerAppend), state.WithField("creds", state.ReducerMerge))
 	g := flow.NewGraph(sch).
-		AddNode("work", func(ctx context.Context, _ state.Doc) (state.Update, error) { return state.Update{"log": "worked"}, nil }).
+		AddNode("work", func(ctx context.Context, _ state.Doc) (state.Update, error) {
+			return state.Update{"log": "worked"}, nil
+		}).
 		AddEdge(flow.START, "work")
 	r := newRunner(t, g, s, flow.Options{Redact: redact.Default(), InterruptBefore: []string{"work"}})
 	secrets := map[string]string{"edit": "sk-proj-EDITabcdefghijklmnopqrstu", "reject": "sk-proj-REJECTabcdefghijklmnopqr"}
