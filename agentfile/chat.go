@@ -26,8 +26,16 @@ const (
 	// system message) in node agent; when the reply calls tools, node
 	// tools runs them and adds their results, and the model answers
 	// again, until a reply calls none (or the run's step limit, 25 by
-	// default, is reached). interrupt_before: [tools] pauses before
-	// every round of tool calls for a person's approval.
+	// default, is reached). approve_tools: makes the calls of the tools
+	// it names (all: every tool) wait for a person's review: node tools
+	// raises a flow.Interrupt whose value is agent-inbox's HumanInterrupt
+	// list, one per waiting call, and applies the answers — a list of
+	// HumanResponse ({type: accept|edit|response|ignore, args}), one a
+	// call in order, or a flow.Approval (approve: accept all; edit:
+	// {call id or tool name: arguments}; reject: response with the reason,
+	// or ignore without one). An ignored call ends the turn.
+	// interrupt_before: [tools] pauses before every round of tool calls
+	// instead (a static pause, without an interrupt value).
 	KindChat = "chat"
 )
 
