@@ -141,6 +141,11 @@ type File struct {
 	// InterruptBefore pauses a run before these chain steps (by id), for
 	// a person to look before the step runs; resuming goes on.
 	InterruptBefore []string `yaml:"interrupt_before"`
+	// ApproveTools (a chat's) asks a person to approve the calls of these
+	// tools (all: every tool) before they run: node tools raises an
+	// interrupt whose value is agent-inbox's HumanInterrupt list (see
+	// KindChat).
+	ApproveTools ToolApproval `yaml:"approve_tools"`
 	// Approval says how long a pause waits for a person (a server answers
 	// it with Fallback after Timeout); empty: it waits for ever.
 	Approval ApprovalSpec `yaml:"approval"`
@@ -358,6 +363,9 @@ func (a *File) check(bodyLine int) error {
 		return a.checkChat(bodyLine)
 	default:
 		return &FileError{File: a.Path, Line: a.keyLines["kind"], Msg: fmt.Sprintf("kind %q: want chain (the default) or chat", a.Kind)}
+	}
+	if line, ok := a.keyLines["approve_tools"]; ok {
+		return &FileError{File: a.Path, Line: line, Msg: "approve_tools: is for chats (kind: chat): a chain's steps pause with interrupt_before"}
 	}
 	switch a.Output.Format {
 	case "", "json", "markdown":

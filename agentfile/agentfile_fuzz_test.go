@@ -20,6 +20,9 @@ func FuzzParseAgentFile(f *testing.F) {
 	f.Add([]byte("---\nname: x\ntools: [memory_get]\nmemory: {namespace: [\"{\", a.b, \"{metadata.}\"]}\n---\n## Instructions\nx\n"))
 	f.Add([]byte("---\nname: c\nkind: chat\nmodel: {provider: scripted, script: r.yaml}\ntools: [read_file, memory_search]\nmemory: {namespace: [\"{thread}\"]}\ninterrupt_before: [tools]\napproval: {timeout: 30m, fallback: approve}\n---\n## System prompt\nBe kind.\n## Instructions\nHelp.\n"))
 	f.Add([]byte("---\nname: c\nkind: chat\nchain: [{id: a, kind: text}]\ninterrupt_before: [agent, send]\n---\n## step:a\nx\n"))
+	f.Add([]byte("---\nname: c\nkind: chat\nmodel: {provider: scripted, script: r.yaml}\ntools: [read_file, files.*]\nmcp_servers: [{name: files, command: x}]\napprove_tools: [read_file, files.read]\napproval: {timeout: 1m, fallback: reject}\n---\n## Instructions\nHelp.\n"))
+	f.Add([]byte("---\nname: c\nkind: chat\nmodel: {provider: scripted, script: r.yaml}\ntools: [read_file]\napprove_tools: all\n---\n## Instructions\nHelp.\n"))
+	f.Add([]byte("---\nname: c\nkind: chat\ntools: [read_file]\napprove_tools: [all, {x: 1}, null]\n---\n## Instructions\nHelp.\n"))
 	f.Add([]byte("---\nname: c\nkind: chain\n---\n## Instructions\nx\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		a, err := agentfile.Parse("f.md", data)

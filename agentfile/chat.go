@@ -26,8 +26,16 @@ const (
 	// system message) in node agent; when the reply calls tools, node
 	// tools runs them and adds their results, and the model answers
 	// again, until a reply calls none (or the run's step limit, 25 by
-	// default, is reached). interrupt_before: [tools] pauses before
-	// every round of tool calls for a person's approval.
+	// default, is reached). approve_tools: makes the calls of the tools
+	// it names (all: every tool) wait for a person's review: node tools
+	// raises a flow.Interrupt whose value is agent-inbox's HumanInterrupt
+	// list, one per waiting call, and applies the answers — a list of
+	// HumanResponse ({type: accept|edit|response|ignore, args}), one a
+	// call in order, or a flow.Approval (approve: accept all; edit:
+	// {call id or tool name: arguments}; reject: response with the reason,
+	// or ignore without one). An ignored call ends the turn.
+	// interrupt_before: [tools] pauses before every round of tool calls
+	// instead (a static pause, without an interrupt value).
 	KindChat = "chat"
 )
 
@@ -71,11 +79,14 @@ func (a *File) checkChat(bodyLine int) error {
 			return &FileError{File: a.Path, Line: line, Msg: "interrupt_before: tools pauses before tool calls, but the chat has no tools:"}
 		}
 	}
+	if err := a.checkApproveTools(); err != nil {
+		return err
+	}
 	if _, _, err := a.Approval.Deadline(); err != nil {
 		return &FileError{File: a.Path, Line: a.keyLines["approval"], Msg: err.Error()}
 	}
-	if a.Approval.Timeout != "" && len(a.InterruptBefore) == 0 {
-		return &FileError{File: a.Path, Line: a.keyLines["approval"], Msg: "approval.timeout needs interrupt_before: [tools] (or agent) to pause before"}
+	if a.Approval.Timeout != "" && len(a.InterruptBefore) == 0 && a.ApproveTools.none() {
+		return &FileError{File: a.Path, Line: a.keyLines["approval"], Msg: "approval.timeout needs approve_tools: or interrupt_before: [tools] (or agent) to pause at"}
 	}
 	return a.checkShared()
 }
@@ -87,12 +98,14 @@ type chat struct {
 	tools  []agent.Tool
 	specs  []agent.ToolSpec
 	cache  *ConversationCache // nil: none
+	// approve: the tools whose calls wait for a person (approve_tools).
+	approve ToolApproval
 }
 
 // compileChat builds a chat's graph: START → agent, then tools and back
 // to agent while the model calls tools (agent → END without tools).
 func (a *File) compileChat(model agent.Model, tools []agent.Tool, cache *ConversationCache) (*flow.Compiled, error) {
-	c := &chat{system: strings.TrimSpace(a.System + "\n\n" + a.Instructions), model: model, tools: tools, cache: cache}
+	c := &chat{system: strings.TrimSpace(a.System + "\n\n" + a.Instructions), model: model, tools: tools, cache: cache, approve: a.ApproveTools}
 	for _, t := range tools {
 		c.specs = append(c.specs, t.Spec())
 	}
@@ -100,7 +113,11 @@ func (a *File) compileChat(model agent.Model, tools []agent.Tool, cache *Convers
 	if len(tools) == 0 {
 		return g.AddEdge(ChatAgentNode, flow.END).Compile()
 	}
-	return g.AddNode(ChatToolsNode, c.runTools).AddRouter(ChatAgentNode, c.route).AddEdge(ChatToolsNode, ChatAgentNode).Compile()
+	g = g.AddNode(ChatToolsNode, c.runTools).AddRouter(ChatAgentNode, c.route)
+	if c.approve.none() {
+		return g.AddEdge(ChatToolsNode, ChatAgentNode).Compile()
+	}
+	return g.AddRouter(ChatToolsNode, c.afterTools).Compile()
 }
 
 // agent answers the conversation with one model call, streamed in
@@ -137,23 +154,44 @@ func (c *chat) route(ctx context.Context, d state.Doc) ([]flow.Target, error) {
 // tool message for each. Each result is recorded in the step's journal as
 // it arrives, so a step cut short by a crash does not run a completed
 // call again; each call's ToolContext.Key is the task's key and
-// "/tool/<index>".
+// "/tool/<index>". Calls that wait for review (approve_tools) are
+// answered first (see reviews); an edit replaces the reply, with the
+// edited arguments, ahead of the tool messages.
 func (c *chat) runTools(ctx context.Context, d state.Doc) (state.Update, error) {
 	calls, err := lastToolCalls(d)
 	if err != nil {
 		return nil, err
 	}
+	revs, err := c.reviews(ctx, calls)
+	if err != nil {
+		return nil, err
+	}
 	info, _ := flow.Info(ctx)
 	tc := agent.ToolContext{KV: state.NewKV(d), State: d}
-	out := make([]json.RawMessage, 0, len(calls))
+	out := make([]json.RawMessage, 0, len(calls)+1)
+	edited := false
 	for i, call := range calls {
 		name := "tool/" + strconv.Itoa(i)
 		tc.Key = info.Key + "/" + name
+		switch rv := revs[i]; rv.Type {
+		case ReviewResponse, ReviewIgnore:
+			out = append(out, reviewedMessage(tc.Key, call, rv))
+			continue
+		case ReviewEdit:
+			call.Args, calls[i].Args, edited = rv.Args, rv.Args, true
+		}
 		tr, err := c.callTool(ctx, name, call, tc)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, toolMessage(tc.Key, call, tr))
+	}
+	if edited {
+		reply, err := editedReply(d, calls)
+		if err != nil {
+			return nil, err
+		}
+		out = append([]json.RawMessage{reply}, out...)
 	}
 	return state.Update{MessagesField: out}, nil
 }

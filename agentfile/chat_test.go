@@ -30,8 +30,17 @@ func TestChatFileErrors(t *testing.T) {
 		{"no instructions", head + "---\nHello.\n", `c.md:6: a chat needs a "## Instructions" section`},
 		{"pause before a step", head + "tools: [read_file]\ninterrupt_before: [send]\n---\n## Instructions\nx\n", `c.md:6: interrupt_before: "send" is not a node of a chat (agent, tools)`},
 		{"pause before no tools", head + "interrupt_before: [tools]\n---\n## Instructions\nx\n", "c.md:5: interrupt_before: tools pauses before tool calls, but the chat has no tools:"},
-		{"timeout without a pause", head + "approval: {timeout: 1h}\n---\n## Instructions\nx\n", "c.md:5: approval.timeout needs interrupt_before"},
+		{"timeout without a pause", head + "approval: {timeout: 1h}\n---\n## Instructions\nx\n", "c.md:5: approval.timeout needs approve_tools: or interrupt_before"},
 		{"bad fallback", head + "tools: [read_file]\ninterrupt_before: [tools]\napproval: {fallback: maybe}\n---\n## Instructions\nx\n", `c.md:7: approval.fallback "maybe"`},
+		{"approve an unknown tool", head + "tools: [read_file]\napprove_tools: [write_file]\n---\n## Instructions\nx\n", `c.md:6: approve_tools: "write_file" is not a tool of tools: (read_file)`},
+		{"approve without tools", head + "approve_tools: all\n---\n## Instructions\nx\n", "c.md:5: approve_tools: the chat has no tools:"},
+		{"approve some", head + "tools: [read_file]\napprove_tools: some\n---\n## Instructions\nx\n", `c.md:6: approve_tools: "some" is not a tool`},
+		{"approve all and more", head + "tools: [read_file]\napprove_tools: [all, read_file]\n---\n## Instructions\nx\n", "c.md:6: approve_tools: all stands alone"},
+		{"approve twice", head + "tools: [read_file]\napprove_tools: [read_file, read_file]\n---\n## Instructions\nx\n", `c.md:6: approve_tools: "read_file" appears twice`},
+		{"approve nothing", head + "tools: [read_file]\napprove_tools: []\n---\n## Instructions\nx\n", "c.md:6: approve_tools: want all or a list"},
+		{"approve and pause", head + "tools: [read_file]\ninterrupt_before: [tools]\napprove_tools: all\n---\n## Instructions\nx\n", "c.md:7: approve_tools: and interrupt_before: [tools] both pause"},
+		{"approve a map", head + "tools: [read_file]\napprove_tools: {read_file: yes}\n---\n## Instructions\nx\n", "c.md: approve_tools: want all or a list of tool names"},
+		{"approve in a chain", "---\nname: c\nchain:\n  - {id: a, kind: text}\napprove_tools: all\n---\n## step:a\nx\n", "c.md:5: approve_tools: is for chats"},
 		{"unknown key", head + "turns: 3\n---\n## Instructions\nx\n", `c.md:5: unknown front-matter key "turns"`},
 		{"bad secrets", head + "secrets: {patterns: ['(']}\n---\n## Instructions\nx\n", "secrets:"},
 	}
@@ -51,7 +60,7 @@ func TestChatFileErrors(t *testing.T) {
 }
 
 // chatFile writes a chat agent file and its script in a new folder.
-func chatFile(t *testing.T, front, script string) *agentfile.File {
+func chatFile(t testing.TB, front, script string) *agentfile.File {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "r.yaml"), []byte(script), 0o644); err != nil {

@@ -21,6 +21,9 @@ type storedMessage struct {
 	Name       string          `json:"name"`
 	ToolCalls  []toolCall      `json:"tool_calls"`
 	ToolCallID string          `json:"tool_call_id"`
+	// ResponseMetadata.Review names a person's answer to the call of a
+	// tool message they did not let run (response, ignore).
+	ResponseMetadata reviewMeta `json:"response_metadata"`
 }
 
 // kind is the message's type: human, ai, system or tool ("" if unknown).
@@ -142,6 +145,8 @@ type toolWire struct {
 	Name       string `json:"name"`
 	ToolCallID string `json:"tool_call_id"`
 	Status     string `json:"status"`
+	// ResponseMetadata is set on a call the person answered instead.
+	ResponseMetadata *reviewMeta `json:"response_metadata,omitempty"`
 }
 
 // toolMessage is a tool call's result in the state's shape: a string
@@ -186,10 +191,11 @@ func lastToolCalls(d state.Doc) ([]agent.ToolCall, error) {
 }
 
 // lastReply is the text of the newest message as a JSON string, when it
-// is a reply (a run's final output); nil otherwise.
+// is a reply, or the tool message of a call the person ignored (which
+// ends the turn): a run's final output; nil otherwise.
 func lastReply(d state.Doc) json.RawMessage {
 	m, ok, err := lastMessage(d)
-	if err != nil || !ok || m.kind() != "ai" {
+	if err != nil || !ok || m.kind() != "ai" && m.ResponseMetadata.Review != ReviewIgnore {
 		return nil
 	}
 	b, _ := json.Marshal(contentText(m.Content)) // a string always marshals

@@ -20,9 +20,14 @@
 // whole conversation, and adds its reply ({id, type: ai, content,
 // tool_calls}, id the reply's stream id); while the reply calls tools, node
 // tools runs them (each result journaled) and adds {type: tool} messages,
-// and agent answers again. interrupt_before: [tools] pauses before every
-// round of tool calls; a call left without a result (rejected, or passed
-// by a new message) is answered "not run" to the model. A chat has no
+// and agent answers again. approve_tools: (all, or tool names) makes the
+// calls of those tools wait for a person: tools raises an interrupt whose
+// value is agent-inbox's HumanInterrupt list and applies the HumanResponse
+// answers (accept, edit, response, ignore; a flow.Approval maps to them),
+// which File.CheckResume checks before a server stores anything.
+// interrupt_before: [tools] pauses before every round of tool calls
+// instead (a static pause); a call left without a result (rejected, or
+// passed by a new message) is answered "not run" to the model. A chat has no
 // chain, schemas, output file or handoff, and runs at a thread's root.
 // RunConfig.Conversations keeps conversations decoded from run to run.
 //

@@ -124,13 +124,18 @@ func (r *Runner) approve(ctx context.Context, run *run, head store.Checkpoint, a
 	return false, Result{}, nil
 }
 
-// approvalUpdate applies an approval's value (if any) to the run's state.
+// approvalUpdate applies an approval's value (if any) to the run's state,
+// redacted first when the runner redacts (as a node's update is).
 func (r *Runner) approvalUpdate(run *run, a Approval) (state.Doc, state.Patch, error) {
 	if len(a.Value) == 0 {
 		return run.doc, nil, nil
 	}
+	val := a.Value
+	if r.opts.Redact != nil {
+		val = r.opts.Redact.JSON(val)
+	}
 	var upd map[string]json.RawMessage
-	_ = json.Unmarshal(a.Value, &upd) // Check made sure it is an object
+	_ = json.Unmarshal(val, &upd) // Check made sure it is an object
 	doc, patch, err := r.g.schema.ApplyJSON(run.doc, upd, state.ApplyOptions{NewID: idGen(keyPrefix(run.thread, r.opts.Namespace, run.head+1) + "approval")})
 	if err != nil {
 		return run.doc, nil, fmt.Errorf("%w: the approval's value: %w", store.ErrInvalidArgument, err)

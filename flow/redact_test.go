@@ -159,3 +159,54 @@ func TestRedactBeforeCommit(t *testing.T) {
 }
 
 var errBoom = errors.New("boom")
+
+// TestRedactApprovalValue: the value of an approval (an edit, or a
+// rejection's update, at a pause before a step) is redacted before the
+// state it changes is stored.
+func TestRedactApprovalValue(t *testing.T) {
+	ctx := context.Background()
+	dbPath := filepath.Join(t.TempDir(), "state.db")
+	s, err := sqlite.OpenStore(dbPath, sqlite.Options{}, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch := state.MustSchema(state.WithField("log", state.ReducerAppend), state.WithField("creds", state.ReducerMerge))
+	g := flow.NewGraph(sch).
+		AddNode("work", func(ctx context.Context, _ state.Doc) (state.Update, error) {
+			return state.Update{"log": "worked"}, nil
+		}).
+		AddEdge(flow.START, "work")
+	r := newRunner(t, g, s, flow.Options{Redact: redact.Default(), InterruptBefore: []string{"work"}})
+	secrets := map[string]string{"edit": "sk-proj-EDITabcdefghijklmnopqrstu", "reject": "sk-proj-REJECTabcdefghijklmnopqr"}
+	for _, action := range []string{flow.ApprovalEdit, flow.ApprovalReject} {
+		thread := "t-" + action
+		if res, err := r.Invoke(ctx, thread, state.Update{"log": "start"}); err != nil || res.StopReason != state.StopInterrupt {
+			t.Fatalf("%s: invoke: %v %+v", action, err, res)
+		}
+		val := fmt.Sprintf(`{"log": "key %s", "creds": {"password": "hunter2-approval-pw"}}`, secrets[action])
+		res, err := r.Resume(ctx, thread, flow.Approval{Action: action, Value: json.RawMessage(val), Reason: "ok", By: "ann"})
+		if err != nil {
+			t.Fatalf("%s: resume: %v", action, err)
+		}
+		if st := res.State.String(); !strings.Contains(st, "key "+redact.Replacement) || strings.Contains(st, "hunter2") {
+			t.Fatalf("%s: the state in memory is not redacted: %s", action, st)
+		}
+	}
+	var b []byte
+	for _, p := range []string{dbPath, dbPath + "-wal"} {
+		raw, _ := os.ReadFile(p)
+		b = append(b, raw...)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{dbPath, dbPath + "-wal"} {
+		raw, _ := os.ReadFile(p)
+		b = append(b, raw...)
+	}
+	for _, sec := range []string{secrets["edit"], secrets["reject"], "hunter2-approval-pw"} {
+		if bytes.Contains(b, []byte(sec)) {
+			t.Errorf("the database holds %q", sec)
+		}
+	}
+}

@@ -277,7 +277,7 @@ func (a *agentAssistant) Info() AssistantInfo {
 		Metadata:        map[string]any{"kind": "agent", "file": filepath.Base(a.f.Path)},
 		ApprovalTimeout: timeout, ApprovalFallback: fallback, RedactsState: true}
 	if a.f.IsChat() {
-		chatInfo(&info)
+		chatInfo(&info, len(a.f.ApproveTools) > 0)
 	}
 	return info
 }

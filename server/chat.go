@@ -1,12 +1,14 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"slices"
 
 	"github.com/cairn-dev/cairn/agentfile"
 	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/store"
 )
 
 // chatCacheBytes bounds the conversations a chat assistant keeps decoded
@@ -23,8 +25,9 @@ func conversationsOf(f *agentfile.File) *agentfile.ConversationCache {
 }
 
 // chatInfo makes an agent file's description a chat's: kind chat, whose
-// state is {messages}.
-func chatInfo(info *AssistantInfo) {
+// state is {messages}. With review (approve_tools), tools ends the turn
+// when a person ignores a call, else goes back to agent.
+func chatInfo(info *AssistantInfo, review bool) {
 	info.Kind = agentfile.KindChat
 	info.StateFields = []string{agentfile.MessagesField}
 	info.Metadata["kind"] = agentfile.KindChat
@@ -35,7 +38,10 @@ func chatInfo(info *AssistantInfo) {
 	info.Edges = []flow.Edge{{From: flow.START, To: agentfile.ChatAgentNode},
 		{From: agentfile.ChatAgentNode, To: agentfile.ChatToolsNode, Conditional: true},
 		{From: agentfile.ChatAgentNode, To: flow.END, Conditional: true},
-		{From: agentfile.ChatToolsNode, To: agentfile.ChatAgentNode}}
+		{From: agentfile.ChatToolsNode, To: agentfile.ChatAgentNode, Conditional: review}}
+	if review {
+		info.Edges = append(info.Edges, flow.Edge{From: agentfile.ChatToolsNode, To: flow.END, Conditional: true})
+	}
 }
 
 // inputChecker is an assistant that checks a run's input when the run is
@@ -72,4 +78,33 @@ func chatError(root string, err error) error {
 		return err
 	}
 	return unprocessable(root+ce.Path[1:], "%s", ce.Msg)
+}
+
+// resumeChecker is an assistant that checks the value a run resumes a
+// thread with against the thread's pause, so that an answer that does
+// not fit is a 422 naming its place, and nothing is stored.
+type resumeChecker interface {
+	CheckResume(head store.Checkpoint, resume json.RawMessage) error
+}
+
+// checkResume checks a resume value (a command's resume, under root
+// "$.command.resume", or an approval's body, under root "$") against the
+// pause at the thread's head, if the assistant checks.
+func (s *Server) checkResume(ctx context.Context, a Assistant, th store.Thread, root string, resume json.RawMessage) error {
+	c, ok := a.(resumeChecker)
+	if !ok || th.Head == 0 {
+		return nil
+	}
+	head, err := s.store.Load(ctx, store.LoadRequest{Thread: th.ID})
+	if err != nil {
+		return err
+	}
+	return chatError(root, c.CheckResume(head, resume))
+}
+
+// CheckResume implements resumeChecker: a chat waiting for the review of
+// tool calls (approve_tools) takes HumanResponses or an approval
+// (agentfile.File.CheckResume).
+func (a *agentAssistant) CheckResume(head store.Checkpoint, resume json.RawMessage) error {
+	return a.f.CheckResume(head, resume)
 }

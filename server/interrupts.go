@@ -176,6 +176,13 @@ func (s *Server) answer(ctx context.Context, thread, id string, a flow.Approval)
 	if err != nil {
 		return nil, err
 	}
+	raw, err := json.Marshal(a)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkResume(ctx, as, th, "$", raw); err != nil {
+		return nil, err
+	}
 	return s.createRun(ctx, apiThreadID(th.ID), runRequest{AssistantID: as.Info().ID, approval: &a, StreamMode: stringList{"values", "updates", "messages-tuple"}})
 }
 

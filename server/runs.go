@@ -371,6 +371,11 @@ func (s *Server) createRun(ctx context.Context, threadID string, q runRequest) (
 	if err != nil {
 		return nil, err
 	}
+	if c := d.Kwargs.Command; c != nil && !isNull(c.Resume) {
+		if err := s.checkResume(ctx, a, th, "$.command.resume", c.Resume); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.adoptThread(ctx, &th, a); err != nil {
 		return nil, err
 	}

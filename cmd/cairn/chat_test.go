@@ -73,7 +73,8 @@ func types(ms []chatMsg) string {
 // TestServeChat drives examples/serve/chat.md (kind: chat) through cairn
 // serve's HTTP API turn after turn: the conversation is kept and its ids
 // stay; a question about files makes the model call a tool, which waits
-// for approval (interrupt_before: [tools]); the approved call runs and
+// for review (approve_tools: all; answers that do not fit are 422s that
+// store nothing); the approved call runs and
 // the model answers with its result; bad input is a 422 that stores
 // nothing; a secret in a message and one in a reply are redacted in the
 // answers, the stream and every byte of the SQLite files.
@@ -101,10 +102,41 @@ func TestServeChat(t *testing.T) {
 	}
 	var pending []struct {
 		InterruptID string `json:"interrupt_id"`
+		Value       []struct {
+			ActionRequest struct {
+				Action string         `json:"action"`
+				Args   map[string]any `json:"args"`
+			} `json:"action_request"`
+			Config map[string]bool `json:"config"`
+		} `json:"value"`
 	}
 	p.call(t, "GET", "/threads/"+tid+"/interrupts", nil, &pending)
-	if len(pending) != 1 {
+	if len(pending) != 1 || len(pending[0].Value) != 1 || pending[0].Value[0].ActionRequest.Action != "list_files" || pending[0].Value[0].ActionRequest.Args["dir"] != "." ||
+		!pending[0].Value[0].Config["allow_ignore"] {
 		t.Fatalf("pending interrupts %+v", pending)
+	}
+	// Answers that do not fit the review: a 422 at their place, nothing stored.
+	badAnswers := []struct {
+		path string
+		body any
+		want string
+	}{
+		{"/threads/" + tid + "/interrupts/" + pending[0].InterruptID + "/answer", map[string]any{"action": "edit", "value": map[string]any{"nope": map[string]any{}}}, "$.value.nope"},
+		{"/threads/" + tid + "/runs/wait", map[string]any{"assistant_id": "chat", "input": map[string]any{}, "command": map[string]any{"resume": []any{map[string]any{"type": "maybe"}}}}, "$.command.resume[0].type"},
+		{"/threads/" + tid + "/runs/wait", map[string]any{"assistant_id": "chat", "command": map[string]any{"resume": []any{map[string]any{"type": "edit", "args": map[string]any{"action": "read_file", "args": map[string]any{}}}}}}, "$.command.resume[0].args.action"},
+	}
+	var before []map[string]any
+	p.call(t, "GET", "/threads/"+tid+"/history", nil, &before)
+	for _, b := range badAnswers {
+		var bad map[string]any
+		if code := p.call(t, "POST", b.path, b.body, &bad); code != 422 || bad["path"] != b.want {
+			t.Fatalf("bad answer %v: %d %v", b.body, code, bad)
+		}
+	}
+	var after []map[string]any
+	p.call(t, "GET", "/threads/"+tid+"/history", nil, &after)
+	if len(after) != len(before) {
+		t.Fatalf("a bad answer stored a checkpoint: %d then %d", len(before), len(after))
 	}
 	var run struct {
 		RunID string `json:"run_id"`
@@ -148,13 +180,32 @@ func TestServeChat(t *testing.T) {
 	if strings.Contains(string(all)+sse, userSecret) || strings.Contains(string(all)+sse, replySecret) || !strings.Contains(string(all), "my key is [REDACTED]") {
 		t.Fatalf("a secret was shown: %s\n%s", all, sse)
 	}
+	// A secret in an approval's edit: the call runs with it redacted, and
+	// the reply's call shows the edit, redacted.
+	const editSecret = "sk-edit-0123456789abcdefXYZ"
+	var th2 map[string]any
+	p.call(t, "POST", "/threads", map[string]any{}, &th2)
+	tid2 := th2["thread_id"].(string)
+	chatTurn(t, p, tid2, "review: edit")
+	p.call(t, "GET", "/threads/"+tid2+"/interrupts", nil, &pending)
+	if len(pending) != 1 {
+		t.Fatalf("review: edit did not wait: %+v", pending)
+	}
+	if code := p.call(t, "POST", "/threads/"+tid2+"/interrupts/"+pending[0].InterruptID+"/answer", map[string]any{"action": "edit", "value": map[string]any{"list_files": map[string]any{"dir": editSecret}}}, &run); code != 200 {
+		t.Fatalf("edit: %d", code)
+	}
+	p.call(t, "GET", "/threads/"+tid2+"/runs/"+run.RunID+"/join", nil, nil)
+	p.call(t, "GET", "/threads/"+tid2+"/state", nil, &st)
+	if ms := st.Values.Messages; types(ms) != "human,ai,tool,ai" || ms[1].ToolCalls[0].Args["dir"] != "[REDACTED]" {
+		t.Fatalf("after the edit: %+v", ms)
+	}
 	p.stop(syscall.SIGTERM)
 	for _, f := range []string{db, db + "-wal", db + "-shm"} {
 		b, err := os.ReadFile(f)
 		if err != nil && !os.IsNotExist(err) {
 			t.Fatal(err)
 		}
-		if bytes.Contains(b, []byte(userSecret)) || bytes.Contains(b, []byte(replySecret)) {
+		if bytes.Contains(b, []byte(userSecret)) || bytes.Contains(b, []byte(replySecret)) || bytes.Contains(b, []byte(editSecret)) {
 			t.Fatalf("%s holds a secret", f)
 		}
 	}

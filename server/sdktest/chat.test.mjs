@@ -22,7 +22,8 @@ test("the chat assistant's graph and schemas show its messages state", async () 
   const g = await client.assistants.getGraph("chat");
   assert.deepEqual(g.nodes.map((n) => n.id), ["__start__", "agent", "tools", "__end__"]);
   assert.ok(g.edges.some((e) => e.source === "agent" && e.target === "tools" && e.conditional));
-  assert.ok(g.edges.some((e) => e.source === "tools" && e.target === "agent"));
+  assert.ok(g.edges.some((e) => e.source === "tools" && e.target === "agent" && e.conditional));
+  assert.ok(g.edges.some((e) => e.source === "tools" && e.target === "__end__" && e.conditional), "an ignored call ends the turn");
   const s = await client.assistants.getSchemas("chat");
   assert.deepEqual(Object.keys(s.state_schema.properties), ["messages"]);
   assert.deepEqual(Object.keys(s.input_schema.properties), ["messages"]);
@@ -60,21 +61,86 @@ test("three turns: the conversation grows, the reply's tokens stream first", asy
   assert.deepEqual(state.next, []);
 });
 
-test("a tool call waits for approval, then runs, and the model answers with its result", async () => {
+// review starts a turn whose tool call waits for review and returns the
+// thread, the waiting call and the interrupt a chat front end shows.
+async function review(text) {
   const thread = await client.threads.create();
-  await client.runs.wait(thread.thread_id, "chat", { input: { messages: [{ type: "human", content: "Which files are there?" }] } });
-  let state = await client.threads.getState(thread.thread_id);
-  assert.deepEqual(state.next, ["tools"]);
-  const call = state.values.messages.at(-1);
-  assert.equal(call.tool_calls[0].name, "list_files");
   const parts = await collect(client.runs.stream(thread.thread_id, "chat", {
-    command: { resume: { action: "approve" } },
+    input: { messages: [{ type: "human", content: text }] },
+    streamMode: ["values"],
+  }));
+  const last = parts.filter((p) => p.event === "values").at(-1).data;
+  const state = await client.threads.getState(thread.thread_id);
+  assert.deepEqual(state.next, ["tools"]);
+  const call = state.values.messages.at(-1).tool_calls[0];
+  assert.equal(call.name, "list_files");
+  const interrupt = last.__interrupt__?.[0] ?? state.tasks[0].interrupts[0];
+  return { thread, call, interrupt, state };
+}
+
+async function answer(thread, resume) {
+  const parts = await collect(client.runs.stream(thread.thread_id, "chat", {
+    input: {},
+    command: { resume },
     streamMode: ["messages-tuple", "values"],
   }));
-  const values = parts.filter((p) => p.event === "values").at(-1).data;
+  const errors = parts.filter((p) => p.event === "error");
+  assert.deepEqual(errors, []);
+  return parts.filter((p) => p.event === "values").at(-1).data;
+}
+
+test("a tool call waits for review (agent-inbox's HumanInterrupt); accepted, it runs and the model answers with its result", async () => {
+  const { thread, call, interrupt } = await review("Which files are there?");
+  assert.deepEqual(interrupt.value, [{
+    action_request: { action: "list_files", args: { dir: "." } },
+    config: { allow_accept: true, allow_edit: true, allow_respond: true, allow_ignore: true },
+    description: interrupt.value[0].description,
+  }]);
+  assert.match(interrupt.value[0].description, /list_files/);
+  const values = await answer(thread, [{ type: "accept", args: null }]);
   assert.deepEqual(values.messages.map((m) => m.type), ["human", "ai", "tool", "ai"]);
-  assert.equal(values.messages[2].tool_call_id, call.tool_calls[0].id);
+  assert.equal(values.messages[2].tool_call_id, call.id);
   assert.match(values.messages[3].content, /chat\.md/);
-  state = await client.threads.getState(thread.thread_id);
+  const state = await client.threads.getState(thread.thread_id);
   assert.deepEqual(state.next, []);
+});
+
+test("an edit runs the call with the edited arguments, which the reply's call then shows", async () => {
+  const { thread, call } = await review("review: edit");
+  const values = await answer(thread, [{ type: "edit", args: { action: "list_files", args: { dir: "replies" } } }]);
+  assert.deepEqual(values.messages.map((m) => m.type), ["human", "ai", "tool", "ai"]);
+  assert.equal(values.messages[1].id, values.messages[1].id);
+  assert.deepEqual(values.messages[1].tool_calls[0].args, { dir: "replies" });
+  assert.equal(values.messages[1].tool_calls[0].id, call.id);
+  assert.match(values.messages[3].content, /chat\.yaml/);
+  assert.doesNotMatch(values.messages[3].content, /chat\.md/);
+});
+
+test("a response does not run the tool: the model reads the person's text", async () => {
+  const { thread } = await review("review: respond");
+  const values = await answer(thread, { type: "response", args: "Not now, please." });
+  assert.deepEqual(values.messages.map((m) => m.type), ["human", "ai", "tool", "ai"]);
+  assert.equal(values.messages[2].content, "Not now, please.");
+  assert.equal(values.messages[2].status, "error");
+  assert.equal(values.messages[3].content, "Not now, please.");
+});
+
+test("an ignored call ends the turn without a further model call", async () => {
+  const { thread } = await review("review: ignore");
+  const values = await answer(thread, [{ type: "ignore", args: null }]);
+  assert.deepEqual(values.messages.map((m) => m.type), ["human", "ai", "tool"]);
+  assert.match(values.messages[2].content, /ignored/);
+  const state = await client.threads.getState(thread.thread_id);
+  assert.deepEqual(state.next, []);
+});
+
+test("an answer that does not fit the review is refused (422) and the thread still waits", async () => {
+  const { thread, state } = await review("Which files are there?");
+  await assert.rejects(
+    collect(client.runs.stream(thread.thread_id, "chat", { input: {}, command: { resume: [{ type: "maybe", args: null }] } })),
+    (err) => err.status === 422 || /422|resume\[0\]\.type/.test(String(err?.message ?? err)),
+  );
+  const after = await client.threads.getState(thread.thread_id);
+  assert.equal(after.checkpoint.checkpoint_id, state.checkpoint.checkpoint_id);
+  assert.deepEqual(after.next, ["tools"]);
 });
