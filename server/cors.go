@@ -67,14 +67,29 @@ func parseOrigin(o string) (originRule, error) {
 		host, port = rest, ""
 	}
 	host = strings.Trim(host, "[]")
-	if host == "" {
-		return originRule{}, fmt.Errorf("no host")
+	if !validHost(host) {
+		return originRule{}, fmt.Errorf("host %q: want a name of letters, digits, '-' and '.', or an IP address", host)
 	}
 	r := originRule{scheme: scheme, host: strings.ToLower(host), port: port}
 	if port != "" && port != "*" && !isPort(port) {
 		return originRule{}, fmt.Errorf("port %q: want a number or *", port)
 	}
 	return r, nil
+}
+
+func validHost(h string) bool {
+	if net.ParseIP(h) != nil {
+		return true
+	}
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	for _, c := range h {
+		if (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') && c != '-' && c != '.' {
+			return false
+		}
+	}
+	return true
 }
 
 func isPort(p string) bool {

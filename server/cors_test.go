@@ -123,7 +123,7 @@ func TestCORSAnswers(t *testing.T) {
 // TestCORSConfig: a malformed allowed origin is a configuration error
 // that names it.
 func TestCORSConfig(t *testing.T) {
-	for _, o := range []string{"localhost:3000", "ftp://x", "http://", "http://x/path", "http://x:port", "http://x:123456", "https://a b"} {
+	for _, o := range []string{"localhost:3000", "ftp://x", "http://", "http://x/path", "http://x:port", "http://x:123456", "https://a b", "http://[%]:0", "http://exa_mple.com"} {
 		t.Run(o, func(t *testing.T) {
 			_, err := server.New(server.Config{Store: memory.Open(store.Options{}), AllowOrigins: []string{"http://ok", o}})
 			if !errors.Is(err, server.ErrOrigin) || !errors.Is(err, server.ErrConfig) || !strings.Contains(err.Error(), "2") {
