@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -51,6 +52,36 @@ func FuzzIDs(f *testing.F) {
 		}
 		if n, a, err := parseEventID("r", s); err == nil && (n < 0 || a < 1) {
 			t.Fatalf("%q read as event %d of attempt %d", s, n, a)
+		}
+	})
+}
+
+// FuzzCheckCommand: a run's command (resume, goto, update) beside an input
+// is accepted or refused with a 422 naming where, never a panic; an
+// accepted goto is "__end__".
+func FuzzCheckCommand(f *testing.F) {
+	for _, seed := range [][2]string{
+		{`{"resume": true}`, `{}`}, {`{"goto": "__end__"}`, ``}, {`{"goto": ["__end__"]}`, `null`},
+		{`{"goto": "write"}`, ``}, {`{"goto": {"node": "x"}}`, ``}, {`{"goto": "__end__", "resume": 1}`, ``},
+		{`{"update": {}}`, ``}, {`{"resume": 1}`, `{"x": 1}`}, {`{"goto": [1]}`, ` { } `},
+	} {
+		f.Add([]byte(seed[0]), []byte(seed[1]))
+	}
+	f.Fuzz(func(t *testing.T, cmd, input []byte) {
+		var c command
+		if decodeJSON(cmd, &c) != nil {
+			return
+		}
+		err := checkCommand(&c, input)
+		if err == nil {
+			if !isNull(c.Goto) && !strings.Contains(string(c.Goto), "__end__") {
+				t.Fatalf("goto %s accepted", c.Goto)
+			}
+			return
+		}
+		ae, ok := errors.AsType[*apiError](err)
+		if !ok || ae.Status != 422 || ae.Path == "" {
+			t.Fatalf("%s beside %q: %v", cmd, input, err)
 		}
 	})
 }
