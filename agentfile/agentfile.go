@@ -124,7 +124,9 @@ func (s SecretsSpec) RedactConfig() redact.Config {
 
 // File is a parsed agent file (Quick Agent's format).
 type File struct {
-	Path        string `yaml:"-"`
+	Path string `yaml:"-"`
+	// redactors keeps the redactor its runs last built (redactorCache).
+	redactors   *redactorCache
 	Name        string `yaml:"name"`
 	Description string `yaml:"description"`
 	// Kind is chain (the default: a chain of steps, each run on a fresh
@@ -189,7 +191,7 @@ func Parse(path string, data []byte) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &File{Path: path}
+	a := &File{Path: path, redactors: &redactorCache{}}
 	if err := a.decodeFrontMatter(front); err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -459,9 +460,43 @@ func (p *prepared) redactor(getenv func(string) string) (*redact.Redactor, error
 			keys = append(keys, getenv(env))
 		}
 	}
+	if p.next != nil || p.a.redactors == nil { // a handoff chain's redactor is its own
+		return buildRedactor(p.a, cfg, keys)
+	}
+	return p.a.redactors.get(keys, func() (*redact.Redactor, error) { return buildRedactor(p.a, cfg, keys) })
+}
+
+// redactorCache keeps the redactor a file's runs last built, with the
+// secret values it was built from: a run whose API key variables hold the
+// same values reuses it (its expressions compiled once), one whose values
+// changed builds its own. The file's secrets: settings are fixed once it
+// is parsed.
+type redactorCache struct {
+	mu   sync.Mutex
+	keys []string
+	r    *redact.Redactor
+}
+
+func (c *redactorCache) get(keys []string, build func() (*redact.Redactor, error)) (*redact.Redactor, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.r != nil && slices.Equal(c.keys, keys) {
+		return c.r, nil
+	}
+	r, err := build()
+	if err != nil {
+		return nil, err
+	}
+	c.keys, c.r = slices.Clone(keys), r
+	return r, nil
+}
+
+// buildRedactor builds a redactor of a file's (or chain's) secrets
+// settings and the API key values.
+func buildRedactor(a *File, cfg redact.Config, keys []string) (*redact.Redactor, error) {
 	r, err := redact.New(cfg)
 	if err != nil {
-		return nil, &FileError{File: p.a.Path, Msg: "secrets: " + err.Error(), Err: err}
+		return nil, &FileError{File: a.Path, Msg: "secrets: " + err.Error(), Err: err}
 	}
 	if len(keys) > 0 {
 		r = r.WithSecrets(keys...)

@@ -2,6 +2,7 @@ package agentfile_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,4 +70,41 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestAgentFileSecretValuesChange: the runs of one parsed file reuse its
+// redactor while its API key variable holds the same value, and redact a
+// new value as soon as the variable changes: each run hides the value its
+// variable holds, and only that one.
+func TestAgentFileSecretValuesChange(t *testing.T) {
+	dir := t.TempDir()
+	const first, second = "first-plain-value-0001", "second-plain-value-0002"
+	writeFiles(t, dir, map[string]string{
+		"r.yaml": "replies:\n  - text: \"one " + first + " two " + second + " end\"\n",
+		"a.md":   "---\nname: a\nmodel: {provider: scripted, script: r.yaml, api_key_env: A_KEY}\n---\n## Instructions\nx\n",
+	})
+	a := loadAgent(t, filepath.Join(dir, "a.md"))
+	s := memory.Open(store.Options{})
+	for i, tc := range []struct{ secret, plain string }{{first, second}, {first, second}, {second, first}} {
+		getenv := func(k string) string {
+			if k == "A_KEY" {
+				return tc.secret
+			}
+			return ""
+		}
+		th := fmt.Sprintf("t%d", i)
+		res, err := agentfile.Run(context.Background(), a, agentfile.RunConfig{Store: s, Thread: th, Getenv: getenv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp, err := s.Load(context.Background(), store.LoadRequest{Thread: th})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, where := range []string{string(res.FinalOutput), string(cp.State.AppendJSON(nil))} {
+			if strings.Contains(where, tc.secret) || !strings.Contains(where, tc.plain) {
+				t.Fatalf("run %d (secret %s): %s", i, tc.secret, where)
+			}
+		}
+	}
 }
