@@ -172,3 +172,59 @@ func TestApprovalTimeout(t *testing.T) {
 		})
 	}
 }
+
+// TestChatReviewTimeout: a chat's tool review (approve_tools) nobody
+// answers is answered by the file's fallback when its time is up — a
+// reject, with the timeout as its reason: the tool never runs, the call is
+// answered with that reason (a response) and the model goes on.
+func TestChatReviewTimeout(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"chat.md":           "---\nname: chat\nkind: chat\nmodel: {provider: scripted, script: replies/chat.yaml}\ntools: [list_files]\napprove_tools: all\napproval: {timeout: 300ms, fallback: reject}\n---\n\n## Instructions\n\nHelp.\n",
+		"replies/chat.yaml": "replies:\n  - {user: files, tool_calls: [{name: list_files, args: {dir: .}}]}\n  - {text: done, repeat: true}\n",
+	}
+	if err := os.Mkdir(filepath.Join(dir, "replies"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	as, err := server.LoadAssistants(dir, server.AssistantConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Config{Store: memory.Open(store.Options{}), Assistants: as, ExpiryCheck: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := &testServer{t: t, srv: srv, url: newHTTP(t, srv)}
+	ts.json("POST", "/threads", map[string]any{"thread_id": "c1"}, 200)
+	ts.json("POST", "/threads/c1/runs/wait", map[string]any{"assistant_id": "chat", "input": "which files?"}, 200)
+	if p := ts.pending(""); len(p) != 1 || p[0].ExpiresAt == nil {
+		t.Fatalf("pending: %+v", p)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(ts.pending("")) > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	var st map[string]any
+	for time.Now().Before(deadline) {
+		if st = ts.json("GET", "/threads/c1", nil, 200); st["status"] == "idle" {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	msgs := st["values"].(map[string]any)["messages"].([]any)
+	if st["status"] != "idle" || len(msgs) != 4 {
+		t.Fatalf("after the review timed out: %v, %v", st["status"], msgs)
+	}
+	tool, last := msgs[2].(map[string]any), msgs[3].(map[string]any)
+	if tool["type"] != "tool" || tool["status"] != "error" || !strings.Contains(fmt.Sprint(tool["content"]), "no answer within") || last["content"] != "done" {
+		t.Fatalf("the call was not answered with the timeout's reason, or the model not asked again: %v", msgs)
+	}
+	if a := auditOf(ts, "c1"); !strings.Contains(a, `"by":"timeout"`) {
+		t.Fatalf("audit %q", a)
+	}
+}
