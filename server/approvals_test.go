@@ -19,7 +19,6 @@ import (
 // sends; timeout (if any) bounds the pause.
 func approvalAgent(t *testing.T, timeout string) []server.Assistant {
 	t.Helper()
-	dir := t.TempDir()
 	bound := ""
 	if timeout != "" {
 		bound = "approval: {timeout: " + timeout + ", fallback: reject}\n"
@@ -28,6 +27,14 @@ func approvalAgent(t *testing.T, timeout string) []server.Assistant {
 		"approval.md":           "---\nname: approval\nmodel: {provider: scripted, script: replies/approval.yaml}\nchain:\n  - {id: draft, kind: text, prompt_section: \"step:draft\"}\n  - {id: send, kind: text, prompt_section: \"step:send\"}\ninterrupt_before: [send]\n" + bound + "---\n\n## step:draft\n\nDraft.\n\n## step:send\n\nSend.\n",
 		"replies/approval.yaml": "replies:\n  - {step: draft, text: \"draft text\"}\n  - {step: send, text: \"sent\"}\n",
 	}
+	return assistantsFrom(t, files)
+}
+
+// assistantsFrom writes files (names relative to a new folder, scripts
+// under replies/) and loads the assistants of the folder.
+func assistantsFrom(t *testing.T, files map[string]string) []server.Assistant {
+	t.Helper()
+	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, "replies"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -178,24 +185,11 @@ func TestApprovalTimeout(t *testing.T) {
 // reject, with the timeout as its reason: the tool never runs, the call is
 // answered with that reason (a response) and the model goes on.
 func TestChatReviewTimeout(t *testing.T) {
-	dir := t.TempDir()
 	files := map[string]string{
 		"chat.md":           "---\nname: chat\nkind: chat\nmodel: {provider: scripted, script: replies/chat.yaml}\ntools: [list_files]\napprove_tools: all\napproval: {timeout: 300ms, fallback: reject}\n---\n\n## Instructions\n\nHelp.\n",
 		"replies/chat.yaml": "replies:\n  - {user: files, tool_calls: [{name: list_files, args: {dir: .}}]}\n  - {text: done, repeat: true}\n",
 	}
-	if err := os.Mkdir(filepath.Join(dir, "replies"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	as, err := server.LoadAssistants(dir, server.AssistantConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(server.Config{Store: memory.Open(store.Options{}), Assistants: as, ExpiryCheck: 20 * time.Millisecond})
+	srv, err := server.New(server.Config{Store: memory.Open(store.Options{}), Assistants: assistantsFrom(t, files), ExpiryCheck: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

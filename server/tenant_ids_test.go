@@ -6,16 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	neturl "net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/cairn-dev/cairn/internal/pgtest"
 	"github.com/cairn-dev/cairn/server"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/memory"
@@ -24,46 +21,25 @@ import (
 )
 
 // tenantStores opens each backend the collision test runs on: memory,
-// SQLite in a temporary file and, when CAIRN_TEST_POSTGRES is set,
-// PostgreSQL in a schema of its own.
-func tenantStores(t *testing.T) map[string]func(t *testing.T) store.Store {
-	ctx := context.Background()
+// SQLite in a temporary file and PostgreSQL in a schema of its own (skipped
+// without CAIRN_TEST_POSTGRES).
+func tenantStores() map[string]func(t *testing.T) store.Store {
 	open := func(t *testing.T, url string) store.Store {
-		s, err := store.Open(ctx, url, store.OpenOptions{})
+		s, err := store.Open(context.Background(), url, store.OpenOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Close() })
 		return s
 	}
-	out := map[string]func(t *testing.T) store.Store{
+	return map[string]func(t *testing.T) store.Store{
 		"memory": func(*testing.T) store.Store { return memory.Open(store.Options{}) },
 		"sqlite": func(t *testing.T) store.Store { return open(t, "sqlite:"+filepath.Join(t.TempDir(), "c.db")) },
+		"postgres": func(t *testing.T) store.Store {
+			dsn, _ := pgtest.Schema(t, "cairn_tenants")
+			return open(t, dsn)
+		},
 	}
-	pg := os.Getenv("CAIRN_TEST_POSTGRES")
-	if pg == "" {
-		return out
-	}
-	out["postgres"] = func(t *testing.T) store.Store {
-		conn, err := pgx.Connect(ctx, pg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		schema := fmt.Sprintf("cairn_tenants_%d", time.Now().UnixNano())
-		if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_, _ = conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
-			conn.Close(ctx)
-		})
-		u, _ := neturl.Parse(pg)
-		q := u.Query()
-		q.Set("search_path", schema)
-		u.RawQuery = q.Encode()
-		return open(t, u.String())
-	}
-	return out
 }
 
 // tenantCaller calls the API as one tenant; every answer is checked for
@@ -111,7 +87,7 @@ func (c tenantCaller) must(want int, method, path, body string) string {
 // sees or touches the other's, and no answer names the other tenant or
 // shows a thread's key.
 func TestTenantsOwnTheirIDs(t *testing.T) {
-	for name, open := range tenantStores(t) {
+	for name, open := range tenantStores() {
 		t.Run(name, func(t *testing.T) {
 			a, b := tenantPair(t, open(t))
 			sharedThreads(t, a, b)

@@ -32,6 +32,14 @@ func ThreadKey(tenant, id string) string {
 	return tenant + "/" + id
 }
 
+// KeyTakenError is the ErrConflict of a store that cannot move a tenant's
+// thread kept under its bare id to its key (format 7), because another
+// thread has that key.
+func KeyTakenError(tenant, id string) error {
+	return fmt.Errorf("%w: thread %q of tenant %q cannot take its key %q, which another thread has: delete one of them (or copy it to another id first)",
+		ErrConflict, id, tenant, ThreadKey(tenant, id))
+}
+
 // SplitThreadKey is ThreadKey's inverse: the tenant and the id a key
 // names.
 func SplitThreadKey(key string) (tenant, id string) {

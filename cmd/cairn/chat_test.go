@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -227,12 +226,5 @@ func walHolds(db, s string) bool {
 func TestLangGraphSDKChat(t *testing.T) {
 	node, dir := sdkSuite(t)
 	p := startServe(t, "--assistants", filepath.Join("..", "..", "examples", "serve"), "--store", "sqlite://"+filepath.Join(t.TempDir(), "serve.db"))
-	cmd := exec.Command(node, "--test", "chat.test.mjs")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CAIRN_URL="+p.url)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("the SDK chat suite failed: %v\n%s", err, out)
-	}
-	t.Logf("%s", lastLines(string(out), 8))
+	runNode(t, node, dir, []string{"CAIRN_URL=" + p.url}, "--test", "chat.test.mjs")
 }

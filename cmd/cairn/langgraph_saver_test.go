@@ -19,18 +19,7 @@ import (
 // (@langchain/langgraph-checkpoint-validation) and real graphs. On SQLite,
 // a W1 thread the saver wrote is then read and forked with the CLI.
 func TestLangGraphSaver(t *testing.T) {
-	node, npm := needTool(t, "node"), needTool(t, "npm")
-	dir, err := filepath.Abs(filepath.Join("..", "..", "clients", "langgraph-js"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@langchain", "langgraph-checkpoint-validation", "package.json")); err != nil {
-		install := exec.Command(npm, "ci", "--no-audit", "--no-fund")
-		install.Dir = dir
-		if out, err := install.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci: %v\n%s", err, out)
-		}
-	}
+	node, dir := nodeSuite(t, filepath.Join("clients", "langgraph-js"), "@langchain", "langgraph-checkpoint-validation")
 	build := exec.Command(node, filepath.Join("node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.json")
 	build.Dir = dir
 	if out, err := build.CombinedOutput(); err != nil {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -196,14 +195,7 @@ func TestLangGraphSDKStore(t *testing.T) {
 			}
 			p := startServe(t, "--assistants", filepath.Join("..", "..", "examples", "serve"), "--store", url,
 				"--store-index-url", emb.URL, "--store-index-model", "embed-test", "--store-index-dims", fmt.Sprint(embedtest.Dims), "--store-index-fields", "text")
-			cmd := exec.Command(node, "--test", "store.test.mjs")
-			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), "CAIRN_URL="+p.url)
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("the SDK store suite failed: %v\n%s", err, out)
-			}
-			t.Logf("%s", lastLines(string(out), 8))
+			runNode(t, node, dir, []string{"CAIRN_URL=" + p.url}, "--test", "store.test.mjs")
 		})
 	}
 }

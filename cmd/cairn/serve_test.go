@@ -168,14 +168,7 @@ func sdkSuiteOnStores(t *testing.T, suite string) {
 	for _, name := range []string{"sqlite", "postgres"} {
 		t.Run(name, func(t *testing.T) {
 			p := startServe(t, "--assistants", filepath.Join("..", "..", "examples", "serve"), "--store", stores[name](t))
-			cmd := exec.Command(node, "--test", suite)
-			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), "CAIRN_URL="+p.url)
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("the SDK suite %s failed: %v\n%s", suite, err, out)
-			}
-			t.Logf("%s", lastLines(string(out), 8))
+			runNode(t, node, dir, []string{"CAIRN_URL=" + p.url}, "--test", suite)
 		})
 	}
 }
@@ -188,33 +181,60 @@ func TestLangGraphSDKTenants(t *testing.T) {
 	db := "sqlite://" + filepath.Join(t.TempDir(), "serve.db")
 	keyA, keyB := tenantKey(t, db, "tenant-a"), tenantKey(t, db, "tenant-b")
 	p := startServe(t, "--assistants", filepath.Join("..", "..", "examples", "serve"), "--store", db, "--auth", "keys")
-	cmd := exec.Command(node, "--test", "tenants.test.mjs")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CAIRN_URL="+p.url, "CAIRN_KEY_A="+keyA, "CAIRN_KEY_B="+keyB)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("the SDK tenants suite failed: %v\n%s", err, out)
-	}
-	t.Logf("%s", lastLines(string(out), 8))
+	runNode(t, node, dir, []string{"CAIRN_URL=" + p.url, "CAIRN_KEY_A=" + keyA, "CAIRN_KEY_B=" + keyB}, "--test", "tenants.test.mjs")
 }
 
 // sdkSuite returns node and the folder of server/sdktest, its packages
 // installed (npm ci, from the committed lockfile) if they are not yet.
 func sdkSuite(t *testing.T) (node, dir string) {
 	t.Helper()
+	return nodeSuite(t, filepath.Join("server", "sdktest"), "@langchain", "langgraph-sdk")
+}
+
+// nodeSuite returns node and the folder rel (from the repository's root)
+// of a node suite, its packages installed (npm ci, from the committed
+// lockfile) unless node_modules already holds the package named by pkg.
+func nodeSuite(t *testing.T, rel string, pkg ...string) (node, dir string) {
+	t.Helper()
 	node, npm := needTool(t, "node"), needTool(t, "npm")
-	dir, err := filepath.Abs(filepath.Join("..", "..", "server", "sdktest"))
+	dir, err := filepath.Abs(filepath.Join("..", "..", rel))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@langchain", "langgraph-sdk", "package.json")); err != nil {
+	marker := filepath.Join(append(append([]string{dir, "node_modules"}, pkg...), "package.json")...)
+	if _, err := os.Stat(marker); err != nil {
 		install := exec.Command(npm, "ci", "--no-audit", "--no-fund")
 		install.Dir = dir
 		if out, err := install.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci: %v\n%s", err, out)
+			t.Fatalf("npm ci in %s: %v\n%s", rel, err, out)
 		}
 	}
 	return node, dir
+}
+
+// chromiumPath is the browser the browser suites drive: CAIRN_CHROMIUM,
+// or Debian's chromium.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("CAIRN_CHROMIUM"); p != "" {
+		return p
+	}
+	return needTool(t, "chromium")
+}
+
+// runNode runs node with args in a suite's folder, with env added to this
+// process's environment, and fails the test with its output unless it
+// passes; it logs the output's last lines.
+func runNode(t *testing.T, node, dir string, env []string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(node, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("node %s in %s failed: %v\n%s", strings.Join(args, " "), filepath.Base(dir), err, out)
+	}
+	t.Logf("%s", lastLines(string(out), 8))
 }
 
 func lastLines(s string, n int) string {
@@ -297,31 +317,10 @@ func TestServeRestartPicksUpRuns(t *testing.T) {
 // playwright-core from server/uitest's committed lockfile) against a real
 // cairn serve on SQLite.
 func TestUI(t *testing.T) {
-	node, npm := needTool(t, "node"), needTool(t, "npm")
-	chromium := os.Getenv("CAIRN_CHROMIUM")
-	if chromium == "" {
-		chromium = needTool(t, "chromium")
-	}
-	dir, err := filepath.Abs(filepath.Join("..", "..", "server", "uitest"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "playwright-core", "package.json")); err != nil {
-		install := exec.Command(npm, "ci", "--no-audit", "--no-fund")
-		install.Dir = dir
-		if out, err := install.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci: %v\n%s", err, out)
-		}
-	}
+	node, dir := nodeSuite(t, filepath.Join("server", "uitest"), "playwright-core")
+	chromium := chromiumPath(t)
 	p := startServe(t, "--assistants", filepath.Join("..", "..", "examples", "serve"), "--store", "sqlite://"+filepath.Join(t.TempDir(), "ui.db"))
-	cmd := exec.Command(node, "--test", "--test-concurrency=1", "ui.test.mjs")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CAIRN_URL="+p.url, "CAIRN_CHROMIUM="+chromium, "CAIRN_SCREENSHOTS="+t.TempDir())
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("the UI suite failed: %v\n%s", err, out)
-	}
-	t.Logf("%s", lastLines(string(out), 8))
+	runNode(t, node, dir, []string{"CAIRN_URL=" + p.url, "CAIRN_CHROMIUM=" + chromium, "CAIRN_SCREENSHOTS=" + t.TempDir()}, "--test", "--test-concurrency=1", "ui.test.mjs")
 }
 
 // TestServeSecrets runs the leaky agent file through cairn serve — a run

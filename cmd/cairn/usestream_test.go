@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 )
@@ -16,41 +14,13 @@ import (
 // server: send and watch the reply stream in, stop it, reload mid-run and
 // see the reply complete, answer an interrupt.
 func TestUseStream(t *testing.T) {
-	node, npm := needTool(t, "node"), needTool(t, "npm")
-	chromium := os.Getenv("CAIRN_CHROMIUM")
-	if chromium == "" {
-		chromium = needTool(t, "chromium")
-	}
-	dir, err := filepath.Abs(filepath.Join("..", "..", "clients", "usestream"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@langchain", "langgraph-sdk", "package.json")); err != nil {
-		install := exec.Command(npm, "ci", "--no-audit", "--no-fund")
-		install.Dir = dir
-		if out, err := install.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci: %v\n%s", err, out)
-		}
-	}
-	build := exec.Command(node, "build.mjs")
-	build.Dir = dir
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the page: %v\n%s", err, out)
-	}
-	for _, scenario := range useStreamScenarios {
+	node, dir := nodeSuite(t, filepath.Join("clients", "usestream"), "@langchain", "langgraph-sdk")
+	chromium := chromiumPath(t)
+	runNode(t, node, dir, nil, "build.mjs") // the page, bundled into dist/
+	for _, scenario := range []string{"send", "stop", "reload", "approve"} {
 		t.Run(scenario, func(t *testing.T) {
 			p := startServe(t, "--assistants", filepath.Join("testdata", "usestream"), "--store", "sqlite://"+filepath.Join(t.TempDir(), "chat.db"))
-			cmd := exec.Command(node, "--test", "usestream.test.mjs")
-			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), "CAIRN_URL="+p.url, "CAIRN_CHROMIUM="+chromium, "CAIRN_SCENARIO="+scenario)
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("the useStream page failed: %v\n%s", err, out)
-			}
-			t.Logf("%s", lastLines(string(out), 4))
+			runNode(t, node, dir, []string{"CAIRN_URL=" + p.url, "CAIRN_CHROMIUM=" + chromium, "CAIRN_SCENARIO=" + scenario}, "--test", "usestream.test.mjs")
 		})
 	}
 }
-
-// useStreamScenarios are the browser scenarios TestUseStream runs.
-var useStreamScenarios = []string{"send", "stop", "reload", "approve"}

@@ -34,8 +34,7 @@ func checkTenantKeys(ctx context.Context, tx pgx.Tx) error {
 	case err != nil:
 		return err
 	}
-	return fmt.Errorf("%w: thread %q of tenant %q cannot take its key %q, which another thread has: delete one of them (or copy it to another id first)",
-		store.ErrConflict, id, tenant, store.ThreadKey(tenant, id))
+	return store.KeyTakenError(tenant, id)
 }
 
 // keyed is a thread migration 7 renamed.
