@@ -37,30 +37,24 @@ export function approvalCard(p, {thread, compact, onAnswered} = {}) {
     }
   };
 
-  // Edit: the state fields to change before the step runs.
-  const editable = {};
-  for (const [k, v] of Object.entries(values)) if (k !== 'agent_id' && k !== 'input') editable[k] = v;
-  const edits = h('textarea', {id: `edit-${p.interrupt_id}`, rows: 8, spellcheck: 'false', value: json(editable)});
+  // Edit: the state fields to change before the step runs, or, for a
+  // chat's tool review, the calls' arguments.
+  const kind = isToolReview(p.value) ? toolReview(p, values) : stateEdit(p, values);
   const editErr = h('span', {class: 'error-text small'});
-  const editBox = h('div', {class: 'answer-box', hidden: true},
-    field('Edits (JSON: fields to change before the step runs)', edits, {class: 'field'}),
+  const editBox = h('div', {class: 'answer-box', hidden: true}, kind.fields,
     h('div', {class: 'row gap'}, track(h('button', {type: 'button', class: 'primary', onclick: () => {
       let v;
       try {
-        v = JSON.parse(edits.value);
+        v = kind.edits();
       } catch (e) {
-        editErr.textContent = `Not JSON: ${e.message}`;
-        return;
-      }
-      if (!isObj(v)) {
-        editErr.textContent = 'Edits must be a JSON object of fields.';
+        editErr.textContent = e.message;
         return;
       }
       editErr.textContent = '';
       answer('edit', {value: v});
     }}, 'Approve with edits')), editErr));
 
-  const reason = h('input', {id: `reason-${p.interrupt_id}`, autocomplete: 'off', placeholder: 'Why not'});
+  const reason = h('input', {id: `reason-${p.interrupt_id}`, autocomplete: 'off', placeholder: kind.review ? 'What the assistant reads instead (empty: the calls are ignored)' : 'Why not'});
   const rejectBox = h('div', {class: 'answer-box', hidden: true},
     field('Reason', reason, {class: 'field'}),
     h('div', {class: 'row gap'}, track(h('button', {type: 'button', class: 'danger', onclick: () => answer('reject', {reason: reason.value})}, 'Confirm reject'))));
@@ -76,7 +70,7 @@ export function approvalCard(p, {thread, compact, onAnswered} = {}) {
       editBox.hidden = !editBox.hidden;
       rejectBox.hidden = true;
       e.currentTarget.setAttribute('aria-expanded', String(!editBox.hidden));
-      if (!editBox.hidden) edits.focus();
+      if (!editBox.hidden) editBox.querySelector('textarea')?.focus();
     }}, 'Edit…')),
     track(h('button', {type: 'button', 'aria-expanded': 'false', onclick: (e) => {
       rejectBox.hidden = !rejectBox.hidden;
@@ -85,23 +79,102 @@ export function approvalCard(p, {thread, compact, onAnswered} = {}) {
       if (!rejectBox.hidden) reason.focus();
     }}, 'Reject…')));
 
-  const steps = isObj(values.steps) ? values.steps : null;
-  const preview = steps
-    ? h('dl', {class: 'kv steps-preview'}, Object.entries(steps).flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, typeof v === 'string' ? v : json(v))]))
-    : Object.keys(values).length ? h('pre', {class: 'json'}, json(values)) : null;
-  const input = values.input?.content;
+  const {preview, input} = kind;
 
   const card = h('article', {class: `card approval${compact ? ' compact' : ''}`, 'data-testid': 'approval', 'data-thread-id': p.thread_id, 'data-interrupt-id': p.interrupt_id,
     'aria-label': `Approval for thread ${shortId(p.thread_id)}`},
     h('div', {class: 'approval-head'},
       h('h3', {}, compact ? 'Waiting for approval' : h('a', {href: `#/threads/${p.thread_id}`}, p.assistant_id || 'thread', ' ', h('span', {class: 'mono muted'}, shortId(p.thread_id)))),
-      h('span', {class: 'muted small'}, `before `, h('strong', {}, p.node || '?'), ` · ${fmtAgo(p.created_at)}`,
+      h('span', {class: 'muted small'}, kind.review ? 'tool calls to review in ' : 'before ', h('strong', {}, p.node || '?'), ` · ${fmtAgo(p.created_at)}`,
         p.expires_at ? ` · expires ${fmtTime(p.expires_at)}${p.fallback ? ` (then ${p.fallback})` : ''}` : '')),
     typeof input === 'string' ? h('p', {class: 'approval-input'}, h('span', {class: 'muted'}, 'Input: '), input) : null,
-    preview ? h('div', {class: 'approval-preview'}, h('div', {class: 'side-label'}, 'State the step will act on'), preview) : null,
+    preview ? h('div', {class: 'approval-preview'}, h('div', {class: 'side-label'}, kind.label), preview) : null,
     h('details', {class: 'block'}, h('summary', {}, 'Interrupt payload'), h('pre', {class: 'json', 'data-testid': 'approval-payload'}, json(p.value))),
     actions, editBox, rejectBox, result);
   return card;
+}
+
+// stateEdit is an approval of a step: the state it will act on (the
+// steps of a chain, else the values) and edits of its fields.
+function stateEdit(p, values) {
+  const editable = {};
+  for (const [k, v] of Object.entries(values)) if (k !== 'agent_id' && k !== 'input') editable[k] = v;
+  const box = h('textarea', {id: `edit-${p.interrupt_id}`, rows: 8, spellcheck: 'false', value: json(editable)});
+  const steps = isObj(values.steps) ? values.steps : null;
+  const preview = steps
+    ? h('dl', {class: 'kv steps-preview'}, Object.entries(steps).flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, typeof v === 'string' ? v : json(v))]))
+    : Object.keys(values).length ? h('pre', {class: 'json'}, json(values)) : null;
+  const edits = () => {
+    let v;
+    try {
+      v = JSON.parse(box.value);
+    } catch (e) {
+      throw new Error(`Not JSON: ${e.message}`);
+    }
+    if (!isObj(v)) throw new Error('Edits must be a JSON object of fields.');
+    return v;
+  };
+  return {label: 'State the step will act on', preview, input: values.input?.content,
+    fields: field('Edits (JSON: fields to change before the step runs)', box, {class: 'field'}), edits};
+}
+
+// isToolReview: the interrupt is a chat's review of tool calls, a list
+// of agent-inbox HumanInterrupt requests.
+function isToolReview(v) {
+  return Array.isArray(v) && v.length > 0 && v.every((r) => isObj(r) && isObj(r.action_request) && typeof r.action_request.action === 'string');
+}
+
+// toolReview is a chat's review of tool calls: each call with its
+// arguments, which an edit changes (keyed by the call's id, found in the
+// last reply, else by the tool's name).
+function toolReview(p, values) {
+  const ids = reviewedCallIds(p.value, values.messages);
+  const calls = p.value.map((r, i) => {
+    const args = r.action_request.args ?? {};
+    const box = h('textarea', {id: `args-${p.interrupt_id}-${i}`, rows: 4, spellcheck: 'false', value: json(args)});
+    return {r, i, args, box, key: ids[i] || r.action_request.action};
+  });
+  const preview = h('dl', {class: 'kv tool-calls'}, calls.flatMap(({r, args}) => [
+    h('dt', {'data-testid': 'tool-call'}, r.action_request.action),
+    h('dd', {}, h('pre', {class: 'json'}, json(args)), r.description ? h('div', {class: 'muted small'}, r.description) : null)]));
+  const fields = calls.map(({r, i, box}) => field(`Arguments of ${r.action_request.action}${calls.length > 1 ? ` (call ${i + 1})` : ''}`, box, {class: 'field'}));
+  const edits = () => {
+    const out = {};
+    for (const {r, args, box, key} of calls) {
+      let v;
+      try {
+        v = JSON.parse(box.value);
+      } catch (e) {
+        throw new Error(`Arguments of ${r.action_request.action}: not JSON: ${e.message}`);
+      }
+      if (!isObj(v)) throw new Error(`Arguments of ${r.action_request.action} must be a JSON object.`);
+      if (JSON.stringify(v) !== JSON.stringify(args)) out[key] = v;
+    }
+    if (!Object.keys(out).length) throw new Error('No arguments were changed: Approve runs the calls as asked.');
+    return out;
+  };
+  const asked = [...(values.messages || [])].reverse().find((m) => m?.type === 'human');
+  return {review: true, label: 'Tool calls waiting for review', preview, input: textOf(asked?.content), fields, edits};
+}
+
+// reviewedCallIds matches the reviewed calls with the tool calls of the
+// last reply, in order (the calls that wait are those of the tools that
+// need review, so a name match in order is exact).
+function reviewedCallIds(reqs, messages) {
+  const reply = [...(messages || [])].reverse().find((m) => m?.type === 'ai' && Array.isArray(m.tool_calls) && m.tool_calls.length);
+  const ids = [];
+  let j = 0;
+  for (const tc of reply?.tool_calls || []) {
+    if (j < reqs.length && tc?.name === reqs[j].action_request.action) ids[j++] = tc.id;
+  }
+  return ids;
+}
+
+// textOf is a message's content as text (a list of content blocks joined).
+function textOf(c) {
+  if (typeof c === 'string') return c;
+  if (Array.isArray(c)) return c.map((b) => (typeof b === 'string' ? b : b?.text || '')).join('');
+  return undefined;
 }
 
 // renderApprovals is the #/approvals page.

@@ -312,6 +312,54 @@ test('pending approvals: approve, reject with a reason, edit', {timeout: 30000},
   await done(page, 'approvals-answered');
 });
 
+test("a chat's tool review: the calls and their arguments, approved with edits or rejected with a reason", {timeout: 30000}, async () => {
+  const ask = (q) => runThread('chat', {messages: [{type: 'human', content: q}]}, {case: 'tool-review'});
+  const [edit, no] = await Promise.all([ask('Which files are there?'), ask('review: respond')]);
+  await until(async () => {
+    const ps = await call('GET', '/interrupts?status=pending&assistant_id=chat');
+    return [edit, no].every((t) => ps.some((p) => p.thread_id === t));
+  }, 'two pending tool reviews');
+
+  const page = await open('#/approvals');
+  const card = (tid) => page.locator(`[data-testid="approval"][data-thread-id="${tid}"]`);
+  await card(edit).waitFor();
+  await text(card(edit).getByTestId('tool-call'), /^list_files$/);
+  await text(card(edit), /Input: Which files are there\?/);
+  await text(card(edit), /"dir": "\."/);
+  if (SHOTS) await page.screenshot({path: join(SHOTS, 'approvals-tool-review.png'), fullPage: true});
+
+  // an edit that is not JSON is refused on the page, nothing sent
+  await card(edit).getByRole('button', {name: 'Edit…'}).click();
+  const args = card(edit).getByLabel('Arguments of list_files');
+  await args.fill('{"dir": ');
+  await card(edit).getByRole('button', {name: 'Approve with edits'}).click();
+  await text(card(edit), /Arguments of list_files: not JSON/);
+  await args.fill(JSON.stringify({dir: 'replies'}));
+  await card(edit).getByRole('button', {name: 'Approve with edits'}).click();
+  await text(card(edit).getByTestId('approval-result'), /^Approved with edits: run/);
+
+  await card(no).getByRole('button', {name: 'Reject…'}).click();
+  await card(no).getByLabel('Reason').fill('Not in this folder, please.');
+  await card(no).getByRole('button', {name: 'Confirm reject'}).click();
+  await text(card(no).getByTestId('approval-result'), /^Rejected: run/);
+
+  const finished = (tid) => until(async () => {
+    const t = await call('GET', `/threads/${tid}`);
+    return t.status === 'idle' && t.values.messages.at(-1)?.type === 'ai' && t.values.messages;
+  }, `thread ${tid} to answer`);
+  const em = await finished(edit);
+  const tool = em.findLast((m) => m.type === 'tool');
+  assert.match(JSON.stringify(tool.content), /chat\.yaml/, 'the tool ran with the edited arguments (the replies folder)');
+  assert.doesNotMatch(JSON.stringify(tool.content), /chat\.md/);
+  assert.deepEqual(em.findLast((m) => m.type === 'ai' && m.tool_calls?.length).tool_calls[0].args, {dir: 'replies'}, 'the reply shows the edited call');
+
+  const nm = await finished(no);
+  const answered = nm.findLast((m) => m.type === 'tool');
+  assert.equal(answered.content, 'Not in this folder, please.', "the reason is the tool's answer");
+  assert.equal(answered.status, 'error');
+  await done(page, 'approvals-tool-review');
+});
+
 test('a thread paused for approval shows it and resumes live when approved', {timeout: 30000}, async () => {
   const tid = await runThread('approval', 'Is it in stock?', {case: 'thread-approval'});
   const page = await open(`#/threads/${tid}`);
