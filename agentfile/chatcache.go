@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/cairn-dev/cairn/agent"
+	"github.com/cairn-dev/cairn/state"
 )
 
 // ConversationCache keeps the conversations of chat threads (kind: chat)
@@ -36,8 +37,11 @@ type decodedConversation struct {
 	// req is the system message, then msgs with the tool calls a later
 	// message left open answered notRun; open are the calls still open at
 	// its end.
-	req   []agent.Message
-	open  []agent.ToolCall
+	req  []agent.Message
+	open []agent.ToolCall
+	// seen is the version of the state's list the messages were read
+	// from (state.Doc.Unchanged).
+	seen  state.ListVersion
 	bytes int64
 	used  uint64
 }

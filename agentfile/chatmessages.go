@@ -61,8 +61,10 @@ func (c *chat) conversation(ctx context.Context, d state.Doc) ([]agent.Message, 
 	if dc == nil {
 		dc = newConversation(c.system)
 	}
-	n := 0
-	for i, raw := range d.Elements(MessagesField) {
+	// The messages the list still shares with the version the last turn
+	// read are the ones it decoded: only what came after is walked.
+	n := min(d.Unchanged(MessagesField, dc.seen), len(dc.raw))
+	for i, raw := range d.ElementsFrom(MessagesField, n) {
 		n = i + 1
 		if i < len(dc.raw) {
 			if sameBytes(dc.raw[i], raw) {
@@ -79,6 +81,7 @@ func (c *chat) conversation(ctx context.Context, d state.Doc) ([]agent.Message, 
 	if n < len(dc.raw) {
 		dc.truncate(n, c.system)
 	}
+	dc.seen = d.ListVersion(MessagesField)
 	c.cache.put(key, dc)
 	return dc.request(), nil
 }

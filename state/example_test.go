@@ -127,3 +127,19 @@ func ExampleDoc_Elements() {
 	// 0 {"id":"m1","role":"user","content":"hi"} true
 	// 1 {"id":"m2","role":"assistant","content":"hello"} false
 }
+
+// Unchanged tells how many leading elements a later version still shares
+// with one taken before, without reading them: a reader of a growing list
+// reads only what came after.
+func ExampleDoc_Unchanged() {
+	schema := state.MustSchema(state.WithField("messages", state.ReducerMessages))
+	one, _, _ := schema.Apply(state.EmptyDoc(), state.Update{"messages": state.Message{ID: "m1", Role: "user", Content: "hi"}})
+	seen := one.ListVersion("messages")
+	two, _, _ := schema.Apply(one, state.Update{"messages": state.Message{ID: "m2", Role: "assistant", Content: "hello"}})
+	from := two.Unchanged("messages", seen)
+	for i, m := range two.ElementsFrom("messages", from) {
+		fmt.Println(i, string(m))
+	}
+	// Output:
+	// 1 {"id":"m2","role":"assistant","content":"hello"}
+}

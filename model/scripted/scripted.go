@@ -255,8 +255,8 @@ func (m *Model) respond(ctx context.Context, req agent.Request) (agent.Response,
 		}
 	}
 	in := 0
-	for _, msg := range req.Messages {
-		in += len(msg.Content)
+	for i := range req.Messages {
+		in += len(req.Messages[i].Content)
 	}
 	if r.Error != nil {
 		return agent.Response{}, reply{}, &agent.ProviderError{Provider: "scripted", Status: r.Error.Status, Message: r.Error.Message,
@@ -344,7 +344,11 @@ func (m *Model) message(r reply, req agent.Request) (agent.Message, error) {
 // resumed after a crash, whose completed calls come from the store) then
 // gets the replies that follow, as the first process would have.
 func (m *Model) markAnswered(msgs []agent.Message) {
-	for _, msg := range msgs {
+	if !m.callsLeft() {
+		return
+	}
+	for k := range msgs {
+		msg := &msgs[k] // a message is large: read it in place
 		if msg.Role != agent.RoleAssistant || len(msg.ToolCalls) == 0 {
 			continue
 		}
@@ -355,6 +359,17 @@ func (m *Model) markAnswered(msgs []agent.Message) {
 			}
 		}
 	}
+}
+
+// callsLeft reports whether a reply with tool calls is still unused (m.mu
+// held): only those can be marked.
+func (m *Model) callsLeft() bool {
+	for i := range m.replies {
+		if !m.used[i] && len(m.replies[i].ToolCalls) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // answers reports whether calls are this reply's tool calls, ids included.
