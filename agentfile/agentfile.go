@@ -145,9 +145,13 @@ type File struct {
 	InterruptBefore []string `yaml:"interrupt_before"`
 	// ApproveTools (a chat's) asks a person to approve the calls of these
 	// tools (all: every tool) before they run: node tools raises an
-	// interrupt whose value is agent-inbox's HumanInterrupt list (see
-	// KindChat).
+	// interrupt whose value is LangChain's HITLRequest (see KindChat).
 	ApproveTools ToolApproval `yaml:"approve_tools"`
+	// ReviewFormat is the shape of that interrupt's value: langchain (the
+	// default: LangChain's HITLRequest, what agent-chat-ui and
+	// create_agent's human-in-the-loop middleware speak) or agent-inbox
+	// (agent-inbox's HumanInterrupt list). Either answer is read in both.
+	ReviewFormat string `yaml:"review_format"`
 	// Approval says how long a pause waits for a person (a server answers
 	// it with Fallback after Timeout); empty: it waits for ever.
 	Approval ApprovalSpec `yaml:"approval"`

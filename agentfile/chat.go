@@ -28,10 +28,12 @@ const (
 	// again, until a reply calls none (or the run's step limit, 25 by
 	// default, is reached). approve_tools: makes the calls of the tools
 	// it names (all: every tool) wait for a person's review: node tools
-	// raises a flow.Interrupt whose value is agent-inbox's HumanInterrupt
-	// list, one per waiting call, and applies the answers — a list of
-	// HumanResponse ({type: accept|edit|response|ignore, args}), one a
-	// call in order, or a flow.Approval (approve: accept all; edit:
+	// raises a flow.Interrupt whose value is LangChain's HITLRequest (or,
+	// with review_format: agent-inbox, agent-inbox's HumanInterrupt list),
+	// and applies the answers — a HITLResponse ({decisions: [{type:
+	// approve|edit|reject}]}), a list of HumanResponse ({type:
+	// accept|edit|response|ignore, args}), one a call in order, or a
+	// flow.Approval (approve: accept all; edit:
 	// {call id or tool name: arguments}; reject: response with the reason,
 	// or ignore without one). An ignored call ends the turn.
 	// interrupt_before: [tools] pauses before every round of tool calls
@@ -98,14 +100,16 @@ type chat struct {
 	tools  []agent.Tool
 	specs  []agent.ToolSpec
 	cache  *ConversationCache // nil: none
-	// approve: the tools whose calls wait for a person (approve_tools).
+	// approve: the tools whose calls wait for a person (approve_tools);
+	// format: the shape of the review's interrupt (review_format).
 	approve ToolApproval
+	format  string
 }
 
 // compileChat builds a chat's graph: START → agent, then tools and back
 // to agent while the model calls tools (agent → END without tools).
 func (a *File) compileChat(model agent.Model, tools []agent.Tool, cache *ConversationCache) (*flow.Compiled, error) {
-	c := &chat{system: strings.TrimSpace(a.System + "\n\n" + a.Instructions), model: model, tools: tools, cache: cache, approve: a.ApproveTools}
+	c := &chat{system: strings.TrimSpace(a.System + "\n\n" + a.Instructions), model: model, tools: tools, cache: cache, approve: a.ApproveTools, format: a.ReviewFormat}
 	for _, t := range tools {
 		c.specs = append(c.specs, t.Spec())
 	}

@@ -40,6 +40,8 @@ func TestChatFileErrors(t *testing.T) {
 		{"approve nothing", head + "tools: [read_file]\napprove_tools: []\n---\n## Instructions\nx\n", "c.md:6: approve_tools: want all or a list"},
 		{"approve and pause", head + "tools: [read_file]\ninterrupt_before: [tools]\napprove_tools: all\n---\n## Instructions\nx\n", "c.md:7: approve_tools: and interrupt_before: [tools] both pause"},
 		{"approve a map", head + "tools: [read_file]\napprove_tools: {read_file: yes}\n---\n## Instructions\nx\n", "c.md: approve_tools: want all or a list of tool names"},
+		{"review format without approvals", head + "tools: [read_file]\nreview_format: agent-inbox\n---\n## Instructions\nx\n", "c.md:6: review_format: without approve_tools"},
+		{"unknown review format", head + "tools: [read_file]\napprove_tools: all\nreview_format: inbox\n---\n## Instructions\nx\n", `c.md:7: review_format: "inbox": want langchain (the default) or agent-inbox`},
 		{"approve in a chain", "---\nname: c\nchain:\n  - {id: a, kind: text}\napprove_tools: all\n---\n## step:a\nx\n", "c.md:5: approve_tools: is for chats"},
 		{"unknown key", head + "turns: 3\n---\n## Instructions\nx\n", `c.md:5: unknown front-matter key "turns"`},
 		{"bad secrets", head + "secrets: {patterns: ['(']}\n---\n## Instructions\nx\n", "secrets:"},

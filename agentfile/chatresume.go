@@ -55,7 +55,9 @@ func readReviews(raw json.RawMessage, calls []agent.ToolCall) ([]review, error) 
 		}
 		return out, nil
 	case json.Unmarshal(raw, &probe) != nil:
-		return nil, chatErr("$", "want a list of HumanResponse objects ({type: accept|edit|response|ignore, args}), one a waiting tool call")
+		return nil, chatErr("$", "want {decisions: [{type: approve|edit|reject}, ...]} or a list of HumanResponse objects ({type: accept|edit|response|ignore, args}), one a waiting tool call")
+	case probe["decisions"] != nil:
+		return decisionReviews(probe["decisions"], calls)
 	case probe["action"] != nil:
 		var a flow.Approval
 		if err := json.Unmarshal(raw, &a); err != nil {
@@ -70,6 +72,75 @@ func readReviews(raw json.RawMessage, calls []agent.ToolCall) ([]review, error) 
 		return nil, err
 	}
 	return []review{rv}, nil
+}
+
+// decisionReviews reads the decisions of LangChain's HITLResponse, one a
+// waiting call, in order.
+func decisionReviews(raw json.RawMessage, calls []agent.ToolCall) ([]review, error) {
+	var list []json.RawMessage
+	if firstByteOf(raw) != '[' || json.Unmarshal(raw, &list) != nil {
+		return nil, chatErr("$.decisions", "want a list of decisions ({type: approve|edit|reject}), one a waiting tool call")
+	}
+	if len(list) != len(calls) {
+		return nil, chatErr("$.decisions", "%d decisions for %d tool calls waiting for review (one a call, in order)", len(list), len(calls))
+	}
+	out := make([]review, len(list))
+	for i, r := range list {
+		rv, err := readDecision("$.decisions["+strconv.Itoa(i)+"]", r, calls[i])
+		if err != nil {
+			return nil, err
+		}
+		out[i] = rv
+	}
+	return out, nil
+}
+
+// rejectedText is the tool message of a call rejected without a message.
+const rejectedText = "the person rejected this tool call; it was not run"
+
+// readDecision reads one decision for call: approve runs it, edit runs it
+// with the edited action's arguments, reject answers it with the
+// decision's message (which the model reads) instead of running it.
+func readDecision(path string, raw json.RawMessage, call agent.ToolCall) (review, error) {
+	var d struct {
+		Type         string          `json:"type"`
+		EditedAction json.RawMessage `json:"edited_action"`
+		Message      string          `json:"message"`
+	}
+	if firstByteOf(raw) != '{' || json.Unmarshal(raw, &d) != nil {
+		return review{}, chatErr(path, "want a decision {type: approve|edit|reject}")
+	}
+	switch d.Type {
+	case DecisionApprove:
+		return review{Type: ReviewAccept}, nil
+	case DecisionEdit:
+		return editedAction(path+".edited_action", d.EditedAction, call)
+	case DecisionReject:
+		if d.Message == "" {
+			d.Message = rejectedText
+		}
+		return review{Type: ReviewResponse, Text: d.Message}, nil
+	}
+	return review{}, chatErr(path+".type", "%q: want approve, edit or reject", d.Type)
+}
+
+// editedAction reads an edit decision's action, {name, args}, for call's
+// tool.
+func editedAction(path string, raw json.RawMessage, call agent.ToolCall) (review, error) {
+	var a struct {
+		Name *string         `json:"name"`
+		Args json.RawMessage `json:"args"`
+	}
+	if firstByteOf(raw) != '{' || json.Unmarshal(raw, &a) != nil {
+		return review{}, chatErr(path, "want an action {name, args}")
+	}
+	if a.Name != nil && *a.Name != call.Name {
+		return review{}, chatErr(path+".name", "%q: the call is to tool %q (an edit changes its arguments, not its tool)", *a.Name, call.Name)
+	}
+	if firstByteOf(a.Args) != '{' {
+		return review{}, chatErr(path+".args", "a tool's arguments are an object")
+	}
+	return review{Type: ReviewEdit, Args: bytes.TrimSpace(a.Args)}, nil
 }
 
 // readResponse reads one HumanResponse for call.

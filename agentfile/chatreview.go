@@ -65,6 +65,9 @@ func (a *File) checkApproveTools() error {
 	if slices.Contains(a.InterruptBefore, ChatToolsNode) && len(a.ApproveTools) > 0 {
 		return &FileError{File: a.Path, Line: line, Msg: "approve_tools: and interrupt_before: [tools] both pause before tool calls; keep one"}
 	}
+	if err := a.checkReviewFormat(); err != nil {
+		return err
+	}
 	for i, n := range a.ApproveTools {
 		switch {
 		case n == ApproveAll && len(a.ApproveTools) > 1:
@@ -79,8 +82,61 @@ func (a *File) checkApproveTools() error {
 	return nil
 }
 
+// The review formats (review_format).
+const (
+	ReviewLangChain  = "langchain"
+	ReviewAgentInbox = "agent-inbox"
+)
+
+// checkReviewFormat checks review_format: langchain or agent-inbox, with
+// approve_tools.
+func (a *File) checkReviewFormat() error {
+	line, set := a.keyLines["review_format"]
+	switch {
+	case !set:
+		return nil
+	case a.ApproveTools.none():
+		return &FileError{File: a.Path, Line: line, Msg: "review_format: without approve_tools: no tool call waits for review"}
+	case a.ReviewFormat != ReviewLangChain && a.ReviewFormat != ReviewAgentInbox:
+		return &FileError{File: a.Path, Line: line, Msg: fmt.Sprintf("review_format: %q: want langchain (the default) or agent-inbox", a.ReviewFormat)}
+	}
+	return nil
+}
+
+// HITLRequest is LangChain's request for a person's review of the tool
+// calls of one reply (langchain.agents.middleware's HITLRequest): the
+// calls that wait, and for each the decisions it allows. The answer is
+// HITLResponse, {"decisions": [...]}, one decision a call, in order.
+type HITLRequest struct {
+	ActionRequests []HITLAction       `json:"action_requests"`
+	ReviewConfigs  []HITLReviewConfig `json:"review_configs"`
+}
+
+// HITLAction is a call under review: the tool, its arguments and what
+// the person is asked.
+type HITLAction struct {
+	Name        string          `json:"name"`
+	Args        json.RawMessage `json:"args"`
+	Description string          `json:"description,omitempty"`
+}
+
+// HITLReviewConfig says which decisions a call's review allows (all of
+// them: approve, edit, reject).
+type HITLReviewConfig struct {
+	ActionName       string   `json:"action_name"`
+	AllowedDecisions []string `json:"allowed_decisions"`
+}
+
+// The decisions of a HITLResponse (their type).
+const (
+	DecisionApprove = "approve"
+	DecisionEdit    = "edit"
+	DecisionReject  = "reject"
+)
+
 // HumanInterrupt is agent-inbox's request for a person's review of one
-// tool call, as node tools raises it (a list, one per call that waits).
+// tool call (review_format: agent-inbox; a list, one per call that
+// waits).
 type HumanInterrupt struct {
 	ActionRequest ActionRequest `json:"action_request"`
 	Config        ReviewConfig  `json:"config"`
@@ -109,19 +165,40 @@ const (
 	ReviewIgnore   = "ignore"
 )
 
-// humanInterrupts are the review requests of the calls that wait.
+// reviewRequest is the value of the interrupt that asks for the review
+// of calls, in format (review_format).
+func reviewRequest(format string, calls []agent.ToolCall) any {
+	if format == ReviewAgentInbox {
+		return humanInterrupts(calls)
+	}
+	req := HITLRequest{ActionRequests: []HITLAction{}, ReviewConfigs: []HITLReviewConfig{}}
+	for _, c := range calls {
+		req.ActionRequests = append(req.ActionRequests, HITLAction{Name: c.Name, Args: callArgs(c),
+			Description: fmt.Sprintf("The assistant calls tool %s; it runs once you approve (or edit) the call.", c.Name)})
+		req.ReviewConfigs = append(req.ReviewConfigs, HITLReviewConfig{ActionName: c.Name,
+			AllowedDecisions: []string{DecisionApprove, DecisionEdit, DecisionReject}})
+	}
+	return req
+}
+
+// humanInterrupts are agent-inbox's review requests of the calls that
+// wait.
 func humanInterrupts(calls []agent.ToolCall) []HumanInterrupt {
 	out := make([]HumanInterrupt, 0, len(calls))
 	for _, c := range calls {
-		args := c.Args
-		if len(args) == 0 {
-			args = json.RawMessage("{}")
-		}
-		out = append(out, HumanInterrupt{ActionRequest: ActionRequest{Action: c.Name, Args: args},
+		out = append(out, HumanInterrupt{ActionRequest: ActionRequest{Action: c.Name, Args: callArgs(c)},
 			Config:      ReviewConfig{AllowAccept: true, AllowEdit: true, AllowRespond: true, AllowIgnore: true},
 			Description: fmt.Sprintf("The assistant calls tool %s; it runs once you accept (or edit) the call.", c.Name)})
 	}
 	return out
+}
+
+// callArgs is a call's arguments ({} when it has none).
+func callArgs(c agent.ToolCall) json.RawMessage {
+	if len(c.Args) == 0 {
+		return json.RawMessage("{}")
+	}
+	return c.Args
 }
 
 // reviewKey is the journal entry of node tools that keeps the answers of
@@ -152,7 +229,7 @@ func (c *chat) reviews(ctx context.Context, calls []agent.ToolCall) ([]review, e
 	}
 	if !ok || json.Unmarshal(raw, &revs) != nil || len(revs) != len(waiting) {
 		var answer json.RawMessage
-		if err := flow.Interrupt(ctx, humanInterrupts(waiting), &answer); err != nil {
+		if err := flow.Interrupt(ctx, reviewRequest(c.format, waiting), &answer); err != nil {
 			return nil, err
 		}
 		if revs, err = readReviews(answer, waiting); err != nil {

@@ -18,10 +18,15 @@ import (
 
 // reviewChat is a chat whose read_file calls wait for review
 // (approve_tools) while list_files runs without asking; its model calls
-// both in one round, then answers with the last tool message.
-func reviewChat(t testing.TB) *agentfile.File {
+// both in one round, then answers with the last tool message. format is
+// its review_format ("": the default).
+func reviewChat(t testing.TB, format string) *agentfile.File {
 	t.Helper()
-	a := chatFile(t, "tools: [list_files, read_file]\napprove_tools: [read_file]\n", `replies:
+	head := "tools: [list_files, read_file]\napprove_tools: [read_file]\n"
+	if format != "" {
+		head += "review_format: " + format + "\n"
+	}
+	a := chatFile(t, head, `replies:
   - user: notes
     tool_calls: [{name: list_files, args: {dir: .}}, {name: read_file, args: {path: notes.txt}}]
   - echo_tool: true
@@ -32,8 +37,9 @@ func reviewChat(t testing.TB) *agentfile.File {
 }
 
 // pauseForReview runs the first turn of a reviewChat and checks its
-// pause: a dynamic interrupt at tools whose value is the HumanInterrupt
-// list of the one call that waits.
+// pause: a dynamic interrupt at tools whose value asks for the review of
+// the one call that waits, in the file's format (LangChain's HITLRequest,
+// or agent-inbox's HumanInterrupt list).
 func pauseForReview(t testing.TB, a *agentfile.File, s store.Store, thread string) store.Checkpoint {
 	t.Helper()
 	ctx := context.Background()
@@ -47,22 +53,52 @@ func pauseForReview(t testing.TB, a *agentfile.File, s store.Store, thread strin
 	}
 	var in struct {
 		Node  string
-		Value []agentfile.HumanInterrupt
+		Value json.RawMessage
 	}
-	if err := json.Unmarshal(head.Meta.Interrupt, &in); err != nil || in.Node != "tools" || len(in.Value) != 1 {
+	if err := json.Unmarshal(head.Meta.Interrupt, &in); err != nil || in.Node != "tools" {
 		t.Fatalf("interrupt %s: %v", head.Meta.Interrupt, err)
 	}
-	hi := in.Value[0]
-	if hi.ActionRequest.Action != "read_file" || string(hi.ActionRequest.Args) != `{"path":"notes.txt"}` || !hi.Config.AllowAccept || !hi.Config.AllowEdit ||
-		!hi.Config.AllowRespond || !hi.Config.AllowIgnore || !strings.Contains(hi.Description, "read_file") {
-		t.Fatalf("HumanInterrupt %+v", hi)
+	if a.ReviewFormat == agentfile.ReviewAgentInbox {
+		checkHumanInterrupts(t, in.Value)
+	} else {
+		checkHITLRequest(t, in.Value)
 	}
 	return head
 }
 
-// TestChatReviews: each answer of agent-inbox's HumanResponse, and each
-// of Cairn's approvals, does what it says to the call under review; the
-// call of a tool not listed runs without asking.
+// checkHITLRequest: value is LangChain's HITLRequest for read_file.
+func checkHITLRequest(t testing.TB, value json.RawMessage) {
+	t.Helper()
+	var req agentfile.HITLRequest
+	if err := json.Unmarshal(value, &req); err != nil || len(req.ActionRequests) != 1 || len(req.ReviewConfigs) != 1 {
+		t.Fatalf("HITLRequest %s: %v", value, err)
+	}
+	ar, rc := req.ActionRequests[0], req.ReviewConfigs[0]
+	if ar.Name != "read_file" || string(ar.Args) != `{"path":"notes.txt"}` || !strings.Contains(ar.Description, "read_file") ||
+		rc.ActionName != "read_file" || strings.Join(rc.AllowedDecisions, ",") != "approve,edit,reject" {
+		t.Fatalf("HITLRequest %s", value)
+	}
+}
+
+// checkHumanInterrupts: value is agent-inbox's HumanInterrupt list for
+// read_file.
+func checkHumanInterrupts(t testing.TB, value json.RawMessage) {
+	t.Helper()
+	var his []agentfile.HumanInterrupt
+	if err := json.Unmarshal(value, &his); err != nil || len(his) != 1 {
+		t.Fatalf("HumanInterrupt list %s: %v", value, err)
+	}
+	hi := his[0]
+	if hi.ActionRequest.Action != "read_file" || string(hi.ActionRequest.Args) != `{"path":"notes.txt"}` || !hi.Config.AllowAccept || !hi.Config.AllowEdit ||
+		!hi.Config.AllowRespond || !hi.Config.AllowIgnore || !strings.Contains(hi.Description, "read_file") {
+		t.Fatalf("HumanInterrupt %+v", hi)
+	}
+}
+
+// TestChatReviews: each decision of LangChain's HITLResponse, each answer
+// of agent-inbox's HumanResponse, and each of Cairn's approvals, does what
+// it says to the call under review, whichever format the file asks in;
+// the call of a tool not listed runs without asking.
 func TestChatReviews(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -71,6 +107,10 @@ func TestChatReviews(t *testing.T) {
 		types  string // the conversation's message types
 		args   string // the reviewed call's arguments as the reply keeps them
 	}{
+		{"decision approve", json.RawMessage(`{"decisions": [{"type": "approve"}]}`), `"remember the milk"`, "human,ai,tool,tool,ai", `{"path":"notes.txt"}`},
+		{"decision edit", json.RawMessage(`{"decisions": [{"type": "edit", "edited_action": {"name": "read_file", "args": {"path": "other.txt"}}}]}`), `"buy bread"`, "human,ai,tool,tool,ai", `{"path":"other.txt"}`},
+		{"decision reject with a message", json.RawMessage(`{"decisions": [{"type": "reject", "message": "read the list instead"}]}`), `"read the list instead"`, "human,ai,tool,tool,ai", `{"path":"notes.txt"}`},
+		{"decision reject", json.RawMessage(`{"decisions": [{"type": "reject"}]}`), `"the person rejected this tool call; it was not run"`, "human,ai,tool,tool,ai", `{"path":"notes.txt"}`},
 		{"accept", json.RawMessage(`{"type": "accept", "args": null}`), `"remember the milk"`, "human,ai,tool,tool,ai", `{"path":"notes.txt"}`},
 		{"accept list", json.RawMessage(`[{"type": "accept", "args": null}]`), `"remember the milk"`, "human,ai,tool,tool,ai", `{"path":"notes.txt"}`},
 		{"edit", json.RawMessage(`[{"type": "edit", "args": {"action": "read_file", "args": {"path": "other.txt"}}}]`), `"buy bread"`, "human,ai,tool,tool,ai", `{"path":"other.txt"}`},
@@ -82,9 +122,10 @@ func TestChatReviews(t *testing.T) {
 		{"reject", flow.Approval{Action: flow.ApprovalReject}, `"the person ignored this tool call; it was not run"`, "human,ai,tool,tool", `{"path":"notes.txt"}`},
 	}
 	ctx := context.Background()
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			a := reviewChat(t)
+	for i, tc := range tests {
+		format := []string{"", agentfile.ReviewLangChain, agentfile.ReviewAgentInbox}[i%3]
+		t.Run(tc.name+"/"+format, func(t *testing.T) {
+			a := reviewChat(t, format)
 			s := memory.Open(store.Options{})
 			head := pauseForReview(t, a, s, "r")
 			raw, _ := json.Marshal(tc.answer)
@@ -126,8 +167,15 @@ func TestChatReviewAnswersChecked(t *testing.T) {
 		{"approval edit not arguments", `{"action": "edit", "value": {"read_file": 3}}`, "$.value.read_file"},
 		{"reject with a value", `{"action": "reject", "value": {"messages": []}}`, "$.value"},
 		{"unknown action", `{"action": "maybe"}`, "$.action"},
+		{"decisions not a list", `{"decisions": {"type": "approve"}}`, "$.decisions"},
+		{"too many decisions", `{"decisions": [{"type": "approve"}, {"type": "approve"}]}`, "$.decisions"},
+		{"unknown decision", `{"decisions": [{"type": "accept"}]}`, "$.decisions[0].type"},
+		{"decision not an object", `{"decisions": ["approve"]}`, "$.decisions[0]"},
+		{"edited action of another tool", `{"decisions": [{"type": "edit", "edited_action": {"name": "write_file", "args": {}}}]}`, "$.decisions[0].edited_action.name"},
+		{"edited action without arguments", `{"decisions": [{"type": "edit", "edited_action": {"name": "read_file", "args": []}}]}`, "$.decisions[0].edited_action.args"},
+		{"edit without an action", `{"decisions": [{"type": "edit"}]}`, "$.decisions[0].edited_action"},
 	}
-	a := reviewChat(t)
+	a := reviewChat(t, "")
 	s := memory.Open(store.Options{})
 	head := pauseForReview(t, a, s, "r")
 	for _, tc := range tests {
@@ -151,10 +199,12 @@ func TestChatReviewAnswersChecked(t *testing.T) {
 func FuzzCheckResume(f *testing.F) {
 	for _, seed := range []string{`{"type": "accept", "args": null}`, `[{"type": "edit", "args": {"action": "read_file", "args": {"path": "x"}}}]`,
 		`[{"type": "response", "args": "no"}]`, `[{"type": "ignore"}]`, `{"action": "edit", "value": {"read_file": {}}}`, `{"action": "reject", "reason": "no"}`,
-		`[]`, `null`, `[{"type": "edit", "args": {"action": null, "args": []}}]`, `{"action": "approve", "value": 1}`} {
+		`[]`, `null`, `[{"type": "edit", "args": {"action": null, "args": []}}]`, `{"action": "approve", "value": 1}`,
+		`{"decisions": [{"type": "approve"}]}`, `{"decisions": [{"type": "edit", "edited_action": {"name": "read_file", "args": {"path": "x"}}}]}`,
+		`{"decisions": [{"type": "reject", "message": "no"}]}`, `{"decisions": null}`} {
 		f.Add([]byte(seed))
 	}
-	a := reviewChat(f)
+	a := reviewChat(f, "")
 	head := pauseForReview(f, a, memory.Open(store.Options{}), "r")
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		err := a.CheckResume(head, raw)

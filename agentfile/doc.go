@@ -22,8 +22,10 @@
 // tools runs them (each result journaled) and adds {type: tool} messages,
 // and agent answers again. approve_tools: (all, or tool names) makes the
 // calls of those tools wait for a person: tools raises an interrupt whose
-// value is agent-inbox's HumanInterrupt list and applies the HumanResponse
-// answers (accept, edit, response, ignore; a flow.Approval maps to them),
+// value is LangChain's HITLRequest (review_format: agent-inbox: agent-inbox's
+// HumanInterrupt list) and applies the answers — a HITLResponse's decisions
+// (approve, edit, reject), agent-inbox's HumanResponses (accept, edit,
+// response, ignore), or a flow.Approval, which maps to them —
 // which File.CheckResume checks before a server stores anything.
 // interrupt_before: [tools] pauses before every round of tool calls
 // instead (a static pause); a call left without a result (rejected, or

@@ -103,7 +103,7 @@ func (s *Server) checkResume(ctx context.Context, a Assistant, th store.Thread, 
 }
 
 // CheckResume implements resumeChecker: a chat waiting for the review of
-// tool calls (approve_tools) takes HumanResponses or an approval
+// tool calls (approve_tools) takes decisions, HumanResponses or an approval
 // (agentfile.File.CheckResume).
 func (a *agentAssistant) CheckResume(head store.Checkpoint, resume json.RawMessage) error {
 	return a.f.CheckResume(head, resume)

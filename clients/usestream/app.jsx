@@ -48,7 +48,7 @@ function App() {
       {stream.interrupt && (
         <section id="interrupt">
           <pre id="interrupt-value">{JSON.stringify(stream.interrupt.value)}</pre>
-          <button id="approve" onClick={() => stream.submit({}, { command: { resume: [{ type: "accept", args: null }] } })}>Approve</button>
+          <button id="approve" onClick={() => stream.submit({}, { command: { resume: { decisions: [{ type: "approve" }] } } })}>Approve</button>
         </section>
       )}
       <input id="input" value={draft} onChange={(e) => setDraft(e.target.value)} />

@@ -126,10 +126,11 @@ test(`useStream on cairn serve: ${SCENARIO}`, async () => {
   } else if (SCENARIO === "approve") {
     await send(page, "which files are there?");
     await page.waitForSelector("#interrupt", { timeout: TIMEOUT });
-    // The value is the node's own: agent-inbox's review of the tool call.
-    const [review] = JSON.parse(await page.textContent("#interrupt-value"));
-    assert.equal(review.action_request.action, "list_files", JSON.stringify(review));
-    assert.equal(review.config.allow_accept, true);
+    // The value is the node's own: LangChain's review of the tool call
+    // (HITLRequest), answered with its decisions as agent-chat-ui does.
+    const review = JSON.parse(await page.textContent("#interrupt-value"));
+    assert.equal(review.action_requests[0].name, "list_files", JSON.stringify(review));
+    assert.deepEqual(review.review_configs[0].allowed_decisions, ["approve", "edit", "reject"]);
     await page.click("#approve");
     await page.waitForSelector("#interrupt", { state: "detached", timeout: TIMEOUT });
     const seen = await growth(page);

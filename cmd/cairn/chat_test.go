@@ -101,17 +101,19 @@ func TestServeChat(t *testing.T) {
 	}
 	var pending []struct {
 		InterruptID string `json:"interrupt_id"`
-		Value       []struct {
-			ActionRequest struct {
-				Action string         `json:"action"`
-				Args   map[string]any `json:"args"`
-			} `json:"action_request"`
-			Config map[string]bool `json:"config"`
+		Value       struct {
+			ActionRequests []struct {
+				Name string         `json:"name"`
+				Args map[string]any `json:"args"`
+			} `json:"action_requests"`
+			ReviewConfigs []struct {
+				AllowedDecisions []string `json:"allowed_decisions"`
+			} `json:"review_configs"`
 		} `json:"value"`
 	}
 	p.call(t, "GET", "/threads/"+tid+"/interrupts", nil, &pending)
-	if len(pending) != 1 || len(pending[0].Value) != 1 || pending[0].Value[0].ActionRequest.Action != "list_files" || pending[0].Value[0].ActionRequest.Args["dir"] != "." ||
-		!pending[0].Value[0].Config["allow_ignore"] {
+	if len(pending) != 1 || len(pending[0].Value.ActionRequests) != 1 || pending[0].Value.ActionRequests[0].Name != "list_files" || pending[0].Value.ActionRequests[0].Args["dir"] != "." ||
+		len(pending[0].Value.ReviewConfigs) != 1 || strings.Join(pending[0].Value.ReviewConfigs[0].AllowedDecisions, ",") != "approve,edit,reject" {
 		t.Fatalf("pending interrupts %+v", pending)
 	}
 	// Answers that do not fit the review: a 422 at their place, nothing stored.
@@ -123,6 +125,7 @@ func TestServeChat(t *testing.T) {
 		{"/threads/" + tid + "/interrupts/" + pending[0].InterruptID + "/answer", map[string]any{"action": "edit", "value": map[string]any{"nope": map[string]any{}}}, "$.value.nope"},
 		{"/threads/" + tid + "/runs/wait", map[string]any{"assistant_id": "chat", "input": map[string]any{}, "command": map[string]any{"resume": []any{map[string]any{"type": "maybe"}}}}, "$.command.resume[0].type"},
 		{"/threads/" + tid + "/runs/wait", map[string]any{"assistant_id": "chat", "command": map[string]any{"resume": []any{map[string]any{"type": "edit", "args": map[string]any{"action": "read_file", "args": map[string]any{}}}}}}, "$.command.resume[0].args.action"},
+		{"/threads/" + tid + "/runs/wait", map[string]any{"assistant_id": "chat", "command": map[string]any{"resume": map[string]any{"decisions": []any{map[string]any{"type": "edit", "edited_action": map[string]any{"name": "read_file", "args": map[string]any{}}}}}}}, "$.command.resume.decisions[0].edited_action.name"},
 	}
 	var before []map[string]any
 	p.call(t, "GET", "/threads/"+tid+"/history", nil, &before)

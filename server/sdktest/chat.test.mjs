@@ -89,15 +89,14 @@ async function answer(thread, resume) {
   return parts.filter((p) => p.event === "values").at(-1).data;
 }
 
-test("a tool call waits for review (agent-inbox's HumanInterrupt); accepted, it runs and the model answers with its result", async () => {
+test("a tool call waits for review (LangChain's HITLRequest, as agent-chat-ui reads it); approved, it runs and the model answers with its result", async () => {
   const { thread, call, interrupt } = await review("Which files are there?");
-  assert.deepEqual(interrupt.value, [{
-    action_request: { action: "list_files", args: { dir: "." } },
-    config: { allow_accept: true, allow_edit: true, allow_respond: true, allow_ignore: true },
-    description: interrupt.value[0].description,
-  }]);
-  assert.match(interrupt.value[0].description, /list_files/);
-  const values = await answer(thread, [{ type: "accept", args: null }]);
+  assert.deepEqual(interrupt.value, {
+    action_requests: [{ name: "list_files", args: { dir: "." }, description: interrupt.value.action_requests[0].description }],
+    review_configs: [{ action_name: "list_files", allowed_decisions: ["approve", "edit", "reject"] }],
+  });
+  assert.match(interrupt.value.action_requests[0].description, /list_files/);
+  const values = await answer(thread, { decisions: [{ type: "approve" }] });
   assert.deepEqual(values.messages.map((m) => m.type), ["human", "ai", "tool", "ai"]);
   assert.equal(values.messages[2].tool_call_id, call.id);
   assert.match(values.messages[3].content, /chat\.md/);
@@ -105,15 +104,32 @@ test("a tool call waits for review (agent-inbox's HumanInterrupt); accepted, it 
   assert.deepEqual(state.next, []);
 });
 
-test("an edit runs the call with the edited arguments, which the reply's call then shows", async () => {
+test("an edit decision runs the call with the edited arguments, which the reply's call then shows", async () => {
   const { thread, call } = await review("review: edit");
-  const values = await answer(thread, [{ type: "edit", args: { action: "list_files", args: { dir: "replies" } } }]);
+  const values = await answer(thread, { decisions: [{ type: "edit", edited_action: { name: "list_files", args: { dir: "replies" } } }] });
   assert.deepEqual(values.messages.map((m) => m.type), ["human", "ai", "tool", "ai"]);
-  assert.equal(values.messages[1].id, values.messages[1].id);
   assert.deepEqual(values.messages[1].tool_calls[0].args, { dir: "replies" });
   assert.equal(values.messages[1].tool_calls[0].id, call.id);
   assert.match(values.messages[3].content, /chat\.yaml/);
   assert.doesNotMatch(values.messages[3].content, /chat\.md/);
+});
+
+test("a reject decision does not run the tool: the model reads its message", async () => {
+  const { thread } = await review("review: respond");
+  const values = await answer(thread, { decisions: [{ type: "reject", message: "Not in this folder." }] });
+  assert.deepEqual(values.messages.map((m) => m.type), ["human", "ai", "tool", "ai"]);
+  assert.equal(values.messages[2].content, "Not in this folder.");
+  assert.equal(values.messages[2].status, "error");
+  assert.equal(values.messages[3].content, "Not in this folder.");
+});
+
+test("agent-inbox's answers are read too: an edit as a HumanResponse", async () => {
+  const { thread, call } = await review("review: edit");
+  const values = await answer(thread, [{ type: "edit", args: { action: "list_files", args: { dir: "replies" } } }]);
+  assert.deepEqual(values.messages.map((m) => m.type), ["human", "ai", "tool", "ai"]);
+  assert.deepEqual(values.messages[1].tool_calls[0].args, { dir: "replies" });
+  assert.equal(values.messages[1].tool_calls[0].id, call.id);
+  assert.match(values.messages[3].content, /chat\.yaml/);
 });
 
 test("a response does not run the tool: the model reads the person's text", async () => {
@@ -139,6 +155,10 @@ test("an answer that does not fit the review is refused (422) and the thread sti
   await assert.rejects(
     collect(client.runs.stream(thread.thread_id, "chat", { input: {}, command: { resume: [{ type: "maybe", args: null }] } })),
     (err) => err.status === 422 || /422|resume\[0\]\.type/.test(String(err?.message ?? err)),
+  );
+  await assert.rejects(
+    collect(client.runs.stream(thread.thread_id, "chat", { command: { resume: { decisions: [{ type: "accept" }] } } })),
+    (err) => err.status === 422 || /422|decisions\[0\]\.type/.test(String(err?.message ?? err)),
   );
   const after = await client.threads.getState(thread.thread_id);
   assert.equal(after.checkpoint.checkpoint_id, state.checkpoint.checkpoint_id);

@@ -39,7 +39,8 @@ export function approvalCard(p, {thread, compact, onAnswered} = {}) {
 
   // Edit: the state fields to change before the step runs, or, for a
   // chat's tool review, the calls' arguments.
-  const kind = isToolReview(p.value) ? toolReview(p, values) : stateEdit(p, values);
+  const reqs = reviewRequests(p.value);
+  const kind = reqs ? toolReview(p, values, reqs) : stateEdit(p, values);
   const editErr = h('span', {class: 'error-text small'});
   const editBox = h('div', {class: 'answer-box', hidden: true}, kind.fields,
     h('div', {class: 'row gap'}, track(h('button', {type: 'button', class: 'primary', onclick: () => {
@@ -118,26 +119,33 @@ function stateEdit(p, values) {
     fields: field('Edits (JSON: fields to change before the step runs)', box, {class: 'field'}), edits};
 }
 
-// isToolReview: the interrupt is a chat's review of tool calls, a list
-// of agent-inbox HumanInterrupt requests.
-function isToolReview(v) {
-  return Array.isArray(v) && v.length > 0 && v.every((r) => isObj(r) && isObj(r.action_request) && typeof r.action_request.action === 'string');
+// reviewRequests reads a chat's review of tool calls, in either shape a
+// chat asks in: LangChain's HITLRequest ({action_requests, review_configs})
+// or agent-inbox's HumanInterrupt list. Each request is {name, args,
+// description}; null when the interrupt is not a review of tool calls.
+function reviewRequests(v) {
+  if (isObj(v) && Array.isArray(v.action_requests) && v.action_requests.length && v.action_requests.every((r) => isObj(r) && typeof r.name === 'string')) {
+    return v.action_requests.map((r) => ({name: r.name, args: r.args ?? {}, description: r.description}));
+  }
+  if (Array.isArray(v) && v.length && v.every((r) => isObj(r) && isObj(r.action_request) && typeof r.action_request.action === 'string')) {
+    return v.map((r) => ({name: r.action_request.action, args: r.action_request.args ?? {}, description: r.description}));
+  }
+  return null;
 }
 
 // toolReview is a chat's review of tool calls: each call with its
 // arguments, which an edit changes (keyed by the call's id, found in the
 // last reply, else by the tool's name).
-function toolReview(p, values) {
-  const ids = reviewedCallIds(p.value, values.messages);
-  const calls = p.value.map((r, i) => {
-    const args = r.action_request.args ?? {};
-    const box = h('textarea', {id: `args-${p.interrupt_id}-${i}`, rows: 4, spellcheck: 'false', value: json(args)});
-    return {r, i, args, box, key: ids[i] || r.action_request.action};
+function toolReview(p, values, reqs) {
+  const ids = reviewedCallIds(reqs, values.messages);
+  const calls = reqs.map((r, i) => {
+    const box = h('textarea', {id: `args-${p.interrupt_id}-${i}`, rows: 4, spellcheck: 'false', value: json(r.args)});
+    return {r, i, args: r.args, box, key: ids[i] || r.name};
   });
   const preview = h('dl', {class: 'kv tool-calls'}, calls.flatMap(({r, args}) => [
-    h('dt', {'data-testid': 'tool-call'}, r.action_request.action),
+    h('dt', {'data-testid': 'tool-call'}, r.name),
     h('dd', {}, h('pre', {class: 'json'}, json(args)), r.description ? h('div', {class: 'muted small'}, r.description) : null)]));
-  const fields = calls.map(({r, i, box}) => field(`Arguments of ${r.action_request.action}${calls.length > 1 ? ` (call ${i + 1})` : ''}`, box, {class: 'field'}));
+  const fields = calls.map(({r, i, box}) => field(`Arguments of ${r.name}${calls.length > 1 ? ` (call ${i + 1})` : ''}`, box, {class: 'field'}));
   const edits = () => {
     const out = {};
     for (const {r, args, box, key} of calls) {
@@ -145,9 +153,9 @@ function toolReview(p, values) {
       try {
         v = JSON.parse(box.value);
       } catch (e) {
-        throw new Error(`Arguments of ${r.action_request.action}: not JSON: ${e.message}`);
+        throw new Error(`Arguments of ${r.name}: not JSON: ${e.message}`);
       }
-      if (!isObj(v)) throw new Error(`Arguments of ${r.action_request.action} must be a JSON object.`);
+      if (!isObj(v)) throw new Error(`Arguments of ${r.name} must be a JSON object.`);
       if (JSON.stringify(v) !== JSON.stringify(args)) out[key] = v;
     }
     if (!Object.keys(out).length) throw new Error('No arguments were changed: Approve runs the calls as asked.');
@@ -165,7 +173,7 @@ function reviewedCallIds(reqs, messages) {
   const ids = [];
   let j = 0;
   for (const tc of reply?.tool_calls || []) {
-    if (j < reqs.length && tc?.name === reqs[j].action_request.action) ids[j++] = tc.id;
+    if (j < reqs.length && tc?.name === reqs[j].name) ids[j++] = tc.id;
   }
   return ids;
 }
