@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"testing"
-
 )
 
 // BenchmarkServeChatTurn measures one W3 turn (POST runs/wait) of the
