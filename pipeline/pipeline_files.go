@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/cairn-dev/cairn/agentfile"
 	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/internal/jsontext"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -99,17 +99,14 @@ func writeFiles(dir string, pf File, gates []GateFile) ([]string, error) {
 }
 
 // writeJSON writes v as indented JSON, as people read it (no HTML
-// escaping), atomically: a temporary file with a unique name in the same
-// folder, synced, then renamed over path.
+// escaping, in stored outputs neither), atomically: a temporary file with
+// a unique name in the same folder, synced, then renamed over path.
 func writeJSON(path string, v any) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
+	data, err := jsontext.MarshalIndent(v, "", "  ")
+	if err != nil {
 		return err
 	}
-	data := unescapeHTML(buf.Bytes())
+	data = append(data, '\n')
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return err
@@ -148,35 +145,6 @@ func removeTemps(dir string) error {
 		}
 	}
 	return nil
-}
-
-// unescapeHTML turns the \u003c, \u003e and \u0026 escapes of encoded JSON
-// (stored documents hold them) back into <, > and &. Escaped backslashes
-// are copied as they are, so "\\u003c" stays.
-func unescapeHTML(b []byte) []byte {
-	out := make([]byte, 0, len(b))
-	for i := 0; i < len(b); i++ {
-		if b[i] != '\\' || i+1 >= len(b) {
-			out = append(out, b[i])
-			continue
-		}
-		if b[i+1] == 'u' && i+6 <= len(b) {
-			switch string(b[i+2 : i+6]) {
-			case "003c", "003C":
-				out, i = append(out, '<'), i+5
-				continue
-			case "003e", "003E":
-				out, i = append(out, '>'), i+5
-				continue
-			case "0026":
-				out, i = append(out, '&'), i+5
-				continue
-			}
-		}
-		out = append(out, b[i], b[i+1])
-		i++
-	}
-	return out
 }
 
 // fileWriter keeps a thread's files equal to its committed head.

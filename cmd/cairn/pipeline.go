@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/internal/jsontext"
 	"github.com/cairn-dev/cairn/pipeline"
 	"github.com/cairn-dev/cairn/store"
 )
@@ -118,7 +118,7 @@ func pipelineThread(ctx context.Context, s store.Store, thread string, o runOpti
 // JSON line with --json.
 func (a *app) announcePipeline(p *pipeline.Pipeline, thread string) {
 	if a.json {
-		b, _ := json.Marshal(map[string]string{"kind": "thread", "thread": thread, "pipeline": p.Name, "store": a.shownStore(), "dir": p.StateDirOf(thread)}) // strings always marshal
+		b, _ := jsontext.Marshal(map[string]string{"kind": "thread", "thread": thread, "pipeline": p.Name, "store": a.shownStore(), "dir": p.StateDirOf(thread)}) // strings always marshal
 		fmt.Fprintln(a.stdout, string(b))
 		return
 	}
@@ -133,13 +133,12 @@ type pipelinePrinter struct {
 	mu     sync.Mutex
 	root   string               // the run id of the pipeline's own runner
 	starts map[string]time.Time // run id → start of its current step
-	enc    *json.Encoder
+	enc    *jsontext.Encoder
 	live   string // the model call whose reply is being printed
 }
 
 func (a *app) pipelineProgress(p *pipeline.Pipeline) *pipelinePrinter {
-	enc := json.NewEncoder(a.stdout)
-	enc.SetEscapeHTML(false)
+	enc := jsontext.NewEncoder(a.stdout)
 	names := map[string]string{}
 	for _, g := range p.Gates {
 		names["gate"+strconv.Itoa(g.Gate)] = fmt.Sprintf("gate %d %s", g.Gate, g.Name)

@@ -19,6 +19,7 @@ import (
 	"github.com/cairn-dev/cairn/agent"
 	"github.com/cairn-dev/cairn/agentfile"
 	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/internal/jsontext"
 	"github.com/cairn-dev/cairn/model"
 	"github.com/cairn-dev/cairn/redact"
 	"github.com/cairn-dev/cairn/state"
@@ -89,7 +90,7 @@ func storableModel(s string) (string, error) {
 func (a *app) progress() func(flow.Event) {
 	var mu sync.Mutex
 	starts := map[string]time.Time{} // run id → start of its current step
-	enc := json.NewEncoder(a.stdout)
+	enc := jsontext.NewEncoder(a.stdout)
 	live := "" // the model call whose tokens are being printed
 	return func(e flow.Event) {
 		mu.Lock()
@@ -353,7 +354,7 @@ func (a *app) agentRun(path string, f runFlags) (*agentfile.File, agentfile.RunC
 // stderr, or a first JSON line with --json.
 func (a *app) announce(verb, name, thread string) {
 	if a.json {
-		b, _ := json.Marshal(map[string]string{"kind": "thread", "thread": thread, "agent": name, "store": a.shownStore()}) // strings always marshal
+		b, _ := jsontext.Marshal(map[string]string{"kind": "thread", "thread": thread, "agent": name, "store": a.shownStore()}) // strings always marshal
 		fmt.Fprintln(a.stdout, string(b))
 		return
 	}
@@ -464,7 +465,7 @@ func (a *app) report(ctx context.Context, s store.Store, thread string, res *age
 				if json.Unmarshal(r.FinalOutput, &s) == nil {
 					fmt.Fprintln(a.stdout, s)
 				} else {
-					fmt.Fprintln(a.stdout, string(r.FinalOutput))
+					fmt.Fprintln(a.stdout, string(jsontext.Readable(r.FinalOutput)))
 				}
 			}
 		}
