@@ -18,19 +18,28 @@ import (
 	"github.com/cairn-dev/cairn/store"
 )
 
+// pipelineCall is what cairn run or cairn resume asks of a pipeline file.
+type pipelineCall struct {
+	path, thread, model string
+	// resume: cairn resume. A finished pipeline then has its files brought
+	// up to date from the store (exit 0); cairn run refuses it (exit 1).
+	resume bool
+}
+
 // runPipeline runs a gate pipeline: without a thread, a new run on a new
 // thread; on an existing thread of the same file (--thread, cairn resume,
 // a fork), it continues where the thread stopped, skipping completed gates.
-// A finished pipeline is refused (exit 1) with how to start over. Every
-// check passes before the thread is created.
-func (a *app) runPipeline(cmd *cobra.Command, path, thread, modelSpec string) error {
+// A finished pipeline is refused (exit 1) with how to start over, or, by
+// cairn resume, has its files rewritten from the store. Every check passes
+// before the thread is created.
+func (a *app) runPipeline(cmd *cobra.Command, pc pipelineCall) error {
 	ctx := cmd.Context()
-	p, err := pipeline.Load(path)
+	p, err := pipeline.Load(pc.path)
 	if err != nil {
 		return &usageError{err}
 	}
 	o := runOptions{Kind: "pipeline"}
-	if o.File, err = filepath.Abs(path); err != nil {
+	if o.File, err = filepath.Abs(pc.path); err != nil {
 		return &usageError{err}
 	}
 	tp, stop, err := a.tracing(ctx)
@@ -39,18 +48,18 @@ func (a *app) runPipeline(cmd *cobra.Command, path, thread, modelSpec string) er
 	}
 	defer stop()
 	cfg := pipeline.Config{Getenv: a.getenv, Logger: a.logger, TracerProvider: tp}
-	if modelSpec != "" {
-		if cfg.Model, err = parseModelEnv(modelSpec, a.getenv); err != nil {
+	if pc.model != "" {
+		if cfg.Model, err = parseModelEnv(pc.model, a.getenv); err != nil {
 			return err
 		}
-		if o.Model, err = storableModel(modelSpec); err != nil {
+		if o.Model, err = storableModel(pc.model); err != nil {
 			return err
 		}
 	}
 	if err := p.Check(cfg); err != nil {
 		return &usageError{err}
 	}
-	thread, s, err := a.openForRun(p.Name, thread)
+	thread, s, err := a.openForRun(p.Name, pc.thread)
 	if err != nil {
 		return err
 	}
@@ -58,10 +67,8 @@ func (a *app) runPipeline(cmd *cobra.Command, path, thread, modelSpec string) er
 	if err := pipelineThread(ctx, s, thread, o); err != nil {
 		return err
 	}
-	if head, err := s.Load(ctx, store.LoadRequest{Thread: thread}); err == nil {
-		if st, done := pipeline.Finished(head); done {
-			return finishedError(&pipeline.FinishedError{Thread: thread, Status: st}, path)
-		}
+	if done, err := a.pipelineHead(ctx, s, p, thread, pc); done || err != nil {
+		return err
 	}
 	a.announcePipeline(p, thread)
 	cfg.Store, cfg.Thread = s, thread
@@ -75,10 +82,45 @@ func (a *app) runPipeline(cmd *cobra.Command, path, thread, modelSpec string) er
 	var fin *pipeline.FinishedError
 	switch {
 	case errors.As(err, &fin):
-		return finishedError(fin, path)
+		return finishedError(fin, pc.path)
 	case err != nil:
 		return fmt.Errorf("%w (thread %q: fix the cause and run cairn resume %s)", err, thread, thread)
 	}
+	return a.reportPipeline(p, thread, res)
+}
+
+// pipelineHead looks at the thread's head before a run: a finished
+// pipeline is refused (cairn run) or has its files brought up to date
+// (cairn resume). done says the command is over.
+func (a *app) pipelineHead(ctx context.Context, s store.Store, p *pipeline.Pipeline, thread string, pc pipelineCall) (done bool, err error) {
+	head, err := s.Load(ctx, store.LoadRequest{Thread: thread})
+	if errors.Is(err, store.ErrNotFound) {
+		err = nil // a new thread
+	}
+	if err != nil {
+		return true, err
+	}
+	st, finished := pipeline.Finished(head)
+	switch {
+	case !finished:
+		return false, nil
+	case !pc.resume:
+		return true, finishedError(&pipeline.FinishedError{Thread: thread, Status: st}, pc.path)
+	}
+	paths, err := p.WriteFiles(ctx, s, thread)
+	if err != nil {
+		return true, err
+	}
+	if a.json {
+		return true, a.printJSON(map[string]any{"thread": thread, "status": st, "finished": true, "dir": p.StateDirOf(thread), "files": paths})
+	}
+	fmt.Fprintf(a.stdout, "pipeline %s: thread %s is finished (%s), nothing to run; its %d files in %s are up to date with the store\n",
+		p.Name, thread, st, len(paths), p.StateDirOf(thread))
+	return true, nil
+}
+
+// reportPipeline prints how a pipeline run ended.
+func (a *app) reportPipeline(p *pipeline.Pipeline, thread string, res *pipeline.Result) error {
 	if a.json {
 		return a.printJSON(map[string]any{"thread": thread, "pipeline": res.Pipeline, "gates": res.Gates, "dir": res.Dir,
 			"pipeline_file": p.PipelineFilePath(thread)})

@@ -249,7 +249,7 @@ func (a *app) runCmd() *cobra.Command {
 						return usagef("--%s applies to agent files; a pipeline takes its input from its metadata and its gates' agent files", name)
 					}
 				}
-				return a.runPipeline(cmd, args[0], f.thread, f.model)
+				return a.runPipeline(cmd, pipelineCall{path: args[0], thread: f.thread, model: f.model})
 			}
 			return a.runAgentFile(cmd.Context(), args[0], f)
 		},
@@ -389,7 +389,7 @@ func (a *app) resumeCmd() *cobra.Command {
 				if a.traceDir != "" {
 					return usagef("--trace-dir applies to agent files; export a pipeline's trace with cairn export --format trace")
 				}
-				return a.runPipeline(cmd, o.File, args[0], o.Model)
+				return a.runPipeline(cmd, pipelineCall{path: o.File, thread: args[0], model: o.Model, resume: true})
 			}
 			var value any
 			if cmd.Flags().Changed("answer") {
