@@ -274,11 +274,34 @@ func rejection(head store.Checkpoint, answer any) any {
 
 // interruptedNode is the node a pause stopped before.
 func interruptedNode(head store.Checkpoint) string {
+	return pausedNode(head.Meta.Interrupt)
+}
+
+// pausedNode is the node of a pause's payload.
+func pausedNode(payload json.RawMessage) string {
 	var p struct {
 		Node string `json:"node"`
 	}
-	_ = json.Unmarshal(head.Meta.Interrupt, &p)
+	_ = json.Unmarshal(payload, &p)
 	return p.Node
+}
+
+// WaitingAt reports the gate the run stopped before to wait for approval
+// (approval: true): Run again with Config.Answer (or none) to go on.
+func (r *Result) WaitingAt() (gate int, ok bool) {
+	if r == nil || r.Result.StopReason != state.StopInterrupt {
+		return 0, false
+	}
+	return gateOfNode(pausedNode(r.Result.Interrupt))
+}
+
+// Waiting reports the gate a pipeline thread's head waits before for
+// approval.
+func Waiting(head store.Checkpoint) (gate int, ok bool) {
+	if head.Status != store.StatusInterrupted {
+		return 0, false
+	}
+	return gateOfNode(interruptedNode(head))
 }
 
 // Finished reports whether a pipeline thread's head ends the

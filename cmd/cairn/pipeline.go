@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -24,14 +25,18 @@ type pipelineCall struct {
 	// resume: cairn resume. A finished pipeline then has its files brought
 	// up to date from the store (exit 0); cairn run refuses it (exit 1).
 	resume bool
+	// answer answers the pause before an approval gate (--answer): a
+	// flow.Approval, or nil to go on.
+	answer any
 }
 
 // runPipeline runs a gate pipeline: without a thread, a new run on a new
 // thread; on an existing thread of the same file (--thread, cairn resume,
 // a fork), it continues where the thread stopped, skipping completed gates.
 // A finished pipeline is refused (exit 1) with how to start over, or, by
-// cairn resume, has its files rewritten from the store. Every check passes
-// before the thread is created.
+// cairn resume, has its files rewritten from the store. A pause before an
+// approval gate exits 3 saying how to answer it. Every check passes before
+// the thread is created.
 func (a *app) runPipeline(cmd *cobra.Command, pc pipelineCall) error {
 	ctx := cmd.Context()
 	p, err := pipeline.Load(pc.path)
@@ -47,7 +52,7 @@ func (a *app) runPipeline(cmd *cobra.Command, pc pipelineCall) error {
 		return err
 	}
 	defer stop()
-	cfg := pipeline.Config{Getenv: a.getenv, Logger: a.logger, TracerProvider: tp}
+	cfg := pipeline.Config{Getenv: a.getenv, Logger: a.logger, TracerProvider: tp, Answer: pc.answer}
 	if pc.model != "" {
 		if cfg.Model, err = parseModelEnv(pc.model, a.getenv); err != nil {
 			return err
@@ -83,15 +88,17 @@ func (a *app) runPipeline(cmd *cobra.Command, pc pipelineCall) error {
 	switch {
 	case errors.As(err, &fin):
 		return finishedError(fin, pc.path)
+	case pc.answer != nil && errors.Is(err, store.ErrInvalidArgument) && (res == nil || res.Result.Head == 0):
+		return &usageError{fmt.Errorf("--answer: %w", err)} // refused before anything ran: nothing stored
 	case err != nil:
 		return fmt.Errorf("%w (thread %q: fix the cause and run cairn resume %s)", err, thread, thread)
 	}
 	return a.reportPipeline(p, thread, res)
 }
 
-// pipelineHead looks at the thread's head before a run: a finished
-// pipeline is refused (cairn run) or has its files brought up to date
-// (cairn resume). done says the command is over.
+// pipelineHead looks at the thread's head before a run: an answer needs a
+// pause to answer; a finished pipeline is refused (cairn run) or has its
+// files brought up to date (cairn resume). done says the command is over.
 func (a *app) pipelineHead(ctx context.Context, s store.Store, p *pipeline.Pipeline, thread string, pc pipelineCall) (done bool, err error) {
 	head, err := s.Load(ctx, store.LoadRequest{Thread: thread})
 	if errors.Is(err, store.ErrNotFound) {
@@ -99,6 +106,9 @@ func (a *app) pipelineHead(ctx context.Context, s store.Store, p *pipeline.Pipel
 	}
 	if err != nil {
 		return true, err
+	}
+	if _, waiting := pipeline.Waiting(head); pc.answer != nil && !waiting {
+		return true, usagef("--answer: pipeline thread %q is not waiting for approval; resume it without --answer", thread)
 	}
 	st, finished := pipeline.Finished(head)
 	switch {
@@ -119,14 +129,51 @@ func (a *app) pipelineHead(ctx context.Context, s store.Store, p *pipeline.Pipel
 	return true, nil
 }
 
-// reportPipeline prints how a pipeline run ended.
+// reportPipeline prints how a pipeline run ended; a pause before an
+// approval gate exits 3 with the command that answers it.
 func (a *app) reportPipeline(p *pipeline.Pipeline, thread string, res *pipeline.Result) error {
+	gate, waiting := res.WaitingAt()
 	if a.json {
-		return a.printJSON(map[string]any{"thread": thread, "pipeline": res.Pipeline, "gates": res.Gates, "dir": res.Dir,
-			"pipeline_file": p.PipelineFilePath(thread)})
+		out := map[string]any{"thread": thread, "pipeline": res.Pipeline, "gates": res.Gates, "dir": res.Dir,
+			"pipeline_file": p.PipelineFilePath(thread), "stop_reason": res.Result.StopReason}
+		if waiting {
+			out["waiting_for_approval_at_gate"] = gate
+		}
+		if err := a.printJSON(out); err != nil {
+			return err
+		}
+	} else if waiting {
+		fmt.Fprintf(a.stdout, "pipeline %s: waiting for approval at gate %d, gates %v completed; %s\n", p.Name, gate, res.Pipeline.CompletedGates, p.PipelineFilePath(thread))
+	} else {
+		fmt.Fprintf(a.stdout, "pipeline %s: %s, gates %v completed; %s\n", p.Name, res.Pipeline.Status, res.Pipeline.CompletedGates, p.PipelineFilePath(thread))
 	}
-	fmt.Fprintf(a.stdout, "pipeline %s: %s, gates %v completed; %s\n", p.Name, res.Pipeline.Status, res.Pipeline.CompletedGates, p.PipelineFilePath(thread))
+	if waiting {
+		return &interruptedError{thread: thread, approval: true, approvalGate: gate}
+	}
 	return nil
+}
+
+// approvalForms are the answers a pipeline's approval gate takes.
+const approvalForms = `approve, reject, or a JSON approval {"action": "approve"|"edit"|"reject", "value": {…}, "reason": "…", "by": "…"}`
+
+// approvalAnswer reads --answer at a pipeline's approval gate, checked
+// before anything runs.
+func approvalAnswer(s string) (flow.Approval, error) {
+	a := flow.Approval{Action: strings.TrimSpace(s)}
+	switch {
+	case strings.HasPrefix(a.Action, "{"):
+		dec := json.NewDecoder(strings.NewReader(s))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&a); err != nil {
+			return a, usagef("--answer: %v; a pipeline's approval gate takes %s", err, approvalForms)
+		}
+	case a.Action != flow.ApprovalApprove && a.Action != flow.ApprovalReject:
+		return a, usagef("--answer %q: a pipeline's approval gate takes %s", s, approvalForms)
+	}
+	if err := a.Check(); err != nil {
+		return a, &usageError{fmt.Errorf("--answer: %w", err)}
+	}
+	return a, nil
 }
 
 // finishedError says how to start over on a finished pipeline (exit 1).
@@ -226,6 +273,9 @@ func (pp *pipelinePrinter) event(e flow.Event) {
 	case e.RunID == pp.root:
 		if e.Kind == flow.EventNodeStart && e.Attempt <= 1 {
 			fmt.Fprintf(w, "  %s …\n", pp.names[e.Node])
+		}
+		if e.Kind == flow.EventInterrupt {
+			fmt.Fprintf(w, "  ? %s is waiting for approval\n", pp.names[e.Node])
 		}
 	case e.Kind == flow.EventStepEnd:
 		tok := ""

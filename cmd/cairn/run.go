@@ -31,9 +31,18 @@ import (
 const exitInterrupted = 3
 
 // interruptedError makes run() exit with exitInterrupted.
-type interruptedError struct{ thread string }
+type interruptedError struct {
+	thread string
+	// approval: a pipeline waits before gate approvalGate.
+	approval     bool
+	approvalGate int
+}
 
 func (e *interruptedError) Error() string {
+	if e.approval {
+		return fmt.Sprintf("thread %q is waiting for approval at gate %d: cairn resume %s --answer approve (or --answer reject to stop the pipeline there, "+
+			`or --answer '{"action":"edit","value":{…}}' to change its state first)`, e.thread, e.approvalGate, e.thread)
+	}
 	return fmt.Sprintf("thread %q is waiting for input: cairn resume %s --answer VALUE", e.thread, e.thread)
 }
 
@@ -389,7 +398,13 @@ func (a *app) resumeCmd() *cobra.Command {
 				if a.traceDir != "" {
 					return usagef("--trace-dir applies to agent files; export a pipeline's trace with cairn export --format trace")
 				}
-				return a.runPipeline(cmd, pipelineCall{path: o.File, thread: args[0], model: o.Model, resume: true})
+				pc := pipelineCall{path: o.File, thread: args[0], model: o.Model, resume: true}
+				if cmd.Flags().Changed("answer") {
+					if pc.answer, err = approvalAnswer(answer); err != nil {
+						return err
+					}
+				}
+				return a.runPipeline(cmd, pc)
 			}
 			var value any
 			if cmd.Flags().Changed("answer") {
@@ -400,7 +415,7 @@ func (a *app) resumeCmd() *cobra.Command {
 			return a.resumeAgentFile(cmd.Context(), s, args[0], o, value)
 		},
 	}
-	cmd.Flags().StringVar(&answer, "answer", "", "the answer to an interrupt (JSON, or plain text)")
+	cmd.Flags().StringVar(&answer, "answer", "", "the answer to an interrupt (JSON, or plain text); at a pipeline's approval gate: approve, reject, or a JSON approval {action, value, reason, by}")
 	a.streamFlag(cmd)
 	return cmd
 }
