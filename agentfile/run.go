@@ -27,6 +27,7 @@ import (
 
 	"github.com/cairn-dev/cairn/agent"
 	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/internal/jsontext"
 	"github.com/cairn-dev/cairn/internal/readfile"
 	"github.com/cairn-dev/cairn/model"
 	"github.com/cairn-dev/cairn/redact"
@@ -833,7 +834,8 @@ func handoffStarted(ctx context.Context, s store.Store, thread, ns string, in In
 }
 
 // writeOutput writes the final output inside the safe directory: indented
-// JSON for structured output, the raw text otherwise.
+// JSON for structured output (without HTML escaping: the file is read by
+// people), the raw text otherwise.
 func (p *prepared) writeOutput(r *Result) error {
 	var data []byte
 	if r.Structured {
@@ -841,7 +843,7 @@ func (p *prepared) writeOutput(r *Result) error {
 		if err := json.Unmarshal(r.FinalOutput, &v); err != nil {
 			return err
 		}
-		b, err := json.MarshalIndent(v, "", "  ")
+		b, err := jsontext.MarshalIndent(v, "", "  ")
 		if err != nil {
 			return err
 		}

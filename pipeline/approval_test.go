@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/cairn-dev/cairn/flow"
@@ -19,16 +17,7 @@ import (
 // runs it, editing changes what it reads, rejecting leaves the pipeline
 // FAILED (finished) with the gate not run.
 func TestApprovalGate(t *testing.T) {
-	dir := t.TempDir()
-	src := "name: ap\nmetadata: {domain: d, feature: f}\ngates:\n  - {gate: 1, name: First, step: first}\n  - {gate: 2, name: Second, step: second, approval: true}\n"
-	path := filepath.Join(dir, "p.yaml")
-	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p, err := pipeline.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := loadPipeline(t, "name: ap\nmetadata: {domain: d, feature: f}\ngates:\n  - {gate: 1, name: First, step: first}\n  - {gate: 2, name: Second, step: second, approval: true}\n")
 	for _, tc := range []struct {
 		name   string
 		answer any
@@ -58,6 +47,16 @@ func TestApprovalGate(t *testing.T) {
 			if err != nil || res.Result.StopReason != state.StopInterrupt || read != "" {
 				t.Fatalf("first run: %v %v (gate 2 read %q)", res.Result.StopReason, err, read)
 			}
+			head, err := s.Load(ctx, store.LoadRequest{Thread: "t"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g, ok := res.WaitingAt(); !ok || g != 2 {
+				t.Fatalf("the result waits at gate %d (%v), want 2", g, ok)
+			}
+			if g, ok := pipeline.Waiting(head); !ok || g != 2 {
+				t.Fatalf("the head waits at gate %d (%v), want 2", g, ok)
+			}
 			cfg.Answer = tc.answer
 			res, err = pipeline.Run(ctx, p, cfg)
 			if err != nil {
@@ -69,6 +68,9 @@ func TestApprovalGate(t *testing.T) {
 				_ = json.Unmarshal([]byte(read), &v)
 				b, _ := json.Marshal(v)
 				compact = string(b)
+			}
+			if _, ok := res.WaitingAt(); ok {
+				t.Fatal("an answered run still waits")
 			}
 			if compact != tc.ran || res.Pipeline.Status != tc.status {
 				t.Fatalf("gate 2 read %q, pipeline %s; want %q, %s", read, res.Pipeline.Status, tc.ran, tc.status)

@@ -11,8 +11,12 @@
 // under a lock on the thread's folder (flock; on systems without it,
 // concurrent writers in other processes are not ordered), each replaced
 // atomically; so they never contradict the store once writers are done. A
-// conflict with another writer of the thread aborts the step without
-// committing anything. Secrets (the defaults of package redact, the
+// write that fails stops the run before its next gate (ErrFiles); a resume
+// writes the files first, and Pipeline.WriteFiles rewrites a finished
+// thread's. A gate with approval: true pauses the run before it
+// (Result.WaitingAt); Run again with Config.Answer to go on. A conflict
+// with another writer of the thread aborts the step without committing
+// anything. Secrets (the defaults of package redact, the
 // secrets: of the pipeline and its agent files, the API key values) are
 // redacted before anything is stored, shown or written. Errors in the
 // file are *agentfile.FileError naming the file and the line.

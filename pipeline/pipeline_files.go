@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/cairn-dev/cairn/agentfile"
 	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/internal/jsontext"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -99,17 +99,14 @@ func writeFiles(dir string, pf File, gates []GateFile) ([]string, error) {
 }
 
 // writeJSON writes v as indented JSON, as people read it (no HTML
-// escaping), atomically: a temporary file with a unique name in the same
-// folder, synced, then renamed over path.
+// escaping, in stored outputs neither), atomically: a temporary file with
+// a unique name in the same folder, synced, then renamed over path.
 func writeJSON(path string, v any) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
+	data, err := jsontext.MarshalIndent(v, "", "  ")
+	if err != nil {
 		return err
 	}
-	data := unescapeHTML(buf.Bytes())
+	data = append(data, '\n')
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return err
@@ -150,45 +147,31 @@ func removeTemps(dir string) error {
 	return nil
 }
 
-// unescapeHTML turns the \u003c, \u003e and \u0026 escapes of encoded JSON
-// (stored documents hold them) back into <, > and &. Escaped backslashes
-// are copied as they are, so "\\u003c" stays.
-func unescapeHTML(b []byte) []byte {
-	out := make([]byte, 0, len(b))
-	for i := 0; i < len(b); i++ {
-		if b[i] != '\\' || i+1 >= len(b) {
-			out = append(out, b[i])
-			continue
-		}
-		if b[i+1] == 'u' && i+6 <= len(b) {
-			switch string(b[i+2 : i+6]) {
-			case "003c", "003C":
-				out, i = append(out, '<'), i+5
-				continue
-			case "003e", "003E":
-				out, i = append(out, '>'), i+5
-				continue
-			case "0026":
-				out, i = append(out, '&'), i+5
-				continue
-			}
-		}
-		out = append(out, b[i], b[i+1])
-		i++
-	}
-	return out
-}
-
 // fileWriter keeps a thread's files equal to its committed head.
 type fileWriter struct {
 	p      *Pipeline
 	s      store.Store
 	thread string
 	onGate func(GateReport)
+	// stop stops the run at the first failed write: no gate runs while
+	// the files lag behind the store.
+	stop context.CancelCauseFunc
 
 	mu    sync.Mutex
 	start time.Time // of the step running now
 	err   error     // the first write error
+}
+
+// ErrFiles: a pipeline's gate or pipeline files could not be written
+// after a commit. The run stops there; the store holds every committed
+// gate, and a resume writes the files before it runs the next gate.
+var ErrFiles = errors.New("pipeline: gate files not written")
+
+// firstErr is the first write error of the run, if any.
+func (w *fileWriter) firstErr() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
 }
 
 // observe writes the files after every commit of the pipeline's runner:
@@ -204,9 +187,12 @@ func (w *fileWriter) observe(ctx context.Context, e flow.Event) {
 	default:
 		return
 	}
-	if err := w.sync(ctx); err != nil {
+	if _, err := w.sync(ctx); err != nil {
 		if w.err == nil {
-			w.err = err
+			w.err = fmt.Errorf("%w after checkpoint %d: %w", ErrFiles, e.Seq, err)
+			if w.stop != nil {
+				w.stop(w.err)
+			}
 		}
 		return
 	}
@@ -242,36 +228,64 @@ func (w *fileWriter) report(ctx context.Context, e flow.Event) {
 	}
 }
 
-// sync writes the files of the thread's head. It holds a lock on the
-// thread's folder, so concurrent writers (two processes on one thread)
-// take turns and the last one writes the newest head: the files never
-// contradict the store once both are done.
-func (w *fileWriter) sync(ctx context.Context) error {
+// sync writes the files of the thread's head and returns their paths. It
+// holds a lock on the thread's folder, so concurrent writers (two
+// processes on one thread) take turns and the last one writes the newest
+// head: the files never contradict the store once both are done.
+func (w *fileWriter) sync(ctx context.Context) ([]string, error) {
 	dir := w.p.StateDirOf(w.thread)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+		return nil, err
 	}
 	unlock, err := lockDir(dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer unlock()
 	if err := removeTemps(dir); err != nil {
-		return err
+		return nil, err
 	}
 	head, err := w.s.Load(ctx, store.LoadRequest{Thread: w.thread})
 	if errors.Is(err, store.ErrNotFound) {
-		return nil // nothing committed yet
+		return nil, nil // nothing committed yet
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	pf, gates, err := filesOf(head)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = writeFiles(dir, pf, gates)
-	return err
+	return writeFiles(dir, pf, gates)
+}
+
+// finish writes the files once more when the run has ended — they always
+// end as the store says, whoever committed last — and returns the run's
+// error: runErr, or the first failed write, which stopped the run (cause
+// is why the run's context ended).
+func (w *fileWriter) finish(ctx context.Context, runErr, cause error) error {
+	first := w.firstErr()
+	if first != nil && errors.Is(cause, first) && errors.Is(runErr, context.Canceled) {
+		runErr = nil // the runner stopped because the write failed
+	}
+	if _, err := w.sync(ctx); err != nil && first == nil {
+		first = fmt.Errorf("%w: %w", ErrFiles, err)
+	}
+	return errors.Join(runErr, first)
+}
+
+// WriteFiles brings a thread's gate and pipeline files (in StateDirOf)
+// up to date with its head in the store, as a run writes them after each
+// commit, and returns their paths: after a write that failed (a full
+// disk) or a process killed between a commit and its files, a finished
+// pipeline's files say what the store says again.
+func (p *Pipeline) WriteFiles(ctx context.Context, s store.Store, thread string) ([]string, error) {
+	w := &fileWriter{p: p, s: s, thread: thread}
+	paths, err := w.sync(ctx)
+	if err != nil {
+		return paths, fmt.Errorf("%w: %w", ErrFiles, err)
+	}
+	return paths, nil
 }
 
 // ExportGateFiles writes a pipeline thread's gate and pipeline files into

@@ -191,7 +191,9 @@ func (p *Pipeline) runRedactor(getenv func(string) string, models *model.Registr
 }
 
 // run runs the pipeline on cfg.Thread: it starts a new thread, resumes an
-// unfinished one, and refuses a finished one.
+// unfinished one, and refuses a finished one. The run stops at the first
+// write of the files that fails (ErrFiles): no later gate runs while the
+// files lag behind the store.
 func (p *Pipeline) run(ctx context.Context, cfg Config) (*Result, error) {
 	head, err := cfg.Store.Load(ctx, store.LoadRequest{Thread: cfg.Thread})
 	fresh := errors.Is(err, store.ErrNotFound)
@@ -203,39 +205,41 @@ func (p *Pipeline) run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, &FinishedError{Thread: cfg.Thread, Status: st}
 		}
 	}
-	fw := &fileWriter{p: p, s: cfg.Store, thread: cfg.Thread, onGate: cfg.OnGate}
+	runCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	fw := &fileWriter{p: p, s: cfg.Store, thread: cfg.Thread, onGate: cfg.OnGate, stop: stop}
+	r, err := p.runner(context.WithoutCancel(ctx), cfg, fw)
+	if err != nil {
+		return nil, err
+	}
+	var res flow.Result
+	if fresh {
+		res, err = r.Invoke(runCtx, cfg.Thread, p.startUpdate())
+	} else {
+		res, err = r.Resume(runCtx, cfg.Thread, rejection(head, cfg.Answer))
+	}
+	if errors.Is(err, store.ErrConflict) {
+		err = fmt.Errorf("pipeline thread %q: another run wrote it first, nothing of this step was committed: %w", cfg.Thread, err)
+	}
+	return p.result(ctx, cfg, res), fw.finish(context.WithoutCancel(ctx), err, context.Cause(runCtx))
+}
+
+// runner is the flow runner of the pipeline's gates, its observer writing
+// the files after each commit.
+func (p *Pipeline) runner(bg context.Context, cfg Config, fw *fileWriter) (*flow.Runner, error) {
 	obs := func(e flow.Event) {
 		if cfg.Observer != nil {
 			cfg.Observer(e)
 		}
-		fw.observe(context.WithoutCancel(ctx), e)
+		fw.observe(bg, e)
 	}
 	g, err := p.compile(cfg)
 	if err != nil {
 		return nil, err
 	}
 	// A pipeline is a line of gates, it cannot loop: no step limit.
-	r, err := flow.NewRunner(g, cfg.Store, flow.Options{Observer: obs, Redact: p.redactor, RecursionLimit: -1, Logger: cfg.Logger, TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider,
+	return flow.NewRunner(g, cfg.Store, flow.Options{Observer: obs, Redact: p.redactor, RecursionLimit: -1, Logger: cfg.Logger, TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider,
 		InterruptBefore: p.approvalGates()})
-	if err != nil {
-		return nil, err
-	}
-	var res flow.Result
-	if fresh {
-		res, err = r.Invoke(ctx, cfg.Thread, p.startUpdate())
-	} else {
-		res, err = r.Resume(ctx, cfg.Thread, rejection(head, cfg.Answer))
-	}
-	if errors.Is(err, store.ErrConflict) {
-		err = fmt.Errorf("pipeline thread %q: another run wrote it first, nothing of this step was committed: %w", cfg.Thread, err)
-	}
-	// The files always end as the store says, whoever committed last.
-	if ferr := fw.sync(context.WithoutCancel(ctx)); ferr != nil && err == nil {
-		err = ferr
-	} else if fw.err != nil && err == nil {
-		err = fw.err
-	}
-	return p.result(ctx, cfg, res), err
 }
 
 // approvalGates are the nodes of the gates that wait for a person.
@@ -270,11 +274,34 @@ func rejection(head store.Checkpoint, answer any) any {
 
 // interruptedNode is the node a pause stopped before.
 func interruptedNode(head store.Checkpoint) string {
+	return pausedNode(head.Meta.Interrupt)
+}
+
+// pausedNode is the node of a pause's payload.
+func pausedNode(payload json.RawMessage) string {
 	var p struct {
 		Node string `json:"node"`
 	}
-	_ = json.Unmarshal(head.Meta.Interrupt, &p)
+	_ = json.Unmarshal(payload, &p)
 	return p.Node
+}
+
+// WaitingAt reports the gate the run stopped before to wait for approval
+// (approval: true): Run again with Config.Answer (or none) to go on.
+func (r *Result) WaitingAt() (gate int, ok bool) {
+	if r == nil || r.Result.StopReason != state.StopInterrupt {
+		return 0, false
+	}
+	return gateOfNode(pausedNode(r.Result.Interrupt))
+}
+
+// Waiting reports the gate a pipeline thread's head waits before for
+// approval.
+func Waiting(head store.Checkpoint) (gate int, ok bool) {
+	if head.Status != store.StatusInterrupted {
+		return 0, false
+	}
+	return gateOfNode(interruptedNode(head))
 }
 
 // Finished reports whether a pipeline thread's head ends the

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/internal/bench"
+	"github.com/cairn-dev/cairn/internal/jsontext"
 	"github.com/cairn-dev/cairn/pipeline"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
@@ -157,11 +158,12 @@ func (a *app) stateCmd() *cobra.Command {
 			if a.json {
 				return a.printJSON(toJSON(cp))
 			}
-			ind := newIndenter(a.stdout)
+			rw := jsontext.NewWriter(a.stdout)
+			ind := newIndenter(rw)
 			if _, err := cp.State.WriteJSON(ind); err != nil {
 				return err
 			}
-			return ind.Close()
+			return errors.Join(ind.Close(), rw.Flush())
 		},
 	}
 	cmd.Flags().Int64Var(&at, "at", 0, "checkpoint seq (default: the head)")
@@ -244,7 +246,7 @@ func (a *app) historyTable(cps []store.Checkpoint, states bool) error {
 		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s", cp.Seq, cp.Parent, cp.Status, orDash(strings.Join(cp.Nodes, ",")),
 			cp.CreatedAt.Local().Format("2006-01-02 15:04:05.000"), describe(cp))
 		if states {
-			fmt.Fprintf(tw, "\t%s", cp.State.AppendJSON(nil))
+			fmt.Fprintf(tw, "\t%s", jsontext.Readable(cp.State.AppendJSON(nil)))
 		}
 		fmt.Fprintln(tw)
 	}

@@ -14,23 +14,37 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/internal/jsontext"
 	"github.com/cairn-dev/cairn/pipeline"
 	"github.com/cairn-dev/cairn/store"
 )
 
+// pipelineCall is what cairn run or cairn resume asks of a pipeline file.
+type pipelineCall struct {
+	path, thread, model string
+	// resume: cairn resume. A finished pipeline then has its files brought
+	// up to date from the store (exit 0); cairn run refuses it (exit 1).
+	resume bool
+	// answer answers the pause before an approval gate (--answer): a
+	// flow.Approval, or nil to go on.
+	answer any
+}
+
 // runPipeline runs a gate pipeline: without a thread, a new run on a new
 // thread; on an existing thread of the same file (--thread, cairn resume,
 // a fork), it continues where the thread stopped, skipping completed gates.
-// A finished pipeline is refused (exit 1) with how to start over. Every
-// check passes before the thread is created.
-func (a *app) runPipeline(cmd *cobra.Command, path, thread, modelSpec string) error {
+// A finished pipeline is refused (exit 1) with how to start over, or, by
+// cairn resume, has its files rewritten from the store. A pause before an
+// approval gate exits 3 saying how to answer it. Every check passes before
+// the thread is created.
+func (a *app) runPipeline(cmd *cobra.Command, pc pipelineCall) error {
 	ctx := cmd.Context()
-	p, err := pipeline.Load(path)
+	p, err := pipeline.Load(pc.path)
 	if err != nil {
 		return &usageError{err}
 	}
 	o := runOptions{Kind: "pipeline"}
-	if o.File, err = filepath.Abs(path); err != nil {
+	if o.File, err = filepath.Abs(pc.path); err != nil {
 		return &usageError{err}
 	}
 	tp, stop, err := a.tracing(ctx)
@@ -38,19 +52,19 @@ func (a *app) runPipeline(cmd *cobra.Command, path, thread, modelSpec string) er
 		return err
 	}
 	defer stop()
-	cfg := pipeline.Config{Getenv: a.getenv, Logger: a.logger, TracerProvider: tp}
-	if modelSpec != "" {
-		if cfg.Model, err = parseModelEnv(modelSpec, a.getenv); err != nil {
+	cfg := pipeline.Config{Getenv: a.getenv, Logger: a.logger, TracerProvider: tp, Answer: pc.answer}
+	if pc.model != "" {
+		if cfg.Model, err = parseModelEnv(pc.model, a.getenv); err != nil {
 			return err
 		}
-		if o.Model, err = storableModel(modelSpec); err != nil {
+		if o.Model, err = storableModel(pc.model); err != nil {
 			return err
 		}
 	}
 	if err := p.Check(cfg); err != nil {
 		return &usageError{err}
 	}
-	thread, s, err := a.openForRun(p.Name, thread)
+	thread, s, err := a.openForRun(p.Name, pc.thread)
 	if err != nil {
 		return err
 	}
@@ -58,10 +72,8 @@ func (a *app) runPipeline(cmd *cobra.Command, path, thread, modelSpec string) er
 	if err := pipelineThread(ctx, s, thread, o); err != nil {
 		return err
 	}
-	if head, err := s.Load(ctx, store.LoadRequest{Thread: thread}); err == nil {
-		if st, done := pipeline.Finished(head); done {
-			return finishedError(&pipeline.FinishedError{Thread: thread, Status: st}, path)
-		}
+	if done, err := a.pipelineHead(ctx, s, p, thread, pc); done || err != nil {
+		return err
 	}
 	a.announcePipeline(p, thread)
 	cfg.Store, cfg.Thread = s, thread
@@ -75,16 +87,93 @@ func (a *app) runPipeline(cmd *cobra.Command, path, thread, modelSpec string) er
 	var fin *pipeline.FinishedError
 	switch {
 	case errors.As(err, &fin):
-		return finishedError(fin, path)
+		return finishedError(fin, pc.path)
+	case pc.answer != nil && errors.Is(err, store.ErrInvalidArgument) && (res == nil || res.Result.Head == 0):
+		return &usageError{fmt.Errorf("--answer: %w", err)} // refused before anything ran: nothing stored
 	case err != nil:
 		return fmt.Errorf("%w (thread %q: fix the cause and run cairn resume %s)", err, thread, thread)
 	}
-	if a.json {
-		return a.printJSON(map[string]any{"thread": thread, "pipeline": res.Pipeline, "gates": res.Gates, "dir": res.Dir,
-			"pipeline_file": p.PipelineFilePath(thread)})
+	return a.reportPipeline(p, thread, res)
+}
+
+// pipelineHead looks at the thread's head before a run: an answer needs a
+// pause to answer; a finished pipeline is refused (cairn run) or has its
+// files brought up to date (cairn resume). done says the command is over.
+func (a *app) pipelineHead(ctx context.Context, s store.Store, p *pipeline.Pipeline, thread string, pc pipelineCall) (done bool, err error) {
+	head, err := s.Load(ctx, store.LoadRequest{Thread: thread})
+	if errors.Is(err, store.ErrNotFound) {
+		err = nil // a new thread
 	}
-	fmt.Fprintf(a.stdout, "pipeline %s: %s, gates %v completed; %s\n", p.Name, res.Pipeline.Status, res.Pipeline.CompletedGates, p.PipelineFilePath(thread))
+	if err != nil {
+		return true, err
+	}
+	if _, waiting := pipeline.Waiting(head); pc.answer != nil && !waiting {
+		return true, usagef("--answer: pipeline thread %q is not waiting for approval; resume it without --answer", thread)
+	}
+	st, finished := pipeline.Finished(head)
+	switch {
+	case !finished:
+		return false, nil
+	case !pc.resume:
+		return true, finishedError(&pipeline.FinishedError{Thread: thread, Status: st}, pc.path)
+	}
+	paths, err := p.WriteFiles(ctx, s, thread)
+	if err != nil {
+		return true, err
+	}
+	if a.json {
+		return true, a.printJSON(map[string]any{"thread": thread, "status": st, "finished": true, "dir": p.StateDirOf(thread), "files": paths})
+	}
+	fmt.Fprintf(a.stdout, "pipeline %s: thread %s is finished (%s), nothing to run; its %d files in %s are up to date with the store\n",
+		p.Name, thread, st, len(paths), p.StateDirOf(thread))
+	return true, nil
+}
+
+// reportPipeline prints how a pipeline run ended; a pause before an
+// approval gate exits 3 with the command that answers it.
+func (a *app) reportPipeline(p *pipeline.Pipeline, thread string, res *pipeline.Result) error {
+	gate, waiting := res.WaitingAt()
+	if a.json {
+		out := map[string]any{"thread": thread, "pipeline": res.Pipeline, "gates": res.Gates, "dir": res.Dir,
+			"pipeline_file": p.PipelineFilePath(thread), "stop_reason": res.Result.StopReason}
+		if waiting {
+			out["waiting_for_approval_at_gate"] = gate
+		}
+		if err := a.printJSON(out); err != nil {
+			return err
+		}
+	} else if waiting {
+		fmt.Fprintf(a.stdout, "pipeline %s: waiting for approval at gate %d, gates %v completed; %s\n", p.Name, gate, res.Pipeline.CompletedGates, p.PipelineFilePath(thread))
+	} else {
+		fmt.Fprintf(a.stdout, "pipeline %s: %s, gates %v completed; %s\n", p.Name, res.Pipeline.Status, res.Pipeline.CompletedGates, p.PipelineFilePath(thread))
+	}
+	if waiting {
+		return &interruptedError{thread: thread, approval: true, approvalGate: gate}
+	}
 	return nil
+}
+
+// approvalForms are the answers a pipeline's approval gate takes.
+const approvalForms = `approve, reject, or a JSON approval {"action": "approve"|"edit"|"reject", "value": {…}, "reason": "…", "by": "…"}`
+
+// approvalAnswer reads --answer at a pipeline's approval gate, checked
+// before anything runs.
+func approvalAnswer(s string) (flow.Approval, error) {
+	a := flow.Approval{Action: strings.TrimSpace(s)}
+	switch {
+	case strings.HasPrefix(a.Action, "{"):
+		dec := json.NewDecoder(strings.NewReader(s))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&a); err != nil {
+			return a, usagef("--answer: %v; a pipeline's approval gate takes %s", err, approvalForms)
+		}
+	case a.Action != flow.ApprovalApprove && a.Action != flow.ApprovalReject:
+		return a, usagef("--answer %q: a pipeline's approval gate takes %s", s, approvalForms)
+	}
+	if err := a.Check(); err != nil {
+		return a, &usageError{fmt.Errorf("--answer: %w", err)}
+	}
+	return a, nil
 }
 
 // finishedError says how to start over on a finished pipeline (exit 1).
@@ -118,7 +207,7 @@ func pipelineThread(ctx context.Context, s store.Store, thread string, o runOpti
 // JSON line with --json.
 func (a *app) announcePipeline(p *pipeline.Pipeline, thread string) {
 	if a.json {
-		b, _ := json.Marshal(map[string]string{"kind": "thread", "thread": thread, "pipeline": p.Name, "store": a.shownStore(), "dir": p.StateDirOf(thread)}) // strings always marshal
+		b, _ := jsontext.Marshal(map[string]string{"kind": "thread", "thread": thread, "pipeline": p.Name, "store": a.shownStore(), "dir": p.StateDirOf(thread)}) // strings always marshal
 		fmt.Fprintln(a.stdout, string(b))
 		return
 	}
@@ -133,13 +222,12 @@ type pipelinePrinter struct {
 	mu     sync.Mutex
 	root   string               // the run id of the pipeline's own runner
 	starts map[string]time.Time // run id → start of its current step
-	enc    *json.Encoder
+	enc    *jsontext.Encoder
 	live   string // the model call whose reply is being printed
 }
 
 func (a *app) pipelineProgress(p *pipeline.Pipeline) *pipelinePrinter {
-	enc := json.NewEncoder(a.stdout)
-	enc.SetEscapeHTML(false)
+	enc := jsontext.NewEncoder(a.stdout)
 	names := map[string]string{}
 	for _, g := range p.Gates {
 		names["gate"+strconv.Itoa(g.Gate)] = fmt.Sprintf("gate %d %s", g.Gate, g.Name)
@@ -185,6 +273,9 @@ func (pp *pipelinePrinter) event(e flow.Event) {
 	case e.RunID == pp.root:
 		if e.Kind == flow.EventNodeStart && e.Attempt <= 1 {
 			fmt.Fprintf(w, "  %s …\n", pp.names[e.Node])
+		}
+		if e.Kind == flow.EventInterrupt {
+			fmt.Fprintf(w, "  ? %s is waiting for approval\n", pp.names[e.Node])
 		}
 	case e.Kind == flow.EventStepEnd:
 		tok := ""

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cairn-dev/cairn/internal/jsontext"
 	"github.com/cairn-dev/cairn/model"
 	"github.com/cairn-dev/cairn/redact"
 	"github.com/cairn-dev/cairn/store"
@@ -164,11 +164,11 @@ func (a *app) openExisting() (*store.Engine, error) {
 	return a.open()
 }
 
-// printJSON writes v as indented JSON.
+// printJSON writes v as indented JSON, without HTML escaping (in stored
+// values neither).
 func (a *app) printJSON(v any) error {
-	enc := json.NewEncoder(a.stdout)
+	enc := jsontext.NewEncoder(a.stdout)
 	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/cairn-dev/cairn/agent"
 	"github.com/cairn-dev/cairn/agentfile"
 	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/internal/jsontext"
 	"github.com/cairn-dev/cairn/model"
 	"github.com/cairn-dev/cairn/redact"
 	"github.com/cairn-dev/cairn/state"
@@ -30,9 +31,18 @@ import (
 const exitInterrupted = 3
 
 // interruptedError makes run() exit with exitInterrupted.
-type interruptedError struct{ thread string }
+type interruptedError struct {
+	thread string
+	// approval: a pipeline waits before gate approvalGate.
+	approval     bool
+	approvalGate int
+}
 
 func (e *interruptedError) Error() string {
+	if e.approval {
+		return fmt.Sprintf("thread %q is waiting for approval at gate %d: cairn resume %s --answer approve (or --answer reject to stop the pipeline there, "+
+			`or --answer '{"action":"edit","value":{…}}' to change its state first)`, e.thread, e.approvalGate, e.thread)
+	}
 	return fmt.Sprintf("thread %q is waiting for input: cairn resume %s --answer VALUE", e.thread, e.thread)
 }
 
@@ -89,7 +99,7 @@ func storableModel(s string) (string, error) {
 func (a *app) progress() func(flow.Event) {
 	var mu sync.Mutex
 	starts := map[string]time.Time{} // run id → start of its current step
-	enc := json.NewEncoder(a.stdout)
+	enc := jsontext.NewEncoder(a.stdout)
 	live := "" // the model call whose tokens are being printed
 	return func(e flow.Event) {
 		mu.Lock()
@@ -248,7 +258,7 @@ func (a *app) runCmd() *cobra.Command {
 						return usagef("--%s applies to agent files; a pipeline takes its input from its metadata and its gates' agent files", name)
 					}
 				}
-				return a.runPipeline(cmd, args[0], f.thread, f.model)
+				return a.runPipeline(cmd, pipelineCall{path: args[0], thread: f.thread, model: f.model})
 			}
 			return a.runAgentFile(cmd.Context(), args[0], f)
 		},
@@ -353,7 +363,7 @@ func (a *app) agentRun(path string, f runFlags) (*agentfile.File, agentfile.RunC
 // stderr, or a first JSON line with --json.
 func (a *app) announce(verb, name, thread string) {
 	if a.json {
-		b, _ := json.Marshal(map[string]string{"kind": "thread", "thread": thread, "agent": name, "store": a.shownStore()}) // strings always marshal
+		b, _ := jsontext.Marshal(map[string]string{"kind": "thread", "thread": thread, "agent": name, "store": a.shownStore()}) // strings always marshal
 		fmt.Fprintln(a.stdout, string(b))
 		return
 	}
@@ -388,7 +398,13 @@ func (a *app) resumeCmd() *cobra.Command {
 				if a.traceDir != "" {
 					return usagef("--trace-dir applies to agent files; export a pipeline's trace with cairn export --format trace")
 				}
-				return a.runPipeline(cmd, o.File, args[0], o.Model)
+				pc := pipelineCall{path: o.File, thread: args[0], model: o.Model, resume: true}
+				if cmd.Flags().Changed("answer") {
+					if pc.answer, err = approvalAnswer(answer); err != nil {
+						return err
+					}
+				}
+				return a.runPipeline(cmd, pc)
 			}
 			var value any
 			if cmd.Flags().Changed("answer") {
@@ -399,7 +415,7 @@ func (a *app) resumeCmd() *cobra.Command {
 			return a.resumeAgentFile(cmd.Context(), s, args[0], o, value)
 		},
 	}
-	cmd.Flags().StringVar(&answer, "answer", "", "the answer to an interrupt (JSON, or plain text)")
+	cmd.Flags().StringVar(&answer, "answer", "", "the answer to an interrupt (JSON, or plain text); at a pipeline's approval gate: approve, reject, or a JSON approval {action, value, reason, by}")
 	a.streamFlag(cmd)
 	return cmd
 }
@@ -464,7 +480,7 @@ func (a *app) report(ctx context.Context, s store.Store, thread string, res *age
 				if json.Unmarshal(r.FinalOutput, &s) == nil {
 					fmt.Fprintln(a.stdout, s)
 				} else {
-					fmt.Fprintln(a.stdout, string(r.FinalOutput))
+					fmt.Fprintln(a.stdout, string(jsontext.Readable(r.FinalOutput)))
 				}
 			}
 		}
