@@ -147,8 +147,13 @@ func (a *app) reportPipeline(p *pipeline.Pipeline, thread string, res *pipeline.
 	} else {
 		fmt.Fprintf(a.stdout, "pipeline %s: %s, gates %v completed; %s\n", p.Name, res.Pipeline.Status, res.Pipeline.CompletedGates, p.PipelineFilePath(thread))
 	}
-	if waiting {
+	switch {
+	case waiting:
 		return &interruptedError{thread: thread, approval: true, approvalGate: gate}
+	case res.Pipeline.Status == pipeline.GateFailed:
+		// A gate rejected at its approval ends the pipeline FAILED without a
+		// failed step: still a failure to whoever scripts the run (exit 1).
+		return fmt.Errorf("pipeline %s ended FAILED (%s)", p.Name, res.Result.StopReason)
 	}
 	return nil
 }

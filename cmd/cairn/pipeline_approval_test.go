@@ -83,7 +83,7 @@ func TestPipelineApprovalPauseExits3(t *testing.T) {
 		t.Fatalf("--json pause: %d\n%s\n%s", code, out, errOut)
 	}
 	code, out, errOut = cli(t, env, "resume", "rj", "--answer", "reject")
-	if code != 0 || !strings.Contains(out, "pipeline student-registration: FAILED, gates [1] completed") {
+	if code != 1 || !strings.Contains(out, "pipeline student-registration: FAILED, gates [1] completed") || !strings.Contains(errOut, "ended FAILED") {
 		t.Fatalf("reject: %d\n%s\n%s", code, out, errOut)
 	}
 	if _, err := openStore(t, url).Load(context.Background(), store.LoadRequest{Thread: "rj", Namespace: "gate2"}); err == nil {
