@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -172,6 +173,11 @@ type RunOptions struct {
 	// caller that keeps its own record of runs (an HTTP server's run id);
 	// empty: a random id. It must be a valid id (store.ValidateThreadID).
 	RunID string
+	// Extra is recorded in the metadata (store.Meta.Extra) of the input
+	// checkpoint Invoke writes: what the caller keeps of the run beside
+	// its state (a loop agent's task, for its trace). Redacted like the
+	// rest of the metadata; Resume and RunFrom ignore it.
+	Extra map[string]any
 }
 
 // Invoke applies input to the thread's state as a new input checkpoint and
@@ -206,7 +212,7 @@ func (r *Runner) Invoke(ctx context.Context, thread string, input state.Update, 
 	}
 	run.tasks = r.schedule(next)
 	cp := store.Checkpoint{Thread: thread, Namespace: r.opts.Namespace, Parent: run.head, Nodes: []string{START}, Patch: patch, State: doc,
-		Meta: r.meta(run, store.Meta{Source: "input"})}
+		Meta: r.meta(run, store.Meta{Source: "input", Extra: inputExtra(ro)})}
 	if parent, ok := Info(ctx); ok {
 		setParentTask(&cp.Meta, parent.Key)
 	}
@@ -218,6 +224,14 @@ func (r *Runner) Invoke(ctx context.Context, thread string, input state.Update, 
 	r.log(ctx, slog.LevelInfo, "run start", run, slog.Int64("head", run.head))
 	r.emitValues(run)
 	return r.loop(ctx, run)
+}
+
+// inputExtra is a copy of the Extra of an Invoke's options (nil: none).
+func inputExtra(ro []RunOptions) map[string]any {
+	if len(ro) == 0 || len(ro[0].Extra) == 0 {
+		return nil
+	}
+	return maps.Clone(ro[0].Extra)
 }
 
 // Resume continues a thread from its head: after a crash, a failed step,
