@@ -54,6 +54,14 @@ type run struct {
 	// redacted counts the node updates a secret was redacted from.
 	redacted atomic.Int64
 
+	// recorded is, on a Resume from a checkpoint that records a stop
+	// (SourceStop), that stop, until the run writes its first checkpoint;
+	// recordedDoc is the state that says it, carry the operations that
+	// take it back (run.doc has them applied; see stops.go).
+	recorded    state.StopReason
+	recordedDoc state.Doc
+	carry       state.Patch
+
 	// Durability.
 	async *committer
 	exit  *store.Checkpoint // exit mode: the accumulated, uncommitted steps
@@ -171,6 +179,7 @@ func dedupe(ts []Target) []store.Task {
 // logically) until the run settles.
 func (run *run) commit(ctx context.Context, cp store.Checkpoint) error {
 	cp.Parent = run.head
+	run.withCarry(&cp)
 	run.r.redactMeta(&cp.Meta)
 	if run.r.opts.Durability == DurabilityExit {
 		if cp.Status == 0 || cp.Status == store.StatusSuccess {

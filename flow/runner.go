@@ -269,6 +269,9 @@ func (r *Runner) Resume(ctx context.Context, thread string, value any, ro ...Run
 	if head.Status == store.StatusFailed || head.Status == store.StatusInterrupted {
 		run.readSeq = head.Meta.StepOf
 	}
+	if err := r.resumeStopped(run, head); err != nil {
+		return Result{}, fmt.Errorf("flow: resume from a recorded stop: %w", err)
+	}
 	if len(run.tasks) > 0 {
 		ws, err := r.s.Writes(ctx, thread, r.opts.Namespace, run.readSeq)
 		if err != nil {
@@ -337,7 +340,7 @@ func (r *Runner) UpdateState(ctx context.Context, thread string, upd state.Updat
 	if err != nil {
 		return store.Checkpoint{}, err
 	}
-	doc, patch, err := r.apply(head.State, upd, state.ApplyOptions{NewID: idGen(keyPrefix(thread, r.opts.Namespace, head.Seq+1) + asNode)})
+	doc, patch, err := r.applyFrom(head, upd, state.ApplyOptions{NewID: idGen(keyPrefix(thread, r.opts.Namespace, head.Seq+1) + asNode)})
 	if err != nil {
 		return store.Checkpoint{}, fmt.Errorf("flow: update: %w", err)
 	}
@@ -372,7 +375,7 @@ func (r *Runner) UpdateStateAt(ctx context.Context, thread string, seq int64, up
 	if src.Status == store.StatusFailed || src.Status == store.StatusInterrupted {
 		return store.Checkpoint{}, fmt.Errorf("%w: checkpoint %d is %s; update the checkpoint it resumes (%d)", store.ErrInvalidArgument, seq, src.Status, src.Meta.StepOf)
 	}
-	doc, patch, err := r.apply(src.State, upd, state.ApplyOptions{NewID: idGen(keyPrefix(thread, r.opts.Namespace, seq) + "fork/" + asNode)})
+	doc, patch, err := r.applyFrom(src, upd, state.ApplyOptions{NewID: idGen(keyPrefix(thread, r.opts.Namespace, seq) + "fork/" + asNode)})
 	if err != nil {
 		return store.Checkpoint{}, fmt.Errorf("flow: update: %w", err)
 	}
@@ -411,6 +414,9 @@ func (r *Runner) RunFrom(ctx context.Context, thread string, seq int64, patch st
 	setRunStart(&meta, usageOf(src.Meta))
 	if src.Status == store.StatusFailed || src.Status == store.StatusInterrupted {
 		return Result{}, fmt.Errorf("%w: checkpoint %d is %s; fork from the checkpoint it resumes (%d)", store.ErrInvalidArgument, seq, src.Status, src.Meta.StepOf)
+	}
+	if back := r.takeBack(src); len(back) > 0 {
+		patch = append(back, patch...) // the branch is a new run: the stop is that run's
 	}
 	if _, err := r.s.Fork(ctx, store.ForkRequest{Thread: thread, Namespace: r.opts.Namespace, At: seq, Patch: patch, Nodes: src.Nodes, Meta: meta}); err != nil {
 		return Result{}, err

@@ -169,7 +169,9 @@ func eventOf(cp store.Checkpoint, runID string) Event {
 	if cp.Meta.StopReason != "" {
 		payload["stop_reason"] = cp.Meta.StopReason
 	}
-	return Event{RunID: runID, StepID: cp.Seq, Phase: phase, OK: cp.Status == store.StatusSuccess,
+	// A stop on record (PARTIAL: a budget reached) is no failure.
+	ok := cp.Status == store.StatusSuccess || cp.Status == store.StatusPartial
+	return Event{RunID: runID, StepID: cp.Seq, Phase: phase, OK: ok,
 		Payload: payload, Error: cp.Meta.Error, TS: cp.CreatedAt.UTC()}
 }
 
