@@ -18,7 +18,10 @@
 // reduce (critic_stop); ShouldStop (its reason, agent_condition for a
 // handoff); the environment's terminal state (env_terminal); stagnation
 // (no change of the state's signature for Stagnation steps); budgets and
-// max_steps; a model's context overflow (context_overflow). Every hook and
+// max_steps; a model's context overflow (context_overflow). A stop the
+// runner decides (a budget, max_steps, ShouldStop) is put on record in
+// the state's stop_reason by a checkpoint of its own (flow's stops on
+// record); a Resume with a larger budget clears it and goes on. Every hook and
 // criterion applies after a Resume as in the first run; budgets and the
 // stagnation count continue across resumes. A task that fails pre-flight
 // (QitOS's TASK_* codes) runs no step and ends with task_validation_failed
@@ -26,7 +29,9 @@
 // QitOS's: success, final, env_terminal or agent_condition. Each step's
 // observation, decision, actions, results, tool invocations and critic
 // outputs go into its checkpoint (StepRecordKey), from which trace.Export
-// writes QitOS's steps.jsonl rows.
+// writes QitOS's steps.jsonl rows; the task's id and metadata go into the
+// run's input checkpoint (TaskRecordKey), from which it writes the
+// manifest's task_id and metadata.
 //
 // # Idempotency keys
 //

@@ -95,6 +95,18 @@ type StepRecord struct {
 // StepRecordKey is the store.Meta.Extra member holding a StepRecord.
 const StepRecordKey = "step_record"
 
+// TaskRecordKey is the store.Meta.Extra member of a task's input
+// checkpoint holding its TaskRecord.
+const TaskRecordKey = "task"
+
+// TaskRecord is what the trace manifest shows of a run's task (QitOS:
+// Task.id is "used in trace artifacts", Task.metadata is "stored in the
+// trace manifest"); Run records it on the run's input checkpoint.
+type TaskRecord struct {
+	ID       string         `json:"id"`
+	Metadata map[string]any `json:"metadata"`
+}
+
 // ToolInvocation describes one action's tool call (QitOS's
 // tool_invocations row).
 type ToolInvocation struct {
@@ -458,7 +470,13 @@ func (a *LoopAgent[S]) Run(ctx context.Context, s store.Store, thread string, ta
 		}
 		input["metadata"] = meta
 	}
-	res, err := r.Invoke(ctx, thread, input, runOptions(task, opts))
+	rec := TaskRecord{ID: task.ID, Metadata: task.Metadata}
+	if rec.Metadata == nil {
+		rec.Metadata = map[string]any{}
+	}
+	ro := runOptions(task, opts)
+	ro.Extra = map[string]any{TaskRecordKey: rec}
+	res, err := r.Invoke(ctx, thread, input, ro)
 	out := a.result(task.ID, res, issues)
 	return out, err
 }

@@ -2,7 +2,6 @@ package agentfile_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -128,12 +127,6 @@ func TestBusinessExtractText(t *testing.T) {
 	if n != 4 {
 		t.Fatalf("%d checkpoints", n)
 	}
-	prompt := agentfile.UserPrompt(in, struct {
-		AgentID     string                     `json:"agent_id"`
-		Steps       map[string]json.RawMessage `json:"steps"`
-		FinalOutput json.RawMessage            `json:"final_output"`
-	}{}, "Do it.")
-	_ = prompt
 }
 
 func TestBusinessExtractStructuredWithHandoff(t *testing.T) {

@@ -5,7 +5,7 @@
 // An agent file's chain of text and structured steps becomes one node per
 // step; the state is {agent_id, steps: {id: output}, final_output, input};
 // each step's prompt carries the input (source and kind), its content, the
-// chain state as JSON and the step's instructions. Structured steps are
+// chain state as JSON (steps in chain order) and the step's instructions. Structured steps are
 // validated against their schema (with the first-JSON-object fallback).
 // The final output goes to output.file; a handoff passes it to the next
 // agent in the same thread. Every path stays inside the safe directory

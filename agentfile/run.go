@@ -1,6 +1,7 @@
 package agentfile
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -270,14 +271,52 @@ func (a *File) compile(model agent.Model, c *confinement, cfg RunConfig, mcp *mc
 
 // chainState is what every prompt shows of the state.
 type chainState struct {
-	AgentID     string                     `json:"agent_id"`
-	Steps       map[string]json.RawMessage `json:"steps"`
-	FinalOutput json.RawMessage            `json:"final_output"`
+	AgentID     string          `json:"agent_id"`
+	Steps       chainSteps      `json:"steps"`
+	FinalOutput json.RawMessage `json:"final_output"`
 }
 
-// UserPrompt is Quick Agent's prompt: the input's source and kind, its
+// chainSteps is the state's steps as a prompt shows them: in chain order,
+// as Quick Agent's dict keeps them (insertion order), then any other
+// step's by name.
+type chainSteps struct {
+	order []string
+	out   map[string]json.RawMessage
+}
+
+// MarshalJSON writes the steps in order.
+func (s chainSteps) MarshalJSON() ([]byte, error) {
+	keys := make([]string, 0, len(s.out))
+	for _, k := range s.order {
+		if _, ok := s.out[k]; ok && !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	rest := make([]string, 0, len(s.out)-len(keys))
+	for k := range s.out {
+		if !slices.Contains(keys, k) {
+			rest = append(rest, k)
+		}
+	}
+	slices.Sort(rest)
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, k := range append(keys, rest...) {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		kj, _ := json.Marshal(k) // a string always marshals
+		b.Write(kj)
+		b.WriteByte(':')
+		b.Write(s.out[k])
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// userPrompt is Quick Agent's prompt: the input's source and kind, its
 // content, the chain state as JSON, and the step's instructions.
-func UserPrompt(in Input, st chainState, instructions string) string {
+func userPrompt(in Input, st chainState, instructions string) string {
 	var content string
 	if in.Kind == "text" {
 		_ = json.Unmarshal(in.Content, &content)
@@ -288,15 +327,24 @@ func UserPrompt(in Input, st chainState, instructions string) string {
 	return fmt.Sprintf("## Input\nSource: %s (%s)\n\n%s\n\n## State\n%s\n\n## Task\n%s\n", in.Source, in.Kind, content, sj, instructions)
 }
 
+// stepIDs lists the chain's step ids in order.
+func (a *File) stepIDs() []string {
+	ids := make([]string, len(a.Chain))
+	for i, st := range a.Chain {
+		ids[i] = st.ID
+	}
+	return ids
+}
+
 func (a *File) stepNode(model agent.Model, tools []agent.Tool, st ChainStep, instructions string, sch *agent.Schema, last bool) flow.NodeFunc {
 	return func(ctx context.Context, d state.Doc) (state.Update, error) {
 		var in Input
 		if err := d.Get("input", &in); err != nil {
 			return nil, err
 		}
-		cs := chainState{AgentID: a.Name, Steps: map[string]json.RawMessage{}, FinalOutput: json.RawMessage("null")}
+		cs := chainState{AgentID: a.Name, Steps: chainSteps{order: a.stepIDs(), out: map[string]json.RawMessage{}}, FinalOutput: json.RawMessage("null")}
 		if d.Has("steps") {
-			if err := d.Get("steps", &cs.Steps); err != nil {
+			if err := d.Get("steps", &cs.Steps.out); err != nil {
 				return nil, err
 			}
 		}
@@ -304,7 +352,7 @@ func (a *File) stepNode(model agent.Model, tools []agent.Tool, st ChainStep, ins
 		if a.System != "" {
 			msgs = append(msgs, agent.Message{Role: agent.RoleSystem, Content: a.System})
 		}
-		msgs = append(msgs, agent.Message{Role: agent.RoleUser, Content: UserPrompt(in, cs, instructions)})
+		msgs = append(msgs, agent.Message{Role: agent.RoleUser, Content: userPrompt(in, cs, instructions)})
 		req := agent.Request{Messages: msgs, Step: st.ID}
 		var out json.RawMessage
 		if st.Kind == "structured" {

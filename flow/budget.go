@@ -12,7 +12,8 @@ import "time"
 // UpdateState starts a new run, as do Invoke (a new turn) and RunFrom (a
 // fork, whose usage counters carry on from the checkpoint it branches
 // from). MaxRuntime counts the time spent running, not the time between a
-// crash and its resume.
+// crash and its resume. A budget stop is put on record in a checkpoint of
+// its own (SourceStop); a Resume with a larger budget goes on from it.
 type Budget struct {
 	MaxSteps   int
 	MaxRuntime time.Duration

@@ -243,14 +243,15 @@ func TestBudgetSurvivesKill(t *testing.T) {
 		t.Skip("spawns processes")
 	}
 	tests := []struct {
-		mode       string
-		wantCount  int
-		wantKills  int
-		wantCommit int64 // steps in the head's usage
+		mode      string
+		wantCount int
+		wantKills int
+		wantUsage int64 // steps in the head's usage
 	}{
 		{"every5", budgetSteps, budgetSteps / 4, budgetSteps},
 		// Two steps commit; the Invoke and 28 resumes crash in the third.
-		{"always", 2, budgetSteps - 1, 2},
+		// The checkpoint that records the stop counts all 30.
+		{"always", 2, budgetSteps - 1, budgetSteps},
 	}
 	for _, tc := range tests {
 		t.Run(tc.mode, func(t *testing.T) {
@@ -283,8 +284,10 @@ func TestBudgetSurvivesKill(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n := countOf(t, head.State); n != tc.wantCount || kills != tc.wantKills || head.Meta.Usage.Steps != tc.wantCommit {
-				t.Fatalf("count %d after %d kills, usage %+v; want %d after %d", n, kills, head.Meta.Usage, tc.wantCount, tc.wantKills)
+			if n := countOf(t, head.State); n != tc.wantCount || kills != tc.wantKills || head.Meta.Usage.Steps != tc.wantUsage ||
+				head.Status != store.StatusPartial || head.Meta.StopReason != string(state.StopBudgetSteps) {
+				t.Fatalf("count %d after %d kills, head %s %q usage %+v; want %d after %d, PARTIAL budget_steps, %d steps",
+					n, kills, head.Status, head.Meta.StopReason, head.Meta.Usage, tc.wantCount, tc.wantKills, tc.wantUsage)
 			}
 		})
 	}

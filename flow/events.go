@@ -71,6 +71,9 @@ type Event struct {
 	Next   []string `json:"next,omitempty"`
 	// Result is how the run ended (the result event that ends a Stream).
 	Result *Result `json:"-"`
+	// Redacted counts the node updates of the run a secret was redacted
+	// from before anything stored or showed them (run_end events).
+	Redacted int `json:"redacted,omitempty"`
 	// Static marks an interrupt event of Options.InterruptBefore or
 	// InterruptAfter: a pause at a node, which carries no value of a
 	// node's (its Payload names the node).

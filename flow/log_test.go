@@ -37,16 +37,26 @@ func TestLogging(t *testing.T) {
 		t.Fatal(err)
 	}
 	levels := map[string]string{}
+	redacted := -1
 	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
 		var rec struct {
 			Level, Msg, Thread string
+			Redacted           *int `json:"redacted_updates"`
 		}
 		if err := json.Unmarshal([]byte(line), &rec); err != nil || rec.Thread != "t" {
 			t.Fatalf("record %s: %v", line, err)
 		}
 		levels[rec.Msg] = rec.Level
+		if rec.Msg == "run end" && rec.Redacted != nil {
+			redacted = *rec.Redacted
+		}
 	}
-	for msg, level := range map[string]string{"run start": "INFO", "node retry": "DEBUG", "step committed": "DEBUG", "secret redacted from a node's update": "WARN", "run end": "INFO"} {
+	// A redaction is told at info level (which node), and counted at the
+	// run's end.
+	if redacted != 1 {
+		t.Errorf("run end counts %d redacted updates, want 1", redacted)
+	}
+	for msg, level := range map[string]string{"run start": "INFO", "node retry": "DEBUG", "step committed": "DEBUG", "secret redacted from a node's update": "INFO", "run end": "INFO"} {
 		if levels[msg] != level {
 			t.Errorf("record %q at %q, want %q (records: %v)", msg, levels[msg], level, levels)
 		}

@@ -1,9 +1,8 @@
 package flow
 
 import (
-	"context"
+	"bytes"
 	"encoding/json"
-	"log/slog"
 	"strings"
 
 	"github.com/cairn-dev/cairn/state"
@@ -20,7 +19,7 @@ func (r *Runner) apply(doc state.Doc, upd state.Update, opts state.ApplyOptions)
 	if r.opts.Redact == nil {
 		return r.g.schema.Apply(doc, upd, opts)
 	}
-	raw, ok := r.redactUpdate(upd)
+	raw, _, ok := r.redactUpdate(upd)
 	if !ok {
 		return r.g.schema.Apply(doc, upd, opts) // reports the encoding error
 	}
@@ -31,25 +30,16 @@ func (r *Runner) apply(doc state.Doc, upd state.Update, opts state.ApplyOptions)
 	return r.g.schema.ApplyJSON(doc, m, opts)
 }
 
-// redactUpdate encodes upd and redacts it; ok is false when upd does not
-// encode (Apply then names the value that failed).
-func (r *Runner) redactUpdate(upd state.Update) (json.RawMessage, bool) {
+// redactUpdate encodes upd and redacts it; changed reports whether the
+// redactor hid anything (a node produced a secret), ok is false when upd
+// does not encode (Apply then names the value that failed).
+func (r *Runner) redactUpdate(upd state.Update) (raw json.RawMessage, changed, ok bool) {
 	b, err := json.Marshal(upd)
 	if err != nil {
-		return nil, false
+		return nil, false, false
 	}
-	return r.opts.Redact.JSON(b), true
-}
-
-// redacted reports whether redaction changed an update (the runner
-// warns: a node produced a secret), encoding it again only when someone
-// listens at warn level.
-func (r *Runner) redacted(upd state.Update, raw json.RawMessage) bool {
-	if !r.opts.Logger.Enabled(context.Background(), slog.LevelWarn) {
-		return false
-	}
-	b, err := json.Marshal(upd)
-	return err == nil && string(b) != string(raw)
+	raw = r.opts.Redact.JSON(b)
+	return raw, !bytes.Equal(b, raw), true
 }
 
 // redactPatch redacts the values of a patch: secret shapes everywhere, the

@@ -41,6 +41,14 @@ type Rules struct {
 	// explicit limit (Options, RunOptions, Graph.WithRecursionLimit) still
 	// does.
 	Bounded func(s state.Doc) bool
+	// RecordStop returns the operations that write a stop into the state
+	// where the state keeps its own (state.Base's stop_reason): nil when
+	// the state says so already (or has no place for it). The runner
+	// records a stop the state does not say — a budget, a Stop rule's
+	// limit, an Options.StopWhen criterion — in a checkpoint of its own
+	// (see Runner.Resume). With reason "" it returns the operations that
+	// take a recorded stop back, for what goes on from that checkpoint.
+	RecordStop func(s state.Doc, reason state.StopReason) state.Patch
 }
 
 // rules returns the graph's rules, then the runner's.
@@ -53,32 +61,34 @@ func (r *Runner) rules() []Rules {
 
 // shouldStop checks, before a step, whether the run stops there: the
 // state's own rules, then nothing left to run, the budget, the step limit
-// and the options' criteria, in that order.
-func (r *Runner) shouldStop(run *run) (state.StopReason, bool) {
+// and the options' criteria, in that order. own says the runner decided
+// the stop (a budget or a criterion), which it records even where the
+// state has no place for it.
+func (r *Runner) shouldStop(run *run) (reason state.StopReason, stop, own bool) {
 	p := run.progress()
 	for _, rs := range r.rules() {
 		if rs.Stop == nil {
 			continue
 		}
 		if reason, ok := rs.Stop(run.doc, p); ok {
-			return reason, true
+			return reason, true, false
 		}
 	}
 	if len(run.tasks) == 0 {
-		return state.StopSuccess, true
+		return state.StopSuccess, true, false
 	}
 	if reason, ok := run.overBudget(p); ok {
-		return reason, true
+		return reason, true, true
 	}
 	if run.limit > 0 && p.Steps >= run.limit && !(run.limitDefault && r.bounded(run.doc)) {
-		return state.StopRecursionLimit, true
+		return state.StopRecursionLimit, true, false
 	}
 	for _, c := range r.opts.StopWhen {
 		if reason, ok := c(run.doc, p); ok {
-			return reason, true
+			return reason, true, true
 		}
 	}
-	return "", false
+	return "", false, false
 }
 
 // overBudget checks the run's budget.

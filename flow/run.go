@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-dev/cairn/state"
@@ -49,6 +50,17 @@ type run struct {
 	// attemptKey, on a Resume, is the marker written before its first step
 	// so that a crash in that step counts as a step (countCrashes).
 	attemptKey string
+
+	// redacted counts the node updates a secret was redacted from.
+	redacted atomic.Int64
+
+	// recorded is, on a Resume from a checkpoint that records a stop
+	// (SourceStop), that stop, until the run writes its first checkpoint;
+	// recordedDoc is the state that says it, carry the operations that
+	// take it back (run.doc has them applied; see stops.go).
+	recorded    state.StopReason
+	recordedDoc state.Doc
+	carry       state.Patch
 
 	// Durability.
 	async *committer
@@ -167,6 +179,7 @@ func dedupe(ts []Target) []store.Task {
 // logically) until the run settles.
 func (run *run) commit(ctx context.Context, cp store.Checkpoint) error {
 	cp.Parent = run.head
+	run.withCarry(&cp)
 	run.r.redactMeta(&cp.Meta)
 	if run.r.opts.Durability == DurabilityExit {
 		if cp.Status == 0 || cp.Status == store.StatusSuccess {
@@ -289,13 +302,17 @@ func (run *run) finish(ctx context.Context, reason state.StopReason, interrupt j
 	}
 	runErr = r.opts.Redact.Error(runErr)
 	attrs := []slog.Attr{slog.Int64("head", run.head), slog.String("stop_reason", string(reason)), slog.Int("steps", run.progress().Steps)}
+	redacted := int(run.redacted.Load())
+	if redacted > 0 {
+		attrs = append(attrs, slog.Int("redacted_updates", redacted))
+	}
 	if runErr != nil {
 		attrs = append(attrs, slog.String("error", runErr.Error()))
 	}
 	r.log(ctx, slog.LevelInfo, "run end", run, attrs...)
 	res := Result{Thread: run.thread, RunID: run.id, Head: run.head, State: run.doc, StopReason: reason, Interrupt: interrupt, Next: run.tasks,
 		Progress: run.progress()}
-	ev := Event{Kind: EventRunEnd, RunID: run.id, Thread: run.thread, Seq: run.head, StopReason: reason}
+	ev := Event{Kind: EventRunEnd, RunID: run.id, Thread: run.thread, Seq: run.head, StopReason: reason, Redacted: redacted}
 	if runErr != nil {
 		ev.Err = runErr.Error()
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -172,6 +173,11 @@ type RunOptions struct {
 	// caller that keeps its own record of runs (an HTTP server's run id);
 	// empty: a random id. It must be a valid id (store.ValidateThreadID).
 	RunID string
+	// Extra is recorded in the metadata (store.Meta.Extra) of the input
+	// checkpoint Invoke writes: what the caller keeps of the run beside
+	// its state (a loop agent's task, for its trace). Redacted like the
+	// rest of the metadata; Resume and RunFrom ignore it.
+	Extra map[string]any
 }
 
 // Invoke applies input to the thread's state as a new input checkpoint and
@@ -206,7 +212,7 @@ func (r *Runner) Invoke(ctx context.Context, thread string, input state.Update, 
 	}
 	run.tasks = r.schedule(next)
 	cp := store.Checkpoint{Thread: thread, Namespace: r.opts.Namespace, Parent: run.head, Nodes: []string{START}, Patch: patch, State: doc,
-		Meta: r.meta(run, store.Meta{Source: "input"})}
+		Meta: r.meta(run, store.Meta{Source: "input", Extra: inputExtra(ro)})}
 	if parent, ok := Info(ctx); ok {
 		setParentTask(&cp.Meta, parent.Key)
 	}
@@ -218,6 +224,14 @@ func (r *Runner) Invoke(ctx context.Context, thread string, input state.Update, 
 	r.log(ctx, slog.LevelInfo, "run start", run, slog.Int64("head", run.head))
 	r.emitValues(run)
 	return r.loop(ctx, run)
+}
+
+// inputExtra is a copy of the Extra of an Invoke's options (nil: none).
+func inputExtra(ro []RunOptions) map[string]any {
+	if len(ro) == 0 || len(ro[0].Extra) == 0 {
+		return nil
+	}
+	return maps.Clone(ro[0].Extra)
 }
 
 // Resume continues a thread from its head: after a crash, a failed step,
@@ -254,6 +268,9 @@ func (r *Runner) Resume(ctx context.Context, thread string, value any, ro ...Run
 	run.startUsage(usageOf(head.Meta), base)
 	if head.Status == store.StatusFailed || head.Status == store.StatusInterrupted {
 		run.readSeq = head.Meta.StepOf
+	}
+	if err := r.resumeStopped(run, head); err != nil {
+		return Result{}, fmt.Errorf("flow: resume from a recorded stop: %w", err)
 	}
 	if len(run.tasks) > 0 {
 		ws, err := r.s.Writes(ctx, thread, r.opts.Namespace, run.readSeq)
@@ -323,7 +340,7 @@ func (r *Runner) UpdateState(ctx context.Context, thread string, upd state.Updat
 	if err != nil {
 		return store.Checkpoint{}, err
 	}
-	doc, patch, err := r.apply(head.State, upd, state.ApplyOptions{NewID: idGen(keyPrefix(thread, r.opts.Namespace, head.Seq+1) + asNode)})
+	doc, patch, err := r.applyFrom(head, upd, state.ApplyOptions{NewID: idGen(keyPrefix(thread, r.opts.Namespace, head.Seq+1) + asNode)})
 	if err != nil {
 		return store.Checkpoint{}, fmt.Errorf("flow: update: %w", err)
 	}
@@ -358,7 +375,7 @@ func (r *Runner) UpdateStateAt(ctx context.Context, thread string, seq int64, up
 	if src.Status == store.StatusFailed || src.Status == store.StatusInterrupted {
 		return store.Checkpoint{}, fmt.Errorf("%w: checkpoint %d is %s; update the checkpoint it resumes (%d)", store.ErrInvalidArgument, seq, src.Status, src.Meta.StepOf)
 	}
-	doc, patch, err := r.apply(src.State, upd, state.ApplyOptions{NewID: idGen(keyPrefix(thread, r.opts.Namespace, seq) + "fork/" + asNode)})
+	doc, patch, err := r.applyFrom(src, upd, state.ApplyOptions{NewID: idGen(keyPrefix(thread, r.opts.Namespace, seq) + "fork/" + asNode)})
 	if err != nil {
 		return store.Checkpoint{}, fmt.Errorf("flow: update: %w", err)
 	}
@@ -397,6 +414,9 @@ func (r *Runner) RunFrom(ctx context.Context, thread string, seq int64, patch st
 	setRunStart(&meta, usageOf(src.Meta))
 	if src.Status == store.StatusFailed || src.Status == store.StatusInterrupted {
 		return Result{}, fmt.Errorf("%w: checkpoint %d is %s; fork from the checkpoint it resumes (%d)", store.ErrInvalidArgument, seq, src.Status, src.Meta.StepOf)
+	}
+	if back := r.takeBack(src); len(back) > 0 {
+		patch = append(back, patch...) // the branch is a new run: the stop is that run's
 	}
 	if _, err := r.s.Fork(ctx, store.ForkRequest{Thread: thread, Namespace: r.opts.Namespace, At: seq, Patch: patch, Nodes: src.Nodes, Meta: meta}); err != nil {
 		return Result{}, err

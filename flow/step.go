@@ -22,8 +22,8 @@ func (r *Runner) loop(ctx context.Context, run *run) (Result, error) {
 		if ctx.Err() != nil {
 			return run.finish(ctx, state.StopCancelledImmediate, nil, ctx.Err())
 		}
-		if reason, stop := r.shouldStop(run); stop {
-			return run.finish(ctx, reason, nil, nil)
+		if reason, stop, own := r.shouldStop(run); stop {
+			return r.stop(ctx, run, reason, own)
 		}
 		if !run.skipBefore {
 			if node, ok := r.interruptsBefore(run.tasks); ok {

@@ -91,10 +91,13 @@ func (r *Runner) succeeded(run *run, tk *task, upd state.Update, took time.Durat
 	if r.opts.Redact != nil {
 		// An update that does not encode stays as it is and fails when
 		// applied.
-		if raw, ok := r.redactUpdate(upd); ok {
+		if raw, changed, ok := r.redactUpdate(upd); ok {
 			res.raw, res.update = raw, nil
-			if r.redacted(upd, raw) {
-				r.log(context.Background(), slog.LevelWarn, "secret redacted from a node's update", run, slog.String("node", tk.info.Node))
+			if changed {
+				// Counted for the run's end (its event and log line);
+				// which node, at info level.
+				run.redacted.Add(1)
+				r.log(context.Background(), slog.LevelInfo, "secret redacted from a node's update", run, slog.String("node", tk.info.Node))
 			}
 		}
 	}

@@ -28,6 +28,7 @@ type Live struct {
 	mu     sync.Mutex
 	states map[int64]state.Doc
 	runID  string
+	task   *taskRecord
 	first  store.Checkpoint
 	head   store.Checkpoint
 	n      int
@@ -115,7 +116,7 @@ func (l *Live) catchUp(ctx context.Context, upTo int64) error {
 	if l.n == 0 {
 		return nil
 	}
-	return writeJSON(filepath.Join(l.dir, "manifest.json"), manifestOf(l.thread, l.runID, l.first, l.head, l.n))
+	return writeJSON(filepath.Join(l.dir, "manifest.json"), manifestOf(l.thread, l.runID, l.task, l.first, l.head, l.n))
 }
 
 // add writes one checkpoint's event and step lines.
@@ -127,6 +128,13 @@ func (l *Live) add(cp store.Checkpoint) error {
 	st, err := stepOf(cp, l.states[cp.Parent])
 	if err != nil {
 		return fmt.Errorf("trace: step record of %s/%d: %w", l.thread, cp.Seq, err)
+	}
+	task, err := taskOf(cp)
+	if err != nil {
+		return fmt.Errorf("trace: task record of %s/%d: %w", l.thread, cp.Seq, err)
+	}
+	if task != nil {
+		l.task = task
 	}
 	if err := appendLine(l.events, eventOf(cp, l.runID)); err != nil {
 		return err

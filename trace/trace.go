@@ -18,12 +18,17 @@ import (
 
 // Manifest is manifest.json.
 type Manifest struct {
-	RunID     string    `json:"run_id"`
-	Thread    string    `json:"thread"`
-	Status    string    `json:"status"` // running, completed, failed, stopped
-	StartedAt time.Time `json:"started_at"`
-	UpdatedAt time.Time `json:"updated_at"`
-	Summary   Summary   `json:"summary"`
+	RunID  string `json:"run_id"`
+	Thread string `json:"thread"`
+	// TaskID and Metadata are the id and the metadata of the task a loop
+	// agent ran (QitOS's Task.id and Task.metadata), from the newest input
+	// checkpoint that records one; absent for other runs.
+	TaskID    string         `json:"task_id,omitempty"`
+	Metadata  map[string]any `json:"metadata,omitzero"`
+	Status    string         `json:"status"` // running, completed, failed, stopped
+	StartedAt time.Time      `json:"started_at"`
+	UpdatedAt time.Time      `json:"updated_at"`
+	Summary   Summary        `json:"summary"`
 }
 
 // Summary is the manifest's summary.
@@ -95,10 +100,16 @@ func Export(ctx context.Context, s store.Store, thread, dir string) (Manifest, e
 	var events []Event
 	var steps []Step
 	runID := ""
+	var task *taskRecord
 	for _, cp := range cps {
 		states[cp.Seq] = cp.State
 		if cp.Meta.RunID != "" {
 			runID = cp.Meta.RunID
+		}
+		if t, err := taskOf(cp); err != nil {
+			return Manifest{}, fmt.Errorf("trace: task record of %s/%d: %w", thread, cp.Seq, err)
+		} else if t != nil {
+			task = t
 		}
 		events = append(events, eventOf(cp, runID))
 		st, err := stepOf(cp, states[cp.Parent])
@@ -107,7 +118,7 @@ func Export(ctx context.Context, s store.Store, thread, dir string) (Manifest, e
 		}
 		steps = append(steps, st)
 	}
-	m := manifestOf(thread, runID, cps[0], cps[len(cps)-1], len(cps))
+	m := manifestOf(thread, runID, task, cps[0], cps[len(cps)-1], len(cps))
 	if err := writeJSON(filepath.Join(dir, "manifest.json"), m); err != nil {
 		return Manifest{}, err
 	}
@@ -158,7 +169,9 @@ func eventOf(cp store.Checkpoint, runID string) Event {
 	if cp.Meta.StopReason != "" {
 		payload["stop_reason"] = cp.Meta.StopReason
 	}
-	return Event{RunID: runID, StepID: cp.Seq, Phase: phase, OK: cp.Status == store.StatusSuccess,
+	// A stop on record (PARTIAL: a budget reached) is no failure.
+	ok := cp.Status == store.StatusSuccess || cp.Status == store.StatusPartial
+	return Event{RunID: runID, StepID: cp.Seq, Phase: phase, OK: ok,
 		Payload: payload, Error: cp.Meta.Error, TS: cp.CreatedAt.UTC()}
 }
 
@@ -187,10 +200,16 @@ func stepOf(cp store.Checkpoint, before state.Doc) (Step, error) {
 	return st, st.record(cp.Meta.Extra[stepRecordKey])
 }
 
-// manifestOf summarises the run from its first and newest checkpoints and
-// their number.
-func manifestOf(thread, runID string, first, head store.Checkpoint, n int) Manifest {
+// manifestOf summarises the run from its task (nil: none), its first and
+// newest checkpoints and their number.
+func manifestOf(thread, runID string, task *taskRecord, first, head store.Checkpoint, n int) Manifest {
 	m := Manifest{RunID: runID, Thread: thread, StartedAt: first.CreatedAt.UTC(), UpdatedAt: head.CreatedAt.UTC()}
+	if task != nil {
+		m.TaskID, m.Metadata = task.ID, task.Metadata
+		if m.Metadata == nil {
+			m.Metadata = map[string]any{}
+		}
+	}
 	m.Summary.Steps = n
 	m.Summary.FinalResult = json.RawMessage("null")
 	if fr, ok := head.State.Raw("final_result"); ok {
@@ -237,6 +256,33 @@ func runStatus(head store.Checkpoint, reason string) (status, stop string) {
 
 // stepRecordKey is where loop agents keep a step's record (agent.StepRecordKey).
 const stepRecordKey = "step_record"
+
+// taskKey is where a loop agent records its task on its input checkpoint
+// (agent.TaskRecordKey).
+const taskKey = "task"
+
+// taskRecord is a task's id and metadata (agent.TaskRecord).
+type taskRecord struct {
+	ID       string         `json:"id"`
+	Metadata map[string]any `json:"metadata"`
+}
+
+// taskOf reads the task an input checkpoint records (nil: none).
+func taskOf(cp store.Checkpoint) (*taskRecord, error) {
+	v, ok := cp.Meta.Extra[taskKey]
+	if !ok || cp.Meta.Source != "input" {
+		return nil, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var t taskRecord
+	if err := json.Unmarshal(b, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
 
 // record fills the QitOS step-record fields from a checkpoint's record.
 func (s *Step) record(v any) error {

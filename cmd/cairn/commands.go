@@ -428,6 +428,9 @@ func describe(cp store.Checkpoint) string {
 	} else if cp.Parent != 0 && cp.Parent != cp.Seq-1 {
 		parts = append(parts, fmt.Sprintf("branch from %d", cp.Parent))
 	}
+	if cp.Meta.Source == flow.SourceStop {
+		parts = append(parts, "stopped: "+cp.Meta.StopReason)
+	}
 	if cp.Meta.Error != "" {
 		parts = append(parts, "error: "+cp.Meta.Error)
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"regexp"
 	"strings"
+	"sync/atomic"
 
 	"github.com/spf13/cobra"
 
@@ -57,9 +58,12 @@ type app struct {
 	// what they make (set before a command runs).
 	logLevel, logFormat string
 	logger              *slog.Logger
-	stdout              io.Writer
-	stderr              io.Writer
-	getenv              func(string) string
+	// redacted counts the node updates of this command's runs a secret
+	// was redacted from (their run_end events), told once after the run.
+	redacted atomic.Int64
+	stdout   io.Writer
+	stderr   io.Writer
+	getenv   func(string) string
 	// items is the long-term memory store of the agent files cairn serve
 	// and cairn worker run (nil: each run's store's own).
 	items store.ItemStore

@@ -104,6 +104,9 @@ func (a *app) progress() func(flow.Event) {
 	return func(e flow.Event) {
 		mu.Lock()
 		defer mu.Unlock()
+		if e.Kind == flow.EventRunEnd {
+			a.redacted.Add(int64(e.Redacted))
+		}
 		if a.json {
 			_ = enc.Encode(e)
 			return
@@ -444,12 +447,28 @@ func (a *app) resumeAgentFile(ctx context.Context, s store.Store, thread string,
 	return a.report(ctx, s, thread, res, err)
 }
 
+// tellRedactions says once, after a run, how many node updates had a
+// secret redacted before they were stored (the per-update lines are at
+// info level).
+func (a *app) tellRedactions() {
+	n := a.redacted.Swap(0)
+	if n == 0 {
+		return
+	}
+	updates := "updates"
+	if n == 1 {
+		updates = "update"
+	}
+	fmt.Fprintf(a.stderr, "secrets were redacted from %d node %s before they were stored or shown (--log-level info names the nodes)\n", n, updates)
+}
+
 // errNotResumable: cairn resume cannot continue the thread.
 var errNotResumable = errors.New("thread cannot be resumed")
 
 // report prints how a run ended. A failed run's advice names what works:
 // cairn resume when the thread has a checkpoint to continue from.
 func (a *app) report(ctx context.Context, s store.Store, thread string, res *agentfile.Result, err error) error {
+	defer a.tellRedactions()
 	if err != nil {
 		if errors.Is(err, agentfile.ErrUnfinished) {
 			return fmt.Errorf("%w; another process may be running it: continue it with cairn resume %s once it stops, or leave out --thread to start a new thread", err, thread)

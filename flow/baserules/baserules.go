@@ -19,7 +19,36 @@ const (
 
 // Rules returns the rules of state.Base's built-in fields.
 func Rules() flow.Rules {
-	return flow.Rules{Stop: stop, AfterStep: countStep, Bounded: bounded}
+	return flow.Rules{Stop: stop, AfterStep: countStep, Bounded: bounded, RecordStop: recordStop}
+}
+
+// recordStop writes a stop the runner decided into stop_reason (QitOS:
+// "set by … the Engine on budget exhaustion"), unless the state says it
+// already: the same stop_reason, or final_result for a final stop. With
+// reason "" it clears a stop_reason that is set.
+func recordStop(doc state.Doc, reason state.StopReason) state.Patch {
+	raw, present := doc.Raw(fieldStopReason)
+	var cur *string
+	if present && json.Unmarshal(raw, &cur) != nil {
+		cur = nil // not a string: replaced below, or left to Validate
+	}
+	switch {
+	case reason == "" && cur == nil:
+		return nil
+	case reason == "":
+		return state.Patch{{Op: state.OpReplace, Path: "/" + fieldStopReason, Value: json.RawMessage("null")}}
+	case cur != nil && *cur == string(reason):
+		return nil
+	}
+	if _, final := set(doc, fieldFinalResult); final && reason == state.StopFinal {
+		return nil
+	}
+	op := state.OpReplace
+	if !present {
+		op = state.OpAdd
+	}
+	v, _ := json.Marshal(string(reason)) // a string always marshals
+	return state.Patch{{Op: op, Path: "/" + fieldStopReason, Value: v}}
 }
 
 // stop stops a run whose state says it is done: a known stop_reason, a

@@ -40,14 +40,14 @@ func Read(path string) ([]byte, error) {
 func FromRoot(root *os.Root, name string) ([]byte, error) {
 	fi, err := root.Stat(name)
 	if err != nil {
-		return nil, err
+		return nil, plainOp(err)
 	}
 	if err := check(name, fi); err != nil {
 		return nil, err
 	}
 	f, err := root.Open(name)
 	if err != nil {
-		return nil, err
+		return nil, plainOp(err)
 	}
 	defer f.Close()
 	return readAll(name, f)
@@ -96,4 +96,24 @@ func kind(m fs.FileMode) string {
 		return "device"
 	}
 	return "special file"
+}
+
+// rootOps maps the operations os.Root's errors name to those of the
+// package os functions they stand for.
+var rootOps = map[string]string{"statat": "stat", "openat": "open"}
+
+// plainOp names an os.Root error's operation as os.Stat and os.Open name
+// theirs, so that a message reads "stat schemas/x.json: no such file or
+// directory", not "statat …". The error stays an *fs.PathError with the
+// same cause.
+func plainOp(err error) error {
+	var pe *fs.PathError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	op, ok := rootOps[pe.Op]
+	if !ok {
+		return err
+	}
+	return &fs.PathError{Op: op, Path: pe.Path, Err: pe.Err}
 }
