@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -53,6 +54,9 @@ func TestLoopAgentTaskInManifest(t *testing.T) {
 			})
 			if em["task_id"] != "research-001" || !reflect.DeepEqual(em["metadata"], tc.want) || em["status"] != "completed" {
 				t.Fatalf("manifest %s: want task_id research-001, metadata %v", eb, tc.want)
+			}
+			if bytes.Contains(eb, []byte(`\u003c`)) || tc.name == "metadata" && !bytes.Contains(eb, []byte(`"<search>"`)) {
+				t.Fatalf("manifest %s: HTML-escaped, not as written", eb)
 			}
 		})
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairn-dev/cairn/internal/jsontext"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 )
@@ -341,7 +342,7 @@ func orNull(b json.RawMessage) json.RawMessage {
 }
 
 func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
+	b, err := jsontext.MarshalIndent(v, "", "  ") // <, > and & as written
 	if err != nil {
 		return err
 	}
@@ -369,9 +370,8 @@ func writeLines[T any](path string, items []T) error {
 }
 
 // lineEncoder writes JSON lines as the trace files hold them: one value a
-// line, without HTML escaping.
-func lineEncoder(w io.Writer) *json.Encoder {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	return enc
+// line, <, > and & as written (also in stored values that hold them
+// escaped).
+func lineEncoder(w io.Writer) *jsontext.Encoder {
+	return jsontext.NewEncoder(w)
 }

@@ -52,6 +52,7 @@ func (a *app) runPipeline(cmd *cobra.Command, pc pipelineCall) error {
 		return err
 	}
 	defer stop()
+	defer a.tellRedactions()
 	cfg := pipeline.Config{Getenv: a.getenv, Logger: a.logger, TracerProvider: tp, Answer: pc.answer}
 	if pc.model != "" {
 		if cfg.Model, err = parseModelEnv(pc.model, a.getenv); err != nil {
@@ -256,6 +257,9 @@ func gateMark(status string) string {
 func (pp *pipelinePrinter) event(e flow.Event) {
 	pp.mu.Lock()
 	defer pp.mu.Unlock()
+	if e.Kind == flow.EventRunEnd {
+		pp.a.redacted.Add(int64(e.Redacted))
+	}
 	if pp.a.json {
 		_ = pp.enc.Encode(e)
 		return

@@ -166,6 +166,15 @@ func TestPipelineSecretsNeverStored(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("run: %d %s", code, errOut)
 		}
+		// The redactions are told once, after the run, not as log lines
+		// (none to tell with redaction off).
+		told := 1
+		if b, _ := os.ReadFile(filepath.Join(dir, "pipeline.yaml")); bytes.Contains(b, []byte("secrets: {defaults: false}")) {
+			told = 0
+		}
+		if strings.Count(errOut, "secrets were redacted from") != told || strings.Contains(errOut, "level=WARN") {
+			t.Fatalf("run's stderr does not tell the redactions once:\n%s", errOut)
+		}
 		var found []string
 		look := func(what string, b []byte) {
 			for _, s := range secrets {
