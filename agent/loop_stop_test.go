@@ -16,7 +16,7 @@ import (
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/memory"
-	"github.com/cairn-dev/cairn/trace"
+	"github.com/cairn-dev/cairn/tracefile"
 )
 
 var researchTask = agent.Task{ID: "r", Objective: "Summarize the findings in paper.pdf"}
@@ -215,7 +215,7 @@ func TestLoopAgentTraceRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if _, err := trace.Export(context.Background(), st, "r", dir); err != nil {
+	if _, err := tracefile.Export(context.Background(), st, "r", dir); err != nil {
 		t.Fatal(err)
 	}
 	f, err := os.Open(filepath.Join(dir, "steps.jsonl"))

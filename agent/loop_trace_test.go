@@ -12,7 +12,7 @@ import (
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/memory"
-	"github.com/cairn-dev/cairn/trace"
+	"github.com/cairn-dev/cairn/tracefile"
 )
 
 // readManifest reads dir/manifest.json as JSON and as its bytes.
@@ -68,7 +68,7 @@ func TestLoopAgentTaskInManifest(t *testing.T) {
 func tracedRun(t *testing.T, ctx context.Context, st store.Store, thread string, run func(opts flow.Options) error) (map[string]any, []byte) {
 	t.Helper()
 	live := filepath.Join(t.TempDir(), "live")
-	l, err := trace.NewLive(ctx, st, thread, live)
+	l, err := tracefile.NewLive(ctx, st, thread, live)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func tracedRun(t *testing.T, ctx context.Context, st store.Store, thread string,
 		t.Fatal(err)
 	}
 	exported := filepath.Join(t.TempDir(), "export")
-	if _, err := trace.Export(ctx, st, thread, exported); err != nil {
+	if _, err := tracefile.Export(ctx, st, thread, exported); err != nil {
 		t.Fatal(err)
 	}
 	lm, lb := readManifest(t, live)

@@ -17,7 +17,7 @@ import (
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/sqlite"
-	"github.com/cairn-dev/cairn/trace"
+	"github.com/cairn-dev/cairn/tracefile"
 )
 
 // The secrets a run meets; none may reach the store, events, traces or
@@ -125,7 +125,7 @@ func TestRedactBeforeCommit(t *testing.T) {
 	}
 
 	traceDir := filepath.Join(dir, "trace")
-	if _, err := trace.Export(ctx, s, "t", traceDir); err != nil {
+	if _, err := tracefile.Export(ctx, s, "t", traceDir); err != nil {
 		t.Fatal(err)
 	}
 	// The database while open (WAL included), then after close.

@@ -20,7 +20,7 @@ import (
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/sqlite"
-	"github.com/cairn-dev/cairn/trace"
+	"github.com/cairn-dev/cairn/tracefile"
 )
 
 // checkpointJSON is how the CLI prints a checkpoint.
@@ -520,7 +520,7 @@ func (a *app) exportCmd() *cobra.Command {
 			}
 			switch format {
 			case "session-log":
-				path, err := trace.ExportSessionLog(cmd.Context(), s, args[0], dir, time.Now())
+				path, err := tracefile.ExportSessionLog(cmd.Context(), s, args[0], dir, time.Now())
 				if err != nil {
 					return err
 				}
@@ -536,7 +536,7 @@ func (a *app) exportCmd() *cobra.Command {
 				}
 				return nil
 			}
-			m, err := trace.Export(cmd.Context(), s, args[0], dir)
+			m, err := tracefile.Export(cmd.Context(), s, args[0], dir)
 			if err != nil {
 				return err
 			}

@@ -24,7 +24,7 @@ import (
 	"github.com/cairn-dev/cairn/redact"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/trace"
+	"github.com/cairn-dev/cairn/tracefile"
 )
 
 // exitInterrupted is the exit code of a run that stopped to wait for input.
@@ -179,7 +179,7 @@ func (a *app) traced(ctx context.Context, s store.Store, cfg *agentfile.RunConfi
 	if a.traceDir == "" {
 		return run()
 	}
-	l, err := trace.NewLive(ctx, s, cfg.Thread, a.traceDir)
+	l, err := tracefile.NewLive(ctx, s, cfg.Thread, a.traceDir)
 	if err != nil {
 		return nil, fmt.Errorf("--trace-dir: %w", err)
 	}

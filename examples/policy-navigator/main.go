@@ -26,7 +26,7 @@ import (
 	_ "github.com/cairn-dev/cairn/store/memory"
 	_ "github.com/cairn-dev/cairn/store/postgres"
 	"github.com/cairn-dev/cairn/store/sqlite"
-	"github.com/cairn-dev/cairn/trace"
+	"github.com/cairn-dev/cairn/tracefile"
 )
 
 // AgentState is the orchestrator's state.
@@ -301,7 +301,7 @@ func run(ctx context.Context, out io.Writer, storeURL, script, logs string) erro
 		var intent string
 		_ = res.State.Get("current_intent", &intent)
 		fmt.Fprintf(out, "Q: %s\n  [%s] %s\n", q, intent, msgs[len(msgs)-1].Content)
-		path, err := trace.ExportSessionLog(ctx, s, thread, logs, time.Now())
+		path, err := tracefile.ExportSessionLog(ctx, s, thread, logs, time.Now())
 		if err != nil {
 			return err
 		}

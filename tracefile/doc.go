@@ -1,4 +1,4 @@
-// Package trace exports a thread's history in the layouts other tools read.
+// Package tracefile exports a thread's history in the layouts other tools read.
 //
 // The trace layout is QitOS's: manifest.json (run id, status, summary with
 // stop reason, final result, step count and failure report), events.jsonl
@@ -7,4 +7,4 @@
 // operations, state_diff as {field: {before, after}}, timings, tokens). It
 // is built from the stored checkpoints alone, so it can be exported at any
 // time, by any process, for runs that crashed too.
-package trace
+package tracefile

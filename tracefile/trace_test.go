@@ -1,4 +1,4 @@
-package trace_test
+package tracefile_test
 
 import (
 	"bufio"
@@ -13,7 +13,7 @@ import (
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/memory"
-	"github.com/cairn-dev/cairn/trace"
+	"github.com/cairn-dev/cairn/tracefile"
 )
 
 func lines(t *testing.T, path string) []map[string]any {
@@ -65,7 +65,7 @@ func TestExport(t *testing.T) {
 		t.Fatal("expected a failure")
 	}
 	dir := t.TempDir()
-	m, err := trace.Export(ctx, s, "run-1", dir)
+	m, err := tracefile.Export(ctx, s, "run-1", dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,13 +76,13 @@ func TestExport(t *testing.T) {
 	if _, err := r.Resume(ctx, "run-1", nil); err != nil {
 		t.Fatal(err)
 	}
-	if m, err = trace.Export(ctx, s, "run-1", dir); err != nil {
+	if m, err = tracefile.Export(ctx, s, "run-1", dir); err != nil {
 		t.Fatal(err)
 	}
 	if m.Status != "completed" || m.Summary.StopReason != "final" || string(m.Summary.FinalResult) != `"42"` || m.Summary.Steps != 4 {
 		t.Fatalf("manifest %+v", m)
 	}
-	var onDisk trace.Manifest
+	var onDisk tracefile.Manifest
 	b, _ := os.ReadFile(filepath.Join(dir, "manifest.json"))
 	if err := json.Unmarshal(b, &onDisk); err != nil || onDisk.Status != "completed" {
 		t.Fatalf("manifest.json: %s %v", b, err)
@@ -106,7 +106,7 @@ func TestExport(t *testing.T) {
 	if diff["before"] != nil || diff["after"].([]any)[0] != "idea" || think["tokens"].(map[string]any)["input"].(float64) != 100 {
 		t.Fatalf("think step %v", think)
 	}
-	if _, err := trace.Export(ctx, s, "nope", dir); !errors.Is(err, store.ErrNotFound) {
+	if _, err := tracefile.Export(ctx, s, "nope", dir); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("missing thread: %v", err)
 	}
 }

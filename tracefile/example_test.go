@@ -1,4 +1,4 @@
-package trace_test
+package tracefile_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/memory"
-	"github.com/cairn-dev/cairn/trace"
+	"github.com/cairn-dev/cairn/tracefile"
 )
 
 // Export writes a thread's run as a trace — manifest.json, events.jsonl,
@@ -42,7 +42,7 @@ func ExampleExport() {
 		panic(err)
 	}
 	defer os.RemoveAll(dir)
-	m, err := trace.Export(ctx, s, "doc-1", dir)
+	m, err := tracefile.Export(ctx, s, "doc-1", dir)
 	if err != nil {
 		panic(err)
 	}

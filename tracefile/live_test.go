@@ -1,4 +1,4 @@
-package trace_test
+package tracefile_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/memory"
-	"github.com/cairn-dev/cairn/trace"
+	"github.com/cairn-dev/cairn/tracefile"
 )
 
 func manifestStatus(t *testing.T, dir string) string {
@@ -20,7 +20,7 @@ func manifestStatus(t *testing.T, dir string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m trace.Manifest
+	var m tracefile.Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestLive(t *testing.T) {
 	s := memory.Open(store.Options{})
 	ctx := context.Background()
 	live := filepath.Join(t.TempDir(), "live")
-	l, err := trace.NewLive(ctx, s, "t", live)
+	l, err := tracefile.NewLive(ctx, s, "t", live)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestLive(t *testing.T) {
 	same(t, ctx, s, live)
 	// Resume with a new live trace of the same thread: it writes the
 	// history so far, then the rest.
-	if l, err = trace.NewLive(ctx, s, "t", live); err != nil {
+	if l, err = tracefile.NewLive(ctx, s, "t", live); err != nil {
 		t.Fatal(err)
 	}
 	r2, _ := flow.NewRunner(g, s, flow.Options{Observer: l.Observer(ctx)})
@@ -92,7 +92,7 @@ func TestLive(t *testing.T) {
 func same(t *testing.T, ctx context.Context, s store.Store, dir string) {
 	t.Helper()
 	exported := filepath.Join(t.TempDir(), "export")
-	if _, err := trace.Export(ctx, s, "t", exported); err != nil {
+	if _, err := tracefile.Export(ctx, s, "t", exported); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"manifest.json", "events.jsonl", "steps.jsonl"} {
