@@ -31,6 +31,10 @@
 //
 // Values inside a Doc are kept as compact JSON text and decoded on demand.
 // The merge reducer copies the object it merges into (time proportional to
-// the number of keys of that field). Numbers keep their JSON text, so
+// the number of keys of that field). A custom reducer ([WithReducer])
+// sees and returns the field's whole value, and its step's patch replaces
+// the whole field: it costs time and stored bytes proportional to the
+// field, every step — the built-in reducers write only what changed, so
+// prefer them for fields that grow. Numbers keep their JSON text, so
 // integers never turn into floats.
 package state
