@@ -84,9 +84,15 @@
 // read-only reads it as before, without row checksums. A store of a newer
 // version than this code knows is refused with ErrUnsupportedFormat.
 //
-// Format 6 adds the thread index (see Listing threads); opening an older
-// store read-write fills it from every thread's metadata and head in the
-// migration's transaction.
+// Format 3 adds the HTTP server's runs, run event logs, API keys and
+// leases; 4 the long-term memory items and their full-text index; 5 keys
+// checkpoint rows by lane and seq (a lane per thread namespace, so a
+// thread's rows append at the end of the table); 6 the thread index (see
+// Listing threads), filled from every thread's metadata and head in the
+// migration's transaction; 7 keeps a tenant's thread under its key,
+// tenant/id (ThreadKey), so two tenants may hold threads of one id. Each
+// version is a migration (Layout, MigrationsOf; cairn migrate status|up|sql),
+// applied in order in one transaction when a store is opened read-write.
 //
 // Several processes may open a new SQLite store at once: its tables are
 // created in one IMMEDIATE transaction, and each process waits for the
