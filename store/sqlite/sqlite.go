@@ -360,19 +360,43 @@ func (b *Backend) prepareWrites(ctx context.Context) error {
 
 // openReadOnly opens an existing Cairn store without writing anything.
 func openReadOnly(path string, opts Options) (*Backend, error) {
+	b, v, err := openFormat(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	if v == 0 {
+		err = fmt.Errorf("%w: %s has no Cairn format version (an empty database, or one a crash left half-created: cairn migrate up finishes creating it)", store.ErrNotStore, path)
+	} else {
+		b.legacy = v == 1
+		b.noItems = v < 4
+		b.noLanes = v < 5
+		b.noIndex = v < 6
+		err = b.prepareReads(context.Background())
+	}
+	if err != nil {
+		b.read.Close()
+		return nil, b.wrapReadOnly(err)
+	}
+	return b, nil
+}
+
+// openFormat opens an existing file read-only and reads its format
+// version (checkFormat): 0 for an empty database or one with only some of
+// Cairn's tables.
+func openFormat(path string, opts Options) (*Backend, int, error) {
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return nil, fmt.Errorf("%w: no store at %s", store.ErrNotFound, path)
+		return nil, 0, fmt.Errorf("%w: no store at %s", store.ErrNotFound, path)
 	case err != nil:
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
+		return nil, 0, fmt.Errorf("store: open %s: %w", path, err)
 	case fi.IsDir():
-		return nil, fmt.Errorf("%w: %s is a directory, not a store", store.ErrNotStore, path)
+		return nil, 0, fmt.Errorf("%w: %s is a directory, not a store", store.ErrNotStore, path)
 	}
 	dsn := fmt.Sprintf("%s?mode=ro&_pragma=busy_timeout(%d)&_pragma=query_only(1)", fileURI(path), opts.BusyTimeout.Milliseconds())
 	r, err := sql.Open("sqlite", dsn)
 	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
+		return nil, 0, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(opts.ReadConns)
 	r.SetMaxIdleConns(opts.ReadConns)
@@ -380,27 +404,28 @@ func openReadOnly(path string, opts Options) (*Backend, error) {
 	b.idle = sync.NewCond(&b.wmu)
 	ctx := context.Background()
 	conn, err := r.Conn(ctx)
-	if err != nil {
-		r.Close()
-		return nil, b.wrapOpen(err)
-	}
-	v, err := b.checkFormat(ctx, conn)
-	conn.Close()
-	if err == nil && v == 0 {
-		err = fmt.Errorf("%w: %s has no Cairn format version (an empty database, or one a crash left half-created: open it read-write once)", store.ErrNotStore, path)
-	}
 	if err == nil {
-		b.legacy = v == 1
-		b.noItems = v < 4
-		b.noLanes = v < 5
-		b.noIndex = v < 6
-		err = b.prepareReads(ctx)
+		var v int
+		v, err = b.checkFormat(ctx, conn)
+		conn.Close()
+		if err == nil {
+			return b, v, nil
+		}
 	}
-	if err != nil {
-		r.Close()
-		return nil, b.wrapOpen(err)
+	r.Close()
+	return nil, 0, b.wrapReadOnly(err)
+}
+
+// wrapReadOnly is wrapOpen for a read-only open, which cannot roll back
+// what a crash left unfinished: SQLite says so with READONLY_ROLLBACK (a
+// hot rollback journal, as a kill while the first writer creates the
+// tables leaves) or READONLY_RECOVERY (a WAL index to rebuild).
+func (b *Backend) wrapReadOnly(err error) error {
+	switch sqliteCode(err) {
+	case sqlite3.SQLITE_READONLY_ROLLBACK, sqlite3.SQLITE_READONLY_RECOVERY:
+		return fmt.Errorf("%w: %s holds a write a crash left unfinished, which only a read-write open rolls back: run cairn migrate up (or cairn resume THREAD) once", store.ErrRecoveryNeeded, b.path)
 	}
-	return b, nil
+	return b.wrapOpen(err)
 }
 
 // OpenStore opens a store on the database at path.
