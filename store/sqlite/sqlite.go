@@ -267,7 +267,7 @@ func Open(path string, opts Options) (*Backend, error) {
 	if dur == DurabilityStrict {
 		syncMode = "FULL"
 	}
-	base := fileURI(path)
+	base := FileURI(path)
 	busy := fmt.Sprintf("_pragma=busy_timeout(%d)", opts.BusyTimeout.Milliseconds())
 	common := fmt.Sprintf("%s&_pragma=synchronous(%s)", busy, syncMode)
 	// The writer never checkpoints: the checkpointer does, in the
@@ -320,7 +320,10 @@ func Open(path string, opts Options) (*Backend, error) {
 	return b, nil
 }
 
-func fileURI(path string) string { return "file:" + (&url.URL{Path: path}).EscapedPath() }
+// FileURI is the file: URI SQLite opens a path by (with the driver's
+// "?_pragma=…" options appended): relative paths stay relative to the
+// working directory, and characters URIs reserve are escaped.
+func FileURI(path string) string { return "file:" + (&url.URL{Path: path}).EscapedPath() }
 
 func (b *Backend) prepareWrites(ctx context.Context) error {
 	for _, p := range []struct {
@@ -393,7 +396,7 @@ func openFormat(path string, opts Options) (*Backend, int, error) {
 	case fi.IsDir():
 		return nil, 0, fmt.Errorf("%w: %s is a directory, not a store", store.ErrNotStore, path)
 	}
-	dsn := fmt.Sprintf("%s?mode=ro&_pragma=busy_timeout(%d)&_pragma=query_only(1)", fileURI(path), opts.BusyTimeout.Milliseconds())
+	dsn := fmt.Sprintf("%s?mode=ro&_pragma=busy_timeout(%d)&_pragma=query_only(1)", FileURI(path), opts.BusyTimeout.Milliseconds())
 	r, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: open %s: %w", path, err)
