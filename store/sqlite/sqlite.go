@@ -363,7 +363,8 @@ func (b *Backend) prepareWrites(ctx context.Context) error {
 
 // openReadOnly opens an existing Cairn store without writing anything.
 func openReadOnly(path string, opts Options) (*Backend, error) {
-	b, v, err := openFormat(path, opts)
+	ctx := context.Background()
+	b, v, err := openFormat(ctx, path, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -374,7 +375,7 @@ func openReadOnly(path string, opts Options) (*Backend, error) {
 		b.noItems = v < 4
 		b.noLanes = v < 5
 		b.noIndex = v < 6
-		err = b.prepareReads(context.Background())
+		err = b.prepareReads(ctx)
 	}
 	if err != nil {
 		b.read.Close()
@@ -386,7 +387,7 @@ func openReadOnly(path string, opts Options) (*Backend, error) {
 // openFormat opens an existing file read-only and reads its format
 // version (checkFormat): 0 for an empty database or one with only some of
 // Cairn's tables.
-func openFormat(path string, opts Options) (*Backend, int, error) {
+func openFormat(ctx context.Context, path string, opts Options) (*Backend, int, error) {
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -405,7 +406,6 @@ func openFormat(path string, opts Options) (*Backend, int, error) {
 	r.SetMaxIdleConns(opts.ReadConns)
 	b := &Backend{path: path, read: r, readOnly: true, closed: false}
 	b.idle = sync.NewCond(&b.wmu)
-	ctx := context.Background()
 	conn, err := r.Conn(ctx)
 	if err == nil {
 		var v int

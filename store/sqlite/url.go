@@ -70,14 +70,14 @@ func (driver) Migrations() ([]store.Migration, string) { return migrations, base
 // Version reads the format version of the file a URL names, opening it
 // read-only (store.MigratingDriver): 0 for an empty database, or one a crash
 // left half-created, which a read-write open finishes creating.
-func (driver) Version(_ context.Context, raw string) (int, error) {
+func (driver) Version(ctx context.Context, raw string) (int, error) {
 	path, _, err := ParseURL(raw)
 	if err != nil {
 		return 0, err
 	}
 	opts := Options{ReadOnly: true}
 	opts.setDefaults()
-	b, v, err := openFormat(path, opts)
+	b, v, err := openFormat(ctx, path, opts)
 	if err != nil {
 		return 0, err
 	}
