@@ -42,6 +42,9 @@ func decodeJSON(data []byte, v any) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil
 	}
+	if i := invalidUTF8(data); i >= 0 {
+		return unprocessable(jsonPathAt(data, int64(i)), "invalid UTF-8 at byte %d: JSON text is UTF-8", i)
+	}
 	if !json.Valid(data) {
 		var x any
 		err := json.Unmarshal(data, &x)
@@ -68,6 +71,66 @@ func decodeJSON(data []byte, v any) error {
 		return unprocessable("$", "%v", err)
 	}
 	return nil
+}
+
+// jsonLevel is an object or array jsonPathAt is in.
+type jsonLevel struct {
+	path    string
+	obj     bool
+	key     string // an object's last key
+	keyNext bool   // in an object: the next string is a key
+	n       int    // an array's values so far
+}
+
+// next returns the path of the value the level reads next, and counts it.
+func (l *jsonLevel) next() string {
+	if l.obj {
+		l.keyNext = true
+		return l.path + "." + l.key
+	}
+	l.n++
+	return fmt.Sprintf("%s[%d]", l.path, l.n-1)
+}
+
+// jsonPathAt returns the path of the string of data that holds byte off
+// ($.metadata.name, $.items[2]; an object key: the path it names), or "$"
+// when data is not JSON that far.
+func jsonPathAt(data []byte, off int64) string {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var levels []jsonLevel
+	next := func() string {
+		if len(levels) == 0 {
+			return "$"
+		}
+		return levels[len(levels)-1].next()
+	}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "$"
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			if t == '{' || t == '[' {
+				levels = append(levels, jsonLevel{path: next(), obj: t == '{', keyNext: t == '{'})
+			} else {
+				levels = levels[:len(levels)-1]
+			}
+		case string:
+			if l := len(levels) - 1; l >= 0 && levels[l].keyNext {
+				levels[l].key, levels[l].keyNext = t, false
+				if dec.InputOffset() > off {
+					return levels[l].path + "." + t
+				}
+				continue
+			}
+			if p := next(); dec.InputOffset() > off {
+				return p
+			}
+		default:
+			next()
+		}
+	}
 }
 
 var (

@@ -185,6 +185,10 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) error {
 	if err := oneOf("action", action, "interrupt", "rollback"); err != nil {
 		return err
 	}
+	wait, err := queryBool(qs, "wait")
+	if err != nil {
+		return err
+	}
 	rec, err := s.runOf(ctx, r.PathValue("thread_id"), r.PathValue("run_id"))
 	if err != nil {
 		return err
@@ -200,7 +204,7 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) error {
 		if err := s.cancelQueued(ctx, rec, action); err != nil {
 			return err
 		}
-		if truthy(qs.Get("wait")) {
+		if wait {
 			// A rolled back run is deleted once its worker has undone it.
 			if _, err := s.storedOutcome(ctx, rec); err != nil && (action != "rollback" || !errors.Is(err, store.ErrNotFound)) {
 				return err
@@ -212,7 +216,7 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) error {
 	if err := s.runs.cancel(ctx, lr, action); err != nil {
 		return err
 	}
-	if truthy(qs.Get("wait")) {
+	if wait {
 		select {
 		case <-lr.done:
 		case <-ctx.Done():
@@ -228,7 +232,11 @@ func (s *Server) joinRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.waitRun(w, r, nil, rec, truthy(r.URL.Query().Get("cancel_on_disconnect")))
+	cancelOnDisconnect, err := queryBool(r.URL.Query(), "cancel_on_disconnect")
+	if err != nil {
+		return err
+	}
+	return s.waitRun(w, r, nil, rec, cancelOnDisconnect)
 }
 
 // waitRun answers with a run's outcome once it ends: lr's, when the
@@ -340,7 +348,11 @@ func (s *Server) joinStream(w http.ResponseWriter, r *http.Request) error {
 			modes = append(modes, one)
 		}
 	}
-	return s.streamRun(w, r, nil, rec, after, attempt, modes, truthy(qs.Get("cancel_on_disconnect")))
+	cancelOnDisconnect, err := queryBool(qs, "cancel_on_disconnect")
+	if err != nil {
+		return err
+	}
+	return s.streamRun(w, r, nil, rec, after, attempt, modes, cancelOnDisconnect)
 }
 
 // streamRun writes a run's events after event (after, attempt) as SSE,

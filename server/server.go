@@ -224,7 +224,11 @@ func (s *Server) wrap(rt route) http.Handler {
 			defer cancel()
 		}
 		ctx = withCaller(withTenant(ctx, tenant), who)
-		if err := rt.handler(w, r.WithContext(ctx)); err != nil {
+		err := checkQuery(r.URL.RawQuery)
+		if err == nil {
+			err = rt.handler(w, r.WithContext(ctx))
+		}
+		if err != nil {
 			s.writeError(w, r, err)
 		}
 	})

@@ -229,13 +229,11 @@ func (s *Server) addSubgraphs(ctx context.Context, v *apiState, thread, ns strin
 func isBelow(name, ns string) bool { return len(name) > len(ns) && name[:len(ns)+1] == ns+"/" }
 
 func (s *Server) getState(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
-	return s.threadState(r.Context(), w, r.PathValue("thread_id"), "", r.PathValue("checkpoint_id"), truthy(q.Get("subgraphs")))
-}
-
-func truthy(v string) bool {
-	b, _ := strconv.ParseBool(v)
-	return b
+	subgraphs, err := queryBool(r.URL.Query(), "subgraphs")
+	if err != nil {
+		return err
+	}
+	return s.threadState(r.Context(), w, r.PathValue("thread_id"), "", r.PathValue("checkpoint_id"), subgraphs)
 }
 
 // checkpointConfig names a checkpoint as clients send it.

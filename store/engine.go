@@ -871,58 +871,6 @@ func ancestry(rows []Row, seq, base int64) []Row {
 	return out
 }
 
-// History implements Store.
-func (e *Engine) History(ctx context.Context, r HistoryRequest) iter.Seq2[Checkpoint, error] {
-	return func(yield func(Checkpoint, error) bool) {
-		if err := e.check(r.Thread, r.Namespace); err != nil {
-			yield(Checkpoint{}, err)
-			return
-		}
-		page := r.PageSize
-		if page <= 0 {
-			page = 100
-		}
-		var group historyGroup
-		to := int64(0)
-		if r.Before > 0 {
-			to = r.Before - 1
-			if to == 0 {
-				return
-			}
-		}
-		n := 0
-		for {
-			rows, err := e.rows(ctx, RowQuery{Thread: r.Thread, Namespace: r.Namespace, To: to, Desc: true, Limit: page})
-			if err != nil {
-				yield(Checkpoint{}, err)
-				return
-			}
-			for i := range rows {
-				row := &rows[i]
-				cp, err := checkpoint(row)
-				if err == nil && r.WithState {
-					var d state.Doc
-					d, err = group.stateOf(ctx, e, row)
-					cp.State, cp.HasState = d, err == nil
-				}
-				if !yield(cp, err) || err != nil {
-					return
-				}
-				if n++; r.Limit > 0 && n >= r.Limit {
-					return
-				}
-			}
-			if len(rows) < page {
-				return
-			}
-			to = rows[len(rows)-1].Seq - 1
-			if to <= 0 {
-				return
-			}
-		}
-	}
-}
-
 // historyGroup holds a history walk's states of one snapshot group: the
 // states replayed from one snapshot, for the rows of a page that share it.
 type historyGroup struct {

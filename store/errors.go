@@ -32,6 +32,11 @@ var (
 	// the open was told not to migrate it (OpenOptions.NoMigrate); `cairn
 	// migrate up` (or any read-write open) upgrades it.
 	ErrMigrationNeeded = errors.New("store: migration needed")
+	// ErrRecoveryNeeded: a crash left a write unfinished (SQLite's hot
+	// rollback journal) that only a read-write open can roll back, so a
+	// read-only open refuses the store without changing it; `cairn migrate
+	// up` (or any read-write open) rolls the write back.
+	ErrRecoveryNeeded = errors.New("store: recovery needed")
 	// ErrUnavailable: the database could not be reached or went away
 	// (a server restarting, a dropped connection). What was being
 	// written may or may not have committed; retrying later, from what

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -168,5 +169,29 @@ func TestBenchW2(t *testing.T) {
 	}
 	if res.Mode != "sequential" || res.CheckpointRows != 33 || res.Concurrent == nil || res.Concurrent.Mode != "concurrent" || res.Concurrent.CheckpointRows != 33 {
 		t.Fatalf("w2 result %s", out)
+	}
+}
+
+// TestBenchRelativeStorePath: bench w1 on a store named by a path relative
+// to the working directory measures the SQLite floor beside it too.
+func TestBenchRelativeStorePath(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	code, out, errOut := cli(t, nil, "--store", "sqlite:b.db", "bench", "w1", "--steps", "20", "--json")
+	if code != 0 {
+		t.Fatalf("bench w1 on sqlite:b.db: exit %d\n%s", code, errOut)
+	}
+	var res struct {
+		Floor float64 `json:"floor_us_per_commit"`
+		Rows  int     `json:"checkpoint_rows"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Floor <= 0 || res.Rows != 21 {
+		t.Fatalf("bench result %s", out)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 || entries[0].Name() != "b.db" {
+		t.Fatalf("the working directory holds %v, want b.db alone", entries)
 	}
 }

@@ -89,6 +89,12 @@ func (a *app) migrateStatus(cmd *cobra.Command) error {
 
 func (a *app) migrateUp(cmd *cobra.Command) error {
 	before, err := a.layout(cmd, true)
+	if errors.Is(err, store.ErrRecoveryNeeded) {
+		if err := a.recoverStore(); err != nil {
+			return err
+		}
+		before, err = a.layout(cmd, true)
+	}
 	if err != nil {
 		return err
 	}

@@ -157,8 +157,16 @@ func (a *app) openRead() (*store.Engine, error) {
 // openExisting opens the store named by --store for writing, after checking
 // read-only that it exists and is a Cairn store: commands that change a
 // thread (fork, resume, prune) never create a store.
+// A store a crash left with an unfinished write (store.ErrRecoveryNeeded)
+// is recovered first.
 func (a *app) openExisting() (*store.Engine, error) {
 	r, err := a.openRead()
+	if errors.Is(err, store.ErrRecoveryNeeded) {
+		if err := a.recoverStore(); err != nil {
+			return nil, err
+		}
+		return a.open()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -166,6 +174,28 @@ func (a *app) openExisting() (*store.Engine, error) {
 		return nil, err
 	}
 	return a.open()
+}
+
+// recoverStore rolls back the write a crash left unfinished in the store
+// (store.ErrRecoveryNeeded) with a read-write open that neither creates nor
+// migrates anything, and says so on stderr.
+func (a *app) recoverStore() error {
+	opts, err := a.storeOptions()
+	if err != nil {
+		return err
+	}
+	s, err := store.Open(context.Background(), a.storeURL, store.OpenOptions{Store: opts, NoMigrate: true})
+	switch {
+	case err == nil:
+		err = s.Close()
+	case errors.Is(err, store.ErrMigrationNeeded):
+		err = nil // rolled back; what remains is for a migration
+	}
+	if err != nil {
+		return fmt.Errorf("--store %s: %w", a.shownStore(), err)
+	}
+	fmt.Fprintf(a.stderr, "cairn: --store %s: rolled back a write a crash left unfinished\n", a.shownStore())
+	return nil
 }
 
 // printJSON writes v as indented JSON, without HTML escaping (in stored

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -62,7 +61,7 @@ func floorRun(ctx context.Context, path string, durability sqlite.Durability, n 
 	if durability == sqlite.DurabilityStrict {
 		syncMode = "FULL"
 	}
-	dsn := (&url.URL{Scheme: "file", Path: path}).String() + "?_pragma=busy_timeout(5000)&_pragma=synchronous(" + syncMode + ")&_pragma=journal_mode(WAL)" +
+	dsn := sqlite.FileURI(path) + "?_pragma=busy_timeout(5000)&_pragma=synchronous(" + syncMode + ")&_pragma=journal_mode(WAL)" +
 		"&_pragma=wal_autocheckpoint(" + strconv.Itoa(walPages) + ")"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {

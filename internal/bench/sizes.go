@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"maps"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -102,7 +101,7 @@ func sqliteSizes(ctx context.Context, storeURL string) (map[string]int64, int64,
 			database += fi.Size()
 		}
 	}
-	db, err := sql.Open("sqlite", (&url.URL{Scheme: "file", Path: path}).String()+"?mode=ro&_pragma=busy_timeout(5000)")
+	db, err := sql.Open("sqlite", sqlite.FileURI(path)+"?mode=ro&_pragma=busy_timeout(5000)")
 	if err != nil {
 		return nil, 0, "", fmt.Errorf("bench: sizes: %w", err)
 	}

@@ -118,6 +118,19 @@ func TestW4NonEmpty(t *testing.T) {
 	}
 }
 
+// W4 on a store named by a path relative to the working directory
+// measures its tables too (`cairn --store sqlite:w4.db bench w4`).
+func TestW4RelativeStorePath(t *testing.T) {
+	t.Chdir(t.TempDir())
+	res, err := RunW4(context.Background(), W4Config{Threads: 10, Repeat: 1, Store: "sqlite:w4.db", Program: testProgram})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Bytes == nil || res.Bytes.DatabaseBytes <= 0 || len(res.Bytes.Tables) == 0 {
+		t.Fatalf("store bytes %+v", res.Bytes)
+	}
+}
+
 // A call the server fails (504, its request timeout) is in the result
 // with its error, the other calls are still made, and W4 fails.
 func TestW4ServerFails(t *testing.T) {

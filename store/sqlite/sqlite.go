@@ -267,7 +267,7 @@ func Open(path string, opts Options) (*Backend, error) {
 	if dur == DurabilityStrict {
 		syncMode = "FULL"
 	}
-	base := fileURI(path)
+	base := FileURI(path)
 	busy := fmt.Sprintf("_pragma=busy_timeout(%d)", opts.BusyTimeout.Milliseconds())
 	common := fmt.Sprintf("%s&_pragma=synchronous(%s)", busy, syncMode)
 	// The writer never checkpoints: the checkpointer does, in the
@@ -320,7 +320,10 @@ func Open(path string, opts Options) (*Backend, error) {
 	return b, nil
 }
 
-func fileURI(path string) string { return "file:" + (&url.URL{Path: path}).EscapedPath() }
+// FileURI is the file: URI SQLite opens a path by (with the driver's
+// "?_pragma=…" options appended): relative paths stay relative to the
+// working directory, and characters URIs reserve are escaped.
+func FileURI(path string) string { return "file:" + (&url.URL{Path: path}).EscapedPath() }
 
 func (b *Backend) prepareWrites(ctx context.Context) error {
 	for _, p := range []struct {
@@ -360,36 +363,14 @@ func (b *Backend) prepareWrites(ctx context.Context) error {
 
 // openReadOnly opens an existing Cairn store without writing anything.
 func openReadOnly(path string, opts Options) (*Backend, error) {
-	fi, err := os.Stat(path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return nil, fmt.Errorf("%w: no store at %s", store.ErrNotFound, path)
-	case err != nil:
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
-	case fi.IsDir():
-		return nil, fmt.Errorf("%w: %s is a directory, not a store", store.ErrNotStore, path)
-	}
-	dsn := fmt.Sprintf("%s?mode=ro&_pragma=busy_timeout(%d)&_pragma=query_only(1)", fileURI(path), opts.BusyTimeout.Milliseconds())
-	r, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
-	}
-	r.SetMaxOpenConns(opts.ReadConns)
-	r.SetMaxIdleConns(opts.ReadConns)
-	b := &Backend{path: path, read: r, readOnly: true, closed: false}
-	b.idle = sync.NewCond(&b.wmu)
 	ctx := context.Background()
-	conn, err := r.Conn(ctx)
+	b, v, err := openFormat(ctx, path, opts)
 	if err != nil {
-		r.Close()
-		return nil, b.wrapOpen(err)
+		return nil, err
 	}
-	v, err := b.checkFormat(ctx, conn)
-	conn.Close()
-	if err == nil && v == 0 {
-		err = fmt.Errorf("%w: %s has no Cairn format version (an empty database, or one a crash left half-created: open it read-write once)", store.ErrNotStore, path)
-	}
-	if err == nil {
+	if v == 0 {
+		err = fmt.Errorf("%w: %s has no Cairn format version (an empty database, or one a crash left half-created: cairn migrate up finishes creating it)", store.ErrNotStore, path)
+	} else {
 		b.legacy = v == 1
 		b.noItems = v < 4
 		b.noLanes = v < 5
@@ -397,10 +378,57 @@ func openReadOnly(path string, opts Options) (*Backend, error) {
 		err = b.prepareReads(ctx)
 	}
 	if err != nil {
-		r.Close()
-		return nil, b.wrapOpen(err)
+		b.read.Close()
+		return nil, b.wrapReadOnly(err)
 	}
 	return b, nil
+}
+
+// openFormat opens an existing file read-only and reads its format
+// version (checkFormat): 0 for an empty database or one with only some of
+// Cairn's tables.
+func openFormat(ctx context.Context, path string, opts Options) (*Backend, int, error) {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, 0, fmt.Errorf("%w: no store at %s", store.ErrNotFound, path)
+	case err != nil:
+		return nil, 0, fmt.Errorf("store: open %s: %w", path, err)
+	case fi.IsDir():
+		return nil, 0, fmt.Errorf("%w: %s is a directory, not a store", store.ErrNotStore, path)
+	}
+	dsn := fmt.Sprintf("%s?mode=ro&_pragma=busy_timeout(%d)&_pragma=query_only(1)", FileURI(path), opts.BusyTimeout.Milliseconds())
+	r, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, 0, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(opts.ReadConns)
+	r.SetMaxIdleConns(opts.ReadConns)
+	b := &Backend{path: path, read: r, readOnly: true, closed: false}
+	b.idle = sync.NewCond(&b.wmu)
+	conn, err := r.Conn(ctx)
+	if err == nil {
+		var v int
+		v, err = b.checkFormat(ctx, conn)
+		conn.Close()
+		if err == nil {
+			return b, v, nil
+		}
+	}
+	r.Close()
+	return nil, 0, b.wrapReadOnly(err)
+}
+
+// wrapReadOnly is wrapOpen for a read-only open, which cannot roll back
+// what a crash left unfinished: SQLite says so with READONLY_ROLLBACK (a
+// hot rollback journal, as a kill while the first writer creates the
+// tables leaves) or READONLY_RECOVERY (a WAL index to rebuild).
+func (b *Backend) wrapReadOnly(err error) error {
+	switch sqliteCode(err) {
+	case sqlite3.SQLITE_READONLY_ROLLBACK, sqlite3.SQLITE_READONLY_RECOVERY:
+		return fmt.Errorf("%w: %s holds a write a crash left unfinished, which only a read-write open rolls back: run cairn migrate up (or cairn resume THREAD) once", store.ErrRecoveryNeeded, b.path)
+	}
+	return b.wrapOpen(err)
 }
 
 // OpenStore opens a store on the database at path.

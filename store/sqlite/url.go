@@ -68,18 +68,18 @@ func ParseURL(raw string) (path string, d Durability, err error) {
 func (driver) Migrations() ([]store.Migration, string) { return migrations, baseline }
 
 // Version reads the format version of the file a URL names, opening it
-// read-only (store.MigratingDriver).
+// read-only (store.MigratingDriver): 0 for an empty database, or one a crash
+// left half-created, which a read-write open finishes creating.
 func (driver) Version(ctx context.Context, raw string) (int, error) {
 	path, _, err := ParseURL(raw)
 	if err != nil {
 		return 0, err
 	}
-	b, err := Open(path, Options{ReadOnly: true})
+	opts := Options{ReadOnly: true}
+	opts.setDefaults()
+	b, v, err := openFormat(ctx, path, opts)
 	if err != nil {
 		return 0, err
 	}
-	defer b.Close()
-	var v int
-	err = b.read.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v)
-	return v, err
+	return v, b.Close()
 }
