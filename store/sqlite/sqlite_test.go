@@ -378,8 +378,11 @@ func TestBackgroundCheckpoints(t *testing.T) {
 	// more with the late snapshots' own transactions); with them it holds
 	// what is written between two restarts: WALPages, and what commits add
 	// while a copy runs, which depends on how fast the disk syncs (a busy
-	// machine's syncs take long enough for thousands of commits).
-	if restarts < 5 || maxWAL >= steps*4096 {
+	// machine's syncs take long enough for thousands of commits; on a quiet
+	// one the 3000 commits take a fifth of a second, a few copies' time:
+	// restarts are seen by sampling the file's size after each commit, so
+	// their count depends on the pace, not on whether copies run).
+	if restarts < 2 || maxWAL >= steps*4096 {
 		t.Fatalf("the WAL restarted %d times and grew to %d bytes: %+v", restarts, maxWAL, st)
 	}
 	t.Logf("%+v, %d restarts, largest WAL %d bytes", st, restarts, maxWAL)
