@@ -284,7 +284,7 @@ func (m *runManager) conclude(ctx context.Context, lr *liveRun, res flow.Result,
 		status, reason = statusInterrupted, cc.action
 	case err != nil:
 		err = m.s.redact.Error(err)
-		status, errText, errKind = statusError, err.Error(), errorType(err)
+		status, errText, errKind = statusError, apiText(lr.rec.Thread, err.Error()), errorType(err)
 		lr.log.append(inline("error", raw(map[string]string{"error": errKind, "message": errText})))
 	case res.StopReason == state.StopInterrupt:
 		status = statusInterrupted

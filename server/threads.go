@@ -28,6 +28,17 @@ func apiThreadID(key string) string {
 	return id
 }
 
+// apiText is text about a thread (an error's message, which names its
+// steps by task key, thread/seq/node) with the thread's key written as the
+// id its tenant knows: a tenant never sees the key, which names it.
+func apiText(key, text string) string {
+	id := apiThreadID(key)
+	if id == key {
+		return text
+	}
+	return strings.ReplaceAll(text, key, id)
+}
+
 // thread returns a thread of the request's tenant: another tenant's is
 // not found, as a missing one is.
 func (s *Server) thread(ctx context.Context, id string) (store.Thread, error) {
