@@ -116,3 +116,11 @@ func (e *Engine) insertOn(ctx context.Context, cp Checkpoint, seq int64, parent 
 	fresh := rowInfo{seq: p.Seq, base: p.Base, since: p.Since, baseSize: p.BaseSize, status: parent.status, touched: parent.touched}
 	return e.insert(ctx, cp, seq, fresh, nil, false)
 }
+
+// PrunedBoundary reports whether a checkpoint whose parent is not stored
+// begins what a prune left of its branch, rather than marks damage: Prune
+// gives the oldest checkpoint it keeps of a branch a snapshot of its own
+// state (the prunes of versions before rebasing kept every row back to a
+// snapshot: their oldest kept rows have one too). A checkpoint whose
+// parent is missing and that has no snapshot cannot be rebuilt.
+func PrunedBoundary(cp Checkpoint) bool { return cp.Parent != 0 && cp.Snapshot }

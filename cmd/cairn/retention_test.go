@@ -1,19 +1,28 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/cairn-dev/cairn/internal/crashtest"
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/sqlite"
 )
 
 // TestServeRetention: a thread created through the API with a time to
 // live is deleted by cairn serve's retention sweep once idle for longer;
 // a thread without one, and one paused for an answer, stay; bad ttls are
 // 422s that create nothing; the API's copy has the whole history; the
-// sweeps' keep-last leaves a thread whole when every checkpoint is needed;
+// sweeps' keep-last leaves the newest 2 checkpoints of a thread, their
+// states as they were;
 // the event log of a run that ended goes after --retention-run-logs, its
 // record stays.
 func TestServeRetention(t *testing.T) {
@@ -78,8 +87,13 @@ func TestServeRetention(t *testing.T) {
 	var st map[string]any
 	time.Sleep(500 * time.Millisecond) // a few more sweeps
 	var h []any
-	if p.call(t, "POST", "/threads/kept/history", map[string]any{"limit": 100}, &h); len(h) != len(orig) {
-		t.Fatalf("%d checkpoints after the sweeps, %d before; each was needed", len(h), len(orig))
+	if p.call(t, "POST", "/threads/kept/history", map[string]any{"limit": 100}, &h); len(h) != 2 {
+		t.Fatalf("%d checkpoints after the sweeps, %d before; keep-last 2 keeps 2", len(h), len(orig))
+	}
+	for i := range h {
+		if got, want := h[i].(map[string]any)["values"], orig[i].(map[string]any)["values"]; !reflect.DeepEqual(got, want) {
+			t.Fatalf("checkpoint %d from the head after the sweeps: %v, was %v", i, got, want)
+		}
 	}
 	if code := p.call(t, "GET", "/threads/kept/state", nil, &st); code != 200 || st["values"] == nil {
 		t.Fatalf("state after the sweep: %d %v", code, st)
@@ -94,5 +108,130 @@ func TestServeRetention(t *testing.T) {
 	})
 	if p.call(t, "GET", "/threads/kept/runs/"+runs[0]["run_id"].(string), nil, nil) != 200 {
 		t.Fatal("the run's record went with its log")
+	}
+}
+
+// historyStates returns the state of every checkpoint of a thread, by
+// seq, and the history's JSON entries, through cairn history --states
+// --json.
+func historyStates(t *testing.T, env map[string]string, thread string) (map[int64]string, []map[string]any) {
+	t.Helper()
+	code, out, errOut := cli(t, env, "history", thread, "--states", "--json")
+	if code != 0 {
+		t.Fatalf("history %s: %d %s", thread, code, errOut)
+	}
+	var cps []map[string]any
+	if err := json.Unmarshal([]byte(out), &cps); err != nil {
+		t.Fatal(err)
+	}
+	states := map[int64]string{}
+	for _, cp := range cps {
+		b, err := json.Marshal(cp["state"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		states[int64(cp["seq"].(float64))] = string(b)
+	}
+	return states, cps
+}
+
+// storedPieces returns pieces of the blobs of a thread's checkpoint 1 as
+// the SQLite file holds them (sealed, in an encrypted store).
+func storedPieces(t *testing.T, db, thread string) [][]byte {
+	t.Helper()
+	s, err := sqlite.OpenStore(db, sqlite.Options{}, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rows, err := s.Backend().Rows(context.Background(), store.RowQuery{Thread: thread, From: 1, To: 1, Snapshots: true})
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("checkpoint 1 of %s as stored: %v %d", thread, err, len(rows))
+	}
+	var pieces [][]byte
+	for _, blob := range [][]byte{rows[0].Patch, rows[0].Snapshot} {
+		mid := len(blob) / 2
+		pieces = append(pieces, bytes.Clone(blob[mid-12:mid+12]))
+	}
+	return pieces
+}
+
+// TestPruneDeletesOldData, through the CLI on SQLite, plaintext and
+// encrypted: a run's input holds a secret in checkpoints 1..6 of thread t,
+// two forks replace it (7, 8); thread p waits for an approval. cairn prune
+// --keep-last 2 --vacuum leaves 7 and 8 of t, and 2 and 3 of p (3 is the
+// pause, 2 the state its step resumes from): no byte of the database file
+// or its journals holds the secret or checkpoint 1's stored blobs, and an
+// encrypted store holds no kept state in the clear (the snapshot the prune
+// gave 7 is sealed); cairn history lists what is left, each with its state
+// as before, and marks 7 as where the pruned history ended; p resumes with
+// the answer and finishes.
+func TestPruneDeletesOldData(t *testing.T) {
+	const secret = "CUSTOMER-CARD-4929-0071-5538-1162"
+	const kept = "resumes from the last one" // in the state of 7 (a step's reply)
+	examples := filepath.Join("..", "..", "examples", "serve")
+	for _, tc := range []struct{ name, keys string }{{"plaintext", ""}, {"encrypted", testKey(3)}} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "state.db")
+			env := map[string]string{"CAIRN_STORE": "sqlite:" + db, "CAIRN_ENCRYPTION_KEYS": tc.keys}
+			mustCLI := func(want int, args ...string) string {
+				t.Helper()
+				code, out, errOut := cli(t, env, args...)
+				if code != want {
+					t.Fatalf("cairn %v: exit %d, want %d\n%s%s", args, code, want, out, errOut)
+				}
+				return out
+			}
+			mustCLI(0, "run", filepath.Join(examples, "five-steps.md"), "--thread", "t", "--input-text", "refund to card "+secret)
+			mustCLI(0, "fork", "t", "--at", "6", "--set", `input={"source":"inline","kind":"text","content":"refund to the card on file"}`)
+			mustCLI(0, "fork", "t", "--at", "7", "--set", `note="card number removed"`)
+			mustCLI(3, "run", filepath.Join(examples, "approval.md"), "--thread", "p", "--input-text", "Where is my order?")
+			beforeT, _ := historyStates(t, env, "t")
+			beforeP, _ := historyStates(t, env, "p")
+			pieces := storedPieces(t, db, "t")
+			plain := tc.keys == ""
+			if raw := storeBytes(t, db); bytes.Contains(raw, []byte(secret)) != plain || bytes.Contains(raw, []byte(kept)) != plain || !bytes.Contains(raw, pieces[0]) || !bytes.Contains(raw, pieces[1]) {
+				t.Fatal("before the prune, the file does not hold what the check looks for")
+			}
+			out := mustCLI(0, "prune", "--keep-last", "2", "--vacuum")
+			if !strings.Contains(out, "pruned 7 checkpoints") || !strings.Contains(out, "vacuumed") {
+				t.Fatalf("prune: %s", out)
+			}
+			raw := storeBytes(t, db)
+			if bytes.Contains(raw, []byte(secret)) {
+				t.Fatal("the pruned secret is still in the database file or its journals")
+			}
+			// Sealed, checkpoint 1's blobs are ciphertext no kept blob
+			// holds; in the clear, parts of them are in kept states too.
+			if !plain && (bytes.Contains(raw, pieces[0]) || bytes.Contains(raw, pieces[1])) {
+				t.Fatal("checkpoint 1's sealed blobs are still in the database file or its journals")
+			}
+			if !plain && bytes.Contains(raw, []byte(kept)) {
+				t.Fatal("a kept state is in the clear in an encrypted store: the snapshot the prune wrote is not sealed")
+			}
+			for thread, want := range map[string]string{"t": "[7 8]", "p": "[2 3]"} {
+				before := map[string]map[int64]string{"t": beforeT, "p": beforeP}[thread]
+				after, cps := historyStates(t, env, thread)
+				var seqs []int64
+				for seq, st := range after {
+					if st != before[seq] {
+						t.Fatalf("%s checkpoint %d after the prune: %s, was %s", thread, seq, st, before[seq])
+					}
+					seqs = append(seqs, seq)
+				}
+				if slices.Sort(seqs); fmt.Sprint(seqs) != want {
+					t.Fatalf("%s after the prune: %v, want %s", thread, seqs, want)
+				}
+				if oldest := cps[len(cps)-1]; oldest["pruned_before"] != true {
+					t.Fatalf("%s: the oldest checkpoint left is not marked as where the pruned history ended: %v", thread, oldest)
+				}
+			}
+			if out := mustCLI(0, "history", "t"); !strings.Contains(out, "parent 6 pruned") || strings.Count(out, "\n") != 3 {
+				t.Fatalf("history of t after the prune:\n%s", out)
+			}
+			if out := mustCLI(0, "resume", "p", "--answer", `"approved"`); !strings.Contains(out, "Sent:") {
+				t.Fatalf("resume of the paused thread after the prune: %s", out)
+			}
+		})
 	}
 }

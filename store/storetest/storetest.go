@@ -693,7 +693,7 @@ func testPrune(t *testing.T, h Harness) {
 		oldest = cp.Seq
 		n++
 	}
-	if n < 10 || int64(n) != 300-res.Checkpoints || oldest != res.Checkpoints+1 {
+	if n != 10 || int64(n) != 300-res.Checkpoints || oldest != res.Checkpoints+1 {
 		t.Fatalf("after prune: %d left, oldest %d, deleted %d", n, oldest, res.Checkpoints)
 	}
 	m.step(301)
