@@ -13,8 +13,9 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/internal/crashtest"
+	"github.com/cairn-dev/cairn/internal/pgtest"
+	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/sqlite"
 )
 
 // TestServeRetention: a thread created through the API with a time to
@@ -136,15 +137,16 @@ func historyStates(t *testing.T, env map[string]string, thread string) (map[int6
 }
 
 // storedPieces returns pieces of the blobs of a thread's checkpoint 1 as
-// the SQLite file holds them (sealed, in an encrypted store).
-func storedPieces(t *testing.T, db, thread string) [][]byte {
+// the store at url holds them (sealed, in an encrypted store).
+func storedPieces(t *testing.T, url, thread string) [][]byte {
 	t.Helper()
-	s, err := sqlite.OpenStore(db, sqlite.Options{}, store.Options{})
+	ctx := context.Background()
+	s, err := store.Open(ctx, url, store.OpenOptions{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	rows, err := s.Backend().Rows(context.Background(), store.RowQuery{Thread: thread, From: 1, To: 1, Snapshots: true})
+	rows, err := s.Backend().Rows(ctx, store.RowQuery{Thread: thread, From: 1, To: 1, Snapshots: true})
 	if err != nil || len(rows) != 1 {
 		t.Fatalf("checkpoint 1 of %s as stored: %v %d", thread, err, len(rows))
 	}
@@ -156,82 +158,206 @@ func storedPieces(t *testing.T, db, thread string) [][]byte {
 	return pieces
 }
 
-// TestPruneDeletesOldData, through the CLI on SQLite, plaintext and
-// encrypted: a run's input holds a secret in checkpoints 1..6 of thread t,
-// two forks replace it (7, 8); thread p waits for an approval. cairn prune
-// --keep-last 2 --vacuum leaves 7 and 8 of t, and 2 and 3 of p (3 is the
-// pause, 2 the state its step resumes from): no byte of the database file
-// or its journals holds the secret or checkpoint 1's stored blobs, and an
+// storeBackends are the stores the CLI's retention tests run on: each
+// gives a store URL and a function returning every byte the store holds
+// (a SQLite file and its journals; every row of a PostgreSQL schema,
+// when CAIRN_TEST_POSTGRES names a server).
+var storeBackends = []struct {
+	name string
+	open func(t *testing.T) (url string, stored func() []byte)
+}{
+	{"sqlite", func(t *testing.T) (string, func() []byte) {
+		db := filepath.Join(t.TempDir(), "state.db")
+		return "sqlite:" + db, func() []byte { return storeBytes(t, db) }
+	}},
+	{"postgres", func(t *testing.T) (string, func() []byte) {
+		dsn, _ := pgtest.Schema(t, "cairn_prune")
+		return dsn, func() []byte { return pgtest.Bytes(t, dsn) }
+	}},
+}
+
+// TestPruneDeletesOldData, through the CLI on SQLite and PostgreSQL,
+// plaintext and encrypted: a run's input holds a secret in checkpoints
+// 1..6 of thread t, two forks replace it (7, 8); thread p waits for an
+// approval. cairn prune --keep-last 2 --vacuum leaves 7 and 8 of t, and 2
+// and 3 of p (3 is the pause, 2 the state its step resumes from): no byte
+// the store holds (the SQLite file and its journals; every row of the
+// PostgreSQL schema) has the secret or checkpoint 1's stored blobs, and an
 // encrypted store holds no kept state in the clear (the snapshot the prune
 // gave 7 is sealed); cairn history lists what is left, each with its state
 // as before, and marks 7 as where the pruned history ended; p resumes with
 // the answer and finishes.
 func TestPruneDeletesOldData(t *testing.T) {
+	for _, be := range storeBackends {
+		for _, tc := range []struct{ name, keys string }{{"plaintext", ""}, {"encrypted", testKey(3)}} {
+			t.Run(be.name+"/"+tc.name, func(t *testing.T) {
+				url, stored := be.open(t)
+				env := map[string]string{"CAIRN_STORE": url, "CAIRN_ENCRYPTION_KEYS": tc.keys}
+				pruneOldData(t, env, stored)
+			})
+		}
+	}
+}
+
+// pruneOldData is TestPruneDeletesOldData on one store: stored returns
+// every byte it holds.
+func pruneOldData(t *testing.T, env map[string]string, stored func() []byte) {
 	const secret = "CUSTOMER-CARD-4929-0071-5538-1162"
 	const kept = "resumes from the last one" // in the state of 7 (a step's reply)
 	examples := filepath.Join("..", "..", "examples", "serve")
-	for _, tc := range []struct{ name, keys string }{{"plaintext", ""}, {"encrypted", testKey(3)}} {
-		t.Run(tc.name, func(t *testing.T) {
-			db := filepath.Join(t.TempDir(), "state.db")
-			env := map[string]string{"CAIRN_STORE": "sqlite:" + db, "CAIRN_ENCRYPTION_KEYS": tc.keys}
-			mustCLI := func(want int, args ...string) string {
+	mustCLI := func(want int, args ...string) string {
+		t.Helper()
+		code, out, errOut := cli(t, env, args...)
+		if code != want {
+			t.Fatalf("cairn %v: exit %d, want %d\n%s%s", args, code, want, out, errOut)
+		}
+		return out
+	}
+	mustCLI(0, "run", filepath.Join(examples, "five-steps.md"), "--thread", "t", "--input-text", "refund to card "+secret)
+	mustCLI(0, "fork", "t", "--at", "6", "--set", `input={"source":"inline","kind":"text","content":"refund to the card on file"}`)
+	mustCLI(0, "fork", "t", "--at", "7", "--set", `note="card number removed"`)
+	mustCLI(3, "run", filepath.Join(examples, "approval.md"), "--thread", "p", "--input-text", "Where is my order?")
+	beforeT, _ := historyStates(t, env, "t")
+	beforeP, _ := historyStates(t, env, "p")
+	pieces := storedPieces(t, env["CAIRN_STORE"], "t")
+	plain := env["CAIRN_ENCRYPTION_KEYS"] == ""
+	if raw := stored(); bytes.Contains(raw, []byte(secret)) != plain || bytes.Contains(raw, []byte(kept)) != plain || !bytes.Contains(raw, pieces[0]) || !bytes.Contains(raw, pieces[1]) {
+		t.Fatal("before the prune, the store does not hold what the check looks for")
+	}
+	out := mustCLI(0, "prune", "--keep-last", "2", "--vacuum")
+	if !strings.Contains(out, "pruned 7 checkpoints") || !strings.Contains(out, "vacuumed") {
+		t.Fatalf("prune: %s", out)
+	}
+	raw := stored()
+	if bytes.Contains(raw, []byte(secret)) {
+		t.Fatal("the pruned secret is still stored")
+	}
+	// Sealed, checkpoint 1's blobs are ciphertext no kept blob
+	// holds; in the clear, parts of them are in kept states too.
+	if !plain && (bytes.Contains(raw, pieces[0]) || bytes.Contains(raw, pieces[1])) {
+		t.Fatal("checkpoint 1's sealed blobs are still stored")
+	}
+	if !plain && bytes.Contains(raw, []byte(kept)) {
+		t.Fatal("a kept state is in the clear in an encrypted store: the snapshot the prune wrote is not sealed")
+	}
+	for thread, want := range map[string]string{"t": "[7 8]", "p": "[2 3]"} {
+		before := map[string]map[int64]string{"t": beforeT, "p": beforeP}[thread]
+		after, cps := historyStates(t, env, thread)
+		var seqs []int64
+		for seq, st := range after {
+			if st != before[seq] {
+				t.Fatalf("%s checkpoint %d after the prune: %s, was %s", thread, seq, st, before[seq])
+			}
+			seqs = append(seqs, seq)
+		}
+		if slices.Sort(seqs); fmt.Sprint(seqs) != want {
+			t.Fatalf("%s after the prune: %v, want %s", thread, seqs, want)
+		}
+		if oldest := cps[len(cps)-1]; oldest["pruned_before"] != true {
+			t.Fatalf("%s: the oldest checkpoint left is not marked as where the pruned history ended: %v", thread, oldest)
+		}
+	}
+	if out := mustCLI(0, "history", "t"); !strings.Contains(out, "parent 6 pruned") || strings.Count(out, "\n") != 3 {
+		t.Fatalf("history of t after the prune:\n%s", out)
+	}
+	if out := mustCLI(0, "resume", "p", "--answer", `"approved"`); !strings.Contains(out, "Sent:") {
+		t.Fatalf("resume of the paused thread after the prune: %s", out)
+	}
+}
+
+// raceWriter appends steps checkpoints to thread "race" of s, one every
+// few milliseconds, and returns the state of each by seq; the first error
+// ends it.
+func raceWriter(ctx context.Context, s store.Store, steps int) (map[int64]string, error) {
+	schema := state.MustSchema()
+	doc, head := state.EmptyDoc(), int64(0)
+	want := map[int64]string{}
+	for i := 1; i <= steps; i++ {
+		// A few hundred bytes a step: a (late) snapshot every dozen.
+		nd, patch, err := schema.Apply(doc, state.Update{"n": i, "text": fmt.Sprintf("step %d %0300d", i, i)})
+		if err != nil {
+			return want, err
+		}
+		cp, err := s.Append(ctx, store.Checkpoint{Thread: "race", Parent: head, Patch: patch, State: nd})
+		if err != nil {
+			return want, fmt.Errorf("append %d: %w", i, err)
+		}
+		want[cp.Seq], doc, head = nd.String(), nd, cp.Seq
+		time.Sleep(3 * time.Millisecond)
+	}
+	return want, nil
+}
+
+// TestPruneRacesWriter: cairn prune --keep-last 2 in processes of its
+// own, one after another, while this process appends to the same thread
+// (SQLite, and PostgreSQL when CAIRN_TEST_POSTGRES names a server). Each
+// prune rebases the rows the writer's next append builds on, which the
+// writer holds as it committed them: every append still commits, every
+// checkpoint left rebuilds to its state, and a last prune leaves 2.
+func TestPruneRacesWriter(t *testing.T) {
+	for _, be := range storeBackends {
+		t.Run(be.name, func(t *testing.T) {
+			url, _ := be.open(t)
+			ctx := context.Background()
+			s, err := store.Open(ctx, url, store.OpenOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			type result struct {
+				want map[int64]string
+				err  error
+			}
+			done := make(chan result, 1)
+			go func() {
+				want, err := raceWriter(ctx, s, 400)
+				done <- result{want, err}
+			}()
+			var res result
+			prunes, deleted := 0, 0.0
+			for finished := false; !finished; {
+				cmd := cairnProcess(t, []string{"CAIRN_STORE=" + url}, "prune", "--keep-last", "2", "--thread", "race", "--json")
+				out, err := cmd.Output()
+				var pr map[string]any
+				if err != nil || json.Unmarshal(out, &pr) != nil {
+					t.Fatalf("prune while writing: %v\n%s", err, out)
+				}
+				prunes++
+				deleted += pr["checkpoints"].(float64)
+				select {
+				case res = <-done:
+					finished = true
+				default:
+				}
+			}
+			if res.err != nil {
+				t.Fatalf("the writer, racing %d prunes: %v", prunes, res.err)
+			}
+			if prunes < 3 || deleted == 0 {
+				t.Fatalf("%d prunes deleted %v checkpoints while the writer wrote: no race", prunes, deleted)
+			}
+			t.Logf("%d prunes deleted %v checkpoints while the writer wrote 400", prunes, deleted)
+			checkLeft := func(want int) {
 				t.Helper()
-				code, out, errOut := cli(t, env, args...)
-				if code != want {
-					t.Fatalf("cairn %v: exit %d, want %d\n%s%s", args, code, want, out, errOut)
-				}
-				return out
-			}
-			mustCLI(0, "run", filepath.Join(examples, "five-steps.md"), "--thread", "t", "--input-text", "refund to card "+secret)
-			mustCLI(0, "fork", "t", "--at", "6", "--set", `input={"source":"inline","kind":"text","content":"refund to the card on file"}`)
-			mustCLI(0, "fork", "t", "--at", "7", "--set", `note="card number removed"`)
-			mustCLI(3, "run", filepath.Join(examples, "approval.md"), "--thread", "p", "--input-text", "Where is my order?")
-			beforeT, _ := historyStates(t, env, "t")
-			beforeP, _ := historyStates(t, env, "p")
-			pieces := storedPieces(t, db, "t")
-			plain := tc.keys == ""
-			if raw := storeBytes(t, db); bytes.Contains(raw, []byte(secret)) != plain || bytes.Contains(raw, []byte(kept)) != plain || !bytes.Contains(raw, pieces[0]) || !bytes.Contains(raw, pieces[1]) {
-				t.Fatal("before the prune, the file does not hold what the check looks for")
-			}
-			out := mustCLI(0, "prune", "--keep-last", "2", "--vacuum")
-			if !strings.Contains(out, "pruned 7 checkpoints") || !strings.Contains(out, "vacuumed") {
-				t.Fatalf("prune: %s", out)
-			}
-			raw := storeBytes(t, db)
-			if bytes.Contains(raw, []byte(secret)) {
-				t.Fatal("the pruned secret is still in the database file or its journals")
-			}
-			// Sealed, checkpoint 1's blobs are ciphertext no kept blob
-			// holds; in the clear, parts of them are in kept states too.
-			if !plain && (bytes.Contains(raw, pieces[0]) || bytes.Contains(raw, pieces[1])) {
-				t.Fatal("checkpoint 1's sealed blobs are still in the database file or its journals")
-			}
-			if !plain && bytes.Contains(raw, []byte(kept)) {
-				t.Fatal("a kept state is in the clear in an encrypted store: the snapshot the prune wrote is not sealed")
-			}
-			for thread, want := range map[string]string{"t": "[7 8]", "p": "[2 3]"} {
-				before := map[string]map[int64]string{"t": beforeT, "p": beforeP}[thread]
-				after, cps := historyStates(t, env, thread)
-				var seqs []int64
-				for seq, st := range after {
-					if st != before[seq] {
-						t.Fatalf("%s checkpoint %d after the prune: %s, was %s", thread, seq, st, before[seq])
+				n := 0
+				for cp, err := range s.History(ctx, store.HistoryRequest{Thread: "race", WithState: true}) {
+					if err != nil {
+						t.Fatalf("history after the race: %v", err)
 					}
-					seqs = append(seqs, seq)
+					if cp.State.String() != res.want[cp.Seq] {
+						t.Fatalf("checkpoint %d after the race: %.80s, want %.80s", cp.Seq, cp.State.String(), res.want[cp.Seq])
+					}
+					n++
 				}
-				if slices.Sort(seqs); fmt.Sprint(seqs) != want {
-					t.Fatalf("%s after the prune: %v, want %s", thread, seqs, want)
-				}
-				if oldest := cps[len(cps)-1]; oldest["pruned_before"] != true {
-					t.Fatalf("%s: the oldest checkpoint left is not marked as where the pruned history ended: %v", thread, oldest)
+				if want > 0 && n != want {
+					t.Fatalf("%d checkpoints left, want %d", n, want)
 				}
 			}
-			if out := mustCLI(0, "history", "t"); !strings.Contains(out, "parent 6 pruned") || strings.Count(out, "\n") != 3 {
-				t.Fatalf("history of t after the prune:\n%s", out)
+			checkLeft(0)
+			if code, out, errOut := cli(t, map[string]string{"CAIRN_STORE": url}, "prune", "--keep-last", "2", "--thread", "race"); code != 0 {
+				t.Fatalf("last prune: %d %s %s", code, out, errOut)
 			}
-			if out := mustCLI(0, "resume", "p", "--answer", `"approved"`); !strings.Contains(out, "Sent:") {
-				t.Fatalf("resume of the paused thread after the prune: %s", out)
-			}
+			checkLeft(2)
 		})
 	}
 }

@@ -785,6 +785,10 @@ func (b *Backend) Namespaces(ctx context.Context, thread string) ([]store.Namesp
 	return out, wrap(err, "namespaces", thread)
 }
 
+// pruneLockClass is the first key of the advisory lock a prune holds on
+// its thread (the second is a hash of the thread's id).
+const pruneLockClass = "7262466"
+
 // DeleteRanges implements store.Backend. It checks that the namespace did
 // not grow once more after it has locked the rows it rewrites and deletes:
 // an insert holds a lock on its parent row until it commits (Insert), so
@@ -797,9 +801,11 @@ func (b *Backend) DeleteRanges(ctx context.Context, thread, ns string, head int6
 	}
 	var n int64
 	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-		// The thread's row lock orders this against appends that move the
-		// head.
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM cairn_threads WHERE id = $1 FOR UPDATE`, thread); err != nil {
+		// One prune of a thread at a time: two would lock the rows they
+		// change in orders of their own. Not the thread's row: an insert
+		// that holds its parent's lock may wait for that one (it moves the
+		// head), and this prune for the parent.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(`+pruneLockClass+`, hashtext($1))`, thread); err != nil {
 			return err
 		}
 		var newest *int64

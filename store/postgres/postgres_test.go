@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -76,56 +75,8 @@ func conformanceHarness() storetest.Harness {
 		Edit: func(t *testing.T, s store.Store, ref store.Ref, column string, value any) {
 			editColumn(t, dsns[s], ref, column, value)
 		},
-		Bytes: func(t *testing.T, s store.Store) []byte { return schemaBytes(t, dsns[s]) },
+		Bytes: func(t *testing.T, s store.Store) []byte { return pgtest.Bytes(t, dsns[s]) },
 	}
-}
-
-// schemaBytes returns the content of every row of every table of the
-// schema a DSN's search_path names: text as it is, bytea as its bytes,
-// other values as Go prints them.
-func schemaBytes(t *testing.T, dsn string) []byte {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, `SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil || len(names) == 0 {
-		t.Fatalf("tables of the schema: %v %v", names, err)
-	}
-	var all []byte
-	for _, name := range names {
-		rows, err := conn.Query(ctx, `SELECT * FROM `+pgx.Identifier{name}.Sanitize())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			vals, err := rows.Values()
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, v := range vals {
-				switch v := v.(type) {
-				case []byte:
-					all = append(all, v...)
-				case string:
-					all = append(all, v...)
-				default:
-					all = fmt.Append(all, v)
-				}
-			}
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return all
 }
 
 // editColumn changes one column with raw SQL, as storetest.Harness.Edit
