@@ -317,10 +317,12 @@ func TestPruneRacesWriter(t *testing.T) {
 			prunes, deleted := 0, 0.0
 			for finished := false; !finished; {
 				cmd := cairnProcess(t, []string{"CAIRN_STORE=" + url}, "prune", "--keep-last", "2", "--thread", "race", "--json")
+				var errOut bytes.Buffer
+				cmd.Stderr = &errOut
 				out, err := cmd.Output()
 				var pr map[string]any
 				if err != nil || json.Unmarshal(out, &pr) != nil {
-					t.Fatalf("prune while writing: %v\n%s", err, out)
+					t.Fatalf("prune while writing: %v\n%s%s", err, out, errOut.String())
 				}
 				prunes++
 				deleted += pr["checkpoints"].(float64)
