@@ -92,21 +92,62 @@ func (d *dataThread) check(t *testing.T) []int64 {
 	return left
 }
 
-// storedBlobs returns pieces of checkpoint 1's stored patch and snapshot,
-// as the backend holds them (sealed, in an encrypted store), and its
-// stored patch.
-func storedBlobs(t *testing.T, s store.Store, thread string) (pieces [][]byte, patch []byte) {
+// oldData is what testPruneDeletesOldData looks for in the storage's
+// bytes: the secret of checkpoint 1 and pieces of its blobs as stored,
+// and, when they are sealed, a kept state's note, which must never be
+// there in the clear.
+type oldData struct {
+	secret, note string
+	pieces       [][]byte
+	sealed       bool
+}
+
+// storedOldData reads checkpoint 1 of d's thread as the backend holds it
+// (sealed, in an encrypted store).
+func storedOldData(t *testing.T, d *dataThread) oldData {
 	t.Helper()
-	b := s.(interface{ Backend() store.Backend }).Backend()
-	rows, err := b.Rows(context.Background(), store.RowQuery{Thread: thread, From: 1, To: 1, Snapshots: true})
+	b := d.s.(interface{ Backend() store.Backend }).Backend()
+	rows, err := b.Rows(context.Background(), store.RowQuery{Thread: d.id, From: 1, To: 1, Snapshots: true})
 	if err != nil || len(rows) != 1 || len(rows[0].Snapshot) < 32 {
 		t.Fatalf("checkpoint 1 as stored: %v %d rows", err, len(rows))
 	}
+	o := oldData{secret: d.secret, note: d.note, sealed: !bytes.Contains(rows[0].Patch, []byte(d.secret))}
 	for _, blob := range [][]byte{rows[0].Patch, rows[0].Snapshot} {
 		mid := len(blob) / 2
-		pieces = append(pieces, bytes.Clone(blob[mid-12:mid+12]))
+		o.pieces = append(o.pieces, bytes.Clone(blob[mid-12:mid+12]))
 	}
-	return pieces, rows[0].Patch
+	return o
+}
+
+// present checks that the storage's bytes hold what gone looks for: the
+// check can see it.
+func (o oldData) present(t *testing.T, raw []byte) {
+	t.Helper()
+	for i, p := range o.pieces {
+		if !bytes.Contains(raw, p) {
+			t.Fatalf("before the prune, the storage does not hold piece %d of checkpoint 1 (%x): the check cannot see it", i, p)
+		}
+	}
+	if !o.sealed && !bytes.Contains(raw, []byte(o.secret)) {
+		t.Fatal("before the prune, the storage does not hold the secret in the clear: the check cannot see it")
+	}
+}
+
+// gone checks that the storage's bytes hold nothing of checkpoint 1, and
+// no kept state in the clear when blobs are sealed.
+func (o oldData) gone(t *testing.T, raw []byte) {
+	t.Helper()
+	if bytes.Contains(raw, []byte(o.secret)) {
+		t.Fatal("the secret of pruned checkpoint 1 is still stored")
+	}
+	for i, p := range o.pieces {
+		if bytes.Contains(raw, p) {
+			t.Fatalf("piece %d of pruned checkpoint 1 as stored (%x) is still stored", i, p)
+		}
+	}
+	if o.sealed && bytes.Contains(raw, []byte(o.note)) {
+		t.Fatal("a kept state is stored in the clear: the snapshot given to the oldest kept checkpoint is not sealed")
+	}
 }
 
 // testPruneDeletesOldData: keep-last N keeps N checkpoints of each branch
@@ -121,15 +162,9 @@ func testPruneDeletesOldData(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := open(t, h)
 	d := newDataThread(t, s)
-	pieces, patch1 := storedBlobs(t, s, d.id)
-	sealed := !bytes.Contains(patch1, []byte(d.secret))
+	old := storedOldData(t, d)
 	if h.Bytes != nil {
-		before := h.Bytes(t, s)
-		for i, p := range append(pieces, []byte(d.secret)) {
-			if (i < len(pieces) || !sealed) && !bytes.Contains(before, p) {
-				t.Fatalf("before the prune, the storage does not hold piece %d of checkpoint 1 (%x): the check cannot see it", i, p)
-			}
-		}
+		old.present(t, h.Bytes(t, s))
 	}
 	res, err := s.Prune(ctx, store.PruneRequest{Thread: d.id, KeepLast: 2})
 	if err != nil {
@@ -146,31 +181,27 @@ func testPruneDeletesOldData(t *testing.T, h Harness) {
 		}
 	}
 	if h.Bytes != nil {
-		after := h.Bytes(t, s)
-		if bytes.Contains(after, []byte(d.secret)) {
-			t.Fatal("the secret of pruned checkpoint 1 is still stored")
-		}
-		for i, p := range pieces {
-			if bytes.Contains(after, p) {
-				t.Fatalf("piece %d of pruned checkpoint 1 as stored (%x) is still stored", i, p)
-			}
-		}
-		if sealed && bytes.Contains(after, []byte(d.note)) {
-			t.Fatal("a kept state is stored in the clear: the snapshot given to the oldest kept checkpoint is not sealed")
-		}
+		old.gone(t, h.Bytes(t, s))
 	}
 	ws, err := s.Writes(ctx, d.id, "", 5)
 	if err != nil || len(ws) != 1 || ws[0].Task != "lookup" {
 		t.Fatalf("the pending writes of the step the branch paused in: %v %+v", err, ws)
 	}
-	// The answer resumes the paused branch on the state of 5, through this
-	// engine's cached head (6 as committed, before the prune rebased it).
+	d.goesOn(t)
+}
+
+// goesOn resumes the paused branch of a pruned data thread on the state
+// of 5, through this engine's cached head (6 as committed, before the
+// prune rebased it), forks the main line's tip, and prunes again.
+func (d *dataThread) goesOn(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
 	d.append(t, 6, state.Update{"answer": "yes"}, 0, store.Meta{})
 	doc, patch, err := state.MustSchema().Apply(d.docs[4], state.Update{"n": 5})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fk, err := s.Fork(ctx, store.ForkRequest{Thread: d.id, At: 4, Patch: patch}); err != nil || fk.Seq != 8 {
+	if fk, err := d.s.Fork(ctx, store.ForkRequest{Thread: d.id, At: 4, Patch: patch}); err != nil || fk.Seq != 8 {
 		t.Fatalf("fork at the main line's tip: %d %v", fk.Seq, err)
 	}
 	d.docs[8] = doc
@@ -178,7 +209,7 @@ func testPruneDeletesOldData(t *testing.T, h Harness) {
 		t.Fatalf("after resuming: %v", left)
 	}
 	// Kept: 8 and 4, 7 and 6, and 5, which the paused 6 resumes from.
-	if res, err := s.Prune(ctx, store.PruneRequest{Thread: d.id, KeepLast: 2}); err != nil || res.Checkpoints != 1 || res.Rebased != 1 {
+	if res, err := d.s.Prune(ctx, store.PruneRequest{Thread: d.id, KeepLast: 2}); err != nil || res.Checkpoints != 1 || res.Rebased != 1 {
 		t.Fatalf("second prune: %+v %v", res, err)
 	}
 	if left := d.check(t); fmt.Sprint(left) != "[4 5 6 7 8]" {
