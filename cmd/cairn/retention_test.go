@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -265,35 +266,43 @@ func pruneOldData(t *testing.T, env map[string]string, stored func() []byte) {
 	}
 }
 
-// raceWriter appends steps checkpoints to thread "race" of s, one every
-// few milliseconds, and returns the state of each by seq; the first error
+// raceWriter appends checkpoints to thread "race" of s in bursts of 20,
+// with a pause between bursts, until stop is closed (or a minute and a
+// half went by), and returns the state of each by seq; the first error
 // ends it.
-func raceWriter(ctx context.Context, s store.Store, steps int) (map[int64]string, error) {
+func raceWriter(ctx context.Context, s store.Store, stop <-chan struct{}) (map[int64]string, error) {
 	schema := state.MustSchema()
 	doc, head := state.EmptyDoc(), int64(0)
 	want := map[int64]string{}
-	for i := 1; i <= steps; i++ {
-		// A few hundred bytes a step: a (late) snapshot every dozen.
-		nd, patch, err := schema.Apply(doc, state.Update{"n": i, "text": fmt.Sprintf("step %d %0300d", i, i)})
-		if err != nil {
-			return want, err
+	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); {
+		for range 20 {
+			// A few hundred bytes a step: a (late) snapshot every dozen.
+			nd, patch, err := schema.Apply(doc, state.Update{"n": head + 1, "text": fmt.Sprintf("step %d %0300d", head+1, head+1)})
+			if err != nil {
+				return want, err
+			}
+			cp, err := s.Append(ctx, store.Checkpoint{Thread: "race", Parent: head, Patch: patch, State: nd})
+			if err != nil {
+				return want, fmt.Errorf("append on %d: %w", head, err)
+			}
+			want[cp.Seq], doc, head = nd.String(), nd, cp.Seq
 		}
-		cp, err := s.Append(ctx, store.Checkpoint{Thread: "race", Parent: head, Patch: patch, State: nd})
-		if err != nil {
-			return want, fmt.Errorf("append %d: %w", i, err)
+		select {
+		case <-stop:
+			return want, nil
+		case <-time.After(50 * time.Millisecond):
 		}
-		want[cp.Seq], doc, head = nd.String(), nd, cp.Seq
-		time.Sleep(3 * time.Millisecond)
 	}
 	return want, nil
 }
 
 // TestPruneRacesWriter: cairn prune --keep-last 2 in processes of its
 // own, one after another, while this process appends to the same thread
-// (SQLite, and PostgreSQL when CAIRN_TEST_POSTGRES names a server). Each
-// prune rebases the rows the writer's next append builds on, which the
-// writer holds as it committed them: every append still commits, every
-// checkpoint left rebuilds to its state, and a last prune leaves 2.
+// in bursts (SQLite, and PostgreSQL when CAIRN_TEST_POSTGRES names a
+// server). A prune between two bursts rebases the row the writer's next
+// append builds on, which the writer holds as it committed it; one during
+// a burst finds the thread grew. Every append commits, every checkpoint
+// left rebuilds to its state, and a last prune leaves 2.
 func TestPruneRacesWriter(t *testing.T) {
 	for _, be := range storeBackends {
 		t.Run(be.name, func(t *testing.T) {
@@ -304,55 +313,21 @@ func TestPruneRacesWriter(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			type result struct {
-				want map[int64]string
-				err  error
-			}
-			done := make(chan result, 1)
-			go func() {
-				want, err := raceWriter(ctx, s, 400)
-				done <- result{want, err}
-			}()
-			var res result
-			prunes, deleted := 0, 0.0
-			for finished := false; !finished; {
-				cmd := cairnProcess(t, []string{"CAIRN_STORE=" + url}, "prune", "--keep-last", "2", "--thread", "race", "--json")
-				var errOut bytes.Buffer
-				cmd.Stderr = &errOut
-				out, err := cmd.Output()
-				var pr map[string]any
-				if err != nil || json.Unmarshal(out, &pr) != nil {
-					t.Fatalf("prune while writing: %v\n%s%s", err, out, errOut.String())
-				}
-				prunes++
-				deleted += pr["checkpoints"].(float64)
-				select {
-				case res = <-done:
-					finished = true
-				default:
-				}
-			}
-			if res.err != nil {
-				t.Fatalf("the writer, racing %d prunes: %v", prunes, res.err)
-			}
-			if prunes < 3 || deleted == 0 {
-				t.Fatalf("%d prunes deleted %v checkpoints while the writer wrote: no race", prunes, deleted)
-			}
-			t.Logf("%d prunes deleted %v checkpoints while the writer wrote 400", prunes, deleted)
-			checkLeft := func(want int) {
+			want := raceCLIPrunes(t, s, url)
+			checkLeft := func(n int) {
 				t.Helper()
-				n := 0
+				left := 0
 				for cp, err := range s.History(ctx, store.HistoryRequest{Thread: "race", WithState: true}) {
 					if err != nil {
 						t.Fatalf("history after the race: %v", err)
 					}
-					if cp.State.String() != res.want[cp.Seq] {
-						t.Fatalf("checkpoint %d after the race: %.80s, want %.80s", cp.Seq, cp.State.String(), res.want[cp.Seq])
+					if cp.State.String() != want[cp.Seq] {
+						t.Fatalf("checkpoint %d after the race: %.80s, want %.80s", cp.Seq, cp.State.String(), want[cp.Seq])
 					}
-					n++
+					left++
 				}
-				if want > 0 && n != want {
-					t.Fatalf("%d checkpoints left, want %d", n, want)
+				if n > 0 && left != n {
+					t.Fatalf("%d checkpoints left, want %d", left, n)
 				}
 			}
 			checkLeft(0)
@@ -361,5 +336,49 @@ func TestPruneRacesWriter(t *testing.T) {
 			}
 			checkLeft(2)
 		})
+	}
+}
+
+// raceCLIPrunes runs cairn prune processes while raceWriter writes on s,
+// until five of them deleted checkpoints; it returns what the writer
+// wrote.
+func raceCLIPrunes(t *testing.T, s store.Store, url string) map[int64]string {
+	t.Helper()
+	type result struct {
+		want map[int64]string
+		err  error
+	}
+	stop, done := make(chan struct{}), make(chan result, 1)
+	halt := sync.OnceFunc(func() { close(stop) })
+	defer halt()
+	go func() {
+		want, err := raceWriter(context.Background(), s, stop)
+		done <- result{want, err}
+	}()
+	prunes, deleting := 0, 0
+	for {
+		cmd := cairnProcess(t, []string{"CAIRN_STORE=" + url}, "prune", "--keep-last", "2", "--thread", "race", "--json")
+		var errOut bytes.Buffer
+		cmd.Stderr = &errOut
+		out, err := cmd.Output()
+		var pr struct{ Checkpoints int64 }
+		if err != nil || json.Unmarshal(out, &pr) != nil {
+			t.Fatalf("prune while writing: %v\n%s%s", err, out, errOut.String())
+		}
+		if prunes++; pr.Checkpoints > 0 {
+			deleting++
+		}
+		if deleting >= 5 {
+			halt()
+		}
+		select {
+		case res := <-done:
+			if res.err != nil || deleting < 5 {
+				t.Fatalf("the writer, racing %d prunes (%d deleted checkpoints): %v", prunes, deleting, res.err)
+			}
+			t.Logf("%d prunes, %d of them deleted checkpoints, while the writer wrote %d", prunes, deleting, len(res.want))
+			return res.want
+		default:
+		}
 	}
 }
