@@ -272,7 +272,7 @@ func planPrune(rows []Row, keep int64) prunePlan {
 		p.ranges = append(p.ranges, SeqRange{From: r.Seq, To: r.Seq})
 	}
 	if len(p.ranges) > 0 {
-		p.rebase = rebasePlan(rows, kept, at)
+		p.rebase = rebasePlan(rows, kept)
 	}
 	return p
 }
@@ -322,13 +322,15 @@ func stepOf(r *Row) int64 {
 	return m.StepOf
 }
 
-// rebasePlan maps each kept row whose state replays from a snapshot the
-// prune deletes — or through a row it deletes — to the row it is to
-// replay from: the nearest row below it on its branch that has a
+// rebasePlan maps each kept row whose base the prune deletes — or whose
+// base is kept on another branch, past rows it deletes — to the row it is
+// to replay from: the nearest row below it on its branch that has a
 // snapshot, or else the root of its branch (the oldest row of the
 // unbroken run of kept rows it is the top of). A root without a snapshot
-// maps to itself: it gets one.
-func rebasePlan(rows []Row, kept map[int64]bool, at func(int64) *Row) map[int64]int64 {
+// maps to itself: it gets one. A row whose base is kept on its branch but
+// has no snapshot (a late snapshot not written) replays from that base's
+// own base, which this plan keeps on the branch or rebases in turn.
+func rebasePlan(rows []Row, kept map[int64]bool) map[int64]int64 {
 	root := make(map[int64]int64, len(kept))
 	anchor := make(map[int64]int64, len(kept))
 	out := map[int64]int64{}
@@ -344,30 +346,10 @@ func rebasePlan(rows []Row, kept map[int64]bool, at func(int64) *Row) map[int64]
 				anchor[r.Seq] = anchor[r.Parent]
 			}
 		}
-		if from, ok := replaysFrom(r, at); ok && kept[from] && root[from] == root[r.Seq] {
+		if r.HasSnapshot || r.Base != r.Seq && kept[r.Base] && root[r.Base] == root[r.Seq] {
 			continue
 		}
 		out[r.Seq] = anchor[r.Seq]
 	}
 	return out
-}
-
-// replaysFrom returns the row whose snapshot a row's state replays from:
-// its base, or, past a base whose late snapshot is not written (yet), the
-// snapshot that base replays from (see latesnap.go). False when that row
-// is missing or has no snapshot.
-func replaysFrom(r *Row, at func(int64) *Row) (int64, bool) {
-	b := r.Base
-	for {
-		br := at(b)
-		switch {
-		case br == nil:
-			return b, false
-		case br.HasSnapshot:
-			return b, true
-		case br.Base >= b:
-			return b, false
-		}
-		b = br.Base
-	}
 }
