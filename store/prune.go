@@ -238,9 +238,8 @@ type prunePlan struct {
 	ranges []SeqRange // the rows that go
 	bytes  int64      // their stored size
 	// rebase maps each kept row whose state would replay through a row
-	// that goes to the oldest kept row of its branch (its root), from
-	// which it replays afterwards; a root mapped to itself gets the
-	// snapshot of its own state.
+	// that goes to the row it replays from afterwards (rebasePlan); a row
+	// mapped to itself gets the snapshot of its own state.
 	rebase map[int64]int64
 }
 
