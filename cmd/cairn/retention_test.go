@@ -266,11 +266,14 @@ func pruneOldData(t *testing.T, env map[string]string, stored func() []byte) {
 	}
 }
 
-// raceWriter appends checkpoints to thread "race" of s in bursts of 20,
-// with a pause between bursts, until stop is closed (or a minute and a
-// half went by), and returns the state of each by seq; the first error
-// ends it.
-func raceWriter(ctx context.Context, s store.Store, stop <-chan struct{}) (map[int64]string, error) {
+// raceWriter appends checkpoints to thread "race" of s in bursts of 20
+// until stop is closed (or a minute and a half went by), and returns the
+// state of each by seq; the first error ends it. After a burst it waits
+// (up to five seconds) for a prune that started after the burst to end
+// (pruned: the start of each prune that ended), so that some prunes run
+// between bursts and rebase the head the next burst builds on, while the
+// next prune is already racing that burst.
+func raceWriter(ctx context.Context, s store.Store, stop <-chan struct{}, pruned <-chan time.Time) (map[int64]string, error) {
 	schema := state.MustSchema()
 	doc, head := state.EmptyDoc(), int64(0)
 	want := map[int64]string{}
@@ -287,10 +290,15 @@ func raceWriter(ctx context.Context, s store.Store, stop <-chan struct{}) (map[i
 			}
 			want[cp.Seq], doc, head = nd.String(), nd, cp.Seq
 		}
-		select {
-		case <-stop:
-			return want, nil
-		case <-time.After(50 * time.Millisecond):
+		for burst, quiet := time.Now(), false; !quiet; {
+			select {
+			case <-stop:
+				return want, nil
+			case started := <-pruned:
+				quiet = started.After(burst)
+			case <-time.After(5 * time.Second):
+				quiet = true
+			}
 		}
 	}
 	return want, nil
@@ -301,8 +309,8 @@ func raceWriter(ctx context.Context, s store.Store, stop <-chan struct{}) (map[i
 // in bursts (SQLite, and PostgreSQL when CAIRN_TEST_POSTGRES names a
 // server). A prune between two bursts rebases the row the writer's next
 // append builds on, which the writer holds as it committed it; one during
-// a burst finds the thread grew. Every append commits, every checkpoint
-// left rebuilds to its state, and a last prune leaves 2.
+// a burst races it. Every append commits, every checkpoint left rebuilds
+// to its state, and a last prune leaves 2.
 func TestPruneRacesWriter(t *testing.T) {
 	for _, be := range storeBackends {
 		t.Run(be.name, func(t *testing.T) {
@@ -348,15 +356,16 @@ func raceCLIPrunes(t *testing.T, s store.Store, url string) map[int64]string {
 		want map[int64]string
 		err  error
 	}
-	stop, done := make(chan struct{}), make(chan result, 1)
+	stop, done, pruned := make(chan struct{}), make(chan result, 1), make(chan time.Time, 10000)
 	halt := sync.OnceFunc(func() { close(stop) })
 	defer halt()
 	go func() {
-		want, err := raceWriter(context.Background(), s, stop)
+		want, err := raceWriter(context.Background(), s, stop, pruned)
 		done <- result{want, err}
 	}()
 	prunes, deleting := 0, 0
 	for {
+		started := time.Now()
 		cmd := cairnProcess(t, []string{"CAIRN_STORE=" + url}, "prune", "--keep-last", "2", "--thread", "race", "--json")
 		var errOut bytes.Buffer
 		cmd.Stderr = &errOut
@@ -368,6 +377,7 @@ func raceCLIPrunes(t *testing.T, s store.Store, url string) map[int64]string {
 		if prunes++; pr.Checkpoints > 0 {
 			deleting++
 		}
+		pruned <- started
 		if deleting >= 5 {
 			halt()
 		}
