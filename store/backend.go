@@ -65,6 +65,29 @@ type SnapshotAttacher interface {
 	AttachSnapshot(ctx context.Context, r Row, old uint32) (bool, error)
 }
 
+// BaseFits reports whether row r may be stored on a parent whose stored
+// Base is parentBase (Backend.Insert): r replays from the parent's base,
+// from the parent (a late snapshot), or from its own snapshot.
+func BaseFits(r *Row, parentBase int64) bool {
+	return r.Base == parentBase || r.Base == r.Parent || r.Base == r.Seq
+}
+
+// Rebase is a kept row a prune rewrites in the transaction that deletes
+// the rows below it (Backend.DeleteRanges): the oldest kept row of a
+// branch gets the snapshot of its own state (Row.HasSnapshot, Snapshot,
+// Base its own seq), and the kept rows above it that replayed from a
+// deleted snapshot replay from it (Base, Since, BaseSize). Every other
+// field stays as stored; Row.Sum is the checksum of the row rewritten.
+type Rebase struct {
+	// Row is the row as it is to be stored; Snapshot is written when
+	// HasSnapshot is set and it is not nil.
+	Row Row
+	// Old is the checksum the row must still have: a row changed since
+	// (a late snapshot attached, another prune) fails the prune with
+	// ErrConflict.
+	Old uint32
+}
+
 // ThreadRecord is a thread as a backend stores it.
 type ThreadRecord struct {
 	ID        string
@@ -136,7 +159,12 @@ type Backend interface {
 	// Insert adds a row atomically (row, snapshot and r.Create together).
 	// It fails with ErrConflict, writing nothing, when the thread namespace
 	// already has a row with that seq, when r.Parent is not 0 and no row has
-	// that seq, or when r.NewThread is set and the thread exists.
+	// that seq, or when r.NewThread is set and the thread exists. It fails
+	// the same way when r.Base is none of the parent's Base, the parent
+	// itself and r itself: the writer's idea of the parent is older than a
+	// prune that rebased it (see Rebase). On a backend where transactions
+	// do not run one at a time, the check holds a lock on the parent row
+	// until the commit, so that a prune rebasing or deleting it waits.
 	Insert(ctx context.Context, r Row) error
 	// Rows returns whole rows (every field but Snapshot, which only with
 	// q.Snapshots) in seq order (descending with Desc).
@@ -144,11 +172,13 @@ type Backend interface {
 	// Namespaces lists the namespaces of a thread that have rows, by name.
 	Namespaces(ctx context.Context, thread string) ([]NamespaceRecord, error)
 	// DeleteRanges deletes the rows (their snapshots and writes) of a
-	// thread namespace whose seq lies in one of the ranges, in one
-	// transaction, returning how many rows went. It fails with ErrConflict,
-	// deleting nothing, unless the namespace's newest seq is still head:
-	// a row added since the caller chose the ranges may need one of them.
-	DeleteRanges(ctx context.Context, thread, ns string, head int64, ranges []SeqRange) (int64, error)
+	// thread namespace whose seq lies in one of the ranges and rewrites
+	// the kept rows of rebase, in one transaction, returning how many rows
+	// went. It fails with ErrConflict, changing nothing, unless the
+	// namespace's newest seq is still head — a row added since the caller
+	// chose the ranges may need one of them — and every row of rebase is
+	// still stored with its Old checksum.
+	DeleteRanges(ctx context.Context, thread, ns string, head int64, ranges []SeqRange, rebase []Rebase) (int64, error)
 	// PutWrites stores pending writes, replacing ones with the same task.
 	PutWrites(ctx context.Context, thread, ns string, seq int64, ws []Write) error
 	// Writes returns pending writes ordered by task.

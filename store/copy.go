@@ -101,6 +101,15 @@ func (e *Engine) copyNamespace(ctx context.Context, from, to, ns string, create 
 			r.Head = &HeadUpdate{Status: st}
 		}
 		r.Thread = to
+		if *create != nil && r.Seq != 1 {
+			// The source's first rows were pruned: a row after the first
+			// creates no thread, so the thread (marked as a copy being
+			// made) comes first.
+			if err := e.b.CreateThread(ctx, **create); err != nil {
+				return err
+			}
+			*create = nil
+		}
 		r.Create, r.NewThread = *create, *create != nil
 		*create = nil
 		// Encrypted blobs are bound to their thread: sealed again for the copy.

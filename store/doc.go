@@ -20,7 +20,9 @@
 //     no longer the head of its namespace, Append fails with ErrConflict and
 //     writes nothing; history never forks silently.
 //   - History is a tree: Fork adds a branch (or a new thread); nothing ever
-//     rewrites a stored checkpoint. Prune deletes old checkpoints only.
+//     rewrites what a stored checkpoint holds (its state, patch, metadata).
+//     Prune deletes old checkpoints, and gives the oldest it keeps of a
+//     branch a snapshot of its own state, in the same transaction.
 //   - A fork into a new thread is atomic: the thread record and its first
 //     checkpoint are written in one transaction, so a crash leaves either
 //     no thread or the whole fork, never an empty thread that blocks the

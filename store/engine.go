@@ -327,7 +327,7 @@ func (e *Engine) EmptyThread(ctx context.Context, id string) error {
 	defer e.forget(id)
 	defer e.cache.dropThread(id)
 	for _, ns := range nss {
-		if _, err := e.b.DeleteRanges(ctx, id, ns.Name, ns.Head, []SeqRange{{From: 1, To: ns.Head}}); err != nil {
+		if _, err := e.b.DeleteRanges(ctx, id, ns.Name, ns.Head, []SeqRange{{From: 1, To: ns.Head}}, nil); err != nil {
 			return err
 		}
 	}
@@ -366,7 +366,7 @@ func (e *Engine) Append(ctx context.Context, cp Checkpoint) (Checkpoint, error) 
 		}
 		e.mu.Unlock()
 	}
-	return e.insert(ctx, cp, cp.Parent+1, parent, nil, false)
+	return e.insertOn(ctx, cp, cp.Parent+1, parent)
 }
 
 // insert writes cp as row seq extending parent (zero rowInfo: no parent).
@@ -573,8 +573,22 @@ func (e *Engine) head(ctx context.Context, thread, ns string) (int64, error) {
 	return rows[0].Seq, nil
 }
 
-// rows reads rows from the backend and checks each against its checksum.
+// rows reads rows from the backend, checks each against its checksum and
+// opens their blobs.
 func (e *Engine) rows(ctx context.Context, q RowQuery) ([]Row, error) {
+	rows, err := e.storedRows(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.openRows(ctx, rows); err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// storedRows reads rows from the backend and checks each against its
+// checksum; their blobs stay as stored.
+func (e *Engine) storedRows(ctx context.Context, q RowQuery) ([]Row, error) {
 	rows, err := e.b.Rows(ctx, q)
 	if err != nil {
 		return nil, err
@@ -583,9 +597,6 @@ func (e *Engine) rows(ctx context.Context, q RowQuery) ([]Row, error) {
 		if err := verifyRow(&rows[i]); err != nil {
 			return nil, e.diagnose(ctx, &rows[i], err)
 		}
-	}
-	if err := e.openRows(ctx, rows); err != nil {
-		return nil, err
 	}
 	return rows, nil
 }
@@ -958,7 +969,7 @@ func (e *Engine) Fork(ctx context.Context, r ForkRequest) (Checkpoint, error) {
 		// The branch's parent is not the head: what the thread's listing
 		// columns hold is not known from it.
 		at.status, at.touched = ThreadStatusUnknown, 0
-		return e.insert(ctx, cp, head+1, at, nil, false)
+		return e.insertOn(ctx, cp, head+1, at)
 	}
 	rec, err := e.forkThread(ctx, r)
 	if err != nil {

@@ -98,7 +98,7 @@ func TestHistoryLostRows(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc.deleted != 0 {
-				if _, err := mb.DeleteRanges(ctx, "t", "", 50, []store.SeqRange{{From: tc.deleted, To: tc.deleted}}); err != nil {
+				if _, err := mb.DeleteRanges(ctx, "t", "", 50, []store.SeqRange{{From: tc.deleted, To: tc.deleted}}, nil); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -238,13 +238,11 @@ func (e *Engine) asStored(j lateJob) (lateJob, bool) {
 		return j, false
 	}
 	j.row = rows[0]
-	if e.crypt.ring != nil {
-		tenant, err := e.crypt.tenant(ctx, e.b, j.row.Thread, "", false)
-		if err != nil {
-			return j, false
-		}
-		j.sealer = rowSealer{ring: e.crypt.ring, b: binding{tenant: tenant, thread: j.row.Thread, ns: j.row.Namespace, seq: j.row.Seq}}
+	sealer, err := e.snapshotSealer(ctx, j.row.Thread, j.row.Namespace, j.row.Seq)
+	if err != nil {
+		return j, false
 	}
+	j.sealer = sealer
 	return j, true
 }
 

@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"time"
@@ -156,7 +157,7 @@ func (e *Engine) pruneThread(ctx context.Context, thread string, keep int64, res
 	pruned := false
 	gone := map[string][]SeqRange{}
 	for _, nsr := range nss {
-		n, bytes, ranges, err := e.pruneNamespace(ctx, thread, nsr.Name, keep)
+		out, err := e.pruneNamespace(ctx, thread, nsr.Name, keep)
 		e.cache.dropThread(thread)
 		if errors.Is(err, ErrConflict) {
 			if !slices.Contains(res.Busy, thread) { // once, however many of its namespaces were busy
@@ -167,11 +168,13 @@ func (e *Engine) pruneThread(ctx context.Context, thread string, keep int64, res
 		if err != nil {
 			return err
 		}
-		res.Checkpoints += n
-		res.Bytes += bytes
-		pruned = pruned || n > 0
-		if n > 0 {
-			gone[nsr.Name] = ranges
+		res.Checkpoints += out.n
+		res.Bytes += out.bytes
+		res.Rebased += out.rebased
+		res.RebasedBytes += out.rebasedBytes
+		pruned = pruned || out.n > 0
+		if out.n > 0 {
+			gone[nsr.Name] = out.ranges
 		}
 	}
 	if pruned {
@@ -182,33 +185,67 @@ func (e *Engine) pruneThread(ctx context.Context, thread string, keep int64, res
 	return err
 }
 
-// pruneNamespace deletes what one namespace does not need, trying again
-// when it grew meanwhile (ErrConflict after pruneTries).
-func (e *Engine) pruneNamespace(ctx context.Context, thread, ns string, keep int64) (int64, int64, []SeqRange, error) {
-	var err error
-	for range pruneTries {
-		var rows []Row
-		if rows, err = e.rows(ctx, RowQuery{Thread: thread, Namespace: ns}); err != nil || len(rows) == 0 {
-			return 0, 0, nil, err
-		}
-		ranges, bytes := prunable(rows, keep)
-		if len(ranges) == 0 {
-			return 0, 0, nil, nil
-		}
-		var n int64
-		if n, err = e.b.DeleteRanges(ctx, thread, ns, rows[len(rows)-1].Seq, ranges); err == nil {
-			return n, bytes, ranges, nil
-		}
-		if !errors.Is(err, ErrConflict) {
-			return 0, 0, nil, err
-		}
-	}
-	return 0, 0, nil, err
+// nsPruned is what a prune did to one namespace: n rows deleted (ranges),
+// of bytes stored; rebased rows given a snapshot, of rebasedBytes.
+type nsPruned struct {
+	n, bytes              int64
+	ranges                []SeqRange
+	rebased, rebasedBytes int64
 }
 
-// prunable returns the seq ranges of rows (ascending by seq) that no
-// branch's newest keep checkpoints need, and their stored bytes.
-func prunable(rows []Row, keep int64) ([]SeqRange, int64) {
+// pruneNamespace deletes what one namespace does not keep, trying again
+// when it changed meanwhile (ErrConflict after pruneTries).
+func (e *Engine) pruneNamespace(ctx context.Context, thread, ns string, keep int64) (nsPruned, error) {
+	var err error
+	for range pruneTries {
+		var out nsPruned
+		if out, err = e.pruneOnce(ctx, thread, ns, keep); !errors.Is(err, ErrConflict) {
+			return out, err
+		}
+	}
+	return nsPruned{}, err
+}
+
+// pruneOnce plans a namespace's prune and carries it out in one
+// transaction: the rows that go are deleted and the kept rows rebased
+// (see rebasePlan), unless the namespace changed since it was read.
+func (e *Engine) pruneOnce(ctx context.Context, thread, ns string, keep int64) (nsPruned, error) {
+	stored, err := e.storedRows(ctx, RowQuery{Thread: thread, Namespace: ns})
+	if err != nil || len(stored) == 0 {
+		return nsPruned{}, err
+	}
+	rows := slices.Clone(stored) // opening a blob replaces it: stored keeps them as stored
+	if err := e.openRows(ctx, rows); err != nil {
+		return nsPruned{}, err
+	}
+	plan := planPrune(rows, keep)
+	if len(plan.ranges) == 0 {
+		return nsPruned{}, nil
+	}
+	rebase, out, err := e.rebaseRows(ctx, stored, rows, plan.rebase)
+	if err != nil {
+		return nsPruned{}, err
+	}
+	if out.n, err = e.b.DeleteRanges(ctx, thread, ns, rows[len(rows)-1].Seq, plan.ranges, rebase); err != nil {
+		return nsPruned{}, err
+	}
+	out.bytes, out.ranges = plan.bytes, plan.ranges
+	return out, nil
+}
+
+// prunePlan is what a prune changes in one namespace.
+type prunePlan struct {
+	ranges []SeqRange // the rows that go
+	bytes  int64      // their stored size
+	// rebase maps each kept row whose state would replay through a row
+	// that goes to the row it replays from afterwards (rebasePlan); a row
+	// mapped to itself gets the snapshot of its own state.
+	rebase map[int64]int64
+}
+
+// planPrune plans the prune of rows (one namespace, ascending by seq) to
+// the newest keep checkpoints of each branch.
+func planPrune(rows []Row, keep int64) prunePlan {
 	at := func(seq int64) *Row {
 		i, ok := slices.BinarySearchFunc(rows, seq, func(r Row, s int64) int { return cmp.Compare(r.Seq, s) })
 		if !ok {
@@ -216,61 +253,102 @@ func prunable(rows []Row, keep int64) ([]SeqRange, int64) {
 		}
 		return &rows[i]
 	}
+	kept := keptRows(rows, keep, at)
+	var p prunePlan
+	for i := range rows {
+		r := &rows[i]
+		if kept[r.Seq] {
+			continue
+		}
+		p.bytes += int64(len(r.Patch) + len(r.Meta))
+		if r.HasSnapshot {
+			p.bytes += r.BaseSize
+		}
+		if n := len(p.ranges); n > 0 && i > 0 && p.ranges[n-1].To == rows[i-1].Seq {
+			p.ranges[n-1].To = r.Seq
+			continue
+		}
+		p.ranges = append(p.ranges, SeqRange{From: r.Seq, To: r.Seq})
+	}
+	if len(p.ranges) > 0 {
+		p.rebase = rebasePlan(rows, kept)
+	}
+	return p
+}
+
+// keptRows returns the seqs a prune keeps: the newest keep checkpoints
+// of every branch (walking back from each tip: a checkpoint nothing was
+// built on), and the checkpoint each kept failed or paused one resumes
+// from (Meta.StepOf) — its state is the one the step runs again on, its
+// pending writes the tasks that step finished.
+func keptRows(rows []Row, keep int64, at func(int64) *Row) map[int64]bool {
 	built := make(map[int64]bool, len(rows))
 	for i := range rows {
 		built[rows[i].Parent] = true
 	}
-	need := make(map[int64]bool, len(rows))
-	reach := make(map[int64]int64, len(rows))
+	kept := make(map[int64]bool, len(rows))
 	for i := range rows {
 		if built[rows[i].Seq] {
 			continue // not a branch's tip
 		}
 		r := &rows[i]
 		for k := int64(0); k < keep && r != nil; k++ {
-			needChain(r, at, need, reach)
+			kept[r.Seq] = true
 			r = at(r.Parent)
 		}
 	}
-	var out []SeqRange
-	var bytes int64
 	for i := range rows {
 		r := &rows[i]
-		if need[r.Seq] {
+		if !kept[r.Seq] || r.Status != StatusFailed && r.Status != StatusInterrupted {
 			continue
 		}
-		bytes += int64(len(r.Patch) + len(r.Meta))
-		if r.HasSnapshot {
-			bytes += r.BaseSize
+		if s := stepOf(r); s > 0 && at(s) != nil {
+			kept[s] = true
 		}
-		if n := len(out); n > 0 && i > 0 && out[n-1].To == rows[i-1].Seq {
-			out[n-1].To = r.Seq
-			continue
-		}
-		out = append(out, SeqRange{From: r.Seq, To: r.Seq})
 	}
-	return out, bytes
+	return kept
 }
 
-// needChain marks a row and the rows its state replays through: its
-// ancestors back to its base, the snapshot it starts from, and past that
-// base when its late snapshot is not written (yet) to the snapshot it
-// replays from (see latesnap.go).
-// reach records, per row, the lowest base a walk through it went down to:
-// a later walk stops at a row already walked to its own base or below.
-func needChain(r *Row, at func(int64) *Row, need map[int64]bool, reach map[int64]int64) {
-	base := r.Base
-	for r != nil {
-		if b, ok := reach[r.Seq]; ok && b <= base {
-			return
-		}
-		need[r.Seq], reach[r.Seq] = true, base
-		if r.Seq == base && !r.HasSnapshot && r.Base < base {
-			base = r.Base // a late snapshot not written (yet): replayed from further down
-		}
-		if r.Seq == base || r.Parent == 0 {
-			return
-		}
-		r = at(r.Parent)
+// stepOf is the Meta.StepOf of an opened row (0 when its metadata has
+// none).
+func stepOf(r *Row) int64 {
+	var m struct {
+		StepOf int64 `json:"step_of"`
 	}
+	if len(r.Meta) == 0 || json.Unmarshal(r.Meta, &m) != nil {
+		return 0
+	}
+	return m.StepOf
+}
+
+// rebasePlan maps each kept row whose base the prune deletes — or whose
+// base is kept on another branch, past rows it deletes — to the row it is
+// to replay from: the nearest row below it on its branch that has a
+// snapshot, or else the root of its branch (the oldest row of the
+// unbroken run of kept rows it is the top of). A root without a snapshot
+// maps to itself: it gets one. A row whose base is kept on its branch but
+// has no snapshot (a late snapshot not written) replays from that base's
+// own base, which this plan keeps on the branch or rebases in turn.
+func rebasePlan(rows []Row, kept map[int64]bool) map[int64]int64 {
+	root := make(map[int64]int64, len(kept))
+	anchor := make(map[int64]int64, len(kept))
+	out := map[int64]int64{}
+	for i := range rows { // ascending: a parent is seen before its children
+		r := &rows[i]
+		if !kept[r.Seq] {
+			continue
+		}
+		root[r.Seq], anchor[r.Seq] = r.Seq, r.Seq
+		if kept[r.Parent] {
+			root[r.Seq] = root[r.Parent]
+			if !r.HasSnapshot {
+				anchor[r.Seq] = anchor[r.Parent]
+			}
+		}
+		if r.HasSnapshot || r.Base != r.Seq && kept[r.Base] && root[r.Base] == root[r.Seq] {
+			continue
+		}
+		out[r.Seq] = anchor[r.Seq]
+	}
+	return out
 }

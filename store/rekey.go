@@ -30,8 +30,10 @@ type BlobRewriter interface {
 
 // Vacuumer is implemented by backends that can rebuild their storage so
 // that bytes they freed are gone from it (SQLite: VACUUM and an emptied
-// WAL). After Rekey encrypts a plaintext store, the plaintext it replaced
-// may otherwise stay in freed pages.
+// WAL; PostgreSQL: VACUUM FULL of the store's tables, which locks each
+// while it runs). After Rekey encrypts a plaintext store, the plaintext it
+// replaced may otherwise stay in freed pages; after Prune, the history it
+// deleted.
 type Vacuumer interface {
 	Vacuum(ctx context.Context) error
 }

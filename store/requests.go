@@ -63,9 +63,12 @@ type PruneRequest struct {
 	Thread string
 	// KeepLast, when not 0, keeps the newest KeepLast checkpoints of each
 	// branch of each namespace (a branch ends at a checkpoint nothing was
-	// built on: the head, a fork's tip, a paused branch), with what they
-	// need to be rebuilt (the snapshot they replay from and the patches
-	// between); older ones go with their pending writes.
+	// built on: the head, a fork's tip, a paused branch) and the
+	// checkpoint a kept failed or paused one resumes from (Meta.StepOf);
+	// every older one goes with its pending writes. The oldest kept
+	// checkpoint of a branch whose history below goes is given a snapshot
+	// of its own state, in the transaction of the deletion, so that every
+	// kept checkpoint still rebuilds.
 	KeepLast int
 	// OlderThan, when not 0, deletes whole threads with no activity (no
 	// checkpoint, or creation for an empty thread) for that long.
@@ -94,6 +97,11 @@ type PruneResult struct {
 	Threads     int
 	Checkpoints int64
 	Bytes       int64
+	// Rebased is the number of kept checkpoints given a snapshot of their
+	// own state because the history below them went (the oldest kept of
+	// each branch), RebasedBytes the size of those snapshots.
+	Rebased      int64
+	RebasedBytes int64
 	// RunLogs is the number of run event logs deleted: those that referred
 	// to a checkpoint this prune deleted, and those of runs that ended
 	// before RunLogsOlderThan.

@@ -36,6 +36,9 @@ type checkpointJSON struct {
 	Meta      store.Meta      `json:"meta"`
 	Patch     state.Patch     `json:"patch,omitempty"`
 	State     json.RawMessage `json:"state,omitempty"`
+	// PrunedBefore, in a history, marks a checkpoint whose parent a prune
+	// deleted: what is left of its branch begins there.
+	PrunedBefore bool `json:"pruned_before,omitempty"`
 }
 
 func toJSON(cp store.Checkpoint) checkpointJSON {
@@ -208,18 +211,24 @@ func (a *app) historyCmd() *cobra.Command {
 				}
 				cps = append(cps, cp)
 			}
+			cut, err := prunedBefore(cmd.Context(), s, cps)
+			if err != nil {
+				return argError(err)
+			}
 			if a.json {
 				out := make([]checkpointJSON, 0, len(cps))
 				for _, cp := range cps {
-					out = append(out, toJSON(cp))
+					j := toJSON(cp)
+					j.PrunedBefore = cut[cp.Seq]
+					out = append(out, j)
 				}
 				return a.printJSON(out)
 			}
 			if tree {
-				for _, line := range renderTree(cps) {
+				for _, line := range renderTree(cps, cut) {
 					fmt.Fprintln(a.stdout, line)
 				}
-			} else if err := a.historyTable(cps, states); err != nil {
+			} else if err := a.historyTable(cps, states, cut); err != nil {
 				return err
 			}
 			return a.namespaceHint(cmd.Context(), s, args[0], ns)
@@ -235,7 +244,7 @@ func (a *app) historyCmd() *cobra.Command {
 
 // historyTable prints checkpoints as a table, with their states as compact
 // JSON in a last column when asked.
-func (a *app) historyTable(cps []store.Checkpoint, states bool) error {
+func (a *app) historyTable(cps []store.Checkpoint, states bool, cut map[int64]bool) error {
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	head := "SEQ\tPARENT\tSTATUS\tNODES\tCREATED\tCHANGE"
 	if states {
@@ -244,7 +253,7 @@ func (a *app) historyTable(cps []store.Checkpoint, states bool) error {
 	fmt.Fprintln(tw, head)
 	for _, cp := range cps {
 		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s", cp.Seq, cp.Parent, cp.Status, orDash(strings.Join(cp.Nodes, ",")),
-			cp.CreatedAt.Local().Format("2006-01-02 15:04:05.000"), describe(cp))
+			cp.CreatedAt.Local().Format("2006-01-02 15:04:05.000"), describeIn(cp, cut))
 		if states {
 			fmt.Fprintf(tw, "\t%s", jsontext.Readable(cp.State.AppendJSON(nil)))
 		}
@@ -346,7 +355,7 @@ func (a *app) namespacesCmd() *cobra.Command {
 // renderTree draws checkpoints as a tree, oldest first: a line of history
 // stays at one depth; where a checkpoint has several children, each branch
 // is drawn one level deeper.
-func renderTree(cps []store.Checkpoint) []string {
+func renderTree(cps []store.Checkpoint, cut map[int64]bool) []string {
 	bySeq := map[int64]store.Checkpoint{}
 	children := map[int64][]int64{}
 	var roots []int64
@@ -366,7 +375,7 @@ func renderTree(cps []store.Checkpoint) []string {
 	slices.Sort(roots)
 	var lines []string
 	label := func(cp store.Checkpoint) string {
-		return fmt.Sprintf("%d %s %s  %s", cp.Seq, cp.Status, orDash(strings.Join(cp.Nodes, ",")), describe(cp))
+		return fmt.Sprintf("%d %s %s  %s", cp.Seq, cp.Status, orDash(strings.Join(cp.Nodes, ",")), describeIn(cp, cut))
 	}
 	var walk func(seq int64, prefix string)
 	walk = func(seq int64, prefix string) {

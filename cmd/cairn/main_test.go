@@ -71,7 +71,7 @@ func TestCommands(t *testing.T) {
 		{"copy keeps the branches", []string{"history", "0-copy", "--tree"}, []string{"└─ 32 SUCCESS -  fork of 0@10", "│  31 SUCCESS step"}},
 		{"prune", []string{"prune", "--keep", "5", "--thread", "0"}, []string{"pruned"}},
 		{"state after prune", []string{"state", "0"}, []string{`"last": "edited"`}},
-		{"prune keeps each branch's newest", []string{"history", "0", "--tree"}, []string{"32 SUCCESS", "31 SUCCESS", "27 SUCCESS"}},
+		{"prune keeps each branch's newest", []string{"history", "0", "--tree"}, []string{"32 SUCCESS", "31 SUCCESS", "27 SUCCESS step  parent 26 pruned", "7 SUCCESS step  parent 6 pruned"}},
 		{"prune every thread", []string{"prune", "--keep-last", "2", "--json"}, []string{`"checkpoints": `, `"deleted_threads": []`}},
 		{"the copy's old branch after prune", []string{"state", "0-copy", "--at", "30"}, []string{`"count": 29`}},
 		{"prune run logs", []string{"prune", "--run-logs-older-than", "1ns", "--json"}, []string{`"run_logs": 0`, `"checkpoints": 0`}},

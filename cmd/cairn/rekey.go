@@ -31,8 +31,9 @@ func (a *app) rekeyCmd() *cobra.Command {
 		Long: "rekey rewrites every checkpoint patch, snapshot and metadata, pending write, run record and run event " +
 			"of the store with the first key of CAIRN_ENCRYPTION_KEYS (or CAIRN_ENCRYPTION_KEYS_FILE), opening old blobs " +
 			"with any key listed. Each blob is rewritten in its own small transaction, only if it is still what was read, " +
-			"so other processes can keep writing. Afterwards the old keys can be removed from the list. --vacuum then rebuilds a " +
-			"SQLite file so that no plaintext the rewrite replaced stays in its free pages or WAL. See docs/encryption.md.",
+			"so other processes can keep writing. Afterwards the old keys can be removed from the list. --vacuum then rebuilds the " +
+			"database (SQLite: the file and its WAL; PostgreSQL: VACUUM FULL of the cairn_ tables) so that no plaintext the rewrite " +
+			"replaced stays in its free space. See docs/encryption.md.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts, err := a.storeOptions()
@@ -49,7 +50,7 @@ func (a *app) rekeyCmd() *cobra.Command {
 			defer s.Close()
 			vac, canVacuum := s.Backend().(store.Vacuumer)
 			if vacuum && !canVacuum {
-				return usagef("--vacuum rebuilds SQLite files; on PostgreSQL run VACUUM FULL on the cairn_ tables (docs/encryption.md)")
+				return usagef("--vacuum: the store %s keeps nothing to vacuum", a.shownStore())
 			}
 			st, err := s.Rekey(cmd.Context())
 			if err != nil {
@@ -66,12 +67,12 @@ func (a *app) rekeyCmd() *cobra.Command {
 			fmt.Fprintf(a.stdout, "rekeyed %s to key %s: %s rewritten; %d already current; %d changed meanwhile; passes: %d\n",
 				a.shownStore(), st.Key, rewritten(st.Rewritten), st.Current, st.Changed, st.Passes)
 			if vacuum {
-				fmt.Fprintln(a.stdout, "vacuumed: the file and its WAL hold no freed pages")
+				fmt.Fprintln(a.stdout, "vacuumed: the database was rebuilt without the space freed")
 			}
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&vacuum, "vacuum", false, "then rebuild the SQLite file and empty its WAL, so no replaced plaintext stays in freed pages")
+	cmd.Flags().BoolVar(&vacuum, "vacuum", false, "then rebuild the database (SQLite: the file and its WAL; PostgreSQL: VACUUM FULL), so no replaced plaintext stays in its free space")
 	return cmd
 }
 

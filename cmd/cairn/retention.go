@@ -14,6 +14,7 @@ import (
 // pruneFlags are cairn prune's flags.
 type pruneFlags struct {
 	thread     string
+	vacuum     bool
 	keepLast   int
 	olderThan  time.Duration
 	expired    bool
@@ -44,10 +45,12 @@ func (f *pruneFlags) request() (store.PruneRequest, error) {
 func (a *app) pruneCmd() *cobra.Command {
 	var f pruneFlags
 	cmd := &cobra.Command{
-		Use:   "prune (--keep-last N [--thread ID] | --older-than DURATION | --expired | --run-logs-older-than DURATION)",
-		Short: "Delete old history: all but the newest N checkpoints of each branch (and what they need), or idle threads",
-		Long: "--keep-last N keeps the newest N checkpoints of every branch of every thread (or of --thread), with the snapshot they replay from, " +
-			"the state a pause waits on and the pending writes a resume needs. --older-than deletes whole threads idle for that long; " +
+		Use:   "prune (--keep-last N [--thread ID] | --older-than DURATION | --expired | --run-logs-older-than DURATION) [--vacuum]",
+		Short: "Delete old history: all but the newest N checkpoints of each branch, or idle threads",
+		Long: "--keep-last N keeps the newest N checkpoints of every branch of every thread (or of --thread) and deletes the older ones: " +
+			"the oldest kept checkpoint of a branch gets a snapshot of its own state, so every kept one still rebuilds; a paused or failed " +
+			"checkpoint also keeps the one its step resumes from, with the pending writes a resume needs. --vacuum then rebuilds the database " +
+			"so that no byte of what went stays in its free space. --older-than deletes whole threads idle for that long; " +
 			"--expired those past their own time to live (thread metadata " + store.ThreadTTLKey + "). A thread with a run in progress " +
 			"or a pause waiting for an answer is never deleted. --run-logs-older-than deletes the event logs of runs that ended longer ago " +
 			"(their records stay); a prune that deletes checkpoints also deletes the logs of ended runs whose events referred to them.",
@@ -62,14 +65,24 @@ func (a *app) pruneCmd() *cobra.Command {
 				return err
 			}
 			defer s.Close()
+			vac, canVacuum := s.Backend().(store.Vacuumer)
+			if f.vacuum && !canVacuum {
+				return usagef("--vacuum: the store %s keeps nothing to vacuum", a.shownStore())
+			}
 			res, err := s.Prune(cmd.Context(), req)
 			if err != nil {
 				return argError(err)
 			}
-			return a.printPruned(res)
+			if f.vacuum {
+				if err := vac.Vacuum(cmd.Context()); err != nil {
+					return err
+				}
+			}
+			return a.printPruned(res, f.vacuum)
 		},
 	}
 	cmd.Flags().StringVar(&f.thread, "thread", "", "prune only this thread")
+	cmd.Flags().BoolVar(&f.vacuum, "vacuum", false, "then rebuild the database so that no byte of what went stays in it (SQLite: VACUUM and an emptied WAL; PostgreSQL: VACUUM FULL, which locks the tables while it runs)")
 	cmd.Flags().IntVar(&f.keepLast, "keep-last", 0, "checkpoints to keep on each branch of each thread namespace (≥ 1)")
 	cmd.Flags().IntVar(&f.deprecated, "keep", 0, "the old name of --keep-last")
 	cmd.Flags().DurationVar(&f.olderThan, "older-than", 0, "delete threads with no activity for this long (e.g. 720h)")
@@ -79,13 +92,17 @@ func (a *app) pruneCmd() *cobra.Command {
 }
 
 // printPruned reports what a prune did, and how the database gets the
-// space back.
-func (a *app) printPruned(res store.PruneResult) error {
+// space back (vacuumed: it did).
+func (a *app) printPruned(res store.PruneResult, vacuumed bool) error {
 	if a.json {
 		return a.printJSON(map[string]any{"threads": res.Threads, "checkpoints": res.Checkpoints, "bytes": res.Bytes, "run_logs": res.RunLogs,
+			"rebased": res.Rebased, "rebased_bytes": res.RebasedBytes, "vacuumed": vacuumed,
 			"deleted_threads": orEmpty(res.Deleted), "busy_threads": orEmpty(res.Busy)})
 	}
 	fmt.Fprintf(a.stdout, "pruned %d checkpoints (%d bytes) from %d threads\n", res.Checkpoints, res.Bytes, res.Threads)
+	if res.Rebased > 0 {
+		fmt.Fprintf(a.stdout, "gave the oldest kept checkpoint of %d branches a snapshot of its own state (%d bytes)\n", res.Rebased, res.RebasedBytes)
+	}
 	if res.RunLogs > 0 {
 		fmt.Fprintf(a.stdout, "deleted the event logs of %d runs\n", res.RunLogs)
 	}
@@ -95,11 +112,14 @@ func (a *app) printPruned(res store.PruneResult) error {
 	if len(res.Busy) > 0 {
 		fmt.Fprintf(a.stdout, "left as they were (busy): %s\n", strings.Join(res.Busy, " "))
 	}
-	if res.Checkpoints > 0 || len(res.Deleted) > 0 {
+	switch {
+	case vacuumed:
+		fmt.Fprintln(a.stdout, "vacuumed: the database was rebuilt without the space freed (backups made before still hold what went)")
+	case res.Checkpoints > 0 || len(res.Deleted) > 0:
 		if strings.HasPrefix(a.storeURL, "postgres") {
-			fmt.Fprintln(a.stderr, "PostgreSQL's autovacuum makes the space reusable; VACUUM FULL (which locks the tables) returns it to the file system.")
+			fmt.Fprintln(a.stderr, "PostgreSQL's autovacuum makes the space reusable; the deleted rows stay in the table files until VACUUM FULL (cairn prune --vacuum, which locks the tables while it runs).")
 		} else if !strings.HasPrefix(a.storeURL, "memory:") {
-			fmt.Fprintln(a.stderr, "SQLite reuses the freed pages for new checkpoints; to shrink the file, run VACUUM on it (sqlite3 FILE VACUUM) while no process writes.")
+			fmt.Fprintln(a.stderr, "SQLite reuses the freed pages for new checkpoints; what went stays in them until the file is vacuumed (cairn prune --vacuum, which holds writers back while it runs).")
 		}
 	}
 	return nil
@@ -193,4 +213,43 @@ func (a *app) sweep(ctx context.Context, s store.Store, f retentionFlags, owner 
 	sw := store.Sweeper{Store: s, Every: f.every, Owner: owner, Logger: a.logger,
 		Request: store.PruneRequest{KeepLast: f.keepLast, OlderThan: f.olderThan, Expired: true, RunLogsOlderThan: f.runLogs}}
 	go func() { _ = sw.Run(ctx) }()
+}
+
+// prunedBefore returns the checkpoints of a history listing that begin
+// what a prune left of their branch (store.PrunedBoundary): their parent
+// is neither listed nor stored.
+func prunedBefore(ctx context.Context, s store.Store, cps []store.Checkpoint) (map[int64]bool, error) {
+	listed := make(map[int64]bool, len(cps))
+	for _, cp := range cps {
+		listed[cp.Seq] = true
+	}
+	cut := map[int64]bool{}
+	for _, cp := range cps {
+		if listed[cp.Parent] || !store.PrunedBoundary(cp) {
+			continue
+		}
+		stored := false
+		for p, err := range s.History(ctx, store.HistoryRequest{Thread: cp.Thread, Namespace: cp.Namespace, Before: cp.Parent + 1, Limit: 1}) {
+			if err != nil {
+				return nil, err
+			}
+			stored = p.Seq == cp.Parent
+		}
+		cut[cp.Seq] = !stored
+	}
+	return cut, nil
+}
+
+// describeIn is describe with the mark of a checkpoint whose parent was
+// pruned (cut).
+func describeIn(cp store.Checkpoint, cut map[int64]bool) string {
+	d := describe(cp)
+	if !cut[cp.Seq] {
+		return d
+	}
+	note := fmt.Sprintf("parent %d pruned", cp.Parent)
+	if d == "-" {
+		return note
+	}
+	return note + "; " + d
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"os"
 	"testing"
@@ -108,4 +109,52 @@ func ToFormat5(t testing.TB, dsn string) {
 		`DROP INDEX cairn_threads_created, cairn_threads_touched, cairn_threads_status, cairn_threads_status_at`,
 		`ALTER TABLE cairn_threads DROP COLUMN status, DROP COLUMN status_at, DROP COLUMN touched_at`,
 		`UPDATE cairn_format SET version = 5`)
+}
+
+// Bytes returns the content of every row of every table of the
+// schema a DSN's search_path names: text as it is, bytea as its bytes,
+// other values as Go prints them.
+func Bytes(t testing.TB, dsn string) []byte {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(names) == 0 {
+		t.Fatalf("tables of the schema: %v %v", names, err)
+	}
+	var all []byte
+	for _, name := range names {
+		rows, err := conn.Query(ctx, `SELECT * FROM `+pgx.Identifier{name}.Sanitize())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			vals, err := rows.Values()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range vals {
+				switch v := v.(type) {
+				case []byte:
+					all = append(all, v...)
+				case string:
+					all = append(all, v...)
+				default:
+					all = fmt.Append(all, v)
+				}
+			}
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return all
 }

@@ -185,8 +185,11 @@ func (b *Backend) Insert(_ context.Context, r store.Row) error {
 	if r.Seq < next {
 		return fmt.Errorf("%w: seq %d exists", store.ErrConflict, r.Seq)
 	}
-	if r.Parent > 0 && !hasSeq(rows, r.Parent) {
-		return fmt.Errorf("%w: thread %q namespace %q has no checkpoint %d to extend", store.ErrConflict, r.Thread, r.Namespace, r.Parent)
+	if r.Parent > 0 {
+		i, found := seqIndex(rows, r.Parent)
+		if !found || !store.BaseFits(&r, rows[i].Base) {
+			return fmt.Errorf("%w: thread %q namespace %q has no checkpoint %d to extend (as the writer knows it)", store.ErrConflict, r.Thread, r.Namespace, r.Parent)
+		}
 	}
 	if !ok {
 		if r.Create == nil {
@@ -207,10 +210,9 @@ func (b *Backend) Insert(_ context.Context, r store.Row) error {
 	return nil
 }
 
-// hasSeq reports whether rows (ascending by seq) hold seq.
-func hasSeq(rows []store.Row, seq int64) bool {
-	_, ok := slices.BinarySearchFunc(rows, seq, func(r store.Row, s int64) int { return cmp.Compare(r.Seq, s) })
-	return ok
+// seqIndex returns the index of row seq in rows (ascending by seq).
+func seqIndex(rows []store.Row, seq int64) (int, bool) {
+	return slices.BinarySearchFunc(rows, seq, func(r store.Row, s int64) int { return cmp.Compare(r.Seq, s) })
 }
 
 // AttachSnapshot implements store.SnapshotAttacher.
@@ -221,7 +223,7 @@ func (b *Backend) AttachSnapshot(_ context.Context, r store.Row, old uint32) (bo
 		return false, err
 	}
 	rows := b.threads[r.Thread].rows(r.Namespace)
-	i, ok := slices.BinarySearchFunc(rows, r.Seq, func(x store.Row, s int64) int { return cmp.Compare(x.Seq, s) })
+	i, ok := seqIndex(rows, r.Seq)
 	if !ok || rows[i].Sum != old {
 		return false, nil
 	}
@@ -307,7 +309,7 @@ func (b *Backend) Namespaces(_ context.Context, id string) ([]store.NamespaceRec
 }
 
 // DeleteRanges implements store.Backend.
-func (b *Backend) DeleteRanges(_ context.Context, id, ns string, head int64, ranges []store.SeqRange) (int64, error) {
+func (b *Backend) DeleteRanges(_ context.Context, id, ns string, head int64, ranges []store.SeqRange, rebase []store.Rebase) (int64, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.live(); err != nil {
@@ -316,6 +318,9 @@ func (b *Backend) DeleteRanges(_ context.Context, id, ns string, head int64, ran
 	t, ok := b.threads[id]
 	if !ok || len(t.ns[ns]) == 0 || t.ns[ns][len(t.ns[ns])-1].Seq != head {
 		return 0, fmt.Errorf("%w: thread %q namespace %q changed while it was pruned", store.ErrConflict, id, ns)
+	}
+	if err := rebaseRows(t.ns[ns], rebase); err != nil {
+		return 0, err
 	}
 	in := func(seq int64) bool {
 		return slices.ContainsFunc(ranges, func(r store.SeqRange) bool { return r.From <= seq && seq <= r.To })
@@ -332,6 +337,26 @@ func (b *Backend) DeleteRanges(_ context.Context, id, ns string, head int64, ran
 		}
 	}
 	return int64(len(rows) - len(kept)), nil
+}
+
+// rebaseRows rewrites the rows of a prune's rebase, all or none.
+func rebaseRows(rows []store.Row, rebase []store.Rebase) error {
+	at := make([]int, len(rebase))
+	for k, rb := range rebase {
+		i, ok := seqIndex(rows, rb.Row.Seq)
+		if !ok || rows[i].Sum != rb.Old {
+			return fmt.Errorf("%w: thread %q namespace %q checkpoint %d changed while it was pruned", store.ErrConflict, rb.Row.Thread, rb.Row.Namespace, rb.Row.Seq)
+		}
+		at[k] = i
+	}
+	for k, rb := range rebase {
+		r := &rows[at[k]]
+		r.Base, r.Since, r.BaseSize, r.Sum = rb.Row.Base, rb.Row.Since, rb.Row.BaseSize, rb.Row.Sum
+		if rb.Row.HasSnapshot && rb.Row.Snapshot != nil {
+			r.HasSnapshot, r.Snapshot = true, bytes.Clone(rb.Row.Snapshot)
+		}
+	}
+	return nil
 }
 
 // PutWrites implements store.Backend.

@@ -75,6 +75,7 @@ func conformanceHarness() storetest.Harness {
 		Edit: func(t *testing.T, s store.Store, ref store.Ref, column string, value any) {
 			editColumn(t, dsns[s], ref, column, value)
 		},
+		Bytes: func(t *testing.T, s store.Store) []byte { return pgtest.Bytes(t, dsns[s]) },
 	}
 }
 

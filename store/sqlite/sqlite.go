@@ -335,7 +335,10 @@ func (b *Backend) prepareWrites(ctx context.Context) error {
 		{&b.rollback, `ROLLBACK`},
 		// The parent must exist: a writer whose idea of the thread is stale
 		// (the thread was deleted and started again elsewhere) must not leave
-		// a row that points at nothing. Without its parent the row's patch
+		// a row that points at nothing, nor a writer whose idea of the
+		// parent is older than a prune that rebased it (store.BaseFits: the
+		// row's base must be the parent's, the parent, or the row itself).
+		// Without its parent the row's patch
 		// is NULL, which the NOT NULL column refuses (insert reports it as
 		// ErrConflict): one plain INSERT, cheaper than an INSERT … SELECT …
 		// WHERE EXISTS, which SQLite runs through a temporary table. The
@@ -346,7 +349,8 @@ func (b *Backend) prepareWrites(ctx context.Context) error {
 		// named only where used twice: the driver copies each name.
 		{&b.insertRow, `INSERT INTO checkpoints (id, parent, base, since, base_size, status, created_at, has_snapshot, meta, patch, crc)
 			VALUES (` + laneKey("?", "?") + ` + ?, ?, ?, ?, ?, ?, ?, ?, ?,
-				CASE WHEN ?4 = 0 OR EXISTS (SELECT 1 FROM checkpoints WHERE id = ` + laneKey("?1", "?2") + ` + ?4) THEN ? END, ?)`},
+				CASE WHEN ?4 = 0 OR EXISTS (SELECT 1 FROM checkpoints WHERE id = ` + laneKey("?1", "?2") + ` + ?4
+					AND (base = ?5 OR ?5 IN (?3, ?4))) THEN ? END, ?)`},
 		{&b.ensureLane, `INSERT OR IGNORE INTO lanes (thread, ns) VALUES (?, ?)`},
 		{&b.insertSnap, `INSERT OR REPLACE INTO snapshots (thread, ns, seq, data) VALUES (?,?,?,?)`},
 		{&b.ensureThread, `INSERT OR IGNORE INTO threads (id, tenant, metadata, created_at, crc, touched_at) VALUES (?1,?2,?3,?4,?5,?4)`},
@@ -1482,9 +1486,13 @@ func (b *Backend) Namespaces(ctx context.Context, thread string) ([]store.Namesp
 }
 
 // DeleteRanges implements store.Backend.
-func (b *Backend) DeleteRanges(ctx context.Context, thread, ns string, head int64, ranges []store.SeqRange) (int64, error) {
+func (b *Backend) DeleteRanges(ctx context.Context, thread, ns string, head int64, ranges []store.SeqRange, rebase []store.Rebase) (int64, error) {
 	var n int64
-	err := b.do(ctx, func(ctx context.Context, c *sql.Conn) error {
+	size := 0
+	for _, rb := range rebase {
+		size += len(rb.Row.Snapshot)
+	}
+	err := b.doSized(ctx, size, func(ctx context.Context, c *sql.Conn) error {
 		return savepoint(ctx, c, func() error {
 			var newest sql.NullInt64
 			if err := c.QueryRowContext(ctx, `SELECT max(c.id) - (l.id << 32) FROM lanes l JOIN checkpoints c ON `+inLane+` WHERE l.thread = ? AND l.ns = ?`, thread, ns).Scan(&newest); err != nil {
@@ -1492,6 +1500,9 @@ func (b *Backend) DeleteRanges(ctx context.Context, thread, ns string, head int6
 			}
 			if newest.Int64 != head {
 				return fmt.Errorf("%w: thread %q namespace %q grew while it was pruned (head %d, now %d)", store.ErrConflict, thread, ns, head, newest.Int64)
+			}
+			if err := b.rebase(ctx, c, rebase); err != nil {
+				return err
 			}
 			for _, r := range ranges {
 				res, err := c.ExecContext(ctx, `DELETE FROM checkpoints WHERE id BETWEEN `+laneKey("?1", "?2")+` + ?3 AND `+laneKey("?1", "?2")+` + ?4`, thread, ns, max(r.From, 1), min(r.To, maxSeq))
@@ -1513,6 +1524,34 @@ func (b *Backend) DeleteRanges(ctx context.Context, thread, ns string, head int6
 		})
 	})
 	return n, err
+}
+
+// rebase rewrites the kept rows of a prune (store.Rebase), inside its
+// transaction: a row changed since it was read fails the prune.
+func (b *Backend) rebase(ctx context.Context, c *sql.Conn, rebase []store.Rebase) error {
+	for _, rb := range rebase {
+		r, has := rb.Row, 0
+		if r.HasSnapshot {
+			has = 1
+		}
+		res, err := c.ExecContext(ctx, `UPDATE checkpoints SET has_snapshot = ?, base = ?, since = ?, base_size = ?, crc = ?
+			WHERE id = `+laneKey("?", "?")+` + ? AND crc = ?`, has, r.Base, r.Since, r.BaseSize, int64(r.Sum), r.Thread, r.Namespace, r.Seq, int64(rb.Old))
+		if err != nil {
+			return err
+		}
+		if k, err := res.RowsAffected(); err != nil || k == 0 {
+			if err != nil {
+				return err
+			}
+			return fmt.Errorf("%w: thread %q namespace %q checkpoint %d changed while it was pruned", store.ErrConflict, r.Thread, r.Namespace, r.Seq)
+		}
+		if r.HasSnapshot && r.Snapshot != nil {
+			if _, err := c.ExecContext(ctx, `INSERT OR REPLACE INTO snapshots (thread, ns, seq, data) VALUES (?,?,?,?)`, r.Thread, r.Namespace, r.Seq, r.Snapshot); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // PutWrites implements store.Backend.

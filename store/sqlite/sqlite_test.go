@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/sqlite"
+	"github.com/cairn-dev/cairn/store/sqlite/sqlitetest"
 	"github.com/cairn-dev/cairn/store/storetest"
 )
 
@@ -76,6 +77,7 @@ func conformanceHarness() storetest.Harness {
 		Edit: func(t *testing.T, s store.Store, ref store.Ref, column string, value any) {
 			editColumn(t, dbPath(s), ref, column, value)
 		},
+		Bytes: func(t *testing.T, s store.Store) []byte { return sqlitetest.FileBytes(t, dbPath(s)) },
 	}
 }
 

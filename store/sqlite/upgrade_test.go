@@ -316,8 +316,8 @@ func TestUpgradeFormat4(t *testing.T) {
 		t.Fatalf("second append on the same parent: %v", err)
 	}
 	// Every row of b is on its head's chain (one snapshot, at 1): pruning
-	// looks at them all and keeps them.
-	if res, err := s.Prune(ctx, store.PruneRequest{Thread: b, KeepLast: 3}); err != nil || res.Checkpoints != 0 {
+	// keeps the newest 3 and gives the oldest of them a snapshot.
+	if res, err := s.Prune(ctx, store.PruneRequest{Thread: b, KeepLast: 3}); err != nil || res.Checkpoints != 27 || res.Rebased != 1 {
 		t.Fatalf("prune after the upgrade: %+v, %v", res, err)
 	}
 	if cp, err := s.Load(ctx, store.LoadRequest{Thread: b}); err != nil || cp.State.String() != want[store.Ref{Thread: "b"}] {

@@ -2,7 +2,10 @@ package sqlitetest
 
 import (
 	"database/sql"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"testing"
 
 	_ "modernc.org/sqlite" // the driver the store uses
@@ -103,4 +106,19 @@ func version(t testing.TB, db *sql.DB) int {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// FileBytes returns every byte of a database file and of its journals
+// (WAL, rollback journal, shared memory) as they are on disk.
+func FileBytes(t testing.TB, path string) []byte {
+	t.Helper()
+	var all []byte
+	for _, suffix := range []string{"", "-wal", "-journal", "-shm"} {
+		b, err := os.ReadFile(path + suffix)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Fatal(err)
+		}
+		all = append(all, b...)
+	}
+	return all
 }
