@@ -9,7 +9,7 @@ import (
 	"github.com/cairn-dev/cairn/model/scripted"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // Structured output: the reply is checked against a schema; text around
@@ -47,7 +47,7 @@ func ExampleNetwork() {
 		},
 	}
 	g, _ := n.Graph(nil)
-	runner, _ := flow.NewRunner(g, memory.Open(store.Options{}), flow.Options{})
+	runner, _ := flow.NewRunner(g, inmem.Open(store.Options{}), flow.Options{})
 	res, err := runner.Invoke(context.Background(), "acme", agent.Input("Write about Acme"))
 	if err != nil {
 		panic(err)

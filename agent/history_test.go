@@ -7,12 +7,12 @@ import (
 
 	"github.com/cairn-dev/cairn/agent"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 func TestHistoryAdapter(t *testing.T) {
 	ctx := context.Background()
-	h := &agent.History{Store: memory.Open(store.Options{})}
+	h := &agent.History{Store: inmem.Open(store.Options{})}
 	if _, err := h.CreateThread(ctx, "conv", map[string]any{"user": "ada"}); err != nil {
 		t.Fatal(err)
 	}

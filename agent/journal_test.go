@@ -13,7 +13,7 @@ import (
 	"github.com/cairn-dev/cairn/redact"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // roundModel answers by the number of assistant turns already in the
@@ -133,7 +133,7 @@ func (j *journalGraph) compile(t *testing.T) *flow.Compiled {
 func TestToolLoopReplaysAfterCrash(t *testing.T) {
 	j := &journalGraph{m: &roundModel{}, block: make(chan struct{}), first: make(chan struct{})}
 	first := j.first
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	r, err := flow.NewRunner(j.compile(t), s, flow.Options{Redact: redact.Default()})
 	if err != nil {
 		t.Fatal(err)
@@ -186,7 +186,7 @@ func TestToolLoopAfterFailureRunsAfresh(t *testing.T) {
 	for _, d := range []flow.Durability{flow.DurabilitySync, flow.DurabilityAsync} {
 		t.Run(string(d), func(t *testing.T) {
 			j := &journalGraph{m: &roundModel{fail: map[int]bool{2: true}}}
-			r, err := flow.NewRunner(j.compile(t), memory.Open(store.Options{}), flow.Options{Durability: d})
+			r, err := flow.NewRunner(j.compile(t), inmem.Open(store.Options{}), flow.Options{Durability: d})
 			if err != nil {
 				t.Fatal(err)
 			}

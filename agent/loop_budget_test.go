@@ -10,7 +10,7 @@ import (
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // budgetCase is a loop agent that would run for ever, stopped by one
@@ -98,7 +98,7 @@ func TestLoopAgentBudgetStopOnRecord(t *testing.T) {
 	for _, tc := range budgetCases() {
 		t.Run(string(tc.kind), func(t *testing.T) {
 			ctx := context.Background()
-			st := memory.Open(store.Options{})
+			st := inmem.Open(store.Options{})
 			a := researcher(t)
 			endless(a)
 			task := agent.Task{ID: "b", Objective: "read"}

@@ -15,7 +15,7 @@ import (
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 	"github.com/cairn-dev/cairn/tracefile"
 )
 
@@ -36,7 +36,7 @@ func TestLoopAgentResumeKeepsShouldStop(t *testing.T) {
 	a.ShouldStop = func(s ResearchState) (state.StopReason, bool) {
 		return state.StopAgentCondition, s.CurrentStep >= 2
 	}
-	st := memory.Open(store.Options{})
+	st := inmem.Open(store.Options{})
 	res, err := a.Run(context.Background(), st, "r", researchTask, flow.Options{})
 	if err != nil || res.StopReason != state.StopInterrupt {
 		t.Fatalf("run: %+v %v", res, err)
@@ -118,7 +118,7 @@ func TestLoopAgentStopRules(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			a := researcher(t)
 			tc.setup(a)
-			res, err := a.Run(context.Background(), memory.Open(store.Options{}), "r", researchTask, flow.Options{})
+			res, err := a.Run(context.Background(), inmem.Open(store.Options{}), "r", researchTask, flow.Options{})
 			if err != nil || res.StopReason != tc.want || res.Steps != tc.wantSteps || res.Success != tc.wantSuccess {
 				t.Fatalf("stop %s after %d steps, success %v (%v); want %s after %d, success %v", res.StopReason, res.Steps, res.Success, err, tc.want, tc.wantSteps, tc.wantSuccess)
 			}
@@ -138,7 +138,7 @@ func TestLoopAgentReduceMetadata(t *testing.T) {
 		u["metadata"] = map[string]any{"phase": fmt.Sprint("step ", s.CurrentStep)}
 		return u, err
 	}
-	res, err := a.Run(context.Background(), memory.Open(store.Options{}), "r", researchTask, flow.Options{})
+	res, err := a.Run(context.Background(), inmem.Open(store.Options{}), "r", researchTask, flow.Options{})
 	if err != nil || res.State.Metadata["phase"] != "step 3" || res.State.Metadata["last_decision"] == nil || res.State.Metadata["task_id"] != "r" {
 		t.Fatalf("metadata %v (%v)", res.State.Metadata, err)
 	}
@@ -158,7 +158,7 @@ func TestLoopAgentStagnationAcrossResume(t *testing.T) {
 	a.Reduce = func(ctx context.Context, s ResearchState, obs string, d agent.Decision, rs []agent.ActionResult) (state.Update, error) {
 		return nil, nil
 	}
-	st := memory.Open(store.Options{})
+	st := inmem.Open(store.Options{})
 	if res, err := a.Run(context.Background(), st, "r", researchTask, flow.Options{}); err != nil || res.StopReason != state.StopInterrupt {
 		t.Fatalf("run: %+v %v", res, err)
 	}
@@ -192,7 +192,7 @@ func TestLoopAgentPreflightCodes(t *testing.T) {
 			if strings.Join(codes, ",") != tc.codes {
 				t.Fatalf("codes %v, want %s", codes, tc.codes)
 			}
-			res, err := researcher(t).Run(context.Background(), memory.Open(store.Options{}), "p", tc.task, flow.Options{})
+			res, err := researcher(t).Run(context.Background(), inmem.Open(store.Options{}), "p", tc.task, flow.Options{})
 			if err != nil || res.StopReason != state.StopTaskValidationFailed || res.Success || res.Steps != 0 ||
 				res.FinalResult == nil || *res.FinalResult != agent.PreflightFailed || res.State.FinalResult == nil {
 				t.Fatalf("run: %+v %v", res, err)
@@ -210,7 +210,7 @@ func TestLoopAgentTraceRows(t *testing.T) {
 	a.Critics = []agent.Critic[ResearchState]{func(ctx context.Context, s ResearchState, d agent.Decision, rs []agent.ActionResult) (agent.CriticOutput, error) {
 		return agent.CriticOutput{Action: agent.CriticContinue, Reason: "fine"}, nil
 	}}
-	st := memory.Open(store.Options{})
+	st := inmem.Open(store.Options{})
 	if _, err := a.Run(context.Background(), st, "r", researchTask, flow.Options{}); err != nil {
 		t.Fatal(err)
 	}

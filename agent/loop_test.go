@@ -14,7 +14,7 @@ import (
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // ResearchState is seed 002's example state.
@@ -72,7 +72,7 @@ func researcher(t *testing.T) *agent.LoopAgent[ResearchState] {
 
 func TestLoopAgentFinal(t *testing.T) {
 	a := researcher(t)
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	res, err := a.Run(context.Background(), s, "research-001", agent.Task{ID: "research-001", Objective: "Summarize the findings in paper.pdf",
 		SuccessCriteria: []string{"covers abstract, methods, conclusions"}}, flow.Options{})
 	if err != nil {
@@ -88,7 +88,7 @@ func TestLoopAgentFinal(t *testing.T) {
 
 func TestLoopAgentBudget(t *testing.T) {
 	a := researcher(t)
-	res, err := a.Run(context.Background(), memory.Open(store.Options{}), "r2", agent.Task{ID: "r2", Objective: "x", Budget: agent.TaskBudget{MaxSteps: 2}}, flow.Options{Budget: flow.Budget{MaxSteps: 50}})
+	res, err := a.Run(context.Background(), inmem.Open(store.Options{}), "r2", agent.Task{ID: "r2", Objective: "x", Budget: agent.TaskBudget{MaxSteps: 2}}, flow.Options{Budget: flow.Budget{MaxSteps: 50}})
 	if err != nil || res.Success || res.StopReason != state.StopBudgetSteps || res.Steps != 2 {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -96,7 +96,7 @@ func TestLoopAgentBudget(t *testing.T) {
 	a.InitState = func(ctx context.Context, task agent.Task) (ResearchState, error) {
 		return ResearchState{Base: state.NewBase(task.Objective, 1)}, nil
 	}
-	res, err = a.Run(context.Background(), memory.Open(store.Options{}), "r3", agent.Task{ID: "r3", Objective: "x"}, flow.Options{})
+	res, err = a.Run(context.Background(), inmem.Open(store.Options{}), "r3", agent.Task{ID: "r3", Objective: "x"}, flow.Options{})
 	if err != nil || res.StopReason != state.StopMaxSteps || res.Steps != 1 {
 		t.Fatalf("max steps: %+v %v", res, err)
 	}
@@ -129,7 +129,7 @@ func TestLoopAgentPreflight(t *testing.T) {
 		called = true
 		return agent.Final("x")
 	}
-	res, err := a.Run(context.Background(), memory.Open(store.Options{}), "p", task, flow.Options{})
+	res, err := a.Run(context.Background(), inmem.Open(store.Options{}), "p", task, flow.Options{})
 	if err != nil || res.StopReason != state.StopTaskValidationFailed || res.Steps != 0 || called || len(res.Issues) != 4 || res.Success {
 		t.Fatalf("preflight run %+v %v", res, err)
 	}
@@ -188,7 +188,7 @@ func TestActionsTimeoutsAndWait(t *testing.T) {
 		}
 		return nil, nil
 	}
-	st := memory.Open(store.Options{})
+	st := inmem.Open(store.Options{})
 	task := agent.Task{ID: "w", Objective: "plan"}
 	res, err := a.Run(context.Background(), st, "w", task, flow.Options{})
 	if err != nil || res.StopReason != state.StopInterrupt {

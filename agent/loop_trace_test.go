@@ -11,7 +11,7 @@ import (
 
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 	"github.com/cairn-dev/cairn/tracefile"
 )
 
@@ -45,7 +45,7 @@ func TestLoopAgentTaskInManifest(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			st := memory.Open(store.Options{})
+			st := inmem.Open(store.Options{})
 			task := researchTask
 			task.ID, task.Metadata = "research-001", tc.metadata
 			em, eb := tracedRun(t, ctx, st, "r", func(opts flow.Options) error {

@@ -13,7 +13,7 @@ import (
 	"github.com/cairn-dev/cairn/agent"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // Routers and lifecycle hooks write the network's key-value store
@@ -51,7 +51,7 @@ func TestNetworkKVWritesFromRoutersAndHooks(t *testing.T) {
 		}
 		return nil, nil
 	}
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	n := &agent.Network{Name: "kv", Agents: []*agent.Agent{a}, Router: router}
 	if _, err := runNetwork(t, n, s, "kv", "go"); err != nil {
 		t.Fatal(err)
@@ -95,7 +95,7 @@ func TestInferenceResultPrompt(t *testing.T) {
 		}
 		return nil, nil
 	}}
-	res, err := runNetwork(t, n, memory.Open(store.Options{}), "p", "go")
+	res, err := runNetwork(t, n, inmem.Open(store.Options{}), "p", "go")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestToolKeysByPosition(t *testing.T) {
 		}
 		return nil, nil
 	}}
-	if _, err := runNetwork(t, n, memory.Open(store.Options{}), "k", "go"); err != nil {
+	if _, err := runNetwork(t, n, inmem.Open(store.Options{}), "k", "go"); err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(keys, " "); got != "k/3/tools/tool/0.0 k/3/tools/tool/0.1" {
@@ -178,7 +178,7 @@ func TestContextOverflowStopsRun(t *testing.T) {
 	n := &agent.Network{Name: "o", Agents: []*agent.Agent{a}, Router: func(ctx context.Context, v agent.NetworkView) ([]string, error) {
 		return []string{"a"}, nil
 	}}
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	res, err := runNetwork(t, n, s, "o", "go")
 	if !errors.Is(err, agent.ErrContextOverflow) || res.StopReason != state.StopContextOverflow {
 		t.Fatalf("%v, stop %s", err, res.StopReason)

@@ -12,7 +12,7 @@ import (
 	"github.com/cairn-dev/cairn/model/scripted"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 func script(t *testing.T, src string) *scripted.Model {
@@ -73,7 +73,7 @@ func TestCodingNetwork(t *testing.T) {
 			return []string{"coder"}, nil
 		}
 	}}
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	res, err := runNetwork(t, n, s, "net-1", "Write a hello world program")
 	if err != nil || res.StopReason != state.StopSuccess {
 		t.Fatalf("%+v %v", res, err)
@@ -143,7 +143,7 @@ func TestRoutingAgent(t *testing.T) {
 		{Name: "researcher", Description: "finds facts", Model: workers},
 		{Name: "writer", Description: "writes", Model: workers},
 	}}
-	res, err := runNetwork(t, n, memory.Open(store.Options{}), "r", "write an essay")
+	res, err := runNetwork(t, n, inmem.Open(store.Options{}), "r", "write an essay")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,26 +180,26 @@ func TestNetworkHooksAndErrors(t *testing.T) {
 		}
 	}
 	n := &agent.Network{Name: "hooks", Agents: []*agent.Agent{a, b}, Router: once("a")}
-	if _, err := runNetwork(t, n, memory.Open(store.Options{}), "h", "go"); err != nil || started != 1 || finished != 1 {
+	if _, err := runNetwork(t, n, inmem.Open(store.Options{}), "h", "go"); err != nil || started != 1 || finished != 1 {
 		t.Fatalf("hooks: %v started %d finished %d", err, started, finished)
 	}
 	n.Router = once("b")
-	if _, err := runNetwork(t, n, memory.Open(store.Options{}), "h2", "go"); !errors.Is(err, agent.ErrNoAgents) {
+	if _, err := runNetwork(t, n, inmem.Open(store.Options{}), "h2", "go"); !errors.Is(err, agent.ErrNoAgents) {
 		t.Fatalf("disabled agent: %v", err)
 	}
 	n.Router = once("zed")
-	if _, err := runNetwork(t, n, memory.Open(store.Options{}), "h3", "go"); !errors.Is(err, agent.ErrUnknownAgent) {
+	if _, err := runNetwork(t, n, inmem.Open(store.Options{}), "h3", "go"); !errors.Is(err, agent.ErrUnknownAgent) {
 		t.Fatalf("unknown agent: %v", err)
 	}
 	a.Hooks.Enabled = func(context.Context, agent.NetworkView) bool { return false }
-	if _, err := runNetwork(t, n, memory.Open(store.Options{}), "h4", "go"); !errors.Is(err, agent.ErrNoAgents) || !strings.Contains(err.Error(), "no agents enabled in network") {
+	if _, err := runNetwork(t, n, inmem.Open(store.Options{}), "h4", "go"); !errors.Is(err, agent.ErrNoAgents) || !strings.Contains(err.Error(), "no agents enabled in network") {
 		t.Fatalf("none enabled: %v", err)
 	}
 	// Max iterations stops a router that never stops.
 	loop := script(t, "replies:\n  - step: c\n    text: one\n  - step: c\n    text: two\n  - step: c\n    text: three\n")
 	c := &agent.Agent{Name: "c", Model: loop}
 	n2 := &agent.Network{Name: "loop", Agents: []*agent.Agent{c}, MaxIter: 2, Router: func(context.Context, agent.NetworkView) ([]string, error) { return []string{"c"}, nil }}
-	res, err := runNetwork(t, n2, memory.Open(store.Options{}), "l", "go")
+	res, err := runNetwork(t, n2, inmem.Open(store.Options{}), "l", "go")
 	if err != nil || len(results(t, res.State)) != 2 {
 		t.Fatalf("max iter: %v", err)
 	}

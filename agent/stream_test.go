@@ -11,7 +11,7 @@ import (
 	"github.com/cairn-dev/cairn/model/scripted"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 const streamScript = `replies:
@@ -50,7 +50,7 @@ func TestMessagesStream(t *testing.T) {
 					}
 					return state.Update{"messages": res.Final}, nil
 				}).Chain("clerk").Compile()
-			r, _ := flow.NewRunner(g, memory.Open(store.Options{}), flow.Options{})
+			r, _ := flow.NewRunner(g, inmem.Open(store.Options{}), flow.Options{})
 			var text, args strings.Builder
 			ids := map[string]int{}
 			var final *flow.Result
@@ -96,7 +96,7 @@ func TestNoStreamNoChunks(t *testing.T) {
 		resp, err := sm.Generate(ctx, agent.Request{})
 		return state.Update{"r": resp.Message.Content}, err
 	}).Chain("n").Compile()
-	r, _ := flow.NewRunner(g, memory.Open(store.Options{}), flow.Options{})
+	r, _ := flow.NewRunner(g, inmem.Open(store.Options{}), flow.Options{})
 	for ev, err := range r.Stream(context.Background(), "t", nil, flow.StreamOptions{Modes: []flow.StreamMode{flow.StreamUpdates}}) {
 		if err != nil || ev.Kind == flow.EventMessage {
 			t.Fatalf("%+v %v", ev, err)

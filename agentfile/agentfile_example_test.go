@@ -8,7 +8,7 @@ import (
 
 	"github.com/cairn-dev/cairn/agentfile"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // An agent file runs on a thread: checked first (Check; Run makes
@@ -32,7 +32,7 @@ Greet the user.
 		fmt.Println(err)
 		return
 	}
-	cfg := agentfile.RunConfig{Store: memory.Open(store.Options{}), Thread: "t1", Input: agentfile.TextInput("inline", "Ada"),
+	cfg := agentfile.RunConfig{Store: inmem.Open(store.Options{}), Thread: "t1", Input: agentfile.TextInput("inline", "Ada"),
 		NewThread: map[string]any{"kind": "agent"}}
 	if err := agentfile.Check(a, cfg); err != nil {
 		fmt.Println(err)

@@ -11,7 +11,7 @@ import (
 	"github.com/cairn-dev/cairn/agentfile"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 const good = `---
@@ -99,7 +99,7 @@ func TestBusinessExtractText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	res, err := agentfile.Run(context.Background(), a, agentfile.RunConfig{Store: s, Thread: "biz", Input: in})
 	if err != nil {
 		t.Fatal(err)
@@ -136,7 +136,7 @@ func TestBusinessExtractStructuredWithHandoff(t *testing.T) {
 		t.Fatal(err)
 	}
 	in, _ := agentfile.ReadInput(filepath.Join(dir, "input", "company.txt"))
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	res, err := agentfile.Run(context.Background(), a, agentfile.RunConfig{Store: s, Thread: "biz2", Input: in})
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +185,7 @@ func TestSafeDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = agentfile.Run(context.Background(), a, agentfile.RunConfig{Store: memory.Open(store.Options{}), Thread: "e", Input: agentfile.TextInput("inline", "x")})
+	_, err = agentfile.Run(context.Background(), a, agentfile.RunConfig{Store: inmem.Open(store.Options{}), Thread: "e", Input: agentfile.TextInput("inline", "x")})
 	if !errors.Is(err, agentfile.ErrInvalidFile) || !strings.Contains(err.Error(), "outside") {
 		t.Fatalf("escape: %v", err)
 	}
@@ -196,7 +196,7 @@ func TestSafeDir(t *testing.T) {
 	src = "---\nname: oneshot\nmodel: {provider: scripted, script: r.yaml}\n---\n## Instructions\nsay hi\n"
 	os.WriteFile(p, []byte(src), 0o644)
 	a, _ = agentfile.Load(p)
-	res, err := agentfile.Run(context.Background(), a, agentfile.RunConfig{Store: memory.Open(store.Options{}), Thread: "o", Input: agentfile.TextInput("inline", "x")})
+	res, err := agentfile.Run(context.Background(), a, agentfile.RunConfig{Store: inmem.Open(store.Options{}), Thread: "o", Input: agentfile.TextInput("inline", "x")})
 	if err != nil || string(res.FinalOutput) != `"hi"` {
 		t.Fatalf("one shot: %s %v", res.FinalOutput, err)
 	}
@@ -217,7 +217,7 @@ func TestAgentFileTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := agentfile.Run(context.Background(), a, agentfile.RunConfig{Store: memory.Open(store.Options{}), Thread: "tools", Input: agentfile.TextInput("inline", "go")})
+	res, err := agentfile.Run(context.Background(), a, agentfile.RunConfig{Store: inmem.Open(store.Options{}), Thread: "tools", Input: agentfile.TextInput("inline", "go")})
 	if err != nil || string(res.FinalOutput) != `"Done: todo written."` {
 		t.Fatalf("run: %s %v", res.FinalOutput, err)
 	}

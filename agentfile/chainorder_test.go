@@ -8,7 +8,7 @@ import (
 	"github.com/cairn-dev/cairn/agentfile"
 	"github.com/cairn-dev/cairn/model/scripted"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // orderFile is a chain whose step names are not in alphabetical order.
@@ -43,7 +43,7 @@ func TestPromptStepsInChainOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := &recordingModel{m: m}
-	cfg := agentfile.RunConfig{Store: memory.Open(store.Options{}), Thread: "o", Model: rec, Input: agentfile.TextInput("inline", "go")}
+	cfg := agentfile.RunConfig{Store: inmem.Open(store.Options{}), Thread: "o", Model: rec, Input: agentfile.TextInput("inline", "go")}
 	if _, err := agentfile.Run(context.Background(), a, cfg); err != nil {
 		t.Fatal(err)
 	}

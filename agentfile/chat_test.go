@@ -13,7 +13,7 @@ import (
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 func TestChatFileErrors(t *testing.T) {
@@ -116,7 +116,7 @@ func TestChatTurns(t *testing.T) {
     repeat: true
 `)
 	ctx := context.Background()
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	cfg := agentfile.RunConfig{Store: s, Thread: "c1"}
 	turn := func(in agentfile.Input) *agentfile.Result {
 		t.Helper()
@@ -164,7 +164,7 @@ func TestChatRejectedToolCall(t *testing.T) {
   - echo_tool: true
 `)
 	ctx := context.Background()
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	cfg := agentfile.RunConfig{Store: s, Thread: "c2", Input: agentfile.TextInput("inline", "read my notes")}
 	if res, err := agentfile.Run(ctx, a, cfg); err != nil || res.Result.StopReason != state.StopInterrupt {
 		t.Fatalf("turn 1: %v", err)
@@ -208,7 +208,7 @@ func TestChatRejectedToolCall(t *testing.T) {
 func TestChatPlacesRefused(t *testing.T) {
 	a := chatFile(t, "", "replies:\n  - text: hi\n    repeat: true\n")
 	ctx := context.Background()
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	_, err := agentfile.Run(ctx, a, agentfile.RunConfig{Store: s, Thread: "n", Namespace: "gate1", Input: agentfile.TextInput("inline", "x")})
 	if !errors.Is(err, agentfile.ErrInvalidFile) || !strings.Contains(err.Error(), "thread's root") {
 		t.Fatalf("in a namespace: %v", err)
@@ -261,7 +261,7 @@ func TestChatMemory(t *testing.T) {
     echo_tool: true
 `)
 	ctx := context.Background()
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	cfg := agentfile.RunConfig{Store: s, Thread: "m1", Conversations: agentfile.NewConversationCache(1 << 20)}
 	for _, turn := range []struct{ in, want string }{
 		{"remember: I like green tea", `"Noted."`},

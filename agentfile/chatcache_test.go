@@ -13,7 +13,7 @@ import (
 	"github.com/cairn-dev/cairn/model/scripted"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // recordingModel keeps the messages of every request it answers.
@@ -44,7 +44,7 @@ const cacheScript = `replies:
 func chatSession(t *testing.T, a *agentfile.File, cache *agentfile.ConversationCache) [][]agent.Message {
 	t.Helper()
 	ctx := context.Background()
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	var models []*recordingModel
 	for range 2 {
 		m, err := scripted.Parse("r.yaml", []byte(cacheScript))

@@ -13,7 +13,7 @@ import (
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // reviewChat is a chat whose read_file calls wait for review
@@ -126,7 +126,7 @@ func TestChatReviews(t *testing.T) {
 		format := []string{"", agentfile.ReviewLangChain, agentfile.ReviewAgentInbox}[i%3]
 		t.Run(tc.name+"/"+format, func(t *testing.T) {
 			a := reviewChat(t, format)
-			s := memory.Open(store.Options{})
+			s := inmem.Open(store.Options{})
 			head := pauseForReview(t, a, s, "r")
 			raw, _ := json.Marshal(tc.answer)
 			if err := a.CheckResume(head, raw); err != nil {
@@ -176,7 +176,7 @@ func TestChatReviewAnswersChecked(t *testing.T) {
 		{"edit without an action", `{"decisions": [{"type": "edit"}]}`, "$.decisions[0].edited_action"},
 	}
 	a := reviewChat(t, "")
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	head := pauseForReview(t, a, s, "r")
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -205,7 +205,7 @@ func FuzzCheckResume(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	a := reviewChat(f, "")
-	head := pauseForReview(f, a, memory.Open(store.Options{}), "r")
+	head := pauseForReview(f, a, inmem.Open(store.Options{}), "r")
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		err := a.CheckResume(head, raw)
 		if err != nil && !errors.Is(err, agentfile.ErrChatInput) {

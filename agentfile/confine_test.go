@@ -15,7 +15,7 @@ import (
 	"github.com/cairn-dev/cairn/model"
 	"github.com/cairn-dev/cairn/model/scripted"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // writeFiles writes name → content under dir.
@@ -94,7 +94,7 @@ func TestCheckAgentRefusesUpFront(t *testing.T) {
 			if !errors.As(err, &se) || !errors.Is(err, agentfile.ErrInvalidFile) || !strings.Contains(err.Error(), tc.want) || (tc.is != nil && !errors.Is(err, tc.is)) {
 				t.Fatalf("Check: %v; want a FileError with %q (%v)", err, tc.want, tc.is)
 			}
-			s := memory.Open(store.Options{})
+			s := inmem.Open(store.Options{})
 			_, err = agentfile.Run(context.Background(), a, agentfile.RunConfig{Store: s, Thread: "t", Getenv: getenv, NewThread: map[string]any{"kind": "agent"}})
 			if !errors.Is(err, agentfile.ErrInvalidFile) {
 				t.Fatalf("Run: %v", err)
@@ -120,7 +120,7 @@ func TestSafeDirAllowedRoot(t *testing.T) {
 	if err := agentfile.Check(a, agentfile.RunConfig{}); !errors.Is(err, agentfile.ErrUnsafePath) {
 		t.Fatalf("default allowed dir: %v", err)
 	}
-	res, err := agentfile.Run(context.Background(), a, agentfile.RunConfig{Store: memory.Open(store.Options{}), Thread: "t", AllowedRoot: top})
+	res, err := agentfile.Run(context.Background(), a, agentfile.RunConfig{Store: inmem.Open(store.Options{}), Thread: "t", AllowedRoot: top})
 	if err != nil || res.OutputFile != filepath.Join(mustReal(t, top), "out", "a.txt") {
 		t.Fatalf("allowed wider: %+v %v", res, err)
 	}
@@ -203,7 +203,7 @@ func TestSymlinksCannotEscape(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			s := memory.Open(store.Options{})
+			s := inmem.Open(store.Options{})
 			res, err := agentfile.Run(context.Background(), a, agentfile.RunConfig{Store: s, Thread: "t"})
 			if _, serr := os.Stat(filepath.Join(outside, "made.txt")); serr == nil {
 				t.Fatalf("wrote outside the safe dir (run: %v)", err)
@@ -235,7 +235,7 @@ func TestRerunOnThreadStartsFresh(t *testing.T) {
 		"a.md":   "---\nname: a\nmodel: {provider: scripted, script: r.yaml}\nchain: [{id: first, kind: text}, {id: second, kind: text}]\n---\n## step:first\nx\n## step:second\ny\n",
 	})
 	a := loadAgent(t, filepath.Join(dir, "a.md"))
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	ctx := context.Background()
 	model, err := scripted.Load(filepath.Join(dir, "r.yaml")) // one script across both runs
 	if err != nil {
@@ -286,7 +286,7 @@ func TestLongChain(t *testing.T) {
 		fmt.Fprintf(&replies, "  - text: r%d\n", i)
 	}
 	writeFiles(t, dir, map[string]string{"a.md": front.String() + "---\n" + body.String(), "r.yaml": replies.String()})
-	res, err := agentfile.Run(context.Background(), loadAgent(t, filepath.Join(dir, "a.md")), agentfile.RunConfig{Store: memory.Open(store.Options{}), Thread: "t"})
+	res, err := agentfile.Run(context.Background(), loadAgent(t, filepath.Join(dir, "a.md")), agentfile.RunConfig{Store: inmem.Open(store.Options{}), Thread: "t"})
 	if err != nil || string(res.FinalOutput) != `"r39"` {
 		t.Fatalf("%+v %v", res, err)
 	}

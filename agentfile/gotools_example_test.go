@@ -12,7 +12,7 @@ import (
 	"github.com/cairn-dev/cairn/agentfile"
 	"github.com/cairn-dev/cairn/model"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // houseModel is a Go program's own model: it asks for the "lookup" tool,
@@ -69,7 +69,7 @@ Is A-17 in stock?
 		fmt.Println(err)
 		return
 	}
-	res, err := agentfile.Run(context.Background(), a, agentfile.RunConfig{Store: memory.Open(store.Options{}), Thread: "t1",
+	res, err := agentfile.Run(context.Background(), a, agentfile.RunConfig{Store: inmem.Open(store.Options{}), Thread: "t1",
 		Input: agentfile.TextInput("inline", "A-17"), Models: models, Tools: []agent.Tool{lookup}, NewThread: map[string]any{}})
 	if err != nil {
 		fmt.Println(err)

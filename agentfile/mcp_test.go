@@ -11,7 +11,7 @@ import (
 	"github.com/cairn-dev/cairn/agentfile"
 	"github.com/cairn-dev/cairn/internal/mcptest"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // mcpFile is an agent file whose front matter ends with front.
@@ -72,7 +72,7 @@ func TestMCPCheckedBeforeRun(t *testing.T) {
 			path := filepath.Join(dir, "m.md")
 			writeFiles(t, dir, map[string]string{"m.md": mcpFile(tc.front)})
 			a := loadAgent(t, path)
-			s := memory.Open(store.Options{})
+			s := inmem.Open(store.Options{})
 			err := agentfile.Check(a, agentfile.RunConfig{})
 			if err == nil || !strings.Contains(err.Error(), strings.Replace(tc.want, "m.md", path, 1)) || !errors.Is(err, tc.err) {
 				t.Fatalf("Check: %v\nwant %q", err, tc.want)
@@ -107,7 +107,7 @@ func TestMCPToolsInAnAgentFile(t *testing.T) {
 		"m.md": mcpFile("mcp_servers:\n  - {name: local, command: " + bin + "}\n  - {name: remote, url: \"" + url + "\", headers: {Authorization: \"Bearer ${MCP_KEY}\"}}\ntools: [local.echo, local.fail, remote.add]\n"),
 	})
 	a := loadAgent(t, filepath.Join(dir, "m.md"))
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	getenv := func(k string) string {
 		if k == "MCP_KEY" {
 			return key

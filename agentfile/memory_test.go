@@ -12,7 +12,7 @@ import (
 	"github.com/cairn-dev/cairn/agentfile"
 	"github.com/cairn-dev/cairn/model/scripted"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // TestMemoryFileErrors: memory: and the memory tools are checked when the
@@ -96,7 +96,7 @@ func TestMemoryTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	put := "replies:\n  - tool_calls: [{name: memory_put, args: {key: tea, value: {text: Ada likes green tea, api_key: sk-live-0123456789abcdefghij}}}]\n  - echo_tool: true\n"
 	if got := runMemory(t, a, s, "monday", "ada.lovelace", put); got != `{"stored":"tea"}` {
 		t.Fatalf("put: %s", got)
@@ -133,7 +133,7 @@ func TestMemoryThreadOfTenant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	put := "replies:\n  - tool_calls: [{name: memory_put, args: {key: tea, value: {text: green}}}]\n  - echo_tool: true\n"
 	if got := runMemory(t, a, s, store.ThreadKey("acme", "monday"), "", put); got != `{"stored":"tea"}` {
 		t.Fatalf("put: %s", got)

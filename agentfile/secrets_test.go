@@ -10,7 +10,7 @@ import (
 
 	"github.com/cairn-dev/cairn/agentfile"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // TestAgentFileSecrets: an agent file redacts the default secret keys and
@@ -36,7 +36,7 @@ func TestAgentFileSecrets(t *testing.T) {
 				"a.md":   "---\nname: a\nmodel: {provider: scripted, script: r.yaml}\noutput: {file: out.txt}\n" + tc.secrets + "\n---\n## Instructions\nx\n",
 			})
 			a := loadAgent(t, filepath.Join(dir, "a.md"))
-			s := memory.Open(store.Options{})
+			s := inmem.Open(store.Options{})
 			res, err := agentfile.Run(context.Background(), a, agentfile.RunConfig{Store: s, Thread: "t"})
 			if err != nil {
 				t.Fatal(err)
@@ -84,7 +84,7 @@ func TestAgentFileSecretValuesChange(t *testing.T) {
 		"a.md":   "---\nname: a\nmodel: {provider: scripted, script: r.yaml, api_key_env: A_KEY}\n---\n## Instructions\nx\n",
 	})
 	a := loadAgent(t, filepath.Join(dir, "a.md"))
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	for i, tc := range []struct{ secret, plain string }{{first, second}, {first, second}, {second, first}} {
 		getenv := func(k string) string {
 			if k == "A_KEY" {

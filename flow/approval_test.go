@@ -8,7 +8,7 @@ import (
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // TestApprovals answers a pause before a step, and a node's Interrupt,
@@ -48,7 +48,7 @@ func TestApprovals(t *testing.T) {
 		{name: "reject", before: flow.Approval{Action: "reject", Reason: "wrong customer", By: "ann"}, stop: state.StopCancelledImmediate},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := memory.Open(store.Options{})
+			s := inmem.Open(store.Options{})
 			ctx := context.Background()
 			r, err := flow.NewRunner(g, s, flow.Options{InterruptBefore: []string{"send"}})
 			if err != nil {
@@ -91,7 +91,7 @@ func TestApprovals(t *testing.T) {
 		})
 	}
 	t.Run("bad answer", func(t *testing.T) {
-		s := memory.Open(store.Options{})
+		s := inmem.Open(store.Options{})
 		r, _ := flow.NewRunner(g, s, flow.Options{InterruptBefore: []string{"send"}})
 		if _, err := r.Invoke(context.Background(), "t", state.Update{}); err != nil {
 			t.Fatal(err)

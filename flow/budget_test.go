@@ -15,7 +15,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/crashtest"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 	"github.com/cairn-dev/cairn/store/sqlite"
 )
 
@@ -70,7 +70,7 @@ func TestRecursionLimit(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := memory.Open(store.Options{})
+			s := inmem.Open(store.Options{})
 			r, err := flow.NewRunner(loopGraph(t, nil), s, tc.opts)
 			if err != nil {
 				t.Fatal(err)
@@ -87,13 +87,13 @@ func TestRecursionLimit(t *testing.T) {
 	// The graph's own limit applies when the options set none.
 	g := flow.NewGraph(schema).AddNode("n", logNode("n")).AddEdge(flow.START, "n").AddEdge("n", "n").WithRecursionLimit(7)
 	for _, tc := range []struct{ opts, want int }{{0, 7}, {3, 3}} {
-		res, err := newRunner(t, g, memory.Open(store.Options{}), flow.Options{RecursionLimit: tc.opts}).Invoke(context.Background(), "t", nil)
+		res, err := newRunner(t, g, inmem.Open(store.Options{}), flow.Options{RecursionLimit: tc.opts}).Invoke(context.Background(), "t", nil)
 		if err != nil || res.StopReason != state.StopRecursionLimit || res.Progress.Steps != tc.want {
 			t.Fatalf("graph limit: %v %s %d steps, want %d", err, res.StopReason, res.Progress.Steps, tc.want)
 		}
 	}
 	// A new Invoke is a new run with its own limit.
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	r, _ := flow.NewRunner(loopGraph(t, nil), s, flow.Options{RecursionLimit: 5})
 	for turn := 1; turn <= 2; turn++ {
 		res, err := r.Invoke(context.Background(), "t", nil)
@@ -108,7 +108,7 @@ func TestRecursionLimit(t *testing.T) {
 // budget, and every checkpoint records the cumulative usage.
 func TestBudgetAcrossFailedResumes(t *testing.T) {
 	ctx := context.Background()
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	calls := 0
 	r, err := flow.NewRunner(loopGraph(t, func(ctx context.Context, n int) error {
 		calls++
@@ -158,7 +158,7 @@ func TestBudgetAcrossFailedResumes(t *testing.T) {
 // run; a resume after an interrupt starts a new run too.
 func TestForkAndInterruptStartRuns(t *testing.T) {
 	ctx := context.Background()
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	r, _ := flow.NewRunner(loopGraph(t, nil), s, flow.Options{RecursionLimit: 6, InterruptAfter: []string{"n"}})
 	res, err := r.Invoke(ctx, "t", nil)
 	for i := 0; i < 9 && err == nil && res.StopReason == state.StopInterrupt; i++ {
@@ -296,7 +296,7 @@ func TestBudgetSurvivesKill(t *testing.T) {
 // Idempotency keys name the namespace: the same node of two namespaces of
 // one thread (the gates of a pipeline) gets different keys.
 func TestKeysNameTheNamespace(t *testing.T) {
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	var keys []string
 	g := flow.NewGraph(schema).AddNode("output", func(ctx context.Context, _ state.Doc) (state.Update, error) {
 		info, _ := flow.Info(ctx)
@@ -330,7 +330,7 @@ func TestSubgraphRecursionLimit(t *testing.T) {
 	}{{0, flow.ErrRecursionLimit}, {-1, nil}} {
 		opts := flow.SubgraphOptions{RecursionLimit: tc.limit, Budget: flow.Budget{MaxSteps: 40}}
 		g := flow.NewGraph(schema).AddNode("sub", flow.Subgraph(child, opts)).Chain("sub")
-		_, err := newRunner(t, g, memory.Open(store.Options{}), flow.Options{}).Invoke(context.Background(), "t", nil)
+		_, err := newRunner(t, g, inmem.Open(store.Options{}), flow.Options{}).Invoke(context.Background(), "t", nil)
 		if !errors.Is(err, tc.want) {
 			t.Fatalf("limit %d: %v, want %v", tc.limit, err, tc.want)
 		}
@@ -340,7 +340,7 @@ func TestSubgraphRecursionLimit(t *testing.T) {
 // What runs after UpdateState is a new run with its own budget.
 func TestUpdateStateStartsARun(t *testing.T) {
 	ctx := context.Background()
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	r, _ := flow.NewRunner(loopGraph(t, nil), s, flow.Options{RecursionLimit: 4})
 	if res, err := r.Invoke(ctx, "t", nil); err != nil || res.StopReason != state.StopRecursionLimit {
 		t.Fatalf("%v %s", err, res.StopReason)
@@ -366,7 +366,7 @@ func TestMaxStepsOverDefaultLimit(t *testing.T) {
 		want  state.StopReason
 		steps int
 	}{{0, state.StopMaxSteps, 40}, {30, state.StopRecursionLimit, 30}} {
-		r, _ := flow.NewRunner(loopGraph(t, nil), memory.Open(store.Options{}), flow.Options{RecursionLimit: tc.limit, Rules: []flow.Rules{baserules.Rules()}})
+		r, _ := flow.NewRunner(loopGraph(t, nil), inmem.Open(store.Options{}), flow.Options{RecursionLimit: tc.limit, Rules: []flow.Rules{baserules.Rules()}})
 		res, err := r.Invoke(context.Background(), "t", in)
 		if err != nil || res.StopReason != tc.want || res.Progress.Steps != tc.steps {
 			t.Fatalf("limit %d: %v %s after %d steps", tc.limit, err, res.StopReason, res.Progress.Steps)

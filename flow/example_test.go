@@ -7,7 +7,7 @@ import (
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // A graph with a router loop and a human approval: the run stops at the
@@ -38,7 +38,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	runner, err := flow.NewRunner(compiled, memory.Open(store.Options{}), flow.Options{})
+	runner, err := flow.NewRunner(compiled, inmem.Open(store.Options{}), flow.Options{})
 	if err != nil {
 		panic(err)
 	}
@@ -63,7 +63,7 @@ func ExampleRunner_Stream() {
 		}
 	}
 	g, _ := flow.NewGraph(schema).AddNode("draft", step("draft")).AddNode("review", step("review")).Chain("draft", "review").Compile()
-	r, _ := flow.NewRunner(g, memory.Open(store.Options{}), flow.Options{})
+	r, _ := flow.NewRunner(g, inmem.Open(store.Options{}), flow.Options{})
 	modes := []flow.StreamMode{flow.StreamUpdates, flow.StreamCustom}
 	for ev, err := range r.Stream(context.Background(), "thread-1", nil, flow.StreamOptions{Modes: modes}) {
 		switch {

@@ -12,7 +12,7 @@ import (
 	"github.com/cairn-dev/cairn/redact"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // A node remembers what a user likes in the long-term memory store; a run
@@ -41,7 +41,7 @@ func ExampleItems() {
 			return state.Update{"answer": all}, nil
 		}).
 		Chain("remember").Compile()
-	r, _ := flow.NewRunner(g, memory.Open(store.Options{}), flow.Options{})
+	r, _ := flow.NewRunner(g, inmem.Open(store.Options{}), flow.Options{})
 	ctx := context.Background()
 	_, _ = r.Invoke(ctx, "monday", state.Update{"like": "tea"})
 	res, err := r.Invoke(ctx, "tuesday", nil)
@@ -55,7 +55,7 @@ func ExampleItems() {
 // TestItemsTenant: a node's items are those of its thread's tenant; the
 // runner's Options.Items, when set, is the store nodes reach.
 func TestItemsTenant(t *testing.T) {
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	ctx := context.Background()
 	for _, th := range []store.Thread{{ID: "a", Tenant: "acme"}, {ID: "g", Tenant: "globex"}} {
 		if _, err := s.CreateThread(ctx, th); err != nil {
@@ -108,7 +108,7 @@ func TestItemsTenant(t *testing.T) {
 // TestItemsRedacted: what a node writes to the memory store goes through
 // the run's redactor.
 func TestItemsRedacted(t *testing.T) {
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	red, err := redact.New(redact.Config{})
 	if err != nil {
 		t.Fatal(err)

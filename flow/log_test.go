@@ -14,7 +14,7 @@ import (
 	"github.com/cairn-dev/cairn/redact"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // The runner logs what it does — runs, steps, retries, redactions — at
@@ -32,7 +32,7 @@ func TestLogging(t *testing.T) {
 		Chain("flaky")
 	var buf bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	r := newRunner(t, g, memory.Open(store.Options{}), flow.Options{Logger: logger, Redact: redact.Default()})
+	r := newRunner(t, g, inmem.Open(store.Options{}), flow.Options{Logger: logger, Redact: redact.Default()})
 	if _, err := r.Invoke(context.Background(), "t", state.Update{"log": "private input"}); err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // The runner's metrics count what happened: commits, step and commit
@@ -30,7 +30,7 @@ func TestMetrics(t *testing.T) {
 			return state.Update{"count": 1}, nil
 		}, flow.WithRetry(flow.RetryPolicy{Attempts: 2, Initial: time.Millisecond})).
 		AddNode("b", logNode("b")).Chain("a", "b")
-	r := newRunner(t, g, memory.Open(store.Options{}), flow.Options{MeterProvider: mp})
+	r := newRunner(t, g, inmem.Open(store.Options{}), flow.Options{MeterProvider: mp})
 	if _, err := r.Invoke(context.Background(), "t", nil); err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // countedChain is a → b → c of logNodes; ran counts each node's runs.
@@ -48,7 +48,7 @@ func TestUpdateAtPauseContinues(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			ran := map[string]*atomic.Int32{}
-			r := newRunner(t, countedChain(ran), memory.Open(store.Options{}), flow.Options{InterruptBefore: []string{"b", "c"}})
+			r := newRunner(t, countedChain(ran), inmem.Open(store.Options{}), flow.Options{InterruptBefore: []string{"b", "c"}})
 			pause, err := r.Invoke(ctx, "t", nil)
 			if err != nil || pause.StopReason != state.StopInterrupt {
 				t.Fatalf("first run: %v %v", pause.StopReason, err)
@@ -81,7 +81,7 @@ func TestUpdateAtPauseContinues(t *testing.T) {
 func TestUpdateAtPauseThenUpdateAsStart(t *testing.T) {
 	ctx := context.Background()
 	ran := map[string]*atomic.Int32{}
-	r := newRunner(t, countedChain(ran), memory.Open(store.Options{}), flow.Options{InterruptBefore: []string{"b"}})
+	r := newRunner(t, countedChain(ran), inmem.Open(store.Options{}), flow.Options{InterruptBefore: []string{"b"}})
 	if _, err := r.Invoke(ctx, "t", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestUpdateAtPauseThenUpdateAsStart(t *testing.T) {
 func TestPauseAfterThenBefore(t *testing.T) {
 	ctx := context.Background()
 	ran := map[string]*atomic.Int32{}
-	r := newRunner(t, countedChain(ran), memory.Open(store.Options{}), flow.Options{InterruptAfter: []string{"a"}, InterruptBefore: []string{"b"}})
+	r := newRunner(t, countedChain(ran), inmem.Open(store.Options{}), flow.Options{InterruptAfter: []string{"a"}, InterruptBefore: []string{"b"}})
 	res, err := r.Invoke(ctx, "t", nil)
 	if err != nil || res.StopReason != state.StopInterrupt || !slices.Equal(logOf(t, res.State), []string{"a"}) {
 		t.Fatalf("first run: %v %v %v", logOf(t, res.State), res.StopReason, err)
@@ -114,7 +114,7 @@ func TestPauseAfterThenBefore(t *testing.T) {
 // pause guards (a crash, a cancel) has not paused: its Resume pauses.
 func TestCrashBeforePauseStillPauses(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	g := flow.NewGraph(schema).AddNode("a", logNode("a")).AddNode("b", func(ctx context.Context, d state.Doc) (state.Update, error) {
 		cancel()
 		<-ctx.Done()

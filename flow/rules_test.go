@@ -10,7 +10,7 @@ import (
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // turnRules are rules of a made-up kind of state: "turns" counts steps,
@@ -76,7 +76,7 @@ func TestRules(t *testing.T) {
 					patches = append(patches, string(e.Payload))
 				}
 			}
-			r := newRunner(t, g, memory.Open(store.Options{}), opts)
+			r := newRunner(t, g, inmem.Open(store.Options{}), opts)
 			res, err := r.Invoke(context.Background(), "t", tc.input)
 			if err != nil || res.StopReason != tc.wantStop {
 				t.Fatalf("stop %q, %v; want %q", res.StopReason, err, tc.wantStop)
@@ -102,7 +102,7 @@ func TestRuleOperationFails(t *testing.T) {
 	g := flow.NewGraph(state.MustSchema()).AddNode("n", func(ctx context.Context, d state.Doc) (state.Update, error) {
 		return state.Update{"x": 1}, nil
 	}).AddEdge(flow.START, "n").AddEdge("n", flow.END).WithRules(bad)
-	st := memory.Open(store.Options{})
+	st := inmem.Open(store.Options{})
 	r := newRunner(t, g, st, flow.Options{})
 	res, err := r.Invoke(context.Background(), "t", state.Update{"x": 0})
 	if err == nil || res.StopReason != state.StopUnrecoverableError {

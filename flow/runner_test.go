@@ -16,7 +16,7 @@ import (
 	"github.com/cairn-dev/cairn/flow/baserules"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 var schema = state.MustSchema(
@@ -78,7 +78,7 @@ func history(t *testing.T, s store.Store, thread string) []store.Checkpoint {
 }
 
 func TestChain(t *testing.T) {
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	g := flow.NewGraph(schema).AddNode("a", logNode("a")).AddNode("b", logNode("b")).AddNode("c", logNode("c")).Chain("a", "b", "c")
 	r := newRunner(t, g, s, flow.Options{})
 	res, err := r.Invoke(context.Background(), "t", state.Update{"log": "in"})
@@ -107,7 +107,7 @@ func TestChain(t *testing.T) {
 }
 
 func TestRouterLoopAndFanOut(t *testing.T) {
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	g := flow.NewGraph(schema).
 		AddNode("step", logNode("step")).
 		AddNode("left", logNode("left")).AddNode("right", logNode("right")).AddNode("join", logNode("join")).
@@ -139,7 +139,7 @@ func TestRouterLoopAndFanOut(t *testing.T) {
 }
 
 func TestSendMapReduce(t *testing.T) {
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	g := flow.NewGraph(schema).
 		AddNode("split", func(ctx context.Context, d state.Doc) (state.Update, error) { return nil, nil }).
 		AddNode("worker", func(ctx context.Context, d state.Doc) (state.Update, error) {
@@ -180,7 +180,7 @@ func TestSendMapReduce(t *testing.T) {
 }
 
 func TestFailedSiblingKeptAsPendingWrite(t *testing.T) {
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	var aRuns, bRuns atomic.Int32
 	var keys sync.Map
 	g := flow.NewGraph(schema).
@@ -227,7 +227,7 @@ func TestFailedSiblingKeptAsPendingWrite(t *testing.T) {
 }
 
 func TestRetry(t *testing.T) {
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	var calls atomic.Int32
 	flaky := func(ctx context.Context, d state.Doc) (state.Update, error) {
 		info, _ := flow.Info(ctx)
@@ -254,7 +254,7 @@ func TestRetry(t *testing.T) {
 }
 
 func TestInterrupt(t *testing.T) {
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	var runs atomic.Int32
 	g := flow.NewGraph(schema).
 		AddNode("draft", logNode("draft")).
@@ -288,7 +288,7 @@ func TestInterrupt(t *testing.T) {
 }
 
 func TestStaticInterrupts(t *testing.T) {
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	g := flow.NewGraph(schema).AddNode("a", logNode("a")).AddNode("b", logNode("b")).AddNode("c", logNode("c")).Chain("a", "b", "c")
 	r := newRunner(t, g, s, flow.Options{InterruptBefore: []string{"b"}, InterruptAfter: []string{"b"}})
 	res, err := r.Invoke(context.Background(), "t", nil)
@@ -358,7 +358,7 @@ func TestBudgetsAndStops(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newRunner(t, tc.g, memory.Open(store.Options{}), tc.opts)
+			r := newRunner(t, tc.g, inmem.Open(store.Options{}), tc.opts)
 			res, err := r.Invoke(context.Background(), "t", tc.input, tc.ro)
 			if err != nil || res.StopReason != tc.want {
 				t.Fatalf("stop %q, %v; want %q", res.StopReason, err, tc.want)
@@ -371,7 +371,7 @@ func TestBudgetsAndStops(t *testing.T) {
 }
 
 func TestCancel(t *testing.T) {
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	started := make(chan struct{})
 	g := flow.NewGraph(schema).AddNode("a", logNode("a")).AddNode("slow", func(ctx context.Context, d state.Doc) (state.Update, error) {
 		close(started)
@@ -411,7 +411,7 @@ func TestDurabilityModes(t *testing.T) {
 	}
 	var want string
 	for _, d := range []flow.Durability{flow.DurabilitySync, flow.DurabilityAsync, flow.DurabilityExit} {
-		s := memory.Open(store.Options{})
+		s := inmem.Open(store.Options{})
 		r := newRunner(t, build(), s, flow.Options{Durability: d})
 		res, err := r.Invoke(context.Background(), "t", nil)
 		if err != nil || res.Progress.Steps != 20 {
@@ -445,7 +445,7 @@ func TestDurabilityModes(t *testing.T) {
 }
 
 func TestOneWriterPerThread(t *testing.T) {
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	release := make(chan struct{})
 	var entered atomic.Int32
 	g := flow.NewGraph(schema).AddNode("a", logNode("a")).AddNode("b", func(ctx context.Context, d state.Doc) (state.Update, error) {
@@ -487,7 +487,7 @@ func TestOneWriterPerThread(t *testing.T) {
 }
 
 func TestUpdateStateAndReplay(t *testing.T) {
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	g := flow.NewGraph(schema).AddNode("a", logNode("a")).AddNode("b", logNode("b")).AddNode("c", logNode("c")).Chain("a", "b", "c")
 	r := newRunner(t, g, s, flow.Options{InterruptBefore: []string{"c"}})
 	if _, err := r.Invoke(context.Background(), "t", nil); err != nil {
@@ -548,7 +548,7 @@ func TestCompileErrors(t *testing.T) {
 	g := flow.NewGraph(schema).AddNode("a", noop).AddEdge(flow.START, "a").AddRouter("a", func(context.Context, state.Doc) ([]flow.Target, error) {
 		return flow.To("ghost"), nil
 	})
-	_, err := newRunner(t, g, memory.Open(store.Options{}), flow.Options{}).Invoke(context.Background(), "t", nil)
+	_, err := newRunner(t, g, inmem.Open(store.Options{}), flow.Options{}).Invoke(context.Background(), "t", nil)
 	if !errors.Is(err, flow.ErrInvalidGraph) || !strings.Contains(err.Error(), "ghost") {
 		t.Fatalf("router to unknown: %v", err)
 	}
@@ -561,7 +561,7 @@ func TestEventsAndPanics(t *testing.T) {
 	g := flow.NewGraph(schema).AddNode("a", logNode("a")).AddNode("boom", func(context.Context, state.Doc) (state.Update, error) {
 		panic("nil map")
 	}).Chain("a", "boom")
-	r := newRunner(t, g, memory.Open(store.Options{}), flow.Options{Observer: obs})
+	r := newRunner(t, g, inmem.Open(store.Options{}), flow.Options{Observer: obs})
 	_, err := r.Invoke(context.Background(), "t", nil)
 	if !errors.Is(err, flow.ErrNodeFailed) || !strings.Contains(err.Error(), "panic: nil map") {
 		t.Fatalf("panic: %v", err)
@@ -576,7 +576,7 @@ func TestEventsAndPanics(t *testing.T) {
 
 func TestDeterministicMessageIDs(t *testing.T) {
 	run := func() string {
-		s := memory.Open(store.Options{})
+		s := inmem.Open(store.Options{})
 		g := flow.NewGraph(schema).AddNode("say", func(context.Context, state.Doc) (state.Update, error) {
 			return state.Update{"messages": state.Message{Role: "assistant", Content: "hi"}}, nil
 		}).Chain("say")
@@ -604,7 +604,7 @@ func TestQitOSStepCounter(t *testing.T) {
 		return state.Update{"notes": "n"}, nil
 	}).AddEdge(flow.START, "think").AddEdge("think", "think").WithRules(baserules.Rules())
 	var tokens int
-	r := newRunner(t, g, memory.Open(store.Options{}), flow.Options{Observer: func(e flow.Event) {
+	r := newRunner(t, g, inmem.Open(store.Options{}), flow.Options{Observer: func(e flow.Event) {
 		if e.Kind == flow.EventStepEnd && !strings.Contains(string(e.Payload), "/current_step") {
 			t.Errorf("step_end payload %s lacks the counter", e.Payload)
 		}
@@ -647,7 +647,7 @@ func TestTypedNodes(t *testing.T) {
 			}
 			return nil, nil
 		}))
-	r := newRunner(t, g, memory.Open(store.Options{}), flow.Options{Observer: func(e flow.Event) {
+	r := newRunner(t, g, inmem.Open(store.Options{}), flow.Options{Observer: func(e flow.Event) {
 		if e.Kind == flow.EventUpdate {
 			updates = append(updates, string(e.Payload))
 		}
@@ -671,7 +671,7 @@ func TestNodeConflictCommitsNothing(t *testing.T) {
 	for _, parallel := range []bool{false, true} {
 		t.Run(fmt.Sprintf("parallel=%v", parallel), func(t *testing.T) {
 			ctx := context.Background()
-			s := memory.Open(store.Options{})
+			s := inmem.Open(store.Options{})
 			g := flow.NewGraph(schema)
 			g.AddNode("nested", func(ctx context.Context, _ state.Doc) (state.Update, error) {
 				return nil, fmt.Errorf("gate run: %w", store.ErrConflict)
@@ -702,7 +702,7 @@ func TestNodeConflictCommitsNothing(t *testing.T) {
 // caller looked, and writes nothing.
 func TestInvokeExpectHead(t *testing.T) {
 	ctx := context.Background()
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	r := oneNode(t, "a", s, flow.Options{})
 	seen := int64(0)
 	res, err := r.Invoke(ctx, "t", state.Update{"log": "one"}, flow.RunOptions{ExpectHead: &seen})
@@ -725,7 +725,7 @@ func TestInvokeExpectHead(t *testing.T) {
 // checkpoint; a top-level run names none.
 func TestNestedRunNamesParentTask(t *testing.T) {
 	ctx := context.Background()
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	innerRunner := oneNode(t, "leaf", s, flow.Options{Namespace: "child"})
 	var parentKey string
 	outer := flow.NewGraph(schema)
@@ -758,7 +758,7 @@ func TestNestedRunNamesParentTask(t *testing.T) {
 // on a finished run it returns at once and runs nothing.
 func TestResumeNothing(t *testing.T) {
 	ctx := context.Background()
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	r := oneNode(t, "a", s, flow.Options{})
 	if _, err := r.Resume(ctx, "none", nil); !errors.Is(err, flow.ErrNothingToResume) || !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("resume of an empty thread: %v", err)

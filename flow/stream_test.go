@@ -11,7 +11,7 @@ import (
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // emitting is a chain a → b whose nodes send a custom event each.
@@ -55,7 +55,7 @@ func TestStreamModes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newRunner(t, emitting(), memory.Open(store.Options{}), flow.Options{})
+			r := newRunner(t, emitting(), inmem.Open(store.Options{}), flow.Options{})
 			kinds, events, last, err := collect(t, r.Stream(context.Background(), "t", state.Update{"count": 0}, flow.StreamOptions{Modes: tc.modes}))
 			if err != nil || strings.Join(kinds, " ") != tc.want {
 				t.Fatalf("events %q, %v; want %q", strings.Join(kinds, " "), err, tc.want)
@@ -104,7 +104,7 @@ func TestStreamInterruptAndResume(t *testing.T) {
 		}
 		return state.Update{"log": answer}, nil
 	}).Chain("ask")
-	r := newRunner(t, g, memory.Open(store.Options{}), flow.Options{})
+	r := newRunner(t, g, inmem.Open(store.Options{}), flow.Options{})
 	kinds, events, last, err := collect(t, r.Stream(context.Background(), "t", nil, flow.StreamOptions{Modes: []flow.StreamMode{flow.StreamUpdates}}))
 	if err != nil || strings.Join(kinds, " ") != "interrupt result" || last.Result.StopReason != state.StopInterrupt {
 		t.Fatalf("events %v, %v, %+v", kinds, err, last.Result)
@@ -122,7 +122,7 @@ func TestStreamInterruptAndResume(t *testing.T) {
 func TestStreamFailure(t *testing.T) {
 	boom := errors.New("boom")
 	g := flow.NewGraph(schema).AddNode("n", func(context.Context, state.Doc) (state.Update, error) { return nil, boom }).Chain("n")
-	r := newRunner(t, g, memory.Open(store.Options{}), flow.Options{})
+	r := newRunner(t, g, inmem.Open(store.Options{}), flow.Options{})
 	kinds, _, last, err := collect(t, r.Stream(context.Background(), "t", nil, flow.StreamOptions{}))
 	if !errors.Is(err, boom) || strings.Join(kinds, " ") != "values error result" || last.Result.StopReason != state.StopUnrecoverableError {
 		t.Fatalf("events %v, %v", kinds, err)
@@ -132,7 +132,7 @@ func TestStreamFailure(t *testing.T) {
 // Stopping early cancels the run: nothing after the step in flight is
 // committed and the stream returns (the run's goroutine has ended).
 func TestStreamConsumerStops(t *testing.T) {
-	st := memory.Open(store.Options{})
+	st := inmem.Open(store.Options{})
 	r := newRunner(t, forever("n"), st, flow.Options{RecursionLimit: -1})
 	n := 0
 	for ev, err := range r.Stream(context.Background(), "t", nil, flow.StreamOptions{Modes: []flow.StreamMode{flow.StreamCheckpoints}, Buffer: 1}) {
@@ -158,7 +158,7 @@ func TestStreamConsumerStops(t *testing.T) {
 // A slow consumer slows the run: with a buffer of B, the run is never more
 // than B+1 commits ahead of what the consumer has read.
 func TestStreamBackpressure(t *testing.T) {
-	st := memory.Open(store.Options{})
+	st := inmem.Open(store.Options{})
 	r := newRunner(t, forever("n"), st, flow.Options{RecursionLimit: 20})
 	const buffer = 2
 	read := 0
@@ -193,7 +193,7 @@ func TestStreamSubgraphs(t *testing.T) {
 	g := flow.NewGraph(schema).AddNode("sub", flow.Subgraph(child, flow.SubgraphOptions{})).Chain("sub")
 	for _, include := range []bool{false, true} {
 		t.Run(fmt.Sprint("subgraphs=", include), func(t *testing.T) {
-			r := newRunner(t, g, memory.Open(store.Options{}), flow.Options{})
+			r := newRunner(t, g, inmem.Open(store.Options{}), flow.Options{})
 			_, events, _, err := collect(t, r.Stream(context.Background(), "t", nil, flow.StreamOptions{Modes: []flow.StreamMode{flow.StreamCustom, flow.StreamUpdates}, Subgraphs: include}))
 			if err != nil {
 				t.Fatal(err)
@@ -215,7 +215,7 @@ func TestStreamSubgraphs(t *testing.T) {
 }
 
 func TestStreamOptionsChecked(t *testing.T) {
-	st := memory.Open(store.Options{})
+	st := inmem.Open(store.Options{})
 	r := newRunner(t, emitting(), st, flow.Options{})
 	for _, so := range []flow.StreamOptions{{Modes: []flow.StreamMode{"tokens"}}, {Buffer: -1}} {
 		_, _, _, err := collect(t, r.Stream(context.Background(), "t", nil, so))
@@ -230,7 +230,7 @@ func TestStreamOptionsChecked(t *testing.T) {
 
 // Emit outside a stream does nothing and fails nothing.
 func TestEmitWithoutStream(t *testing.T) {
-	r := newRunner(t, emitting(), memory.Open(store.Options{}), flow.Options{})
+	r := newRunner(t, emitting(), inmem.Open(store.Options{}), flow.Options{})
 	if res, err := r.Invoke(context.Background(), "t", nil); err != nil || res.StopReason != state.StopSuccess {
 		t.Fatalf("%v %v", res.StopReason, err)
 	}

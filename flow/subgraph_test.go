@@ -10,14 +10,14 @@ import (
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // TestSubgraphs is seed 003's pattern: an orchestrator routes by intent to
 // subgraphs with their own state types; the answer comes back as a message;
 // a second invocation on the same thread remembers the first.
 func TestSubgraphs(t *testing.T) {
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	var retrieveRuns, synthRuns atomic.Int32
 	failSynthOnce := atomic.Bool{}
 

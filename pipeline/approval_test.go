@@ -10,7 +10,7 @@ import (
 	"github.com/cairn-dev/cairn/pipeline"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // TestApprovalGate pauses before a gate marked approval: true; approving
@@ -40,7 +40,7 @@ func TestApprovalGate(t *testing.T) {
 					return in, nil
 				},
 			}
-			s := memory.Open(store.Options{})
+			s := inmem.Open(store.Options{})
 			ctx := context.Background()
 			cfg := pipeline.Config{Store: s, Thread: "t", Steps: steps}
 			res, err := pipeline.Run(ctx, p, cfg)

@@ -10,7 +10,7 @@ import (
 	"github.com/cairn-dev/cairn/agentfile"
 	"github.com/cairn-dev/cairn/pipeline"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // TestPipelineRefusesChatGate: a gate runs a chain; a chat agent file
@@ -26,7 +26,7 @@ func TestPipelineRefusesChatGate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = p.Check(pipeline.Config{Store: memory.Open(store.Options{}), Thread: "t"})
+	err = p.Check(pipeline.Config{Store: inmem.Open(store.Options{}), Thread: "t"})
 	if !errors.Is(err, agentfile.ErrInvalidFile) || !strings.Contains(err.Error(), "p.yaml:4: gate 1: chat.md is a chat") {
 		t.Fatalf("%v", err)
 	}

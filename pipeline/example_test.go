@@ -9,7 +9,7 @@ import (
 
 	"github.com/cairn-dev/cairn/pipeline"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // A pipeline of two Go steps: each gate's output is checked against the
@@ -42,7 +42,7 @@ gates:
 			return json.Marshal(map[string]int{"n": 2 * v.N})
 		},
 	}
-	_, err = pipeline.Run(context.Background(), p, pipeline.Config{Store: memory.Open(store.Options{}), Thread: "t1", Steps: steps})
+	_, err = pipeline.Run(context.Background(), p, pipeline.Config{Store: inmem.Open(store.Options{}), Thread: "t1", Steps: steps})
 	if err != nil {
 		fmt.Println(err)
 		return

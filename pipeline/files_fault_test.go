@@ -11,7 +11,7 @@ import (
 
 	"github.com/cairn-dev/cairn/pipeline"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // TestPipelineStopsAtFailedFileWrite: when the files cannot be written
@@ -29,7 +29,7 @@ func TestPipelineStopsAtFailedFileWrite(t *testing.T) {
 		return json.RawMessage(`{"ok":true}`), nil
 	}}
 	ctx := context.Background()
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	folder := p.StateDirOf("t")
 	block := func(r pipeline.GateReport) {
 		if r.File.Gate == 1 { // the folder becomes a file: gate 2's files cannot be written

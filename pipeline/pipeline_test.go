@@ -20,7 +20,7 @@ import (
 	"github.com/cairn-dev/cairn/pipeline"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 func pipelineDir(t *testing.T) string {
@@ -68,7 +68,7 @@ func TestPipelineRun(t *testing.T) {
 	if got := p.GateFilePath("pipe", 1); got != filepath.Join(dir, ".state", "pipe", "demoqa_com-student_registration-gate1-output.json") {
 		t.Fatalf("gate file path %s", got)
 	}
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	res, err := pipeline.Run(context.Background(), p, pipeline.Config{Store: s, Thread: "pipe"})
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +147,7 @@ func TestPipelineCrashAtGate3AndResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	ctx := context.Background()
 	var reports []pipeline.GateReport
 	onGate := func(r pipeline.GateReport) { reports = append(reports, r) }
@@ -234,7 +234,7 @@ gates:
 			return b, nil
 		},
 	}
-	if _, err := pipeline.Run(context.Background(), p, pipeline.Config{Store: memory.Open(store.Options{}), Thread: "c", Steps: steps}); err != nil {
+	if _, err := pipeline.Run(context.Background(), p, pipeline.Config{Store: inmem.Open(store.Options{}), Thread: "c", Steps: steps}); err != nil {
 		t.Fatal(err)
 	}
 	var out struct{ N int }
@@ -248,7 +248,7 @@ gates:
 		t.Fatalf("gate 0 file escapes HTML:\n%s", b)
 	}
 	// A registered step is required before anything runs.
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	_, err = pipeline.Run(context.Background(), p, pipeline.Config{Store: s, Thread: "d"})
 	if !errors.Is(err, agentfile.ErrInvalidFile) || !strings.Contains(err.Error(), `no registered step "count"`) {
 		t.Fatalf("missing step: %v", err)
@@ -269,7 +269,7 @@ func TestPipelineThreadsKeepTheirFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	for _, th := range []string{"one", "two"} {
 		if _, err := pipeline.Run(ctx, p, pipeline.Config{Store: s, Thread: th}); err != nil {
 			t.Fatal(err)
@@ -354,7 +354,7 @@ gates:
 		},
 	}
 	ctx := context.Background()
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	cfg := pipeline.Config{Store: s, Thread: "t", Steps: steps}
 	if _, err := pipeline.Run(ctx, p, cfg); err != nil {
 		t.Fatal(err)
@@ -460,7 +460,7 @@ func TestPipelineRedactsAPIKeyValue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	getenv := func(k string) string { return map[string]string{"CAIRN_TEST_KEY": apiKey}[k] }
 	res, err := pipeline.Run(context.Background(), p, pipeline.Config{Store: s, Thread: "k", Getenv: getenv})
 	if err != nil {
@@ -507,7 +507,7 @@ func TestLongPipeline(t *testing.T) {
 		_ = json.Unmarshal(in, &v) // the first gate's input is the request
 		return json.Marshal(map[string]int{"n": v.N + 1})
 	}
-	res, err := pipeline.Run(context.Background(), p, pipeline.Config{Store: memory.Open(store.Options{}), Thread: "l", Steps: map[string]pipeline.GateStep{"inc": inc}})
+	res, err := pipeline.Run(context.Background(), p, pipeline.Config{Store: inmem.Open(store.Options{}), Thread: "l", Steps: map[string]pipeline.GateStep{"inc": inc}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -537,7 +537,7 @@ func TestPipelineRemovesKilledWritersTemps(t *testing.T) {
 	if err := os.WriteFile(stale, []byte("{half"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pipeline.Run(context.Background(), p, pipeline.Config{Store: memory.Open(store.Options{}), Thread: "t"}); err != nil {
+	if _, err := pipeline.Run(context.Background(), p, pipeline.Config{Store: inmem.Open(store.Options{}), Thread: "t"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/cairn-dev/cairn/server"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // approvalAgent writes an agent file that drafts, then pauses before it
@@ -73,7 +73,7 @@ func (ts *testServer) pending(query string) []pending {
 // them: approve sends, edit sends the edited draft, reject stops; each
 // answer is recorded, with who and when, in the next checkpoint.
 func TestApprovalsOverHTTP(t *testing.T) {
-	ts := newServer(t, memory.Open(store.Options{}), approvalAgent(t, "")...)
+	ts := newServer(t, inmem.Open(store.Options{}), approvalAgent(t, "")...)
 	for _, id := range []string{"approve", "edit", "reject"} {
 		ts.json("POST", "/threads", map[string]any{"thread_id": id, "metadata": map[string]any{"case": id}}, 200)
 		ts.json("POST", "/threads/"+id+"/runs/wait", map[string]any{"assistant_id": "approval", "input": "hi"}, 200)
@@ -148,7 +148,7 @@ func auditOf(ts *testServer, thread string) string {
 func TestApprovalTimeout(t *testing.T) {
 	for _, tenant := range []string{"", "acme"} {
 		t.Run("tenant "+tenant, func(t *testing.T) {
-			s := memory.Open(store.Options{})
+			s := inmem.Open(store.Options{})
 			cfg := server.Config{Store: s, Assistants: approvalAgent(t, "300ms"), ExpiryCheck: 20 * time.Millisecond}
 			key := ""
 			if tenant != "" {
@@ -189,7 +189,7 @@ func TestChatReviewTimeout(t *testing.T) {
 		"chat.md":           "---\nname: chat\nkind: chat\nmodel: {provider: scripted, script: replies/chat.yaml}\ntools: [list_files]\napprove_tools: all\napproval: {timeout: 300ms, fallback: reject}\n---\n\n## Instructions\n\nHelp.\n",
 		"replies/chat.yaml": "replies:\n  - {user: files, tool_calls: [{name: list_files, args: {dir: .}}]}\n  - {text: done, repeat: true}\n",
 	}
-	srv, err := server.New(server.Config{Store: memory.Open(store.Options{}), Assistants: assistantsFrom(t, files), ExpiryCheck: 20 * time.Millisecond})
+	srv, err := server.New(server.Config{Store: inmem.Open(store.Options{}), Assistants: assistantsFrom(t, files), ExpiryCheck: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

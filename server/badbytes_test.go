@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // TestBadBytes sends raw bytes over net/http (the SDKs cannot send them).
@@ -18,7 +18,7 @@ import (
 // being ignored.
 func TestBadBytes(t *testing.T) {
 	var calls atomic.Int64
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	ts := newServer(t, s, approvalGraph(t, &calls, 0))
 	ts.json("POST", "/threads", map[string]any{"thread_id": "t1", "metadata": map[string]any{"owner": "ada"}}, 200)
 	for _, tc := range []struct {

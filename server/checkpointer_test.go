@@ -12,14 +12,14 @@ import (
 	"github.com/cairn-dev/cairn/server"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // checkpointerServer serves a memory store with two tenants' keys; call
 // sends a request with a key.
 func checkpointerServer(t *testing.T) (st store.Store, keyA, keyB string, call func(key, method, path, body string) (int, string)) {
 	t.Helper()
-	st = memory.Open(store.Options{})
+	st = inmem.Open(store.Options{})
 	ks, err := store.KeysOf(st)
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // TestCommandsFromFrontEnds: what LangGraph's chat front ends send at a
@@ -17,7 +17,7 @@ import (
 // what Cairn cannot do answers 422 and changes nothing.
 func TestCommandsFromFrontEnds(t *testing.T) {
 	var calls atomic.Int64
-	ts := newServer(t, memory.Open(store.Options{}), approvalGraph(t, &calls, 0))
+	ts := newServer(t, inmem.Open(store.Options{}), approvalGraph(t, &calls, 0))
 	paused := func(id string) {
 		ts.json("POST", "/threads", map[string]any{"thread_id": id}, 200)
 		ts.json("POST", "/threads/"+id+"/runs/wait", map[string]any{"assistant_id": "drafts", "input": map[string]any{}}, 200)
@@ -69,7 +69,7 @@ func TestCommandsFromFrontEnds(t *testing.T) {
 // still list it.
 func TestInterruptShapes(t *testing.T) {
 	var calls atomic.Int64
-	ts := newServer(t, memory.Open(store.Options{}), approvalGraph(t, &calls, 0))
+	ts := newServer(t, inmem.Open(store.Options{}), approvalGraph(t, &calls, 0))
 	ts.json("POST", "/threads", map[string]any{"thread_id": "dyn"}, 200)
 	evs := ts.stream("POST", "/threads/dyn/runs/stream", map[string]any{"assistant_id": "drafts", "input": map[string]any{}, "stream_mode": []string{"updates"}}, "", nil)
 	last := string(evs[len(evs)-1].Data)

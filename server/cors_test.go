@@ -11,13 +11,13 @@ import (
 
 	"github.com/cairn-dev/cairn/server"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // corsServer serves the approval graph with API keys and the given
 // allowed origins; it returns its URL and a key.
 func corsServer(t *testing.T, origins []string) (string, string) {
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	ks, _ := store.KeysOf(s)
 	key, _, err := server.NewKey(context.Background(), ks, "acme", "", time.Now())
 	if err != nil {
@@ -125,7 +125,7 @@ func TestCORSAnswers(t *testing.T) {
 func TestCORSConfig(t *testing.T) {
 	for _, o := range []string{"localhost:3000", "ftp://x", "http://", "http://x/path", "http://x:port", "http://x:123456", "https://a b", "http://[%]:0", "http://exa_mple.com"} {
 		t.Run(o, func(t *testing.T) {
-			_, err := server.New(server.Config{Store: memory.Open(store.Options{}), AllowOrigins: []string{"http://ok", o}})
+			_, err := server.New(server.Config{Store: inmem.Open(store.Options{}), AllowOrigins: []string{"http://ok", o}})
 			if !errors.Is(err, server.ErrOrigin) || !errors.Is(err, server.ErrConfig) || !strings.Contains(err.Error(), "2") {
 				t.Fatalf("%v", err)
 			}

@@ -12,7 +12,7 @@ import (
 	"github.com/cairn-dev/cairn/server"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // A Go graph served over the LangGraph API: a client creates a thread and
@@ -29,7 +29,7 @@ func ExampleNew() {
 	if err != nil {
 		panic(err)
 	}
-	srv, err := server.New(server.Config{Store: memory.Open(store.Options{}), Assistants: []server.Assistant{&server.Graph{ID: "greeter", Graph: g}}})
+	srv, err := server.New(server.Config{Store: inmem.Open(store.Options{}), Assistants: []server.Assistant{&server.Graph{ID: "greeter", Graph: g}}})
 	if err != nil {
 		panic(err)
 	}

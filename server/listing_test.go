@@ -15,13 +15,13 @@ import (
 	"github.com/cairn-dev/cairn/server"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // headCounter is a memory backend that counts the head reads (the newest
 // root checkpoint of a thread) its engine makes.
 type headCounter struct {
-	*memory.Backend
+	*inmem.Backend
 	heads atomic.Int64
 }
 
@@ -94,7 +94,7 @@ func seedThreads(t *testing.T, s store.Store, n int) []string {
 // the pages; filters by metadata, ids and status, and each order, list
 // what a scan would.
 func TestThreadSearchPages(t *testing.T) {
-	hc := &headCounter{Backend: memory.New()}
+	hc := &headCounter{Backend: inmem.New()}
 	s := store.New(hc, store.Options{})
 	ids := seedThreads(t, s, 60)
 	ts := newServer(t, s)
@@ -153,7 +153,7 @@ func TestThreadSearchBusy(t *testing.T) {
 	slow := approvalGraph(t, &calls, 3*time.Second)
 	slow.ID = "slow"
 	pause := approvalGraph(t, &calls, 0)
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	seedThreads(t, s, 6)
 	ts := newServer(t, s, slow, pause)
 	ts.json("POST", "/threads", map[string]any{"thread_id": "paused", "metadata": map[string]any{"user": "u9"}}, 200)
@@ -201,7 +201,7 @@ func TestThreadSearchBusy(t *testing.T) {
 // thread the other filters select, so a search whose other filters select
 // too many is refused, naming $.values, and one they narrow is answered.
 func TestThreadSearchValuesBound(t *testing.T) {
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	ctx := context.Background()
 	for i := 0; i <= 10_000; i++ {
 		md := map[string]any{"batch": "big"}
@@ -235,7 +235,7 @@ func TestInboxPages(t *testing.T) {
 	pause := approvalGraph(t, &calls, 0)
 	other := approvalGraph(t, &calls, 0)
 	other.ID = "other"
-	hc := &headCounter{Backend: memory.New()}
+	hc := &headCounter{Backend: inmem.New()}
 	s := store.New(hc, store.Options{})
 	seedThreads(t, s, 30)
 	ts := newServer(t, s, pause, other)

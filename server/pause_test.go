@@ -11,7 +11,7 @@ import (
 	"github.com/cairn-dev/cairn/server"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // pauseGraph drafts, then sends what the draft says, with a pause before
@@ -48,7 +48,7 @@ func TestUpdateAtPauseOverHTTP(t *testing.T) {
 	for _, durability := range []string{"sync", "exit"} {
 		t.Run(durability, func(t *testing.T) {
 			var drafts atomic.Int64
-			ts := newServer(t, memory.Open(store.Options{}), pauseGraph(t, &drafts))
+			ts := newServer(t, inmem.Open(store.Options{}), pauseGraph(t, &drafts))
 			ts.json("POST", "/threads", map[string]any{"thread_id": "t1"}, 200)
 			run := map[string]any{"assistant_id": "mail", "input": map[string]any{}, "durability": durability}
 			out := ts.json("POST", "/threads/t1/runs/wait", run, 200)
@@ -78,7 +78,7 @@ func TestUpdateAtPauseOverHTTP(t *testing.T) {
 // approve runs again and asks again: an update never skips the question.
 func TestUpdateAtInterruptReruns(t *testing.T) {
 	var calls atomic.Int64
-	ts := newServer(t, memory.Open(store.Options{}), approvalGraph(t, &calls, 0))
+	ts := newServer(t, inmem.Open(store.Options{}), approvalGraph(t, &calls, 0))
 	ts.json("POST", "/threads", map[string]any{"thread_id": "t1"}, 200)
 	ts.json("POST", "/threads/t1/runs/wait", map[string]any{"assistant_id": "drafts", "input": map[string]any{}}, 200)
 	ts.json("POST", "/threads/t1/state", map[string]any{"values": map[string]any{"drafts": "edited"}}, 200)
@@ -106,7 +106,7 @@ func TestUpdateAmbiguousWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := newServer(t, memory.Open(store.Options{}), &server.Graph{ID: "fan", Graph: c, Options: flow.Options{InterruptBefore: []string{"c"}}})
+	ts := newServer(t, inmem.Open(store.Options{}), &server.Graph{ID: "fan", Graph: c, Options: flow.Options{InterruptBefore: []string{"c"}}})
 	ts.json("POST", "/threads", map[string]any{"thread_id": "t1"}, 200)
 	ts.json("POST", "/threads/t1/runs/wait", map[string]any{"assistant_id": "fan", "input": map[string]any{}}, 200)
 	before := ts.json("GET", "/threads/t1/state", nil, 200)["checkpoint"]

@@ -10,7 +10,7 @@ import (
 	"github.com/cairn-dev/cairn/server"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // flakyGraph runs "fetch" then "use"; "use" fails while fail is set.
@@ -44,7 +44,7 @@ func TestRetryRun(t *testing.T) {
 	var fetches atomic.Int64
 	var fail atomic.Bool
 	fail.Store(true)
-	ts := newServer(t, memory.Open(store.Options{}), flakyGraph(t, &fetches, &fail))
+	ts := newServer(t, inmem.Open(store.Options{}), flakyGraph(t, &fetches, &fail))
 	ts.json("POST", "/threads", map[string]any{"thread_id": "t1"}, 200)
 	run := ts.json("POST", "/threads/t1/runs/wait", map[string]any{"assistant_id": "flaky", "input": map[string]any{}}, 200)
 	if run["__error__"] == nil {

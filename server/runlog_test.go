@@ -13,7 +13,7 @@ import (
 	"github.com/cairn-dev/cairn/server"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 	"github.com/cairn-dev/cairn/store/sqlite"
 )
 
@@ -68,7 +68,7 @@ func bigGraph(t *testing.T) *server.Graph {
 // stored bytes stay far below what the stream sent.
 func TestRunLogReplay(t *testing.T) {
 	stores := map[string]func(t *testing.T) store.Store{
-		"memory": func(*testing.T) store.Store { return memory.Open(store.Options{}) },
+		"memory": func(*testing.T) store.Store { return inmem.Open(store.Options{}) },
 		"sqlite": func(t *testing.T) store.Store {
 			s, err := sqlite.OpenStore(filepath.Join(t.TempDir(), "replay.db"), sqlite.Options{}, store.Options{})
 			if err != nil {
@@ -209,7 +209,7 @@ func TestStateEventsRedaction(t *testing.T) {
 			if redacts {
 				a.Options.Redact = redact.Default()
 			}
-			st := memory.Open(store.Options{})
+			st := inmem.Open(store.Options{})
 			ts := newServer(t, st, a)
 			ts.json("POST", "/threads", map[string]any{"thread_id": "t1"}, 200)
 			live := ts.stream("POST", "/threads/t1/runs/stream", map[string]any{"assistant_id": "leak", "input": map[string]any{}, "stream_mode": []string{"values", "checkpoints"}}, "", nil)

@@ -18,7 +18,7 @@ import (
 	"github.com/cairn-dev/cairn/server"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // approvalGraph writes drafts, then asks for approval (flow.Interrupt);
@@ -192,7 +192,7 @@ func (ts *testServer) stream(method, path string, body any, lastID string, stop 
 
 func TestGraphRunInterruptResume(t *testing.T) {
 	var calls atomic.Int64
-	ts := newServer(t, memory.Open(store.Options{}), approvalGraph(t, &calls, 0))
+	ts := newServer(t, inmem.Open(store.Options{}), approvalGraph(t, &calls, 0))
 	th := ts.json("POST", "/threads", map[string]any{"thread_id": "t1", "metadata": map[string]any{"team": "a"}}, 200)
 	if th["thread_id"] != "t1" || th["status"] != "idle" {
 		t.Fatalf("thread: %v", th)
@@ -242,7 +242,7 @@ func TestGraphRunInterruptResume(t *testing.T) {
 // order; the run never runs a step again for it.
 func TestStreamReconnect(t *testing.T) {
 	var calls atomic.Int64
-	ts := newServer(t, memory.Open(store.Options{}), approvalGraph(t, &calls, 30*time.Millisecond))
+	ts := newServer(t, inmem.Open(store.Options{}), approvalGraph(t, &calls, 30*time.Millisecond))
 	ts.json("POST", "/threads", map[string]any{"thread_id": "t1"}, 200)
 	first := ts.stream("POST", "/threads/t1/runs/stream", map[string]any{"assistant_id": "drafts", "input": map[string]any{}, "stream_mode": []string{"values", "updates"}}, "",
 		func(e sse) bool { return e.Event == "updates" })
@@ -284,7 +284,7 @@ func TestStreamReconnect(t *testing.T) {
 // Bad requests get a 422 that says where, and store nothing.
 func TestBadRequests(t *testing.T) {
 	var calls atomic.Int64
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	ts := newServer(t, s, approvalGraph(t, &calls, 0))
 	ts.json("POST", "/threads", map[string]any{"thread_id": "t1"}, 200)
 	for _, tc := range []struct {
@@ -338,7 +338,7 @@ func TestBadRequests(t *testing.T) {
 // step again.
 func TestRestartResumesRuns(t *testing.T) {
 	var calls atomic.Int64
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	srv, err := server.New(server.Config{Store: s, Assistants: []server.Assistant{approvalGraph(t, &calls, 150*time.Millisecond)}})
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 	"github.com/cairn-dev/cairn/server"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 	"github.com/cairn-dev/cairn/store/sqlite"
 )
 
@@ -104,7 +104,7 @@ func TestStatelessRunsDeliver(t *testing.T) {
 // TestWaitServerTiming: a wait's answer ends with a Server-Timing trailer
 // that splits the time to the run's outcome from the time its answer took.
 func TestWaitServerTiming(t *testing.T) {
-	ts := newServer(t, memory.Open(store.Options{}), echoGraph(t))
+	ts := newServer(t, inmem.Open(store.Options{}), echoGraph(t))
 	res, err := http.Post(ts.url+"/runs/wait", "application/json", strings.NewReader(`{"assistant_id": "echo", "input": {"n": 7}}`))
 	if err != nil {
 		t.Fatal(err)

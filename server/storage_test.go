@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 	"github.com/cairn-dev/cairn/store/sqlite"
 	"github.com/cairn-dev/cairn/store/storetest"
 )
@@ -28,7 +28,7 @@ func TestThreadStorage(t *testing.T) {
 		{"sqlite-encrypted", func(t *testing.T) *store.Engine {
 			return openSQLite(t, store.Options{Keyring: storetest.TestKeyring(t, 7)})
 		}},
-		{"memory", func(*testing.T) *store.Engine { return memory.Open(store.Options{}) }},
+		{"memory", func(*testing.T) *store.Engine { return inmem.Open(store.Options{}) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := tc.open(t)
@@ -112,7 +112,7 @@ func checkStorageAnswer(t *testing.T, ts *testServer, s *store.Engine, got store
 // TestThreadStorageUnsupported: a store whose backend cannot measure
 // answers 501, as LangGraph's server does with a custom checkpointer.
 func TestThreadStorageUnsupported(t *testing.T) {
-	b := memory.New()
+	b := inmem.New()
 	type noMeasure struct {
 		store.Backend
 		store.RunLog

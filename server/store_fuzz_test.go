@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // FuzzStoreRequests feeds any bytes to the decoders of the /store routes'
@@ -22,7 +22,7 @@ func FuzzStoreRequests(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	is, err := store.ItemsOf(memory.Open(store.Options{}))
+	is, err := store.ItemsOf(inmem.Open(store.Options{}))
 	if err != nil {
 		f.Fatal(err)
 	}

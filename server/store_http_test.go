@@ -12,7 +12,7 @@ import (
 
 	"github.com/cairn-dev/cairn/server"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 	"github.com/cairn-dev/cairn/store/storetest"
 )
 
@@ -41,7 +41,7 @@ func (a *storeAPI) advance(d time.Duration) {
 func newStoreAPI(t *testing.T, configure func(*server.Config, store.Store)) *storeAPI {
 	t.Helper()
 	a := &storeAPI{t: t, now: time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)}
-	a.s = memory.Open(store.Options{Now: a.clock})
+	a.s = inmem.Open(store.Options{Now: a.clock})
 	cfg := server.Config{Store: a.s}
 	if configure != nil {
 		configure(&cfg, a.s)

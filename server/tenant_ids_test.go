@@ -15,7 +15,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/pgtest"
 	"github.com/cairn-dev/cairn/server"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 	_ "github.com/cairn-dev/cairn/store/postgres"
 	_ "github.com/cairn-dev/cairn/store/sqlite"
 )
@@ -33,7 +33,7 @@ func tenantStores() map[string]func(t *testing.T) store.Store {
 		return s
 	}
 	return map[string]func(t *testing.T) store.Store{
-		"memory": func(*testing.T) store.Store { return memory.Open(store.Options{}) },
+		"memory": func(*testing.T) store.Store { return inmem.Open(store.Options{}) },
 		"sqlite": func(t *testing.T) store.Store { return open(t, "sqlite:"+filepath.Join(t.TempDir(), "c.db")) },
 		"postgres": func(t *testing.T) store.Store {
 			dsn, _ := pgtest.Schema(t, "cairn_tenants")

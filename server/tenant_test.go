@@ -12,14 +12,14 @@ import (
 
 	"github.com/cairn-dev/cairn/server"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // TestTenants walks every endpoint with two tenants' keys: another
 // tenant's thread, run or checkpoint answers 404, exactly as a missing one
 // does, and searches show only the caller's own.
 func TestTenants(t *testing.T) {
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	ks, err := store.KeysOf(s)
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +142,7 @@ func TestTenants(t *testing.T) {
 }
 
 func TestRateLimit(t *testing.T) {
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	ks, _ := store.KeysOf(s)
 	key, _, err := server.NewKey(context.Background(), ks, "acme", "", time.Now())
 	if err != nil {

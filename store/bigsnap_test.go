@@ -8,7 +8,7 @@ import (
 
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // TestLargeSnapshot: a state past a block (1 MiB encoded) is stored as a
@@ -19,7 +19,7 @@ func TestLargeSnapshot(t *testing.T) {
 	schema := state.MustSchema(state.WithField("messages", state.ReducerAppend))
 	for _, comp := range []bool{true, false} {
 		t.Run(fmt.Sprintf("compress=%v", comp), func(t *testing.T) {
-			b := memory.New()
+			b := inmem.New()
 			s := store.New(b, store.Options{NoCompression: !comp, SnapshotCache: -1})
 			var d state.Doc
 			want := map[int64]string{}

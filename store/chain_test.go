@@ -7,12 +7,12 @@ import (
 
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // countingBackend counts the rows a backend returns.
 type countingBackend struct {
-	*memory.Backend
+	*inmem.Backend
 	rows int
 }
 
@@ -27,7 +27,7 @@ func (c *countingBackend) Rows(ctx context.Context, q store.RowQuery) ([]store.R
 // not every row since the snapshot; its state and the old head's are exact.
 func TestForkFarFromItsSnapshot(t *testing.T) {
 	ctx := context.Background()
-	b := &countingBackend{Backend: memory.New()}
+	b := &countingBackend{Backend: inmem.New()}
 	s := store.New(b, store.Options{SnapshotRatio: 1e9, SnapshotCache: -1}) // one snapshot, at the start
 	schema := state.MustSchema(state.WithField("log", state.ReducerAppend), state.WithField("n", state.ReducerReplace))
 	var d state.Doc

@@ -9,7 +9,7 @@ import (
 
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // A store with a keyring seals every blob it writes; a store opened on the
@@ -24,7 +24,7 @@ func ExampleKeyringFromEnv() {
 	if err != nil {
 		panic(err)
 	}
-	b := memory.New()
+	b := inmem.New()
 	s := store.New(b, store.Options{Keyring: ring})
 	doc, patch, _ := state.MustSchema().Apply(state.EmptyDoc(), state.Update{"plan": "secret"})
 	if _, err := s.Append(ctx, store.Checkpoint{Thread: "t", Patch: patch, State: doc}); err != nil {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 	"github.com/cairn-dev/cairn/store/storetest"
 )
 
@@ -21,23 +21,23 @@ func TestEncryptedRowMoved(t *testing.T) {
 	schema := state.MustSchema()
 	for _, tc := range []struct {
 		name   string
-		tamper func(b *memory.Backend)
+		tamper func(b *inmem.Backend)
 		load   store.LoadRequest
 	}{
-		{"row to another seq", func(b *memory.Backend) {
+		{"row to another seq", func(b *inmem.Backend) {
 			b.MoveRow(store.Ref{Thread: "a", Seq: 3}, store.Ref{Thread: "a", Seq: 5})
 			b.Tamper("a", "", 5, func(r *store.Row) { r.Parent = 2; r.Sum = store.RowChecksum(r) })
 		}, store.LoadRequest{Thread: "a", Seq: 5}},
-		{"row to another thread", func(b *memory.Backend) {
+		{"row to another thread", func(b *inmem.Backend) {
 			b.MoveRow(store.Ref{Thread: "a", Seq: 2}, store.Ref{Thread: "b", Seq: 2})
 			b.Tamper("b", "", 2, func(r *store.Row) { r.Sum = store.RowChecksum(r) })
 		}, store.LoadRequest{Thread: "b", Seq: 2}},
-		{"thread to another tenant", func(b *memory.Backend) {
+		{"thread to another tenant", func(b *inmem.Backend) {
 			b.TamperThread("a", func(r *store.ThreadRecord) { r.Tenant = "other"; r.Sum = store.ThreadChecksum(r) })
 		}, store.LoadRequest{Thread: "a", Seq: 4}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := memory.New()
+			b := inmem.New()
 			ring := storetest.TestKeyring(t, 1)
 			s := store.New(b, store.Options{Keyring: ring, SnapshotCache: -1})
 			for _, th := range []string{"a", "b"} {

@@ -61,7 +61,7 @@
 //
 //	import _ "github.com/cairn-dev/cairn/store/sqlite"   // sqlite:PATH[?durability=strict]
 //	import _ "github.com/cairn-dev/cairn/store/postgres" // postgres://user@host/db[?search_path=schema]
-//	import _ "github.com/cairn-dev/cairn/store/memory"   // memory:
+//	import _ "github.com/cairn-dev/cairn/store/inmem"   // memory:
 //
 //	s, err := store.Open(ctx, "sqlite:.cairn/state.db", store.OpenOptions{})
 //

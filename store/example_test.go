@@ -9,7 +9,7 @@ import (
 
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 	_ "github.com/cairn-dev/cairn/store/sqlite"
 )
 
@@ -17,7 +17,7 @@ import (
 // stale writer refused.
 func Example() {
 	ctx := context.Background()
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	defer s.Close()
 	schema := state.MustSchema(state.WithField("messages", state.ReducerMessages))
 
@@ -64,7 +64,7 @@ func Example() {
 // Namespaces lists them.
 func ExampleEngine_Namespaces() {
 	ctx := context.Background()
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	defer s.Close()
 	for _, ns := range []string{"", "gate:1", "gate:1", "gate:2"} {
 		head, _ := s.Load(ctx, store.LoadRequest{Thread: "run-1", Namespace: ns})

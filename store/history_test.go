@@ -12,7 +12,7 @@ import (
 
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // appendSteps appends n checkpoints to a thread, each on its head.
@@ -56,7 +56,7 @@ func walk(ctx context.Context, s store.Store, r store.HistoryRequest) ([]int64, 
 // repeatingBackend lists row seq a second time, two rows below, as a
 // damaged b-tree can.
 type repeatingBackend struct {
-	*memory.Backend
+	*inmem.Backend
 	seq int64
 }
 
@@ -92,7 +92,7 @@ func TestHistoryLostRows(t *testing.T) {
 		{"a row listed twice", 0, 40, store.HistoryRequest{}, 40, 12, "listed after checkpoint 39"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mb := memory.New()
+			mb := inmem.New()
 			s := store.New(&repeatingBackend{mb, tc.repeat}, store.Options{SnapshotRatio: 1e9}) // one snapshot, at seq 1
 			if err := appendSteps(ctx, s, "t", 50); err != nil {
 				t.Fatal(err)
@@ -123,7 +123,7 @@ func TestHistoryLostRows(t *testing.T) {
 // appends and a prune deletes the rows below them: a chain a prune cut
 // during a walk is no damage, and no walk says it is.
 func TestHistoryWhilePruning(t *testing.T) {
-	s := store.New(memory.New(), store.Options{SnapshotRatio: 0.5})
+	s := store.New(inmem.New(), store.Options{SnapshotRatio: 0.5})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if err := appendSteps(ctx, s, "t", 40); err != nil {

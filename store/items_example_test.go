@@ -6,14 +6,14 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // Items kept across threads: put, get, a search with a filter and a
 // text query, the namespaces, and a batch whose get sees the store as it
 // was before the batch's delete.
 func ExampleItemsOf() {
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	defer s.Close()
 	items, err := store.ItemsOf(s)
 	if err != nil {

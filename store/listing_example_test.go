@@ -7,14 +7,14 @@ import (
 
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // List a tenant's threads through the thread index: newest first, by
 // metadata, the paused ones oldest pause first, and count them.
 func ExampleEngine_ListThreads() {
 	ctx := context.Background()
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	defer s.Close()
 	for i, user := range []string{"ada", "bob", "ada", "cy"} {
 		id := fmt.Sprint("chat-", i)

@@ -17,7 +17,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/pgtest"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	_ "github.com/cairn-dev/cairn/store/memory"
+	_ "github.com/cairn-dev/cairn/store/inmem"
 	_ "github.com/cairn-dev/cairn/store/postgres"
 	"github.com/cairn-dev/cairn/store/sqlite"
 )
@@ -27,7 +27,9 @@ func TestCheckURL(t *testing.T) {
 		in string
 		ok bool
 	}{
+		{"inmem:", true},
 		{"memory:", true},
+		{"inmem:x", false},
 		{"sqlite:.cairn/state.db", true},
 		{"sqlite:///tmp/x.db", true},
 		{"sqlite:a.db?durability=strict", true},

@@ -11,12 +11,12 @@ import (
 
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // failingAttach fails every late snapshot: the rows that name one replay
 // from the snapshot below it, as after a process that stopped first.
-type failingAttach struct{ *memory.Backend }
+type failingAttach struct{ *inmem.Backend }
 
 func (failingAttach) AttachSnapshot(context.Context, store.Row, uint32) (bool, error) {
 	return false, errors.New("disk full")
@@ -158,9 +158,9 @@ func TestPruneKeepsExactlyN(t *testing.T) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			ctx := context.Background()
 			rng := rand.New(rand.NewPCG(uint64(seed), 28))
-			var b store.Backend = memory.New()
+			var b store.Backend = inmem.New()
 			if seed%2 == 1 {
-				b = failingAttach{memory.New()}
+				b = failingAttach{inmem.New()}
 			}
 			s := store.New(b, store.Options{MinSnapshotBytes: 300})
 			defer s.Close()

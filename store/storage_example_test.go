@@ -6,14 +6,14 @@ import (
 
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // Where a thread's bytes go: its checkpoints, shared out by the state
 // field each step changed.
 func ExampleThreadStorageOf() {
 	ctx := context.Background()
-	s := memory.Open(store.Options{NoCompression: true})
+	s := inmem.Open(store.Options{NoCompression: true})
 	defer s.Close()
 	schema := state.MustSchema(state.WithField("messages", state.ReducerMessages), state.WithField("turns", state.ReducerAdd))
 	doc := state.EmptyDoc()

@@ -7,7 +7,7 @@ import (
 
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // TestThreadKeys: a thread kept under a tenant's key belongs to that
@@ -15,7 +15,7 @@ import (
 // forked), and nothing moves it to another tenant's key.
 func TestThreadKeys(t *testing.T) {
 	ctx := context.Background()
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	doc, patch, _ := state.MustSchema().Apply(state.EmptyDoc(), state.Update{"n": 1})
 	if _, err := s.Append(ctx, store.Checkpoint{Thread: "acme/a", Patch: patch, State: doc}); err != nil {
 		t.Fatal(err)

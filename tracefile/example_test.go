@@ -8,7 +8,7 @@ import (
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 	"github.com/cairn-dev/cairn/tracefile"
 )
 
@@ -16,7 +16,7 @@ import (
 // steps.jsonl with each step's state diff — from stored history alone.
 func ExampleExport() {
 	ctx := context.Background()
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	defer s.Close()
 	g := flow.NewGraph(state.MustSchema(state.WithField("notes", state.ReducerAppend)))
 	g.AddNode("draft", func(context.Context, state.Doc) (state.Update, error) {

@@ -10,7 +10,7 @@ import (
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 	"github.com/cairn-dev/cairn/tracefile"
 )
 
@@ -40,7 +40,7 @@ func TestLive(t *testing.T) {
 	}
 	g, _ := flow.NewGraph(schema).AddNode("plan", step("plan")).AddNode("act", step("act")).AddNode("check", step("check")).
 		Chain("plan", "act", "check").Compile()
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	ctx := context.Background()
 	live := filepath.Join(t.TempDir(), "live")
 	l, err := tracefile.NewLive(ctx, s, "t", live)

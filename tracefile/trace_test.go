@@ -12,7 +12,7 @@ import (
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 	"github.com/cairn-dev/cairn/tracefile"
 )
 
@@ -38,7 +38,7 @@ func lines(t *testing.T, path string) []map[string]any {
 
 func TestExport(t *testing.T) {
 	ctx := context.Background()
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	schema := state.MustSchema(state.WithField("notes", state.ReducerAppend))
 	fail := true
 	g := flow.NewGraph(schema).

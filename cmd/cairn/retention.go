@@ -118,7 +118,7 @@ func (a *app) printPruned(res store.PruneResult, vacuumed bool) error {
 	case res.Checkpoints > 0 || len(res.Deleted) > 0:
 		if strings.HasPrefix(a.storeURL, "postgres") {
 			fmt.Fprintln(a.stderr, "PostgreSQL's autovacuum makes the space reusable; the deleted rows stay in the table files until VACUUM FULL (cairn prune --vacuum, which locks the tables while it runs).")
-		} else if !strings.HasPrefix(a.storeURL, "memory:") {
+		} else if s := store.Scheme(a.storeURL); s != "inmem" && s != "memory" {
 			fmt.Fprintln(a.stderr, "SQLite reuses the freed pages for new checkpoints; what went stays in them until the file is vacuumed (cairn prune --vacuum, which holds writers back while it runs).")
 		}
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/cairn-dev/cairn/model"
 	"github.com/cairn-dev/cairn/redact"
 	"github.com/cairn-dev/cairn/store"
-	_ "github.com/cairn-dev/cairn/store/memory"
+	_ "github.com/cairn-dev/cairn/store/inmem"
 	_ "github.com/cairn-dev/cairn/store/postgres"
 	"github.com/cairn-dev/cairn/store/sqlite"
 )
@@ -100,7 +100,7 @@ func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comman
 	if def == "" {
 		def = sqlite.DefaultURL
 	}
-	root.PersistentFlags().StringVar(&a.storeURL, "store", def, "store URL: sqlite:PATH[?durability=strict], postgres://USER@HOST:PORT/DB[?search_path=SCHEMA] or memory: (env CAIRN_STORE)")
+	root.PersistentFlags().StringVar(&a.storeURL, "store", def, "store URL: sqlite:PATH[?durability=strict], postgres://USER@HOST:PORT/DB[?search_path=SCHEMA] or inmem: (env CAIRN_STORE)")
 	root.PersistentFlags().BoolVar(&a.json, "json", false, "print JSON")
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "warn", "log on stderr from this level: debug, info, warn, error (never a state value or a secret)")
 	root.PersistentFlags().StringVar(&a.logFormat, "log-format", "text", "log format: text or json")

@@ -20,7 +20,7 @@ import (
 	"github.com/cairn-dev/cairn/model/scripted"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	_ "github.com/cairn-dev/cairn/store/memory"
+	_ "github.com/cairn-dev/cairn/store/inmem"
 	_ "github.com/cairn-dev/cairn/store/postgres"
 	"github.com/cairn-dev/cairn/store/sqlite"
 )

@@ -26,7 +26,7 @@ import (
 	"github.com/cairn-dev/cairn/flow/baserules"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	_ "github.com/cairn-dev/cairn/store/memory"
+	_ "github.com/cairn-dev/cairn/store/inmem"
 	_ "github.com/cairn-dev/cairn/store/postgres"
 	"github.com/cairn-dev/cairn/store/sqlite"
 )

@@ -8,7 +8,7 @@ import (
 	"github.com/cairn-dev/cairn/flow/baserules"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 type research struct {
@@ -71,7 +71,7 @@ func TestRules(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := flow.NewRunner(loop(t, typed, tc.upd), memory.Open(store.Options{}), flow.Options{RecursionLimit: tc.limit})
+			r, err := flow.NewRunner(loop(t, typed, tc.upd), inmem.Open(store.Options{}), flow.Options{RecursionLimit: tc.limit})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -99,7 +99,7 @@ func TestNothingScheduledIsSuccess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, _ := flow.NewRunner(g, memory.Open(store.Options{}), flow.Options{})
+	r, _ := flow.NewRunner(g, inmem.Open(store.Options{}), flow.Options{})
 	res, err := r.Invoke(context.Background(), "t", state.Update{"max_steps": 1})
 	if err != nil || res.StopReason != state.StopSuccess {
 		t.Fatalf("stop %q, %v; want success", res.StopReason, err)

@@ -8,7 +8,7 @@ import (
 	"github.com/cairn-dev/cairn/flow/baserules"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // A loop over a state that embeds state.Base: with the rules, current_step
@@ -27,7 +27,7 @@ func Example() {
 		AddEdge("think", "think").
 		WithRules(baserules.Rules()).
 		Compile()
-	r, _ := flow.NewRunner(g, memory.Open(store.Options{}), flow.Options{})
+	r, _ := flow.NewRunner(g, inmem.Open(store.Options{}), flow.Options{})
 	res, err := r.Invoke(context.Background(), "research-1", state.Update{"task": "think", "max_steps": 3})
 	if err != nil {
 		fmt.Println(err)

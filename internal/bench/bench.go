@@ -20,7 +20,7 @@ import (
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	_ "github.com/cairn-dev/cairn/store/memory"
+	_ "github.com/cairn-dev/cairn/store/inmem"
 	_ "github.com/cairn-dev/cairn/store/postgres"
 	"github.com/cairn-dev/cairn/store/sqlite"
 	"go.opentelemetry.io/otel/trace"
@@ -294,7 +294,7 @@ func runOnce(ctx context.Context, cfg Config, threads []string, concurrent bool)
 	if err := measureHead(head.State, &res); err != nil {
 		return Result{}, err
 	}
-	if store.Scheme(url) != "memory" {
+	if sc := store.Scheme(url); sc != "inmem" && sc != "memory" {
 		if err := measureColdHead(ctx, cfg, url, threads[0], &res); err != nil {
 			return Result{}, err
 		}
@@ -424,7 +424,7 @@ func (cfg Config) result(url string, threads int) Result {
 	}
 	res := Result{Workload: cfg.Workload, Stream: joinModes(cfg.Stream), Engine: cfg.Engine, Store: url, Durability: string(dur), StepsPerThread: cfg.Steps, Threads: threads, Encrypted: cfg.Keyring != nil}
 	switch store.Scheme(url) {
-	case "memory":
+	case "inmem", "memory":
 		res.Durability = "none"
 	case "postgres", "postgresql":
 		res.Durability = "server (synchronous_commit)"

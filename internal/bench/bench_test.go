@@ -13,7 +13,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/pgtest"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 	"github.com/cairn-dev/cairn/store/sqlite"
 )
 
@@ -32,7 +32,7 @@ func BenchmarkW1Engine(b *testing.B) {
 			b.Run(backend+"/"+engine, func(b *testing.B) {
 				var s store.Store
 				if backend == "memory" {
-					s = memory.Open(store.Options{})
+					s = inmem.Open(store.Options{})
 				} else {
 					var err error
 					if s, err = sqlite.OpenStore(filepath.Join(b.TempDir(), "b.db"), sqlite.Options{}, store.Options{}); err != nil {

@@ -20,7 +20,7 @@ import (
 	"github.com/cairn-dev/cairn/server"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // childArgsEnv, when set to a JSON list of arguments, makes the test
@@ -211,7 +211,7 @@ func serveGraph(t *testing.T, reducer string, node flow.NodeFunc) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{Store: memory.Open(store.Options{}), Assistants: []server.Assistant{&server.Graph{ID: ChatAssistantID, Graph: g}}})
+	srv, err := server.New(server.Config{Store: inmem.Open(store.Options{}), Assistants: []server.Assistant{&server.Graph{ID: ChatAssistantID, Graph: g}}})
 	if err != nil {
 		t.Fatal(err)
 	}

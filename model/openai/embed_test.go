@@ -12,7 +12,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/embedtest"
 	"github.com/cairn-dev/cairn/model/openai"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 func embedder(t testing.TB, url, env string) *openai.Embedder {
@@ -85,7 +85,7 @@ func TestEmbedderErrors(t *testing.T) {
 // (from the endpoint) to the query's; other fields are never sent.
 func TestEmbedderCosineRanking(t *testing.T) {
 	srv := embedtest.New(t, key)
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	is, err := store.ItemsOf(s, store.WithIndex(store.IndexConfig{Embed: embedder(t, srv.URL, key), Dims: embedtest.Dims, Fields: []string{"text"}}))
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +124,7 @@ func ExampleNewEmbedder() {
 		fmt.Println(err)
 		return
 	}
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	items, _ := store.ItemsOf(s, store.WithIndex(store.IndexConfig{Embed: emb, Dims: 1536, Fields: []string{"text"}}))
 	_ = items.Put(context.Background(), store.PutOp{Namespace: []string{"docs"}, Key: "intro", Value: map[string]any{"text": "Cairn keeps state"}})
 }

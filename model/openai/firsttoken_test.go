@@ -14,7 +14,7 @@ import (
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // BenchmarkFirstToken measures the time to the first token of a streamed
@@ -58,7 +58,7 @@ func BenchmarkFirstToken(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		r, _ := flow.NewRunner(g, memory.Open(store.Options{}), flow.Options{})
+		r, _ := flow.NewRunner(g, inmem.Open(store.Options{}), flow.Options{})
 		var total time.Duration
 		i := 0
 		for b.Loop() {

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 	"github.com/cairn-dev/cairn/store/storetest"
 )
 
@@ -15,7 +15,7 @@ func Example() {
 	// In a file of the backend's package ending in _test.go:
 	_ = func(t *testing.T) {
 		storetest.Run(t, storetest.Harness{
-			Open: func(t *testing.T, o store.Options) store.Store { return memory.Open(o) },
+			Open: func(t *testing.T, o store.Options) store.Store { return inmem.Open(o) },
 		})
 	}
 }

@@ -1,18 +1,18 @@
-package memory_test
+package inmem_test
 
 import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 	"github.com/cairn-dev/cairn/store/storetest"
 )
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, storetest.Harness{
-		Open: func(t *testing.T, o store.Options) store.Store { return memory.Open(o) },
+		Open: func(t *testing.T, o store.Options) store.Store { return inmem.Open(o) },
 		Corrupt: func(t *testing.T, s store.Store, ref store.Ref, column string) {
-			b := s.(*store.Engine).Backend().(*memory.Backend)
+			b := s.(*store.Engine).Backend().(*inmem.Backend)
 			ok := b.Tamper(ref.Thread, ref.Namespace, ref.Seq, func(r *store.Row) {
 				switch column {
 				case "patch":
@@ -34,7 +34,7 @@ func TestConformance(t *testing.T) {
 // edit changes a stored field as storetest.Harness.Edit describes.
 func edit(t *testing.T, s store.Store, ref store.Ref, column string, value any) {
 	t.Helper()
-	b := s.(*store.Engine).Backend().(*memory.Backend)
+	b := s.(*store.Engine).Backend().(*inmem.Backend)
 	inc, _ := value.(storetest.Inc)
 	add := func(p *int64) {
 		if v, ok := value.(int64); ok {
@@ -99,7 +99,7 @@ func edit(t *testing.T, s store.Store, ref store.Ref, column string, value any) 
 
 func TestConformanceEncrypted(t *testing.T) {
 	storetest.RunEncrypted(t, storetest.Harness{
-		Open: func(t *testing.T, o store.Options) store.Store { return memory.Open(o) },
+		Open: func(t *testing.T, o store.Options) store.Store { return inmem.Open(o) },
 		Edit: edit,
 	})
 }

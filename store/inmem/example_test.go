@@ -1,4 +1,4 @@
-package memory_test
+package inmem_test
 
 import (
 	"context"
@@ -6,14 +6,14 @@ import (
 
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
-	"github.com/cairn-dev/cairn/store/memory"
+	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // The memory backend keeps everything in the process: the reference
 // implementation of the conformance suite, and a store for tests.
 func ExampleOpen() {
 	ctx := context.Background()
-	s := memory.Open(store.Options{})
+	s := inmem.Open(store.Options{})
 	defer s.Close()
 	doc, patch, err := state.MustSchema().Apply(state.EmptyDoc(), state.Update{"greeting": "hello"})
 	if err != nil {

@@ -1,0 +1,29 @@
+package inmem
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cairn-dev/cairn/store"
+)
+
+// The scheme is inmem; memory, its earlier name, still opens it.
+func init() {
+	store.Register("inmem", driver{})
+	store.Register("memory", driver{})
+}
+
+// driver opens "inmem:" URLs (store.Open; "memory:" too): a new, empty
+// in-process store each time.
+type driver struct{}
+
+func (driver) Check(raw string) error {
+	if raw != "inmem:" && raw != "memory:" {
+		return fmt.Errorf("%w: store URL %q: inmem takes no path or options", store.ErrInvalidArgument, raw)
+	}
+	return nil
+}
+
+func (driver) Open(_ context.Context, _ string, o store.OpenOptions) (*store.Engine, error) {
+	return Open(o.Store), nil
+}
