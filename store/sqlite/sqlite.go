@@ -159,7 +159,7 @@ type Backend struct {
 
 	// Background checkpoints: the writer counts the pages it wrote since
 	// its last nudge (walPages, guarded by wmu) against walLimit.
-	ckpt     *checkpointer
+	ckpt     *walCopier
 	walPages int
 	walLimit int
 }
@@ -169,8 +169,9 @@ type Stats struct {
 	// Jobs is the number of writes (appends, thread changes) committed or
 	// refused; Transactions the number of transactions they ran in.
 	Jobs, Transactions int64
-	// Checkpoints counts the background WAL checkpoints.
-	Checkpoints CheckpointStats
+	// WAL counts the background copies of the WAL into the database
+	// (SQLite's WAL checkpoints; not Cairn's checkpoints).
+	WAL WALStats
 }
 
 // Stats returns the writer's counters.
@@ -179,7 +180,7 @@ func (b *Backend) Stats() Stats {
 	st := b.stats
 	b.wmu.Unlock()
 	if b.ckpt != nil {
-		st.Checkpoints = b.ckpt.snapshot()
+		st.WAL = b.ckpt.snapshot()
 	}
 	return st
 }
@@ -270,7 +271,7 @@ func Open(path string, opts Options) (*Backend, error) {
 	base := FileURI(path)
 	busy := fmt.Sprintf("_pragma=busy_timeout(%d)", opts.BusyTimeout.Milliseconds())
 	common := fmt.Sprintf("%s&_pragma=synchronous(%s)", busy, syncMode)
-	// The writer never checkpoints: the checkpointer does, in the
+	// The writer never checkpoints: the walCopier does, in the
 	// background.
 	walOpts := fmt.Sprintf("&_pragma=wal_autocheckpoint(0)&_pragma=journal_size_limit(%d)", opts.WALPages*4096)
 	w, err := sql.Open("sqlite", base+"?"+common+walOpts)
@@ -314,7 +315,7 @@ func Open(path string, opts Options) (*Backend, error) {
 	if err := b.prepareWrites(ctx); err != nil {
 		return fail(b.wrapOpen(err))
 	}
-	if err := b.startCheckpoints(base + "?" + common); err != nil {
+	if err := b.startWALCopies(base + "?" + common); err != nil {
 		return fail(err)
 	}
 	return b, nil

@@ -341,7 +341,7 @@ func TestStaleWriterAfterRecreate(t *testing.T) {
 }
 
 // TestBackgroundCheckpoints: commits never checkpoint themselves; the
-// background checkpointer and the writer's finishing copies keep the WAL
+// background walCopier and the writer's finishing copies keep the WAL
 // near WALPages however many commits run, and every row is there after a
 // reopen.
 func TestBackgroundCheckpoints(t *testing.T) {
@@ -372,7 +372,7 @@ func TestBackgroundCheckpoints(t *testing.T) {
 			last = fi.Size()
 		}
 	}
-	st := s.Backend().(*sqlite.Backend).Stats().Checkpoints
+	st := s.Backend().(*sqlite.Backend).Stats().WAL
 	if st.Runs == 0 || st.Frames == 0 || st.Finishes == 0 || st.Failed != 0 {
 		t.Fatalf("checkpoints %+v: want background copies and finishing copies, no failures", st)
 	}
@@ -448,10 +448,10 @@ func TestLargeWALCheckpointedAtOpen(t *testing.T) {
 	defer r.Close()
 	b := r.Backend().(*sqlite.Backend)
 	deadline := time.Now().Add(10 * time.Second)
-	for b.Stats().Checkpoints.Runs == 0 && time.Now().Before(deadline) {
+	for b.Stats().WAL.Runs == 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if st := b.Stats().Checkpoints; st.Runs == 0 || st.Frames == 0 {
+	if st := b.Stats().WAL; st.Runs == 0 || st.Frames == 0 {
 		t.Fatalf("no background checkpoint after opening a large WAL: %+v", st)
 	}
 	if th, err := r.Thread(ctx, "w"); err != nil || th.Head != 1200 {

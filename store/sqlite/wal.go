@@ -9,9 +9,9 @@ import (
 	"sync/atomic"
 )
 
-// checkpointer copies the WAL into the database in the background, on a
+// walCopier copies the WAL into the database in the background, on a
 // connection of its own, so that no commit waits for the copy: the writer
-// runs with wal_autocheckpoint off and nudges the checkpointer once it has
+// runs with wal_autocheckpoint off and nudges the walCopier once it has
 // written about WALPages pages since the last nudge. The checkpoint is
 // PASSIVE: it copies what is committed without waiting for readers or the
 // writer. The WAL can only start again from its beginning once every frame
@@ -19,7 +19,7 @@ import (
 // copy see; so when a copy ends, the writer copies the few frames it added
 // meanwhile itself, between two transactions (finishUp), and its next
 // transaction restarts the WAL, truncated to journal_size_limit.
-type checkpointer struct {
+type walCopier struct {
 	db    *sql.DB
 	log   *slog.Logger
 	path  string
@@ -30,11 +30,11 @@ type checkpointer struct {
 	copied atomic.Bool
 
 	mu    sync.Mutex
-	stats CheckpointStats
+	stats WALStats
 }
 
-// CheckpointStats counts the background checkpoints.
-type CheckpointStats struct {
+// WALStats counts the background WAL copies (SQLite checkpoints).
+type WALStats struct {
 	// Runs is the number of background checkpoints run; Frames the WAL
 	// frames they copied into the database; Failed the checkpoints that
 	// returned an error (logged, and retried at the next nudge); Finishes
@@ -42,26 +42,26 @@ type CheckpointStats struct {
 	Runs, Frames, Failed, Finishes int64
 }
 
-func startCheckpointer(dsn, path string, log *slog.Logger) (*checkpointer, error) {
+func startWALCopier(dsn, path string, log *slog.Logger) (*walCopier, error) {
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s for checkpoints: %w", path, err)
 	}
 	db.SetMaxOpenConns(1)
 	db.SetConnMaxLifetime(0)
-	c := &checkpointer{db: db, log: log, path: path, nudge: make(chan struct{}, 1), stop: make(chan struct{})}
+	c := &walCopier{db: db, log: log, path: path, nudge: make(chan struct{}, 1), stop: make(chan struct{})}
 	c.wg.Add(1)
 	go c.loop()
 	return c, nil
 }
 
-// startCheckpoints starts b's checkpointer on a connection opened with
+// startWALCopies starts b's walCopier on a connection opened with
 // dsn. A WAL left larger than b's limit by a process that stopped without
 // checkpointing (killed, or never writing enough to nudge) is copied at
 // once: the writer counts only its own pages.
-func (b *Backend) startCheckpoints(dsn string) error {
+func (b *Backend) startWALCopies(dsn string) error {
 	var err error
-	if b.ckpt, err = startCheckpointer(dsn, b.path, b.log); err != nil {
+	if b.ckpt, err = startWALCopier(dsn, b.path, b.log); err != nil {
 		return err
 	}
 	if _, wal := b.Sizes(); wal > int64(b.walLimit)*4096 {
@@ -71,7 +71,7 @@ func (b *Backend) startCheckpoints(dsn string) error {
 }
 
 // poke asks for a checkpoint; it never blocks the writer.
-func (c *checkpointer) poke() {
+func (c *walCopier) poke() {
 	if c == nil {
 		return
 	}
@@ -81,7 +81,7 @@ func (c *checkpointer) poke() {
 	}
 }
 
-func (c *checkpointer) loop() {
+func (c *walCopier) loop() {
 	defer c.wg.Done()
 	for {
 		select {
@@ -94,7 +94,7 @@ func (c *checkpointer) loop() {
 }
 
 // run runs one PASSIVE checkpoint.
-func (c *checkpointer) run() {
+func (c *walCopier) run() {
 	var busy, logFrames, copied int64
 	err := c.db.QueryRowContext(context.Background(), `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &logFrames, &copied)
 	if isBusy(err) {
@@ -118,7 +118,7 @@ func (c *checkpointer) run() {
 // finishUp runs, on the writer's connection between two transactions, the
 // checkpoint that lets the WAL restart, when a background copy has ended
 // since the last one: it copies only the frames committed during that copy.
-func (c *checkpointer) finishUp(ctx context.Context, conn *sql.Conn) {
+func (c *walCopier) finishUp(ctx context.Context, conn *sql.Conn) {
 	if c == nil || !c.copied.CompareAndSwap(true, false) {
 		return
 	}
@@ -142,19 +142,19 @@ func (c *checkpointer) finishUp(ctx context.Context, conn *sql.Conn) {
 }
 
 // close stops the loop and closes the connection.
-func (c *checkpointer) close() error {
+func (c *walCopier) close() error {
 	close(c.stop)
 	c.wg.Wait()
 	return c.db.Close()
 }
 
-func (c *checkpointer) snapshot() CheckpointStats {
+func (c *walCopier) snapshot() WALStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.stats
 }
 
 // walEstimate is the writer's count of the pages it wrote to the WAL since
-// it last nudged the checkpointer: a job is counted as two pages (a leaf
+// it last nudged the walCopier: a job is counted as two pages (a leaf
 // and, now and then, a split) plus its blobs' bytes in pages.
 func walEstimate(bytes int) int { return 2 + bytes/4096 }
