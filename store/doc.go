@@ -4,7 +4,7 @@
 // RFC 6902 patch the step made to the state, its status and metadata, and
 // its place in history (seq, parent). [Store] is what runners and front ends
 // use; [Engine] implements it over a row-level [Backend], so every backend
-// (store/memory, store/sqlite, store/postgres) shares one storage format
+// (store/inmem, store/sqlite, store/postgres) shares one storage format
 // and one set of guarantees, checked by the conformance suite in
 // store/storetest.
 //
@@ -61,7 +61,7 @@
 //
 //	import _ "github.com/cairn-dev/cairn/store/sqlite"   // sqlite:PATH[?durability=strict]
 //	import _ "github.com/cairn-dev/cairn/store/postgres" // postgres://user@host/db[?search_path=schema]
-//	import _ "github.com/cairn-dev/cairn/store/inmem"   // memory:
+//	import _ "github.com/cairn-dev/cairn/store/inmem"   // inmem:
 //
 //	s, err := store.Open(ctx, "sqlite:.cairn/state.db", store.OpenOptions{})
 //

@@ -104,7 +104,7 @@ func CheckURL(url string) error {
 // Open opens the store a URL names, through the driver registered for its
 // scheme:
 //
-//	memory:                                   (import store/memory)
+//	inmem:                                    (import store/inmem; memory: too)
 //	sqlite:PATH[?durability=strict]           (import store/sqlite)
 //	postgres://user@host:5432/db[?search_path=schema]  (import store/postgres)
 func Open(ctx context.Context, url string, o OpenOptions) (*Engine, error) {

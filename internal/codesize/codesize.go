@@ -10,7 +10,40 @@ import (
 const (
 	MaxLines      = 80
 	MaxComplexity = 25
+	// MaxFileLines bounds a file outside tests: a file is one subject,
+	// read in one sitting.
+	MaxFileLines = 600
 )
+
+// File is one file's measure.
+type File struct {
+	Path  string
+	Lines int
+	// Reason is the text after "Long:" in a comment above the package
+	// clause (not the package doc), if any.
+	Reason string
+}
+
+// Over reports whether f exceeds MaxFileLines without a reason.
+func (f File) Over() bool { return f.Reason == "" && f.Lines > MaxFileLines }
+
+// MeasureFile returns the measure of file, parsed with comments from
+// path.
+func MeasureFile(fset *token.FileSet, path string, file *ast.File) File {
+	out := File{Path: path, Lines: fset.File(file.Pos()).LineCount()}
+	for _, cg := range file.Comments {
+		if cg.Pos() >= file.Package {
+			break
+		}
+		if cg == file.Doc {
+			continue
+		}
+		if r := reason(cg); r != "" {
+			out.Reason = r
+		}
+	}
+	return out
+}
 
 // Func is one function's measure.
 type Func struct {

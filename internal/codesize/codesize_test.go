@@ -29,6 +29,10 @@ func TestFunctionsReadAtOnce(t *testing.T) {
 		if err != nil {
 			return err
 		}
+		if fm := MeasureFile(fset, path, f); fm.Over() {
+			t.Errorf("%s has %d lines (limit %d): split it by subject, or say why in a comment above the package clause on a line starting \"Long:\"",
+				path, fm.Lines, MaxFileLines)
+		}
 		for _, fn := range Measure(fset, f) {
 			n++
 			if fn.Over() {
@@ -94,5 +98,32 @@ func (s *T[K]) method() {}
 	over.Reason = "why"
 	if over.Over() {
 		t.Error("a long function with a reason is over")
+	}
+}
+
+func TestMeasureFile(t *testing.T) {
+	body := strings.Repeat("var _ = 1\n", MaxFileLines)
+	tests := []struct {
+		name, src  string
+		over       bool
+		wantReason string
+	}{
+		{"short", "package p\n", false, ""},
+		{"long", "package p\n" + body, true, ""},
+		{"long with a reason", "// Long: a generated table.\n\n// Package p is p.\npackage p\n" + body, false, "a generated table."},
+		{"a reason in the package doc does not count", "// Package p is p.\n//\n// Long: no.\npackage p\n" + body, true, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, "p.go", tc.src, parser.ParseComments)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := MeasureFile(fset, "p.go", f)
+			if got.Over() != tc.over || got.Reason != tc.wantReason {
+				t.Fatalf("%+v: over %v, want %v (reason %q)", got, got.Over(), tc.over, tc.wantReason)
+			}
+		})
 	}
 }
