@@ -148,7 +148,12 @@ func (l *eventLog) since(after int64) ([]*sseEvent, bool, <-chan struct{}) {
 func (l *eventLog) resume(seq int64, attempt int) int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	after, _ := resumeAfter(l.evs, seq, attempt, l.done)
+	// A log that writes a later attempt than the reader's holds all it
+	// will of the reader's attempt: the reader's lost events are not
+	// coming, and it goes back to what the log holds (else it would skip
+	// the later attempt's events numbered up to its own).
+	ended := l.done || max(l.attempt, 1) > max(attempt, 1)
+	after, _ := resumeAfter(l.evs, seq, attempt, ended)
 	return after
 }
 
