@@ -72,7 +72,7 @@ func networkChild(db, logPath, proc string) error {
 	if err != nil {
 		return err
 	}
-	s, err := sqlite.OpenStore(db, sqlite.Options{}, store.Options{})
+	s, err := sqlite.OpenStore(context.Background(), db, sqlite.Options{}, store.Options{})
 	if err != nil {
 		return err
 	}
@@ -145,7 +145,7 @@ func TestNetworkCrashResume(t *testing.T) {
 	}
 
 	// The final state equals an uninterrupted run's.
-	s, err := sqlite.OpenStore(db, sqlite.Options{}, store.Options{})
+	s, err := sqlite.OpenStore(context.Background(), db, sqlite.Options{}, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestNetworkCrashResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	// An uninterrupted run of the same thread id, in a second store.
-	ref, err := sqlite.OpenStore(filepath.Join(dir, "ref.db"), sqlite.Options{}, store.Options{})
+	ref, err := sqlite.OpenStore(context.Background(), filepath.Join(dir, "ref.db"), sqlite.Options{}, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func BenchmarkChatTurn(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			s, err := sqlite.OpenStore(filepath.Join(b.TempDir(), "chat.db"), sqlite.Options{}, store.Options{})
+			s, err := sqlite.OpenStore(context.Background(), filepath.Join(b.TempDir(), "chat.db"), sqlite.Options{}, store.Options{})
 			if err != nil {
 				b.Fatal(err)
 			}

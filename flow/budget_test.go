@@ -197,7 +197,7 @@ func TestForkAndInterruptStartRuns(t *testing.T) {
 // "every5") or whenever the count reaches 2 (mode "always": that step
 // never commits).
 func budgetChild(dbPath, mode string) error {
-	s, err := sqlite.OpenStore(dbPath, sqlite.Options{}, store.Options{})
+	s, err := sqlite.OpenStore(context.Background(), dbPath, sqlite.Options{}, store.Options{})
 	if err != nil {
 		return err
 	}
@@ -275,7 +275,7 @@ func TestBudgetSurvivesKill(t *testing.T) {
 				}
 				break
 			}
-			s, err := sqlite.OpenStore(db, sqlite.Options{}, store.Options{})
+			s, err := sqlite.OpenStore(context.Background(), db, sqlite.Options{}, store.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

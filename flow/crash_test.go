@@ -70,7 +70,7 @@ func crashChild(dbPath, logPath, proc string) error {
 		return err
 	}
 	defer f.Close()
-	s, err := sqlite.OpenStore(dbPath, sqlite.Options{}, store.Options{})
+	s, err := sqlite.OpenStore(context.Background(), dbPath, sqlite.Options{}, store.Options{})
 	if err != nil {
 		return err
 	}
@@ -130,7 +130,7 @@ func TestKillResume(t *testing.T) {
 	}
 
 	// The crashed-and-resumed thread equals an uninterrupted run.
-	s, err := sqlite.OpenStore(db, sqlite.Options{}, store.Options{})
+	s, err := sqlite.OpenStore(context.Background(), db, sqlite.Options{}, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestTwoResumersOneThread(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "two.db")
 	open := func() store.Store {
-		s, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{})
+		s, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{}, store.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -268,7 +268,7 @@ func TestTwoResumersOneThread(t *testing.T) {
 // resumeChild resumes thread in the database, for the two-process test:
 // exit 0 when it ran (or found nothing to do), 4 on a conflict.
 func resumeChild(dbPath, thread string) int {
-	s, err := sqlite.OpenStore(dbPath, sqlite.Options{}, store.Options{})
+	s, err := sqlite.OpenStore(context.Background(), dbPath, sqlite.Options{}, store.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		return 2
@@ -316,7 +316,7 @@ func TestTwoProcessesResumeOneThread(t *testing.T) {
 		t.Skip("spawns processes")
 	}
 	db := filepath.Join(t.TempDir(), "procs.db")
-	s, err := sqlite.OpenStore(db, sqlite.Options{}, store.Options{})
+	s, err := sqlite.OpenStore(context.Background(), db, sqlite.Options{}, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func TestRedactBeforeCommit(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	dbPath := filepath.Join(dir, "state.db")
-	s, err := sqlite.OpenStore(dbPath, sqlite.Options{}, store.Options{})
+	s, err := sqlite.OpenStore(context.Background(), dbPath, sqlite.Options{}, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ var errBoom = errors.New("boom")
 func TestRedactApprovalValue(t *testing.T) {
 	ctx := context.Background()
 	dbPath := filepath.Join(t.TempDir(), "state.db")
-	s, err := sqlite.OpenStore(dbPath, sqlite.Options{}, store.Options{})
+	s, err := sqlite.OpenStore(context.Background(), dbPath, sqlite.Options{}, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func TestStopOnRecordDurabilities(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			ctx := context.Background()
 			path := filepath.Join(t.TempDir(), "s.db")
-			s, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{})
+			s, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{}, store.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -66,7 +66,7 @@ func TestStopOnRecordDurabilities(t *testing.T) {
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
-			if s, err = sqlite.OpenStore(path, sqlite.Options{}, store.Options{}); err != nil {
+			if s, err = sqlite.OpenStore(context.Background(), path, sqlite.Options{}, store.Options{}); err != nil {
 				t.Fatal(err)
 			}
 			defer s.Close()
@@ -169,7 +169,7 @@ func checkStops(t *testing.T, ctx context.Context, s store.Store, want int, reas
 // runner of g on it.
 func sqliteRunner(t *testing.T, g *flow.Compiled, opts flow.Options) (store.Store, *flow.Runner) {
 	t.Helper()
-	s, err := sqlite.OpenStore(filepath.Join(t.TempDir(), "s.db"), sqlite.Options{}, store.Options{})
+	s, err := sqlite.OpenStore(context.Background(), filepath.Join(t.TempDir(), "s.db"), sqlite.Options{}, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,7 +70,7 @@ func TestRunLogReplay(t *testing.T) {
 	stores := map[string]func(t *testing.T) store.Store{
 		"memory": func(*testing.T) store.Store { return inmem.Open(store.Options{}) },
 		"sqlite": func(t *testing.T) store.Store {
-			s, err := sqlite.OpenStore(filepath.Join(t.TempDir(), "replay.db"), sqlite.Options{}, store.Options{})
+			s, err := sqlite.OpenStore(context.Background(), filepath.Join(t.TempDir(), "replay.db"), sqlite.Options{}, store.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -41,7 +41,7 @@ func echoGraph(t *testing.T) *server.Graph {
 // end and however many run at once; their threads, records and logs are
 // gone once delivered.
 func TestStatelessRunsDeliver(t *testing.T) {
-	st, err := sqlite.OpenStore(filepath.Join(t.TempDir(), "stateless.db"), sqlite.Options{}, store.Options{})
+	st, err := sqlite.OpenStore(context.Background(), filepath.Join(t.TempDir(), "stateless.db"), sqlite.Options{}, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

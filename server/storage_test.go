@@ -54,7 +54,7 @@ func TestThreadStorage(t *testing.T) {
 
 func openSQLite(t *testing.T, opts store.Options) *store.Engine {
 	t.Helper()
-	s, err := sqlite.OpenStore(filepath.Join(t.TempDir(), "s.db"), sqlite.Options{}, opts)
+	s, err := sqlite.OpenStore(context.Background(), filepath.Join(t.TempDir(), "s.db"), sqlite.Options{}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

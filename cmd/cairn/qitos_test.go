@@ -76,7 +76,7 @@ func TestQitOSBudgetStopsOnRecord(t *testing.T) {
 			ctx := context.Background()
 			dir := t.TempDir()
 			db := filepath.Join(dir, "q.db")
-			s, err := sqlite.OpenStore(db, sqlite.Options{}, store.Options{})
+			s, err := sqlite.OpenStore(context.Background(), db, sqlite.Options{}, store.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

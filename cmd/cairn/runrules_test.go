@@ -236,7 +236,7 @@ func TestResumeAdvice(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &list); err != nil {
 		t.Fatal(err)
 	}
-	s, err := sqlite.OpenStore(db, sqlite.Options{}, store.Options{})
+	s, err := sqlite.OpenStore(context.Background(), db, sqlite.Options{}, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -134,7 +134,7 @@ func TestTimeTravelGraph(t *testing.T) {
 		t.Fatal(err)
 	}
 	withRunner := func(fn func(r *flow.Runner)) {
-		s, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{})
+		s, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{}, store.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -35,7 +35,7 @@ func BenchmarkW1Engine(b *testing.B) {
 					s = inmem.Open(store.Options{})
 				} else {
 					var err error
-					if s, err = sqlite.OpenStore(filepath.Join(b.TempDir(), "b.db"), sqlite.Options{}, store.Options{}); err != nil {
+					if s, err = sqlite.OpenStore(context.Background(), filepath.Join(b.TempDir(), "b.db"), sqlite.Options{}, store.Options{}); err != nil {
 						b.Fatal(err)
 					}
 				}

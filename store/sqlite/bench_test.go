@@ -17,7 +17,7 @@ import (
 func BenchmarkAppendStep(b *testing.B) {
 	for _, d := range []sqlite.Durability{sqlite.DurabilitySync, sqlite.DurabilityStrict} {
 		b.Run(string(d), func(b *testing.B) {
-			s, err := sqlite.OpenStore(filepath.Join(b.TempDir(), "b.db"), sqlite.Options{Durability: d}, store.Options{})
+			s, err := sqlite.OpenStore(context.Background(), filepath.Join(b.TempDir(), "b.db"), sqlite.Options{Durability: d}, store.Options{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -46,7 +46,7 @@ func BenchmarkAppendStep(b *testing.B) {
 
 // w1Store writes a W1 thread of n steps and returns the open store.
 func w1Store(b *testing.B, n int) store.Store {
-	s, err := sqlite.OpenStore(filepath.Join(b.TempDir(), "b.db"), sqlite.Options{}, store.Options{})
+	s, err := sqlite.OpenStore(context.Background(), filepath.Join(b.TempDir(), "b.db"), sqlite.Options{}, store.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

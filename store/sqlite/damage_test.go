@@ -122,7 +122,7 @@ func TestDamageTypedErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "state.db")
 			tc.before(t, path)
-			s, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{SnapshotCache: -1})
+			s, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{}, store.Options{SnapshotCache: -1})
 			if err != nil {
 				if !typed(err, path) || (tc.wantAll != nil && !errors.Is(err, tc.wantAll)) || !strings.Contains(err.Error(), tc.table) {
 					t.Fatalf("open: untyped or unnamed error %v", err)
@@ -159,7 +159,7 @@ func TestTruncatedWALTypedErrors(t *testing.T) {
 	for _, frac := range []int64{2, 4, 10} {
 		t.Run(fmt.Sprintf("1/%d", frac), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "state.db")
-			s, err := sqlite.OpenStore(path, sqlite.Options{WALPages: 1 << 20}, store.Options{SnapshotCache: -1})
+			s, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{WALPages: 1 << 20}, store.Options{SnapshotCache: -1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -185,7 +185,7 @@ func TestTruncatedWALTypedErrors(t *testing.T) {
 				t.Fatal("no operation noticed the truncated WAL")
 			}
 			s.Close()
-			if s, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{}); err == nil {
+			if s, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{}, store.Options{}); err == nil {
 				for i, err := range useStore(s) {
 					if !typed(err, path) {
 						t.Fatalf("after reopening, operation %d: untyped or unnamed error %v", i, err)
@@ -244,7 +244,7 @@ func TestForeignDatabaseRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ro := range []bool{false, true} {
-		_, err := sqlite.OpenStore(path, sqlite.Options{ReadOnly: ro}, store.Options{})
+		_, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{ReadOnly: ro}, store.Options{})
 		if !errors.Is(err, store.ErrNotStore) || !strings.Contains(err.Error(), path) {
 			t.Fatalf("read-only %v: %v", ro, err)
 		}

@@ -22,7 +22,7 @@ func ExampleOpenStore() {
 	path := filepath.Join(dir, "state.db")
 	ctx := context.Background()
 
-	s, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{})
+	s, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{}, store.Options{})
 	if err != nil {
 		panic(err)
 	}
@@ -35,7 +35,7 @@ func ExampleOpenStore() {
 	}
 	s.Close()
 
-	again, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{})
+	again, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{}, store.Options{})
 	if err != nil {
 		panic(err)
 	}

@@ -15,7 +15,7 @@ import (
 
 // forkChild forks thread src at 3 into a new thread "copy".
 func forkChild(path string) error {
-	s, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{})
+	s, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{}, store.Options{})
 	if err != nil {
 		return err
 	}

@@ -41,7 +41,7 @@ var benchWords = []string{"tea", "coffee", "green", "black", "sugar", "milk", "m
 //
 //	go test ./store/sqlite -run '^$' -bench Items -benchtime 2000x
 func BenchmarkItems(b *testing.B) {
-	s, err := sqlite.OpenStore(filepath.Join(b.TempDir(), "items.db"), sqlite.Options{}, store.Options{})
+	s, err := sqlite.OpenStore(context.Background(), filepath.Join(b.TempDir(), "items.db"), sqlite.Options{}, store.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func proseOf(i int64) string {
 // path from its head, printing each committed seq, until killed.
 func appendMessages(path string) error {
 	ctx := context.Background()
-	s, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{})
+	s, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{}, store.Options{})
 	if err != nil {
 		return err
 	}
@@ -128,7 +128,7 @@ func TestKillWithLateSnapshots(t *testing.T) {
 			return nil
 		})
 	}
-	s, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{})
+	s, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{}, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestKillWithLateSnapshots(t *testing.T) {
 	if left := pendingBases(t, path); left != 0 {
 		t.Fatalf("%d rows still name an unwritten snapshot after a history walk", left)
 	}
-	if s, err = sqlite.OpenStore(path, sqlite.Options{}, store.Options{}); err != nil {
+	if s, err = sqlite.OpenStore(context.Background(), path, sqlite.Options{}, store.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
@@ -196,7 +196,7 @@ func unattach(t *testing.T, s *store.Engine, path string) {
 func TestUnwrittenLateSnapshot(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "u.db")
-	s, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{})
+	s, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{}, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func TestUnwrittenLateSnapshot(t *testing.T) {
 	if strings.Contains(logged.String(), "late snapshot") {
 		t.Fatalf("a read-only store tried to write a late snapshot:\n%s", logged.String())
 	}
-	rw, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{})
+	rw, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{}, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

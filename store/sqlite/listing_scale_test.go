@@ -56,7 +56,7 @@ func TestListingScale(t *testing.T) {
 func scaleStore(t *testing.T, path string, n int) store.Store {
 	t.Helper()
 	ctx := context.Background()
-	s, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{})
+	s, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{}, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,7 +13,7 @@ import (
 
 // migrateChild opens the store at path read-write, which migrates it.
 func migrateChild(path string) error {
-	s, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{})
+	s, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{}, store.Options{})
 	if err != nil {
 		return err
 	}
@@ -39,7 +40,7 @@ func TestMigrateLanesCrash(t *testing.T) {
 			t.Fatalf("kill at write %d left format %d (%s)", n, v, out)
 		}
 		at[v]++
-		ro, err := sqlite.OpenStore(path, sqlite.Options{ReadOnly: true}, store.Options{})
+		ro, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{ReadOnly: true}, store.Options{})
 		if err != nil {
 			t.Fatalf("kill at write %d: read-only open: %v", n, err)
 		}

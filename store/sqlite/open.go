@@ -142,8 +142,9 @@ func (o *Options) setDefaults() {
 // Open opens the database at path, creating the file, its directory and
 // the tables when needed (with opts.ReadOnly: see Options.ReadOnly).
 // Several processes may open a new store at once: the tables are created in
-// one transaction, and each waits for the others (BusyTimeout).
-func Open(path string, opts Options) (*Backend, error) {
+// one transaction, and each waits for the others (BusyTimeout). ctx bounds
+// the opening (its migrations included), not the backend's life.
+func Open(ctx context.Context, path string, opts Options) (*Backend, error) {
 	if path == "" {
 		return nil, fmt.Errorf("%w: empty database path", store.ErrInvalidArgument)
 	}
@@ -153,7 +154,7 @@ func Open(path string, opts Options) (*Backend, error) {
 	}
 	opts.setDefaults()
 	if opts.ReadOnly {
-		return openReadOnly(path, opts)
+		return openReadOnly(ctx, path, opts)
 	}
 	if _, err := os.Stat(path); opts.NoMigrate && errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: no store at %s: cairn migrate up creates it", store.ErrMigrationNeeded, path)
@@ -184,7 +185,6 @@ func Open(path string, opts Options) (*Backend, error) {
 		b.log = slog.New(slog.DiscardHandler)
 	}
 	b.idle = sync.NewCond(&b.wmu)
-	ctx := context.Background()
 	fail := func(err error) (*Backend, error) {
 		if b.read != nil {
 			b.read.Close()
@@ -266,8 +266,7 @@ func (b *Backend) prepareWrites(ctx context.Context) error {
 }
 
 // openReadOnly opens an existing Cairn store without writing anything.
-func openReadOnly(path string, opts Options) (*Backend, error) {
-	ctx := context.Background()
+func openReadOnly(ctx context.Context, path string, opts Options) (*Backend, error) {
 	b, v, err := openFormat(ctx, path, opts)
 	if err != nil {
 		return nil, err
@@ -335,9 +334,9 @@ func (b *Backend) wrapReadOnly(err error) error {
 	return b.wrapOpen(err)
 }
 
-// OpenStore opens a store on the database at path.
-func OpenStore(path string, opts Options, sopts store.Options) (*store.Engine, error) {
-	b, err := Open(path, opts)
+// OpenStore opens a store on the database at path (see Open).
+func OpenStore(ctx context.Context, path string, opts Options, sopts store.Options) (*store.Engine, error) {
+	b, err := Open(ctx, path, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -55,7 +55,7 @@ func openChild(path, id string) error {
 			return errors.New("no start signal")
 		}
 	}
-	s, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{})
+	s, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{}, store.Options{})
 	if err != nil {
 		return fmt.Errorf("open: %w", err)
 	}

@@ -19,7 +19,7 @@ import (
 
 func openAt(t *testing.T, path string) store.Store {
 	t.Helper()
-	s, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{})
+	s, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{}, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestConformanceEncrypted(t *testing.T) { storetest.RunEncrypted(t, conforma
 func conformanceHarness() storetest.Harness {
 	return storetest.Harness{
 		Open: func(t *testing.T, o store.Options) store.Store {
-			s, err := sqlite.OpenStore(filepath.Join(t.TempDir(), "state.db"), sqlite.Options{}, o)
+			s, err := sqlite.OpenStore(context.Background(), filepath.Join(t.TempDir(), "state.db"), sqlite.Options{}, o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -141,7 +141,7 @@ func TestDurabilityOption(t *testing.T) {
 	if _, err := sqlite.ParseDurability("fast"); !errors.Is(err, store.ErrInvalidArgument) {
 		t.Fatalf("bad durability: %v", err)
 	}
-	s, err := sqlite.OpenStore(filepath.Join(t.TempDir(), "s.db"), sqlite.Options{Durability: sqlite.DurabilityStrict}, store.Options{})
+	s, err := sqlite.OpenStore(context.Background(), filepath.Join(t.TempDir(), "s.db"), sqlite.Options{Durability: sqlite.DurabilityStrict}, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,14 +197,14 @@ func TestDamagedFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte("this is not sqlite"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{}); !errors.Is(err, store.ErrCorrupt) {
+	if _, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{}, store.Options{}); !errors.Is(err, store.ErrCorrupt) {
 		t.Fatalf("open garbage: %v", err)
 	}
 }
 
 func checkTypedErrors(t *testing.T, path string) {
 	t.Helper()
-	s, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{})
+	s, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{}, store.Options{})
 	if err != nil {
 		if !errors.Is(err, store.ErrCorrupt) {
 			t.Fatalf("open damaged file: untyped error %v", err)
@@ -243,7 +243,7 @@ func TestNewerFormatRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	if _, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{}); !errors.Is(err, store.ErrUnsupportedFormat) {
+	if _, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{}, store.Options{}); !errors.Is(err, store.ErrUnsupportedFormat) {
 		t.Fatalf("newer format: %v", err)
 	}
 }
@@ -347,7 +347,7 @@ func TestStaleWriterAfterRecreate(t *testing.T) {
 func TestBackgroundCheckpoints(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.db")
 	const walPages, steps = 16, 3000
-	s, err := sqlite.OpenStore(path, sqlite.Options{WALPages: walPages}, store.Options{})
+	s, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{WALPages: walPages}, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,7 +405,7 @@ func TestBackgroundCheckpoints(t *testing.T) {
 func TestLargeWALCheckpointedAtOpen(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "w.db")
-	s, err := sqlite.OpenStore(path, sqlite.Options{WALPages: 1 << 20}, store.Options{})
+	s, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{WALPages: 1 << 20}, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -441,7 +441,7 @@ func TestLargeWALCheckpointedAtOpen(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(crash, "w.db-wal")); err != nil || fi.Size() < int64(sqlite.DefaultWALPages)*4096 {
 		t.Fatalf("the copied WAL is not large: %v", err)
 	}
-	r, err := sqlite.OpenStore(filepath.Join(crash, "w.db"), sqlite.Options{}, store.Options{})
+	r, err := sqlite.OpenStore(context.Background(), filepath.Join(crash, "w.db"), sqlite.Options{}, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

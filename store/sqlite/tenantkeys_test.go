@@ -20,7 +20,7 @@ import (
 // it, and takes the file to format 6.
 func writeFormat6Tenants(t *testing.T, path string, opts store.Options) *storetest.TenantKeys {
 	t.Helper()
-	s, err := sqlite.OpenStore(path, sqlite.Options{}, opts)
+	s, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func writeFormat6Tenants(t *testing.T, path string, opts store.Options) *storete
 
 func openWith(t *testing.T, path string, o sqlite.Options, opts store.Options) store.Store {
 	t.Helper()
-	s, err := sqlite.OpenStore(path, o, opts)
+	s, err := sqlite.OpenStore(context.Background(), path, o, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestUpgradeFormat6(t *testing.T) {
 					t.Fatalf("format 6 read-only: %+v, %v", th, err)
 				}
 			})
-			if _, err := sqlite.OpenStore(path, sqlite.Options{NoMigrate: true}, tc.opts); !errors.Is(err, store.ErrMigrationNeeded) {
+			if _, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{NoMigrate: true}, tc.opts); !errors.Is(err, store.ErrMigrationNeeded) {
 				t.Fatalf("open without migrating: %v", err)
 			}
 			s := openWith(t, path, sqlite.Options{}, tc.opts)
@@ -127,7 +127,7 @@ func TestUpgradeFormat6KeyTaken(t *testing.T) {
 	}
 	s.Close()
 	sqlitetest.Downgrade(t, path, 6)
-	_, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{})
+	_, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{}, store.Options{})
 	if !errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), storetest.TenantKey) {
 		t.Fatalf("migrating with a key taken: %v", err)
 	}

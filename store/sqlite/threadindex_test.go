@@ -17,7 +17,7 @@ import (
 // the file into a format 5 store (no thread index).
 func writeFormat5(t *testing.T, path string, opts store.Options) {
 	t.Helper()
-	s, err := sqlite.OpenStore(path, sqlite.Options{}, opts)
+	s, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestUpgradeFormat5Encrypted(t *testing.T) {
 		t.Fatalf("a listing by status without the keys: %v", err)
 	}
 	nokey.Close()
-	s, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{Keyring: ring})
+	s, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{}, store.Options{Keyring: ring})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestMigrateThreadIndexCrash(t *testing.T) {
 			t.Fatalf("kill at write %d left format %d (%s)", n, v, out)
 		}
 		at[v]++
-		ro, err := sqlite.OpenStore(path, sqlite.Options{ReadOnly: true}, store.Options{})
+		ro, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{ReadOnly: true}, store.Options{})
 		if err != nil {
 			t.Fatalf("kill at write %d: read-only open: %v", n, err)
 		}

@@ -70,7 +70,7 @@ func checkHeads(t *testing.T, s store.Store, want map[string]string) {
 // it, and fails unless the file is still at format.
 func readOnlyAt(t *testing.T, path string, format int, check func(store.Store)) {
 	t.Helper()
-	ro, err := sqlite.OpenStore(path, sqlite.Options{ReadOnly: true}, store.Options{})
+	ro, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{ReadOnly: true}, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestUpgradeFormat1(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "v1.db")
 	want := writeV1Store(t, path)
 	readOnlyAt(t, path, 1, func(ro store.Store) { checkHeads(t, ro, want) })
-	if _, err := sqlite.OpenStore(path, sqlite.Options{NoMigrate: true}, store.Options{}); !errors.Is(err, store.ErrMigrationNeeded) {
+	if _, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{NoMigrate: true}, store.Options{}); !errors.Is(err, store.ErrMigrationNeeded) {
 		t.Fatalf("open without migrating: %v, want ErrMigrationNeeded", err)
 	}
 	if v := sqlitetest.Format(t, path); v != 1 {
@@ -101,7 +101,7 @@ func TestUpgradeFormat1(t *testing.T) {
 	if v := sqlitetest.Format(t, path); v != latestFormat {
 		t.Fatalf("format after a read-write open: %d", v)
 	}
-	s, err := sqlite.OpenStore(path, sqlite.Options{NoMigrate: true}, store.Options{})
+	s, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{NoMigrate: true}, store.Options{})
 	if err != nil {
 		t.Fatalf("open without migrating, once migrated: %v", err)
 	}
@@ -138,7 +138,7 @@ func TestUnversionedTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	if _, err := sqlite.OpenStore(path, sqlite.Options{ReadOnly: true}, store.Options{}); !errors.Is(err, store.ErrNotStore) {
+	if _, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{ReadOnly: true}, store.Options{}); !errors.Is(err, store.ErrNotStore) {
 		t.Fatalf("read-only: %v", err)
 	}
 	s := openAt(t, path)
@@ -217,7 +217,7 @@ func TestUpgradeFormat3(t *testing.T) {
 			t.Fatalf("put into a read-only store: %v", err)
 		}
 	})
-	if _, err := sqlite.OpenStore(path, sqlite.Options{NoMigrate: true}, store.Options{}); !errors.Is(err, store.ErrMigrationNeeded) {
+	if _, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{NoMigrate: true}, store.Options{}); !errors.Is(err, store.ErrMigrationNeeded) {
 		t.Fatalf("open without migrating: %v", err)
 	}
 	s = openAt(t, path)
@@ -363,7 +363,7 @@ func TestUpgradeSeqBeyondLanes(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	_, err = sqlite.OpenStore(path, sqlite.Options{}, store.Options{})
+	_, err = sqlite.OpenStore(context.Background(), path, sqlite.Options{}, store.Options{})
 	if !errors.Is(err, store.ErrUnsupportedFormat) || !strings.Contains(err.Error(), "4294967296") {
 		t.Fatalf("upgrade with a seq beyond 32 bits: %v", err)
 	}
@@ -371,7 +371,7 @@ func TestUpgradeSeqBeyondLanes(t *testing.T) {
 		t.Fatalf("format %d after a refused upgrade", v)
 	}
 	delete(want, store.Ref{Thread: "b"})
-	ro, err := sqlite.OpenStore(path, sqlite.Options{ReadOnly: true}, store.Options{})
+	ro, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{ReadOnly: true}, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func (driver) Check(raw string) error {
 	return err
 }
 
-func (driver) Open(_ context.Context, raw string, o store.OpenOptions) (*store.Engine, error) {
+func (driver) Open(ctx context.Context, raw string, o store.OpenOptions) (*store.Engine, error) {
 	path, dur, err := ParseURL(raw)
 	if err != nil {
 		return nil, err
@@ -33,7 +33,7 @@ func (driver) Open(_ context.Context, raw string, o store.OpenOptions) (*store.E
 			return nil, err
 		}
 	}
-	return OpenStore(path, Options{Durability: dur, ReadOnly: o.ReadOnly, NoMigrate: o.NoMigrate, Logger: o.Store.Logger}, o.Store)
+	return OpenStore(ctx, path, Options{Durability: dur, ReadOnly: o.ReadOnly, NoMigrate: o.NoMigrate, Logger: o.Store.Logger}, o.Store)
 }
 
 // ParseURL reads a "sqlite:PATH[?durability=sync|strict]" store URL: the

@@ -29,7 +29,7 @@ var ckptSchema = state.MustSchema(state.WithField("n", state.ReducerReplace), st
 // printing each committed seq on stdout, until killed.
 func appendForever(path string) error {
 	ctx := context.Background()
-	s, err := sqlite.OpenStore(path, sqlite.Options{WALPages: ckptWALPages}, store.Options{})
+	s, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{WALPages: ckptWALPages}, store.Options{})
 	if err != nil {
 		return err
 	}
@@ -89,7 +89,7 @@ func killAfter(t *testing.T, test string, env []string, acked, extra int64, jitt
 // closes the store and returns the head.
 func afterKill(t *testing.T, path, thread string, acked int64, check func(s store.Store, head int64) error) int64 {
 	t.Helper()
-	s, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{})
+	s, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{}, store.Options{})
 	if err != nil {
 		t.Fatalf("reopen: %v", err)
 	}
@@ -153,7 +153,7 @@ func TestKillDuringBackgroundCheckpoints(t *testing.T) {
 		})
 	}
 	// Every state of the history, rebuilt from what the kills left.
-	s, err := sqlite.OpenStore(path, sqlite.Options{}, store.Options{})
+	s, err := sqlite.OpenStore(context.Background(), path, sqlite.Options{}, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
