@@ -134,13 +134,7 @@ func editedAction(path string, raw json.RawMessage, call agent.ToolCall) (review
 	if firstByteOf(raw) != '{' || json.Unmarshal(raw, &a) != nil {
 		return review{}, chatErr(path, "want an action {name, args}")
 	}
-	if a.Name != nil && *a.Name != call.Name {
-		return review{}, chatErr(path+".name", "%q: the call is to tool %q (an edit changes its arguments, not its tool)", *a.Name, call.Name)
-	}
-	if firstByteOf(a.Args) != '{' {
-		return review{}, chatErr(path+".args", "a tool's arguments are an object")
-	}
-	return review{Type: ReviewEdit, Args: bytes.TrimSpace(a.Args)}, nil
+	return editOf(path, "name", a.Name, a.Args, call)
 }
 
 // readResponse reads one HumanResponse for call.
@@ -176,13 +170,19 @@ func editReview(path string, raw json.RawMessage, call agent.ToolCall) (review, 
 	if firstByteOf(raw) != '{' || json.Unmarshal(raw, &ar) != nil {
 		return review{}, chatErr(path, "want an action request {action, args}")
 	}
-	if ar.Action != nil && *ar.Action != call.Name {
-		return review{}, chatErr(path+".action", "%q: the call is to tool %q (an edit changes its arguments, not its tool)", *ar.Action, call.Name)
+	return editOf(path, "action", ar.Action, ar.Args, call)
+}
+
+// editOf is the review of an edit of call: the tool it names under key
+// (nil: none) must be call's, and its arguments an object.
+func editOf(path, key string, tool *string, args json.RawMessage, call agent.ToolCall) (review, error) {
+	if tool != nil && *tool != call.Name {
+		return review{}, chatErr(path+"."+key, "%q: the call is to tool %q (an edit changes its arguments, not its tool)", *tool, call.Name)
 	}
-	if firstByteOf(ar.Args) != '{' {
+	if firstByteOf(args) != '{' {
 		return review{}, chatErr(path+".args", "a tool's arguments are an object")
 	}
-	return review{Type: ReviewEdit, Args: bytes.TrimSpace(ar.Args)}, nil
+	return review{Type: ReviewEdit, Args: bytes.TrimSpace(args)}, nil
 }
 
 // approvalReviews maps a Cairn approval to the calls' reviews.

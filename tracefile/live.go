@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/internal/jsontext"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 )
@@ -153,7 +154,7 @@ func (l *Live) add(cp store.Checkpoint) error {
 // appendLine writes v as one JSON line, as writeLines does.
 func appendLine(f *os.File, v any) error {
 	w := bufio.NewWriter(f)
-	if err := lineEncoder(w).Encode(v); err != nil {
+	if err := jsontext.NewEncoder(w).Encode(v); err != nil {
 		return err
 	}
 	return w.Flush()

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -355,7 +354,7 @@ func writeLines[T any](path string, items []T) error {
 		return err
 	}
 	w := bufio.NewWriter(f)
-	enc := lineEncoder(w)
+	enc := jsontext.NewEncoder(w) // <, > and & as written
 	for _, it := range items {
 		if err := enc.Encode(it); err != nil {
 			f.Close()
@@ -367,11 +366,4 @@ func writeLines[T any](path string, items []T) error {
 		return err
 	}
 	return f.Close()
-}
-
-// lineEncoder writes JSON lines as the trace files hold them: one value a
-// line, <, > and & as written (also in stored values that hold them
-// escaped).
-func lineEncoder(w io.Writer) *jsontext.Encoder {
-	return jsontext.NewEncoder(w)
 }

@@ -64,16 +64,24 @@ func Schema(t testing.TB, prefix string) (dsn, schema string) {
 func Exec(t testing.TB, dsn string, queries ...string) {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := connect(t, dsn)
 	defer conn.Close(ctx)
 	for _, q := range queries {
 		if _, err := conn.Exec(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
+}
+
+// connect connects to the database a DSN names, failing the test if it
+// cannot; the caller closes the connection.
+func connect(t testing.TB, dsn string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn
 }
 
 // ToFormat1 turns the Cairn store in the schema a DSN names back into
@@ -117,10 +125,7 @@ func ToFormat5(t testing.TB, dsn string) {
 func Bytes(t testing.TB, dsn string) []byte {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := connect(t, dsn)
 	defer conn.Close(ctx)
 	rows, err := conn.Query(ctx, `SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename`)
 	if err != nil {
