@@ -70,9 +70,12 @@ async function growth(page) {
   const seen = [];
   const deadline = Date.now() + TIMEOUT;
   while (Date.now() < deadline) {
+    // The status first: a text read after the page went idle is final (read
+    // before, it may be one the stream finished meanwhile).
+    const idle = (await page.textContent("#status")) === "idle";
     const t = await aiText(page);
     if (t && t !== seen.at(-1)) seen.push(t);
-    if ((await page.textContent("#status")) === "idle" && t) return seen;
+    if (idle && t) return seen;
     await page.waitForTimeout(5);
   }
   throw new Error(`the reply did not finish: ${JSON.stringify(seen)}`);

@@ -95,14 +95,16 @@ func testCorruption(t *testing.T, h Harness) {
 	bad := newModel(t, s, "bad")
 	good := newModel(t, s, "good")
 	const n = 150
+	// Each step waits for the snapshot it queued: while one is being
+	// written no other is queued, so a slow writer would leave fewer
+	// snapshots than the policy places.
 	for i := 1; i <= n; i++ {
 		bad.step(i)
 		good.step(i)
+		settle(s)
 	}
 	// Damage the first snapshot after seq 2, and the patch of the head,
-	// which must replay from a later snapshot (written after its commit:
-	// wait for it).
-	settle(s)
+	// which must replay from a later snapshot.
 	var snaps []int64
 	for cp, err := range s.History(ctx, store.HistoryRequest{Thread: "bad"}) {
 		if err != nil {
