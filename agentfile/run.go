@@ -210,15 +210,12 @@ func freshInput(ctx context.Context, s store.Store, thread, ns, agentID string, 
 		in = TextInput("inline", "")
 	}
 	upd := state.Update{"agent_id": agentID, "input": in}
-	head, err := s.Load(ctx, store.LoadRequest{Thread: thread, Namespace: ns})
-	if errors.Is(err, store.ErrNotFound) {
-		return upd, 0, nil
-	}
+	head, err := startHead(ctx, s, thread, ns, abandon)
 	if err != nil {
 		return nil, 0, err
 	}
-	if ns == "" && Unfinished(head) && !abandon {
-		return nil, 0, fmt.Errorf("%w: thread %q checkpoint %d (%s)", ErrUnfinished, thread, head.Seq, head.Status)
+	if head.Seq == 0 {
+		return upd, 0, nil
 	}
 	var old map[string]json.RawMessage
 	if head.State.Has("steps") {
@@ -233,6 +230,20 @@ func freshInput(ctx context.Context, s store.Store, thread, ns, agentID string, 
 	upd["steps"] = clear
 	upd["final_output"] = nil
 	return upd, head.Seq, nil
+}
+
+// startHead is the head a new run on a namespace starts from (zero Seq:
+// none); at the root, CheckStart decides whether it may.
+func startHead(ctx context.Context, s store.Store, thread, ns string, abandon bool) (store.Checkpoint, error) {
+	if ns == "" {
+		st, err := CheckStart(ctx, s, StartRequest{Thread: thread, Abandon: abandon})
+		return st.Head, err
+	}
+	head, err := s.Load(ctx, store.LoadRequest{Thread: thread, Namespace: ns})
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Checkpoint{}, nil
+	}
+	return head, err
 }
 
 // agentSpan opens the run's invoke_agent span (GenAI conventions): the

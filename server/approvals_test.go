@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/server"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/inmem"
@@ -17,7 +18,7 @@ import (
 
 // approvalAgent writes an agent file that drafts, then pauses before it
 // sends; timeout (if any) bounds the pause.
-func approvalAgent(t *testing.T, timeout string) []server.Assistant {
+func approvalAgent(t *testing.T, timeout string) []runs.Assistant {
 	t.Helper()
 	bound := ""
 	if timeout != "" {
@@ -32,7 +33,7 @@ func approvalAgent(t *testing.T, timeout string) []server.Assistant {
 
 // assistantsFrom writes files (names relative to a new folder, scripts
 // under replies/) and loads the assistants of the folder.
-func assistantsFrom(t *testing.T, files map[string]string) []server.Assistant {
+func assistantsFrom(t *testing.T, files map[string]string) []runs.Assistant {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, "replies"), 0o755); err != nil {
@@ -43,7 +44,7 @@ func assistantsFrom(t *testing.T, files map[string]string) []server.Assistant {
 			t.Fatal(err)
 		}
 	}
-	as, err := server.LoadAssistants(dir, server.AssistantConfig{})
+	as, err := runs.LoadAssistants(dir, runs.AssistantConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

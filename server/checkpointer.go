@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -77,7 +78,7 @@ func lgResolve(ctx context.Context, thread, ns string) (lgTarget, error) {
 	if err != nil {
 		return lgTarget{}, unprocessable("$.checkpoint_ns", "%v", err)
 	}
-	return lgTarget{id: thread, thread: threadKey(ctx, thread), lgNS: ns, ns: cns}, nil
+	return lgTarget{id: thread, thread: runs.ThreadKey(ctx, thread), lgNS: ns, ns: cns}, nil
 }
 
 // checkpointerRoutes are the routes of the LangGraph checkpointer.

@@ -50,7 +50,7 @@ func (s *Server) getCheckpoint(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx := r.Context()
-	if _, err := s.thread(ctx, t.id); err != nil {
+	if _, err := s.svc.Thread(ctx, t.id); err != nil {
 		return err
 	}
 	cp, err := s.lgLoad(ctx, t, req.CheckpointID)

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 )
@@ -77,7 +78,7 @@ func (s *Server) lgSources(ctx context.Context, req *lgList) ([]lgTarget, error)
 		if err != nil {
 			return nil, err
 		}
-		if _, err := s.thread(ctx, t.id); err != nil {
+		if _, err := s.svc.Thread(ctx, t.id); err != nil {
 			if statusOf(err) == http.StatusNotFound {
 				return nil, nil
 			}
@@ -85,12 +86,12 @@ func (s *Server) lgSources(ctx context.Context, req *lgList) ([]lgTarget, error)
 		}
 		threads = []string{t.id}
 	} else {
-		f := store.ThreadFilter{Tenant: tenantOf(ctx), Metadata: map[string]any{lgThreadKey: "langgraph"}}
+		f := store.ThreadFilter{Tenant: runs.TenantOf(ctx), Metadata: map[string]any{lgThreadKey: "langgraph"}}
 		for th, err := range s.store.Threads(ctx, f) {
 			if err != nil {
 				return nil, err
 			}
-			threads = append(threads, apiThreadID(th.ID))
+			threads = append(threads, runs.APIThreadID(th.ID))
 		}
 	}
 	var out []lgTarget
@@ -103,7 +104,7 @@ func (s *Server) lgSources(ctx context.Context, req *lgList) ([]lgTarget, error)
 			out = append(out, t)
 			continue
 		}
-		nss, err := s.store.Namespaces(ctx, threadKey(ctx, th))
+		nss, err := s.store.Namespaces(ctx, runs.ThreadKey(ctx, th))
 		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}
@@ -112,7 +113,7 @@ func (s *Server) lgSources(ctx context.Context, req *lgList) ([]lgTarget, error)
 		}
 		for _, ni := range nss {
 			if lns, err := lgNamespaceOf(ni.Name); err == nil {
-				out = append(out, lgTarget{id: th, thread: threadKey(ctx, th), lgNS: lns, ns: ni.Name})
+				out = append(out, lgTarget{id: th, thread: runs.ThreadKey(ctx, th), lgNS: lns, ns: ni.Name})
 			}
 		}
 	}
@@ -268,7 +269,7 @@ func (s *Server) lgRun(ctx context.Context, refs []lgRef) ([]lgTuple, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.thread(ctx, t.id); err != nil {
+	if _, err := s.svc.Thread(ctx, t.id); err != nil {
 		return nil, err
 	}
 	want := map[int64]bool{}
@@ -304,7 +305,7 @@ func (s *Server) lgRun(ctx context.Context, refs []lgRef) ([]lgTuple, error) {
 // as done.
 func (s *Server) deleteCheckpoints(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	th, err := s.thread(ctx, r.PathValue("thread_id"))
+	th, err := s.svc.Thread(ctx, r.PathValue("thread_id"))
 	if err != nil {
 		return err
 	}
@@ -328,11 +329,11 @@ func (s *Server) copyCheckpoints(w http.ResponseWriter, r *http.Request) error {
 		return unprocessable("$.target_thread_id", "%v", err)
 	}
 	ctx := r.Context()
-	th, err := s.thread(ctx, r.PathValue("thread_id"))
+	th, err := s.svc.Thread(ctx, r.PathValue("thread_id"))
 	if err != nil {
 		return err
 	}
-	cp, err := s.store.CopyThread(ctx, th.ID, threadKey(ctx, req.Target))
+	cp, err := s.store.CopyThread(ctx, th.ID, runs.ThreadKey(ctx, req.Target))
 	if errors.Is(err, store.ErrConflict) {
 		return conflict("thread %q already exists", req.Target)
 	}
@@ -340,7 +341,7 @@ func (s *Server) copyCheckpoints(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.lg.forget(cp.ID)
-	writeJSON(w, http.StatusOK, map[string]any{"thread_id": apiThreadID(cp.ID)})
+	writeJSON(w, http.StatusOK, map[string]any{"thread_id": runs.APIThreadID(cp.ID)})
 	return nil
 }
 
@@ -356,7 +357,7 @@ func (s *Server) pruneCheckpoints(w http.ResponseWriter, r *http.Request) error 
 	if err := decodeBody(r, &req); err != nil {
 		return err
 	}
-	if err := oneOf("$.strategy", req.Strategy, "keep_latest", "delete"); err != nil {
+	if err := runs.OneOf("$.strategy", req.Strategy, "keep_latest", "delete"); err != nil {
 		return err
 	}
 	if req.KeepLast < 0 {
@@ -365,7 +366,7 @@ func (s *Server) pruneCheckpoints(w http.ResponseWriter, r *http.Request) error 
 	ctx := r.Context()
 	var res store.PruneResult
 	for i, id := range req.ThreadIDs {
-		th, err := s.thread(ctx, id)
+		th, err := s.svc.Thread(ctx, id)
 		if statusOf(err) == http.StatusNotFound {
 			continue
 		}
@@ -377,7 +378,7 @@ func (s *Server) pruneCheckpoints(w http.ResponseWriter, r *http.Request) error 
 				return err
 			}
 			s.lg.forget(th.ID)
-			res.Deleted = append(res.Deleted, apiThreadID(th.ID))
+			res.Deleted = append(res.Deleted, runs.APIThreadID(th.ID))
 			continue
 		}
 		got, err := s.store.Prune(ctx, store.PruneRequest{Thread: th.ID, KeepLast: max(1, req.KeepLast)})
@@ -388,7 +389,7 @@ func (s *Server) pruneCheckpoints(w http.ResponseWriter, r *http.Request) error 
 		res.Checkpoints += got.Checkpoints
 		res.Bytes += got.Bytes
 		for _, b := range got.Busy {
-			res.Busy = append(res.Busy, apiThreadID(b))
+			res.Busy = append(res.Busy, runs.APIThreadID(b))
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"threads": res.Threads, "checkpoints": res.Checkpoints, "bytes": res.Bytes, "deleted": res.Deleted, "busy": res.Busy})

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 )
@@ -105,8 +106,8 @@ func (s *Server) lgThreadExists(ctx context.Context, id string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if th.Tenant != tenantOf(ctx) {
-		return false, notFound("thread %q not found", apiThreadID(id))
+	if th.Tenant != runs.TenantOf(ctx) {
+		return false, notFound("thread %q not found", runs.APIThreadID(id))
 	}
 	return true, nil
 }
@@ -115,7 +116,7 @@ func (s *Server) lgThreadExists(ctx context.Context, id string) (bool, error) {
 // request's tenant, marked as the checkpointer's.
 func (s *Server) lgCreateThread(ctx context.Context, id string) error {
 	md := map[string]any{lgThreadKey: "langgraph"}
-	_, err := s.store.CreateThread(ctx, store.Thread{ID: id, Tenant: tenantOf(ctx), Metadata: md})
+	_, err := s.store.CreateThread(ctx, store.Thread{ID: id, Tenant: runs.TenantOf(ctx), Metadata: md})
 	if errors.Is(err, store.ErrConflict) { // made meanwhile: the append decides
 		_, err = s.lgThreadExists(ctx, id)
 	}

@@ -48,7 +48,7 @@ func (s *Server) putWrites(w http.ResponseWriter, r *http.Request) error {
 		return unprocessable("$.checkpoint_id", "checkpoint_id and task_id are required")
 	}
 	ctx := r.Context()
-	if _, err := s.thread(ctx, t.id); err != nil {
+	if _, err := s.svc.Thread(ctx, t.id); err != nil {
 		return err
 	}
 	cp, err := s.lgLoadMeta(ctx, t, req.CheckpointID)

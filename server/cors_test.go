@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/server"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/inmem"
@@ -24,7 +25,7 @@ func corsServer(t *testing.T, origins []string) (string, string) {
 		t.Fatal(err)
 	}
 	var calls atomic.Int64
-	srv, err := server.New(server.Config{Store: s, Keys: ks, AllowOrigins: origins, Assistants: []server.Assistant{approvalGraph(t, &calls, 0)}})
+	srv, err := server.New(server.Config{Store: s, Keys: ks, AllowOrigins: origins, Assistants: []runs.Assistant{approvalGraph(t, &calls, 0)}})
 	if err != nil {
 		t.Fatal(err)
 	}

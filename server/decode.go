@@ -232,21 +232,3 @@ func friendlyType(t reflect.Type) string {
 type fieldError struct{ path, msg string }
 
 func (e *fieldError) Error() string { return e.path + ": " + e.msg }
-
-// stringList is a JSON string or array of strings (stream_mode,
-// interrupt_before accept both).
-type stringList []string
-
-func (l *stringList) UnmarshalJSON(b []byte) error {
-	var s string
-	if json.Unmarshal(b, &s) == nil {
-		*l = stringList{s}
-		return nil
-	}
-	var ss []string
-	if err := json.Unmarshal(b, &ss); err != nil {
-		return errors.New("want a string or an array of strings")
-	}
-	*l = ss
-	return nil
-}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/cairn-dev/cairn/runs"
 )
 
 // FuzzDecodeRunRequest feeds any bytes to the run request decoder: it
@@ -24,7 +26,7 @@ func FuzzDecodeRunRequest(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var q runRequest
+		var q runs.Request
 		err := decodeJSON(data, &q)
 		if err == nil {
 			if !utf8.Valid(data) {
@@ -78,49 +80,19 @@ func FuzzIDs(f *testing.F) {
 	f.Add("r:3:2", int64(9))
 	f.Fuzz(func(t *testing.T, s string, seq int64) {
 		if seq > 0 && seq < 1<<48 {
-			if got, err := parseCheckpointID(checkpointID(seq)); err != nil || got != seq {
+			if got, err := runs.ParseCheckpointID(runs.CheckpointID(seq)); err != nil || got != seq {
 				t.Fatalf("checkpoint id of %d reads back %d, %v", seq, got, err)
 			}
 			attempt := int(seq%5) + 1
-			if got, a, err := parseEventID("r", eventID("r", seq, attempt)); err != nil || got != seq || a != attempt {
+			if got, a, err := runs.ParseEventID("r", runs.EventID("r", seq, attempt)); err != nil || got != seq || a != attempt {
 				t.Fatalf("event id of %d (attempt %d) reads back %d (attempt %d), %v", seq, attempt, got, a, err)
 			}
 		}
-		if n, err := parseCheckpointID(s); err == nil && n <= 0 {
+		if n, err := runs.ParseCheckpointID(s); err == nil && n <= 0 {
 			t.Fatalf("%q read as seq %d", s, n)
 		}
-		if n, a, err := parseEventID("r", s); err == nil && (n < 0 || a < 1) {
+		if n, a, err := runs.ParseEventID("r", s); err == nil && (n < 0 || a < 1) {
 			t.Fatalf("%q read as event %d of attempt %d", s, n, a)
-		}
-	})
-}
-
-// FuzzCheckCommand: a run's command (resume, goto, update) beside an input
-// is accepted or refused with a 422 naming where, never a panic; an
-// accepted goto is "__end__".
-func FuzzCheckCommand(f *testing.F) {
-	for _, seed := range [][2]string{
-		{`{"resume": true}`, `{}`}, {`{"goto": "__end__"}`, ``}, {`{"goto": ["__end__"]}`, `null`},
-		{`{"goto": "write"}`, ``}, {`{"goto": {"node": "x"}}`, ``}, {`{"goto": "__end__", "resume": 1}`, ``},
-		{`{"update": {}}`, ``}, {`{"resume": 1}`, `{"x": 1}`}, {`{"goto": [1]}`, ` { } `},
-	} {
-		f.Add([]byte(seed[0]), []byte(seed[1]))
-	}
-	f.Fuzz(func(t *testing.T, cmd, input []byte) {
-		var c command
-		if decodeJSON(cmd, &c) != nil {
-			return
-		}
-		err := checkCommand(&c, input)
-		if err == nil {
-			if !isNull(c.Goto) && !strings.Contains(string(c.Goto), "__end__") {
-				t.Fatalf("goto %s accepted", c.Goto)
-			}
-			return
-		}
-		ae, ok := errors.AsType[*apiError](err)
-		if !ok || ae.Status != 422 || ae.Path == "" {
-			t.Fatalf("%s beside %q: %v", cmd, input, err)
 		}
 	})
 }

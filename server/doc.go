@@ -2,14 +2,15 @@
 // store, so that the official LangGraph SDKs, and the web UI it embeds at
 // /ui/, drive Cairn threads and runs.
 //
-// A Server is an http.Handler (cairn serve wraps one). Its assistants are
-// agent files and pipelines (LoadAssistants) and Go graphs (Graph). Runs
-// execute in the server's process, one at a time per thread (the others
-// queue, or are refused, as the request's multitask strategy says); each
-// has an event log kept in memory for live readers and in the store
-// (store.RunLog) for readers that come back later, so a stream resumes
-// from Last-Event-ID with nothing repeated and nothing lost. Start picks up
-// the runs an earlier server left unfinished on the store; Close stops the
+// A Server is an http.Handler (cairn serve wraps one): the HTTP front end
+// of a runs.Service, which creates, runs, queues and cancels the runs and
+// keeps their event logs. The server decodes requests, checks their
+// query, authenticates and scopes them to a tenant, writes answers and
+// server-sent events (a stream resumes from Last-Event-ID with nothing
+// repeated and nothing lost), and maps errors to statuses in one place
+// (statusOf). Its assistants are agent files and pipelines
+// (runs.LoadAssistants) and Go graphs (runs.Graph). Start picks up the
+// runs an earlier process left unfinished on the store; Close stops the
 // runs in flight without committing their current step, for the next
 // Start.
 //

@@ -10,6 +10,7 @@ import (
 	"github.com/cairn-dev/cairn/agentfile"
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/pipeline"
+	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -40,7 +41,9 @@ func conflict(format string, args ...any) error {
 	return &apiError{Status: http.StatusConflict, Msg: fmt.Sprintf(format, args...)}
 }
 
-// statusOf maps an error to its HTTP status by its type, never its text.
+// statusOf maps an error to its HTTP status by its type, never its text:
+// the one place the run service's errors (runs.Error and its kinds) and
+// the lower packages' sentinels become statuses.
 func statusOf(err error) int {
 	if ae, ok := errors.AsType[*apiError](err); ok {
 		return ae.Status
@@ -48,14 +51,15 @@ func statusOf(err error) int {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, store.ErrConflict), errors.Is(err, agentfile.ErrUnfinished), errors.Is(err, pipeline.ErrFinished):
+	case errors.Is(err, runs.ErrBusy), errors.Is(err, runs.ErrState), errors.Is(err, store.ErrConflict),
+		errors.Is(err, agentfile.ErrUnfinished), errors.Is(err, agentfile.ErrOtherFile), errors.Is(err, pipeline.ErrFinished):
 		return http.StatusConflict
-	case errors.Is(err, store.ErrInvalidArgument), errors.Is(err, store.ErrInvalidID), errors.Is(err, flow.ErrInvalidGraph),
-		errors.Is(err, flow.ErrNothingToResume), errors.Is(err, agentfile.ErrInvalidFile):
+	case errors.Is(err, runs.ErrInvalidInput), errors.Is(err, store.ErrInvalidArgument), errors.Is(err, store.ErrInvalidID),
+		errors.Is(err, flow.ErrInvalidGraph), errors.Is(err, flow.ErrNothingToResume), errors.Is(err, agentfile.ErrInvalidFile):
 		return http.StatusUnprocessableEntity
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusGatewayTimeout
-	case errors.Is(err, store.ErrClosed), errors.Is(err, store.ErrUnavailable):
+	case errors.Is(err, runs.ErrClosed), errors.Is(err, store.ErrClosed), errors.Is(err, store.ErrUnavailable):
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
@@ -69,6 +73,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if ae, ok := errors.AsType[*apiError](err); ok && ae.Path != "" {
 		body["path"] = ae.Path
 		body["detail"] = ae.Msg
+	} else if re, ok := errors.AsType[*runs.Error](err); ok && re.Path != "" {
+		body["path"] = re.Path
+		body["detail"] = re.Msg
 	}
 	if code == http.StatusInternalServerError {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", s.redact.Error(err))

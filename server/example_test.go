@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/server"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
@@ -29,7 +30,7 @@ func ExampleNew() {
 	if err != nil {
 		panic(err)
 	}
-	srv, err := server.New(server.Config{Store: inmem.Open(store.Options{}), Assistants: []server.Assistant{&server.Graph{ID: "greeter", Graph: g}}})
+	srv, err := server.New(server.Config{Store: inmem.Open(store.Options{}), Assistants: []runs.Assistant{&runs.Graph{ID: "greeter", Graph: g}}})
 	if err != nil {
 		panic(err)
 	}

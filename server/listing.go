@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 
+	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -21,37 +22,6 @@ import (
 // maxValuesScan is how many threads a search or count with a values
 // filter may read the state of.
 const maxValuesScan = 10_000
-
-// busyIDs lists the threads this process runs or has runs waiting for.
-func (m *runManager) busyIDs() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make([]string, 0, len(m.threads))
-	for id, tr := range m.threads {
-		if tr.active != nil || len(tr.waiting) > 0 {
-			out = append(out, id)
-		}
-	}
-	return out
-}
-
-// busyThreads lists the threads that are busy (Server.busy): with a run
-// in this process, or, with a queue, a run pending or running in the run
-// log.
-func (s *Server) busyThreads(ctx context.Context) ([]string, error) {
-	ids := s.runs.busyIDs()
-	if s.queue != nil {
-		recs, err := s.runlog.Runs(ctx, store.RunQuery{Tenant: tenantOf(ctx), Status: []string{statusPending, statusRunning}})
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range recs {
-			ids = append(ids, r.Thread)
-		}
-	}
-	slices.Sort(ids)
-	return slices.Compact(ids), nil
-}
 
 // threadSort is the store's order for a search's sort_by and sort_order:
 // newest first by creation unless it says otherwise; by thread id
@@ -80,15 +50,15 @@ type threadList struct {
 
 // newThreadList prepares a search (checked) of the request's tenant.
 func (s *Server) newThreadList(ctx context.Context, q threadSearch) (*threadList, error) {
-	busy, err := s.busyThreads(ctx)
+	busy, err := s.svc.BusyThreads(ctx)
 	if err != nil {
 		return nil, err
 	}
 	l := &threadList{s: s, status: q.Status, busy: busy}
-	l.search = store.ThreadSearch{Tenant: tenantOf(ctx), Metadata: q.Metadata}
+	l.search = store.ThreadSearch{Tenant: runs.TenantOf(ctx), Metadata: q.Metadata}
 	l.search.Sort, l.search.Desc = threadSort(q.SortBy, q.SortOrder)
 	for _, id := range q.IDs {
-		l.search.IDs = append(l.search.IDs, threadKey(ctx, id))
+		l.search.IDs = append(l.search.IDs, runs.ThreadKey(ctx, id))
 	}
 	switch q.Status {
 	case "":
@@ -293,7 +263,7 @@ func valuesMatch(values json.RawMessage, filter map[string]any) bool {
 // assistant (thread metadata or the thread's last run, never its head)
 // are checked on each interrupted thread read, in order.
 func (s *Server) pausedThreads(ctx context.Context, md map[string]any, assistant string, offset, limit int) ([]store.Thread, error) {
-	search := store.ThreadSearch{Tenant: tenantOf(ctx), Status: []store.ThreadStatus{store.ThreadInterrupted}, Sort: store.SortStatusAt}
+	search := store.ThreadSearch{Tenant: runs.TenantOf(ctx), Status: []store.ThreadStatus{store.ThreadInterrupted}, Sort: store.SortStatusAt}
 	rest := map[string]any{}
 	for k, v := range md {
 		switch v.(type) {
@@ -339,7 +309,7 @@ func (s *Server) pausedThreads(ctx context.Context, md map[string]any, assistant
 
 // assistantOf names a thread's assistant ("" when it has none).
 func (s *Server) assistantOf(ctx context.Context, th store.Thread) string {
-	a, err := s.threadAssistant(ctx, th)
+	a, err := s.svc.ThreadAssistant(ctx, th)
 	if err != nil {
 		return ""
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairn-dev/cairn/server"
+	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/inmem"
@@ -279,4 +279,4 @@ func TestInboxPages(t *testing.T) {
 	}
 }
 
-var _ server.Assistant = (*server.Graph)(nil)
+var _ runs.Assistant = (*runs.Graph)(nil)

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/flow"
-	"github.com/cairn-dev/cairn/server"
+	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/inmem"
@@ -16,7 +16,7 @@ import (
 
 // pauseGraph drafts, then sends what the draft says, with a pause before
 // send (interrupt_before); drafts counts the draft node's runs.
-func pauseGraph(t *testing.T, drafts *atomic.Int64) *server.Graph {
+func pauseGraph(t *testing.T, drafts *atomic.Int64) *runs.Graph {
 	t.Helper()
 	schema := state.MustSchema(state.WithField("draft", state.ReducerReplace), state.WithField("sent", state.ReducerReplace))
 	g := flow.NewGraph(schema).
@@ -36,7 +36,7 @@ func pauseGraph(t *testing.T, drafts *atomic.Int64) *server.Graph {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &server.Graph{ID: "mail", Graph: c, Options: flow.Options{InterruptBefore: []string{"send"}}}
+	return &runs.Graph{ID: "mail", Graph: c, Options: flow.Options{InterruptBefore: []string{"send"}}}
 }
 
 // TestUpdateAtPauseOverHTTP: at a pause before send, a state update
@@ -106,7 +106,7 @@ func TestUpdateAmbiguousWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := newServer(t, inmem.Open(store.Options{}), &server.Graph{ID: "fan", Graph: c, Options: flow.Options{InterruptBefore: []string{"c"}}})
+	ts := newServer(t, inmem.Open(store.Options{}), &runs.Graph{ID: "fan", Graph: c, Options: flow.Options{InterruptBefore: []string{"c"}}})
 	ts.json("POST", "/threads", map[string]any{"thread_id": "t1"}, 200)
 	ts.json("POST", "/threads/t1/runs/wait", map[string]any{"assistant_id": "fan", "input": map[string]any{}}, 200)
 	before := ts.json("GET", "/threads/t1/state", nil, 200)["checkpoint"]

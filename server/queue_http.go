@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -40,7 +41,7 @@ type apiQueueWorker struct {
 // pending and running, and the queue's workers and jobs.
 func (s *Server) getQueue(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	recs, err := s.runlog.Runs(ctx, store.RunQuery{Tenant: tenantOf(ctx), Status: []string{statusPending, statusRunning}})
+	recs, err := s.runlog.Runs(ctx, store.RunQuery{Tenant: runs.TenantOf(ctx), Status: []string{runs.StatusPending, runs.StatusRunning}})
 	if err != nil {
 		return err
 	}
@@ -57,7 +58,7 @@ func (s *Server) getQueue(w http.ResponseWriter, r *http.Request) error {
 		for _, id := range slices.Sorted(maps.Keys(st.Workers)) {
 			q.Workers = append(q.Workers, apiQueueWorker{WorkerID: id, Threads: st.Workers[id]})
 		}
-		if tenantOf(ctx) == "" { // other tenants' volumes are not a tenant's business
+		if runs.TenantOf(ctx) == "" { // other tenants' volumes are not a tenant's business
 			q.Jobs = st.Jobs
 		}
 	}
@@ -78,7 +79,7 @@ func queueByAssistant(recs []store.RunRecord, now time.Time) []apiQueueAssistant
 			a = &apiQueueAssistant{AssistantID: d.AssistantID}
 			by[d.AssistantID] = a
 		}
-		if rec.Status == statusRunning {
+		if rec.Status == runs.StatusRunning {
 			a.Running++
 			continue
 		}
@@ -97,17 +98,17 @@ func queueByAssistant(recs []store.RunRecord, now time.Time) []apiQueueAssistant
 // a run that failed or was cancelled runs again from its last checkpoint.
 func (s *Server) retryRunHTTP(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	rec, err := s.runOf(ctx, r.PathValue("thread_id"), r.PathValue("run_id"))
+	rec, err := s.svc.RunOf(ctx, r.PathValue("thread_id"), r.PathValue("run_id"))
 	if err != nil {
 		return err
 	}
-	if rec, err = s.retryRun(ctx, rec); err != nil {
+	if rec, err = s.svc.Retry(ctx, rec); err != nil {
 		return err
 	}
 	if stored, err := s.runlog.Run(ctx, rec.ID); err == nil {
 		rec = stored
 	}
-	v, _, err := apiRunOf(rec)
+	v, err := apiRunOf(rec)
 	if err != nil {
 		return err
 	}

@@ -7,14 +7,14 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/flow"
-	"github.com/cairn-dev/cairn/server"
+	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/inmem"
 )
 
 // flakyGraph runs "fetch" then "use"; "use" fails while fail is set.
-func flakyGraph(t *testing.T, fetches *atomic.Int64, fail *atomic.Bool) *server.Graph {
+func flakyGraph(t *testing.T, fetches *atomic.Int64, fail *atomic.Bool) *runs.Graph {
 	t.Helper()
 	schema := state.MustSchema(state.WithField("log", state.ReducerAppend))
 	g := flow.NewGraph(schema).
@@ -33,7 +33,7 @@ func flakyGraph(t *testing.T, fetches *atomic.Int64, fail *atomic.Bool) *server.
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &server.Graph{ID: "flaky", Graph: c}
+	return &runs.Graph{ID: "flaky", Graph: c}
 }
 
 // TestRetryRun: POST …/retry runs a failed run again from its last

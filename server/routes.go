@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/runs"
 )
 
 // routes lists the endpoints; the mux and the OpenAPI document are made
@@ -79,29 +80,29 @@ func (s *Server) info(w http.ResponseWriter, _ *http.Request) error {
 		version = bi.Main.Version
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"version": version, "server": "cairn", "langgraph_py_version": nil,
-		"flags": map[string]bool{"assistants": true, "crons": false, "langsmith": false, "store": true}, "started_at": apiTime(s.started)})
+		"flags": map[string]bool{"assistants": true, "crons": false, "langsmith": false, "store": true}, "started_at": runs.APITime(s.started)})
 	return nil
 }
 
-func (s *Server) assistantView(a Assistant) apiAssistant {
+func (s *Server) assistantView(a runs.Assistant) apiAssistant {
 	info := a.Info()
 	md := map[string]any{}
 	for k, v := range info.Metadata {
 		md[k] = v
 	}
 	md["created_by"] = "system"
-	at := apiTime(info.CreatedAt)
+	at := runs.APITime(info.CreatedAt)
 	if at == "" {
-		at = apiTime(s.started)
+		at = runs.APITime(s.started)
 	}
 	return apiAssistant{AssistantID: info.ID, GraphID: info.ID, Config: map[string]any{}, Context: map[string]any{}, CreatedAt: at, UpdatedAt: at,
 		Metadata: md, Version: 1, Name: info.Name, Description: info.Description}
 }
 
-func (s *Server) assistant(id string) (Assistant, error) {
-	a, ok := s.assistants[id]
+func (s *Server) assistant(id string) (runs.Assistant, error) {
+	a, ok := s.svc.Assistant(id)
 	if !ok {
-		return nil, notFound("assistant %q not found (have %s)", id, strings.Join(s.order, ", "))
+		return nil, notFound("assistant %q not found (have %s)", id, strings.Join(s.svc.AssistantIDs(), ", "))
 	}
 	return a, nil
 }
@@ -119,8 +120,9 @@ type assistantSearch struct {
 
 func (s *Server) findAssistants(q assistantSearch) []apiAssistant {
 	var out []apiAssistant
-	for _, id := range s.order {
-		v := s.assistantView(s.assistants[id])
+	for _, id := range s.svc.AssistantIDs() {
+		a, _ := s.svc.Assistant(id)
+		v := s.assistantView(a)
 		if (q.GraphID != "" && v.GraphID != q.GraphID) || (q.Name != "" && !strings.Contains(v.Name, q.Name)) || !metadataMatch(v.Metadata, q.Metadata) {
 			continue
 		}
@@ -139,10 +141,10 @@ func (s *Server) searchAssistants(w http.ResponseWriter, r *http.Request) error 
 	if err := decodeBody(r, &q); err != nil {
 		return err
 	}
-	if err := oneOf("$.sort_by", q.SortBy, "assistant_id", "graph_id", "name", "created_at", "updated_at"); err != nil {
+	if err := runs.OneOf("$.sort_by", q.SortBy, "assistant_id", "graph_id", "name", "created_at", "updated_at"); err != nil {
 		return err
 	}
-	if err := oneOf("$.sort_order", q.SortOrder, "asc", "desc"); err != nil {
+	if err := runs.OneOf("$.sort_order", q.SortOrder, "asc", "desc"); err != nil {
 		return err
 	}
 	out := s.findAssistants(q)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/redact"
-	"github.com/cairn-dev/cairn/server"
+	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/inmem"
@@ -20,7 +20,7 @@ import (
 // bigGraph is approvalGraph behind a subgraph step that adds a large note
 // to a messages field, so that every state is far larger than what a step
 // changes.
-func bigGraph(t *testing.T) *server.Graph {
+func bigGraph(t *testing.T) *runs.Graph {
 	t.Helper()
 	child, err := flow.NewGraph(state.MustSchema(state.WithField("notes", state.ReducerAppend))).
 		AddNode("note", func(context.Context, state.Doc) (state.Update, error) {
@@ -58,7 +58,7 @@ func bigGraph(t *testing.T) *server.Graph {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &server.Graph{ID: "big", Graph: g}
+	return &runs.Graph{ID: "big", Graph: g}
 }
 
 // TestRunLogReplay: a run's stream read back from the store later — by
@@ -205,7 +205,7 @@ func TestStateEventsRedaction(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a := &server.Graph{ID: "leak", Graph: g}
+			a := &runs.Graph{ID: "leak", Graph: g}
 			if redacts {
 				a.Options.Redact = redact.Default()
 			}

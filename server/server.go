@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/cairn-dev/cairn/redact"
+	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -21,7 +21,7 @@ type Config struct {
 	// do).
 	Store store.Store
 	// Assistants are what runs run, by id.
-	Assistants []Assistant
+	Assistants []runs.Assistant
 	// Logger receives what the server does (nil: nothing).
 	Logger *slog.Logger
 	// Redact hides secrets in logged errors (nil: the default secret
@@ -64,25 +64,23 @@ type Config struct {
 	AllowOrigins []string
 }
 
-// Server serves the LangGraph Platform API over a Cairn store. It is an
-// http.Handler; Start picks up the runs a previous process left unfinished
-// and Close stops the runs in flight.
+// Server serves the LangGraph Platform API over a Cairn store: the HTTP
+// front end of a runs.Service. It is an http.Handler; Start picks up the
+// runs a previous process left unfinished and Close stops the runs in
+// flight.
 type Server struct {
-	cfg        Config
-	store      store.Store
-	runlog     store.RunLog
-	assistants map[string]Assistant
-	order      []string
-	log        *slog.Logger
-	redact     *redact.Redactor
-	mux        *http.ServeMux
-	runs       *runManager
-	queue      store.RunQueue // nil: runs run in this process
-	expiries   *expiries
-	limits     *limiters
-	started    time.Time
-	lg         lgIndex // the LangGraph checkpointer's ids and heads
-	origins    []originRule
+	cfg     Config
+	svc     *runs.Service
+	queue   store.RunQueue // the service's (nil: runs run in this process)
+	store   store.Store
+	runlog  store.RunLog
+	log     *slog.Logger
+	redact  *redact.Redactor
+	mux     *http.ServeMux
+	limits  *limiters
+	started time.Time
+	lg      lgIndex // the LangGraph checkpointer's ids and heads
+	origins []originRule
 }
 
 // ErrConfig: the server's configuration is unusable.
@@ -97,49 +95,38 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	var queue store.RunQueue
+	rc := runs.Config{Store: cfg.Store, Assistants: cfg.Assistants, Logger: cfg.Logger, Redact: cfg.Redact, Now: cfg.Now, ExpiryCheck: cfg.ExpiryCheck}
 	if cfg.Queue {
-		if queue, err = store.RunQueueOf(cfg.Store); err != nil {
+		if rc.Queue, err = store.RunQueueOf(cfg.Store); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
 	}
 	cfg.MaxBodyBytes = cmp.Or(cfg.MaxBodyBytes, 1<<20)
 	cfg.RequestTimeout = cmp.Or(cfg.RequestTimeout, 30*time.Second)
 	cfg.Heartbeat = cmp.Or(cfg.Heartbeat, 5*time.Second)
-	cfg.ExpiryCheck = cmp.Or(cfg.ExpiryCheck, time.Second)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Server{cfg: cfg, store: cfg.Store, runlog: rl, queue: queue, assistants: map[string]Assistant{}, log: cfg.Logger, redact: cfg.Redact, started: cfg.Now()}
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
-	}
-	if s.redact == nil {
-		if s.redact, err = redact.New(redact.Config{}); err != nil {
+	if rc.Redact == nil {
+		if rc.Redact, err = redact.New(redact.Config{}); err != nil {
 			return nil, err
 		}
 	}
-	for _, a := range cfg.Assistants {
-		id := a.Info().ID
-		if err := store.ValidateID(id); err != nil {
-			return nil, fmt.Errorf("%w: assistant id: %w", ErrConfig, err)
-		}
-		if _, dup := s.assistants[id]; dup {
-			return nil, fmt.Errorf("%w: two assistants named %q", ErrConfig, id)
-		}
-		s.assistants[id] = a
-		s.order = append(s.order, id)
+	svc, err := runs.New(rc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	slices.Sort(s.order)
+	s := &Server{cfg: cfg, svc: svc, queue: rc.Queue, store: cfg.Store, runlog: rl, log: cfg.Logger, redact: rc.Redact, started: cfg.Now()}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
 	if cfg.AllowOrigins == nil {
 		cfg.AllowOrigins = LoopbackOrigins()
 	}
 	if s.origins, err = parseOrigins(cfg.AllowOrigins); err != nil {
 		return nil, err
 	}
-	s.runs = newRunManager(s)
 	s.limits = newLimiters(cfg.RateLimit)
-	s.expiries = &expiries{s: s, due: map[string]expiry{}}
 	s.mux = http.NewServeMux()
 	for _, rt := range s.routes() {
 		s.mux.Handle(rt.method+" "+rt.path, s.wrap(rt))
@@ -156,31 +143,16 @@ func New(cfg Config) (*Server, error) {
 // this store: a run that had begun resumes from its last checkpoint, one
 // that had not starts. Their event logs go on from where they were.
 func (s *Server) Start(ctx context.Context) error {
-	if s.queue == nil {
-		if err := s.runs.recover(ctx); err != nil {
-			return err
-		}
-	}
-	if s.bounded() {
-		return s.expiries.start(ctx, s.cfg.ExpiryCheck)
-	}
-	return nil
+	return s.svc.Start(ctx)
 }
 
-// bounded reports whether an assistant bounds the wait at its pauses.
-func (s *Server) bounded() bool {
-	for _, a := range s.assistants {
-		if a.Info().ApprovalTimeout > 0 {
-			return true
-		}
-	}
-	return false
-}
+// Runs is the run service the server fronts.
+func (s *Server) Runs() *runs.Service { return s.svc }
 
 // Close cancels the runs in flight and waits for them to stop (they stay
 // "running" in the store, for the next Start to pick up) until ctx ends.
 func (s *Server) Close(ctx context.Context) error {
-	return s.runs.shutdown(ctx)
+	return s.svc.Close(ctx)
 }
 
 // ServeHTTP implements http.Handler.
@@ -223,7 +195,7 @@ func (s *Server) wrap(rt route) http.Handler {
 			ctx, cancel = context.WithTimeout(ctx, s.cfg.RequestTimeout)
 			defer cancel()
 		}
-		ctx = withCaller(withTenant(ctx, tenant), who)
+		ctx = withCaller(runs.WithTenant(ctx, tenant), who)
 		err := checkQuery(r.URL.RawQuery)
 		if err == nil {
 			err = rt.handler(w, r.WithContext(ctx))
@@ -242,16 +214,4 @@ func arrivalOf(ctx context.Context) time.Time {
 		return t
 	}
 	return time.Now()
-}
-
-type tenantKey struct{}
-
-func withTenant(ctx context.Context, t string) context.Context {
-	return context.WithValue(ctx, tenantKey{}, t)
-}
-
-// tenantOf is the tenant a request acts for.
-func tenantOf(ctx context.Context) string {
-	t, _ := ctx.Value(tenantKey{}).(string)
-	return t
 }

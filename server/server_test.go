@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/server"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
@@ -23,7 +24,7 @@ import (
 
 // approvalGraph writes drafts, then asks for approval (flow.Interrupt);
 // calls counts the drafts written, across runs.
-func approvalGraph(t *testing.T, calls *atomic.Int64, delay time.Duration) *server.Graph {
+func approvalGraph(t *testing.T, calls *atomic.Int64, delay time.Duration) *runs.Graph {
 	t.Helper()
 	schema := state.MustSchema(state.WithField("drafts", state.ReducerAppend), state.WithField("approved", state.ReducerReplace))
 	g := flow.NewGraph(schema).
@@ -56,7 +57,7 @@ func approvalGraph(t *testing.T, calls *atomic.Int64, delay time.Duration) *serv
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &server.Graph{ID: "drafts", Graph: c}
+	return &runs.Graph{ID: "drafts", Graph: c}
 }
 
 type testServer struct {
@@ -80,7 +81,7 @@ func newHTTP(t *testing.T, srv *server.Server) string {
 	return hs.URL
 }
 
-func newServer(t *testing.T, s store.Store, as ...server.Assistant) *testServer {
+func newServer(t *testing.T, s store.Store, as ...runs.Assistant) *testServer {
 	t.Helper()
 	srv, err := server.New(server.Config{Store: s, Assistants: as, Heartbeat: 50 * time.Millisecond})
 	if err != nil {
@@ -339,7 +340,7 @@ func TestBadRequests(t *testing.T) {
 func TestRestartResumesRuns(t *testing.T) {
 	var calls atomic.Int64
 	s := inmem.Open(store.Options{})
-	srv, err := server.New(server.Config{Store: s, Assistants: []server.Assistant{approvalGraph(t, &calls, 150*time.Millisecond)}})
+	srv, err := server.New(server.Config{Store: s, Assistants: []runs.Assistant{approvalGraph(t, &calls, 150*time.Millisecond)}})
 	if err != nil {
 		t.Fatal(err)
 	}

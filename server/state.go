@@ -10,143 +10,10 @@ import (
 	"strconv"
 
 	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 )
-
-// stateView is a checkpoint as the API shows a thread state.
-func (s *Server) stateView(_ context.Context, cp store.Checkpoint) apiState {
-	v := apiState{Values: json.RawMessage("{}"), Next: []string{}, Tasks: []apiTask{}, Checkpoint: checkpointRef(cp.Thread, cp.Namespace, cp.Seq),
-		Metadata: checkpointMetadata(cp), Interrupts: []apiInterrupt{}}
-	if cp.HasState {
-		v.Values = cp.State.AppendJSON(nil)
-	}
-	created := apiTime(cp.CreatedAt)
-	v.CreatedAt = &created
-	if cp.Parent > 0 {
-		p := checkpointRef(cp.Thread, cp.Namespace, cp.Parent)
-		v.ParentCheckpoint = &p
-	}
-	next := cp.Meta.Next
-	for i, n := range next {
-		t := apiTask{ID: taskID(cp, n, i), Name: n, Interrupts: []apiInterrupt{}}
-		v.Tasks = append(v.Tasks, t)
-	}
-	v.Next = append(v.Next, next...)
-	if cp.Status == store.StatusFailed && cp.Meta.Error != "" {
-		msg := cp.Meta.Error
-		for i := range v.Tasks {
-			v.Tasks[i].Error = &msg
-		}
-	}
-	if in := interruptOf(cp); in != nil {
-		v.Interrupts = []apiInterrupt{*in}
-		node := interruptNode(cp)
-		placed := false
-		for i := range v.Tasks {
-			if v.Tasks[i].Name == node && !placed {
-				v.Tasks[i].Interrupts = v.Interrupts
-				placed = true
-			}
-		}
-		if !placed {
-			v.Tasks = append(v.Tasks, apiTask{ID: taskID(cp, node, len(next)), Name: node, Interrupts: v.Interrupts})
-		}
-	}
-	return v
-}
-
-// interruptOf is the pending interrupt of a checkpoint that stopped for
-// one, as LangGraph shows it (nil otherwise): the value a node passed to
-// interrupt(). A pause of interrupt_before or interrupt_after has none —
-// LangGraph shows such a thread by its next node alone.
-func interruptOf(cp store.Checkpoint) *apiInterrupt {
-	in, static := pauseOf(cp)
-	if static {
-		return nil
-	}
-	return in
-}
-
-// pauseOf is the pause of a checkpoint that stopped (nil otherwise), as
-// Cairn's approvals show it: a node's interrupt with its value, or a
-// static pause (static true) whose value names the node.
-func pauseOf(cp store.Checkpoint) (in *apiInterrupt, static bool) {
-	if cp.Status != store.StatusInterrupted && cp.Meta.StopReason != string(state.StopInterrupt) {
-		return nil, false
-	}
-	var p struct {
-		Value *json.RawMessage `json:"value"` // a node's interrupt: {node, value}
-	}
-	val := cp.Meta.Interrupt
-	if json.Unmarshal(val, &p) == nil && p.Value != nil {
-		val = *p.Value
-	} else if len(val) > 0 {
-		static = true // {before|after, node}
-	}
-	if len(val) == 0 {
-		val = json.RawMessage("null")
-	}
-	in = &apiInterrupt{ID: interruptID(cp.Thread, cp.Namespace, cp.Seq), Value: val, When: "during"}
-	if cp.Namespace != "" {
-		in.NS = []string{apiNamespace(cp.Namespace)}
-	}
-	return in, static
-}
-
-// interruptNode is the node an interrupt stopped at.
-func interruptNode(cp store.Checkpoint) string {
-	var p struct {
-		Node string `json:"node"`
-	}
-	if json.Unmarshal(cp.Meta.Interrupt, &p) == nil && p.Node != "" {
-		return p.Node
-	}
-	if len(cp.Nodes) == 1 {
-		return cp.Nodes[0]
-	}
-	if len(cp.Meta.Next) > 0 {
-		return cp.Meta.Next[0]
-	}
-	return "__interrupt__"
-}
-
-func taskID(cp store.Checkpoint, node string, i int) string {
-	return interruptID(cp.Thread, cp.Namespace+"/"+node+"/"+strconv.Itoa(i), cp.Seq)
-}
-
-// checkpointMetadata is a checkpoint's metadata in LangGraph's terms
-// (source, step, run_id, parents) with Cairn's own under "cairn".
-func checkpointMetadata(cp store.Checkpoint) map[string]any {
-	src := cp.Meta.Source
-	switch src {
-	case "", "interrupt":
-		src = "loop"
-	}
-	cairn := map[string]any{"seq": cp.Seq, "parent": cp.Parent, "status": cp.Status.String(), "nodes": cp.Nodes}
-	add := func(k string, v any, ok bool) {
-		if ok {
-			cairn[k] = v
-		}
-	}
-	m := cp.Meta
-	add("tokens", m.Tokens, m.Tokens != nil)
-	add("duration_ms", m.DurationMS, len(m.DurationMS) > 0)
-	add("stop_reason", m.StopReason, m.StopReason != "")
-	add("error", m.Error, m.Error != "")
-	add("score", m.Score, m.Score != nil)
-	add("usage", m.Usage, m.Usage != nil)
-	if f := m.ForkedFrom; f != nil {
-		add("forked_from", store.Ref{Thread: apiThreadID(f.Thread), Namespace: f.Namespace, Seq: f.Seq}, true)
-	}
-	approval, ok := m.Extra[flow.ApprovalKey]
-	add("approval", approval, ok)
-	md := map[string]any{"source": src, "step": cp.Seq - 2, "parents": map[string]any{}, "writes": nil, "thread_id": apiThreadID(cp.Thread), "cairn": cairn}
-	if m.RunID != "" {
-		md["run_id"] = m.RunID
-	}
-	return md
-}
 
 func (s *Server) loadState(ctx context.Context, thread, ns string, seq int64) (store.Checkpoint, error) {
 	cp, err := s.store.Load(ctx, store.LoadRequest{Thread: thread, Namespace: ns, Seq: seq})
@@ -159,7 +26,7 @@ func (s *Server) loadState(ctx context.Context, thread, ns string, seq int64) (s
 func checkpointName(ns string, seq int64) string {
 	name := "head"
 	if seq > 0 {
-		name = checkpointID(seq)
+		name = runs.CheckpointID(seq)
 	}
 	if ns != "" {
 		name += " in namespace " + ns
@@ -168,22 +35,22 @@ func checkpointName(ns string, seq int64) string {
 }
 
 // emptyState is the state of a thread with no checkpoint.
-func emptyState(thread string) apiState {
-	return apiState{Values: json.RawMessage("{}"), Next: []string{}, Tasks: []apiTask{}, Checkpoint: checkpointRef(thread, "", 0),
-		Metadata: map[string]any{}, Interrupts: []apiInterrupt{}}
+func emptyState(thread string) runs.State {
+	return runs.State{Values: json.RawMessage("{}"), Next: []string{}, Tasks: []runs.Task{}, Checkpoint: runs.NewCheckpointRef(thread, "", 0),
+		Metadata: map[string]any{}, Interrupts: []runs.Interrupt{}}
 }
 
 // threadState answers a state read: the head or a checkpoint of a
 // namespace, with the heads of the thread's other namespaces as tasks
 // when subgraphs are asked for.
 func (s *Server) threadState(ctx context.Context, w http.ResponseWriter, threadID, ns, checkpoint string, subgraphs bool) error {
-	th, err := s.thread(ctx, threadID)
+	th, err := s.svc.Thread(ctx, threadID)
 	if err != nil {
 		return err
 	}
 	var seq int64
 	if checkpoint != "" {
-		if seq, err = parseCheckpointID(checkpoint); err != nil {
+		if seq, err = runs.ParseCheckpointID(checkpoint); err != nil {
 			return unprocessable("checkpoint_id", "%v", err)
 		}
 	}
@@ -195,7 +62,7 @@ func (s *Server) threadState(ctx context.Context, w http.ResponseWriter, threadI
 	if err != nil {
 		return err
 	}
-	v := s.stateView(ctx, cp)
+	v := runs.StateView(cp)
 	if subgraphs {
 		if err := s.addSubgraphs(ctx, &v, th.ID, ns); err != nil {
 			return err
@@ -206,7 +73,7 @@ func (s *Server) threadState(ctx context.Context, w http.ResponseWriter, threadI
 }
 
 // addSubgraphs adds the head state of every namespace below ns as a task.
-func (s *Server) addSubgraphs(ctx context.Context, v *apiState, thread, ns string) error {
+func (s *Server) addSubgraphs(ctx context.Context, v *runs.State, thread, ns string) error {
 	list, err := s.store.Namespaces(ctx, thread)
 	if err != nil {
 		return err
@@ -219,9 +86,9 @@ func (s *Server) addSubgraphs(ctx context.Context, v *apiState, thread, ns strin
 		if err != nil {
 			return err
 		}
-		sub := s.stateView(ctx, cp)
+		sub := runs.StateView(cp)
 		ref := sub.Checkpoint
-		v.Tasks = append(v.Tasks, apiTask{ID: interruptID(thread, n.Name, 0), Name: apiNamespace(n.Name), Interrupts: sub.Interrupts, Checkpoint: &ref, State: &sub})
+		v.Tasks = append(v.Tasks, runs.Task{ID: runs.InterruptID(thread, n.Name, 0), Name: runs.APINamespace(n.Name), Interrupts: sub.Interrupts, Checkpoint: &ref, State: &sub})
 	}
 	return nil
 }
@@ -236,18 +103,10 @@ func (s *Server) getState(w http.ResponseWriter, r *http.Request) error {
 	return s.threadState(r.Context(), w, r.PathValue("thread_id"), "", r.PathValue("checkpoint_id"), subgraphs)
 }
 
-// checkpointConfig names a checkpoint as clients send it.
-type checkpointConfig struct {
-	ThreadID      string         `json:"thread_id"`
-	CheckpointNS  string         `json:"checkpoint_ns"`
-	CheckpointID  string         `json:"checkpoint_id"`
-	CheckpointMap map[string]any `json:"checkpoint_map"`
-}
-
 type stateAtRequest struct {
-	Checkpoint checkpointConfig `json:"checkpoint"`
-	Subgraphs  bool             `json:"subgraphs"`
-	Select     []string         `json:"select"`
+	Checkpoint runs.CheckpointConfig `json:"checkpoint"`
+	Subgraphs  bool                  `json:"subgraphs"`
+	Select     []string              `json:"select"`
 }
 
 func (s *Server) postStateCheckpoint(w http.ResponseWriter, r *http.Request) error {
@@ -255,14 +114,14 @@ func (s *Server) postStateCheckpoint(w http.ResponseWriter, r *http.Request) err
 	if err := decodeBody(r, &req); err != nil {
 		return err
 	}
-	return s.threadState(r.Context(), w, r.PathValue("thread_id"), cairnNamespace(req.Checkpoint.CheckpointNS), req.Checkpoint.CheckpointID, req.Subgraphs)
+	return s.threadState(r.Context(), w, r.PathValue("thread_id"), runs.CairnNamespace(req.Checkpoint.CheckpointNS), req.Checkpoint.CheckpointID, req.Subgraphs)
 }
 
 type stateUpdate struct {
-	Values       json.RawMessage   `json:"values"`
-	AsNode       string            `json:"as_node"`
-	Checkpoint   *checkpointConfig `json:"checkpoint"`
-	CheckpointID string            `json:"checkpoint_id"`
+	Values       json.RawMessage        `json:"values"`
+	AsNode       string                 `json:"as_node"`
+	Checkpoint   *runs.CheckpointConfig `json:"checkpoint"`
+	CheckpointID string                 `json:"checkpoint_id"`
 }
 
 // updateState writes values into the thread's state as a node would
@@ -286,19 +145,19 @@ func (s *Server) updateState(w http.ResponseWriter, r *http.Request) error {
 	var at int64
 	if cid != "" {
 		var err error
-		if at, err = parseCheckpointID(cid); err != nil {
+		if at, err = runs.ParseCheckpointID(cid); err != nil {
 			return unprocessable("$.checkpoint_id", "%v", err)
 		}
 	}
 	ctx := r.Context()
-	th, err := s.thread(ctx, r.PathValue("thread_id"))
+	th, err := s.svc.Thread(ctx, r.PathValue("thread_id"))
 	if err != nil {
 		return err
 	}
-	if s.busy(ctx, th.ID) {
-		return conflict("thread %q has a run in progress", apiThreadID(th.ID))
+	if s.svc.Busy(ctx, th.ID) {
+		return conflict("thread %q has a run in progress", runs.APIThreadID(th.ID))
 	}
-	a, err := s.threadAssistant(ctx, th)
+	a, err := s.svc.ThreadAssistant(ctx, th)
 	if err != nil {
 		return err
 	}
@@ -310,7 +169,7 @@ func (s *Server) updateState(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ref := checkpointRef(th.ID, "", cp.Seq)
+	ref := runs.NewCheckpointRef(th.ID, "", cp.Seq)
 	writeJSON(w, http.StatusOK, map[string]any{"checkpoint": ref, "configurable": ref})
 	return nil
 }
@@ -319,7 +178,7 @@ func (s *Server) updateState(w http.ResponseWriter, r *http.Request) error {
 // or the node that wrote the state of the checkpoint it applies to, as
 // LangGraph's update_state chooses it (START when none did; refused when
 // several did in one step).
-func (s *Server) defaultNode(ctx context.Context, th store.Thread, at int64, asNode string, a Assistant) (string, error) {
+func (s *Server) defaultNode(ctx context.Context, th store.Thread, at int64, asNode string, a runs.Assistant) (string, error) {
 	nodes := a.Info().Nodes
 	if asNode != "" {
 		if asNode != flow.START && !slices.Contains(nodes, asNode) {
@@ -340,7 +199,7 @@ func (s *Server) defaultNode(ctx context.Context, th store.Thread, at int64, asN
 	}
 	switch {
 	case len(w) > 1:
-		return "", unprocessable("$.as_node", "the state of checkpoint %s was written by the nodes %q in one step: name the node the update is written as", checkpointID(cp.Seq), w)
+		return "", unprocessable("$.as_node", "the state of checkpoint %s was written by the nodes %q in one step: name the node the update is written as", runs.CheckpointID(cp.Seq), w)
 	case len(w) == 1 && slices.Contains(nodes, w[0]):
 		return w[0], nil
 	}
@@ -367,37 +226,12 @@ func (s *Server) writers(ctx context.Context, cp store.Checkpoint) ([]string, er
 	return cp.Nodes, nil
 }
 
-// threadAssistant is the assistant a thread runs: the one its metadata
-// names, else the one of its latest run.
-func (s *Server) threadAssistant(ctx context.Context, th store.Thread) (Assistant, error) {
-	for _, k := range []string{"assistant_id", "graph_id"} {
-		if id, ok := th.Metadata[k].(string); ok {
-			if a, ok := s.assistants[id]; ok {
-				return a, nil
-			}
-		}
-	}
-	recs, err := s.runlog.Runs(ctx, store.RunQuery{Tenant: tenantOf(ctx), Thread: th.ID, Limit: 1})
-	if err != nil {
-		return nil, err
-	}
-	if len(recs) > 0 {
-		var d runData
-		if err := json.Unmarshal(recs[0].Data, &d); err == nil {
-			if a, ok := s.assistants[d.AssistantID]; ok {
-				return a, nil
-			}
-		}
-	}
-	return nil, conflict("thread %q names no assistant (metadata graph_id) and has no run; start a run first", apiThreadID(th.ID))
-}
-
 type historyRequest struct {
-	Limit      *int              `json:"limit"`
-	Before     json.RawMessage   `json:"before"`
-	Metadata   map[string]any    `json:"metadata"`
-	Checkpoint *checkpointConfig `json:"checkpoint"`
-	Select     []string          `json:"select"`
+	Limit      *int                   `json:"limit"`
+	Before     json.RawMessage        `json:"before"`
+	Metadata   map[string]any         `json:"metadata"`
+	Checkpoint *runs.CheckpointConfig `json:"checkpoint"`
+	Select     []string               `json:"select"`
 }
 
 // beforeSeq reads before: a checkpoint id, or a config naming one.
@@ -409,14 +243,14 @@ func (q historyRequest) beforeSeq() (int64, error) {
 	var id string
 	if json.Unmarshal(q.Before, &id) != nil {
 		var cfg struct {
-			Configurable checkpointConfig `json:"configurable"`
+			Configurable runs.CheckpointConfig `json:"configurable"`
 		}
 		if err := json.Unmarshal(q.Before, &cfg); err != nil {
 			return 0, unprocessable("$.before", "want a checkpoint id or {configurable: {checkpoint_id}}")
 		}
 		id = cfg.Configurable.CheckpointID
 	}
-	seq, err := parseCheckpointID(id)
+	seq, err := runs.ParseCheckpointID(id)
 	if err != nil {
 		return 0, unprocessable("$.before", "%v", err)
 	}
@@ -463,17 +297,17 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, q historyReques
 	}
 	ns := ""
 	if q.Checkpoint != nil {
-		ns = cairnNamespace(q.Checkpoint.CheckpointNS)
+		ns = runs.CairnNamespace(q.Checkpoint.CheckpointNS)
 		if err := store.ValidateNamespace(ns); err != nil {
 			return unprocessable("$.checkpoint.checkpoint_ns", "%v", err)
 		}
 	}
 	ctx := r.Context()
-	th, err := s.thread(ctx, r.PathValue("thread_id"))
+	th, err := s.svc.Thread(ctx, r.PathValue("thread_id"))
 	if err != nil {
 		return err
 	}
-	out := []apiState{}
+	out := []runs.State{}
 	req := store.HistoryRequest{Thread: th.ID, Namespace: ns, Before: before, WithState: true}
 	if len(q.Metadata) == 0 {
 		req.Limit = limit
@@ -485,7 +319,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, q historyReques
 		if err != nil {
 			return err
 		}
-		v := s.stateView(ctx, cp)
+		v := runs.StateView(cp)
 		if !metadataMatch(v.Metadata, q.Metadata) {
 			continue
 		}

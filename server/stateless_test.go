@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/flow"
-	"github.com/cairn-dev/cairn/server"
+	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/inmem"
@@ -22,7 +22,7 @@ import (
 
 // echoGraph answers its input's "n" in "echo": a stateless run's outcome
 // names its own input.
-func echoGraph(t *testing.T) *server.Graph {
+func echoGraph(t *testing.T) *runs.Graph {
 	t.Helper()
 	g, err := flow.NewGraph(state.MustSchema(state.WithField("echo", state.ReducerReplace))).
 		AddNode("echo", func(_ context.Context, s state.Doc) (state.Update, error) {
@@ -33,7 +33,7 @@ func echoGraph(t *testing.T) *server.Graph {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &server.Graph{ID: "echo", Graph: g}
+	return &runs.Graph{ID: "echo", Graph: g}
 }
 
 // TestStatelessRunsDeliver: stateless runs (POST /runs/wait and

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -17,7 +18,7 @@ import (
 // checkpointer.
 func (s *Server) threadStorage(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	th, err := s.thread(ctx, r.PathValue("thread_id"))
+	th, err := s.svc.Thread(ctx, r.PathValue("thread_id"))
 	if err != nil {
 		return err
 	}
@@ -28,9 +29,9 @@ func (s *Server) threadStorage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	st.ThreadID = apiThreadID(st.ThreadID)
+	st.ThreadID = runs.APIThreadID(st.ThreadID)
 	for i := range st.Namespaces {
-		st.Namespaces[i].Namespace = apiNamespace(st.Namespaces[i].Namespace)
+		st.Namespaces[i].Namespace = runs.APINamespace(st.Namespaces[i].Namespace)
 	}
 	writeJSON(w, http.StatusOK, st)
 	return nil

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -34,7 +35,7 @@ type apiSearchItem struct {
 }
 
 func itemView(it store.Item) apiItem {
-	return apiItem{Namespace: it.Namespace, Key: it.Key, Value: it.Value, CreatedAt: apiTime(it.CreatedAt), UpdatedAt: apiTime(it.UpdatedAt)}
+	return apiItem{Namespace: it.Namespace, Key: it.Key, Value: it.Value, CreatedAt: runs.APITime(it.CreatedAt), UpdatedAt: runs.APITime(it.UpdatedAt)}
 }
 
 // items is the server's item store: Config.Items, or its store's items.
@@ -61,7 +62,7 @@ func itemRequest[Op any](s *Server, r *http.Request, decode func([]byte, string)
 	if err != nil {
 		return nil, op, err
 	}
-	op, err = decode(body, tenantOf(r.Context()))
+	op, err = decode(body, runs.TenantOf(r.Context()))
 	return is, op, err
 }
 
@@ -205,7 +206,7 @@ func (s *Server) getItem(w http.ResponseWriter, r *http.Request) error {
 	if err := store.ValidateItemNamespace(ns, "namespace"); err != nil {
 		return unprocessable("namespace", "%q (labels joined by periods): %v", qs.Get("namespace"), err)
 	}
-	op := store.GetOp{Tenant: tenantOf(r.Context()), Namespace: ns, Key: qs.Get("key")}
+	op := store.GetOp{Tenant: runs.TenantOf(r.Context()), Namespace: ns, Key: qs.Get("key")}
 	if err := store.ValidateItemKey(op.Key); err != nil {
 		return unprocessable("key", "%v", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/internal/pgtest"
+	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/server"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/inmem"
@@ -113,7 +114,7 @@ func tenantPair(t *testing.T, s store.Store) (tenantCaller, tenantCaller) {
 		t.Fatal(err)
 	}
 	var calls atomic.Int64
-	srv, err := server.New(server.Config{Store: s, Keys: ks, Assistants: []server.Assistant{approvalGraph(t, &calls, 0)}})
+	srv, err := server.New(server.Config{Store: s, Keys: ks, Assistants: []runs.Assistant{approvalGraph(t, &calls, 0)}})
 	if err != nil {
 		t.Fatal(err)
 	}

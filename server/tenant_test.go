@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/server"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/inmem"
@@ -34,7 +35,7 @@ func TestTenants(t *testing.T) {
 		t.Fatal(err)
 	}
 	var calls atomic.Int64
-	srv, err := server.New(server.Config{Store: s, Keys: ks, Assistants: []server.Assistant{approvalGraph(t, &calls, 0)}})
+	srv, err := server.New(server.Config{Store: s, Keys: ks, Assistants: []runs.Assistant{approvalGraph(t, &calls, 0)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +150,7 @@ func TestRateLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	var calls atomic.Int64
-	srv, err := server.New(server.Config{Store: s, Keys: ks, RateLimit: 2, Assistants: []server.Assistant{approvalGraph(t, &calls, 0)}})
+	srv, err := server.New(server.Config{Store: s, Keys: ks, RateLimit: 2, Assistants: []runs.Assistant{approvalGraph(t, &calls, 0)}})
 	if err != nil {
 		t.Fatal(err)
 	}

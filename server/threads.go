@@ -8,55 +8,19 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"slices"
 	"strings"
 
 	"github.com/google/uuid"
 
+	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/store"
 )
-
-// threadKey is the store's key of the request's tenant's thread id.
-func threadKey(ctx context.Context, id string) string {
-	return store.ThreadKey(tenantOf(ctx), id)
-}
-
-// apiThreadID is the id the API shows for a thread the store keeps under
-// key: the tenant's own id, without the tenant.
-func apiThreadID(key string) string {
-	_, id := store.SplitThreadKey(key)
-	return id
-}
-
-// apiText is text about a thread (an error's message, which names its
-// steps by task key, thread/seq/node) with the thread's key written as the
-// id its tenant knows: a tenant never sees the key, which names it.
-func apiText(key, text string) string {
-	id := apiThreadID(key)
-	if id == key {
-		return text
-	}
-	return strings.ReplaceAll(text, key, id)
-}
-
-// thread returns a thread of the request's tenant: another tenant's is
-// not found, as a missing one is.
-func (s *Server) thread(ctx context.Context, id string) (store.Thread, error) {
-	if err := store.ValidateID(id); err != nil {
-		return store.Thread{}, unprocessable("thread_id", "%v", err)
-	}
-	th, err := s.store.Thread(ctx, threadKey(ctx, id))
-	if errors.Is(err, store.ErrNotFound) || (err == nil && th.Tenant != tenantOf(ctx)) {
-		return store.Thread{}, notFound("thread %q not found", id)
-	}
-	return th, err
-}
 
 // threadView is a thread as the API shows it: its head state, status and
 // pending interrupts.
 func (s *Server) threadView(ctx context.Context, th store.Thread) (apiThread, error) {
-	v := apiThread{ThreadID: apiThreadID(th.ID), CreatedAt: apiTime(th.CreatedAt), UpdatedAt: apiTime(th.UpdatedAt), StateUpdatedAt: apiTime(th.UpdatedAt),
-		Metadata: th.Metadata, Status: "idle", Values: json.RawMessage("{}"), Interrupts: map[string][]apiInterrupt{}}
+	v := apiThread{ThreadID: runs.APIThreadID(th.ID), CreatedAt: runs.APITime(th.CreatedAt), UpdatedAt: runs.APITime(th.UpdatedAt), StateUpdatedAt: runs.APITime(th.UpdatedAt),
+		Metadata: th.Metadata, Status: "idle", Values: json.RawMessage("{}"), Interrupts: map[string][]runs.Interrupt{}}
 	if v.Metadata == nil {
 		v.Metadata = map[string]any{}
 	}
@@ -65,7 +29,7 @@ func (s *Server) threadView(ctx context.Context, th store.Thread) (apiThread, er
 		if err != nil {
 			return v, err
 		}
-		st := s.stateView(ctx, head)
+		st := runs.StateView(head)
 		v.Values = st.Values
 		v.Status = checkpointStatus(head)
 		for _, t := range st.Tasks {
@@ -74,7 +38,7 @@ func (s *Server) threadView(ctx context.Context, th store.Thread) (apiThread, er
 			}
 		}
 	}
-	if s.busy(ctx, th.ID) {
+	if s.svc.Busy(ctx, th.ID) {
 		v.Status = "busy"
 	}
 	return v, nil
@@ -99,7 +63,7 @@ func (s *Server) createThread(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &req); err != nil {
 		return err
 	}
-	if err := unsupported(map[string]json.RawMessage{"supersteps": req.Supersteps}); err != nil {
+	if err := runs.Unsupported(map[string]json.RawMessage{"supersteps": req.Supersteps}); err != nil {
 		return err
 	}
 	if err := setTTL(req.TTL, &req.Metadata); err != nil {
@@ -116,9 +80,9 @@ func (s *Server) createThread(w http.ResponseWriter, r *http.Request) error {
 		return unprocessable("$.thread_id", "%v", err)
 	}
 	ctx := r.Context()
-	th, err := s.store.CreateThread(ctx, store.Thread{ID: threadKey(ctx, req.ThreadID), Tenant: tenantOf(ctx), Metadata: req.Metadata})
+	th, err := s.store.CreateThread(ctx, store.Thread{ID: runs.ThreadKey(ctx, req.ThreadID), Tenant: runs.TenantOf(ctx), Metadata: req.Metadata})
 	if errors.Is(err, store.ErrConflict) {
-		old, gerr := s.thread(ctx, req.ThreadID)
+		old, gerr := s.svc.Thread(ctx, req.ThreadID)
 		if gerr != nil || req.IfExists != "do_nothing" {
 			return conflict("thread %q already exists", req.ThreadID)
 		}
@@ -161,19 +125,8 @@ func setTTL(raw json.RawMessage, md *map[string]any) error {
 	return nil
 }
 
-// unsupported refuses API fields Cairn does not implement when a request
-// sets them, rather than ignore them silently.
-func unsupported(fields map[string]json.RawMessage) error {
-	for _, k := range slices.Sorted(maps.Keys(fields)) {
-		if v := strings.TrimSpace(string(fields[k])); v != "" && v != "null" {
-			return unprocessable("$."+k, "%s is not supported by Cairn", k)
-		}
-	}
-	return nil
-}
-
 func (s *Server) getThread(w http.ResponseWriter, r *http.Request) error {
-	th, err := s.thread(r.Context(), r.PathValue("thread_id"))
+	th, err := s.svc.Thread(r.Context(), r.PathValue("thread_id"))
 	if err != nil {
 		return err
 	}
@@ -196,7 +149,7 @@ func (s *Server) patchThread(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx := r.Context()
-	th, err := s.thread(ctx, r.PathValue("thread_id"))
+	th, err := s.svc.Thread(ctx, r.PathValue("thread_id"))
 	if err != nil {
 		return err
 	}
@@ -219,12 +172,12 @@ func (s *Server) patchThread(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) deleteThread(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	th, err := s.thread(ctx, r.PathValue("thread_id"))
+	th, err := s.svc.Thread(ctx, r.PathValue("thread_id"))
 	if err != nil {
 		return err
 	}
-	if s.busy(ctx, th.ID) {
-		return conflict("thread %q has a run in progress; cancel it first", apiThreadID(th.ID))
+	if s.svc.Busy(ctx, th.ID) {
+		return conflict("thread %q has a run in progress; cancel it first", runs.APIThreadID(th.ID))
 	}
 	if err := s.store.DeleteThread(ctx, th.ID); err != nil {
 		return err
@@ -247,7 +200,7 @@ type threadSearch struct {
 }
 
 func (q *threadSearch) check() error {
-	if err := unsupported(map[string]json.RawMessage{"extract": q.Extract}); err != nil {
+	if err := runs.Unsupported(map[string]json.RawMessage{"extract": q.Extract}); err != nil {
 		return err
 	}
 	switch q.Status {
@@ -376,7 +329,7 @@ func (s *Server) countThreads(w http.ResponseWriter, r *http.Request) error {
 // the other namespaces stay with the source.
 func (s *Server) copyThread(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	th, err := s.thread(ctx, r.PathValue("thread_id"))
+	th, err := s.svc.Thread(ctx, r.PathValue("thread_id"))
 	if err != nil {
 		return err
 	}
@@ -384,10 +337,10 @@ func (s *Server) copyThread(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id := uuid.NewString()
-	if _, err := s.store.CopyThread(ctx, th.ID, threadKey(ctx, id)); err != nil {
+	if _, err := s.store.CopyThread(ctx, th.ID, runs.ThreadKey(ctx, id)); err != nil {
 		return err
 	}
-	cp, err := s.thread(ctx, id)
+	cp, err := s.svc.Thread(ctx, id)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
-// Package worker runs the runs that servers queue (server.Config.Queue) on
-// a PostgreSQL store, in as many processes on as many machines as wanted:
-// cairn worker wraps it.
+// Package worker runs the runs that run services queue (runs.Config.Queue:
+// cairn serve --queue, cairn run --queue) on a PostgreSQL store, in as
+// many processes on as many machines as wanted: cairn worker wraps it. A
+// worker executes each run with a runs.Service (runs.Service.Execute); it
+// serves no HTTP.
 //
 // The queue is River (riverqueue/river) in the store's own database: a
 // run's record and its job are written in one transaction, each

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/cairn-dev/cairn/server"
+	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/postgres"
 	"github.com/cairn-dev/cairn/worker"
@@ -12,7 +12,8 @@ import (
 
 // A worker process: it takes the runs of the assistants in agents/ that a
 // cairn serve --queue queued on the same PostgreSQL database. (It needs a
-// server, so it is compiled, not run.)
+// database, so it is compiled, not run.) It needs no HTTP server: the run
+// service executes the runs.
 func Example() {
 	ctx := context.Background()
 	b, err := postgres.Open(ctx, "postgres://cairn@127.0.0.1:5432/cairn", postgres.Options{})
@@ -24,11 +25,11 @@ func Example() {
 	if err := b.MigrateQueue(ctx); err != nil {
 		panic(err)
 	}
-	assistants, err := server.LoadAssistants("agents", server.AssistantConfig{})
+	assistants, err := runs.LoadAssistants("agents", runs.AssistantConfig{})
 	if err != nil {
 		panic(err)
 	}
-	srv, err := server.New(server.Config{Store: s, Assistants: assistants})
+	svc, err := runs.New(runs.Config{Store: s, Assistants: assistants})
 	if err != nil {
 		panic(err)
 	}
@@ -36,7 +37,7 @@ func Example() {
 	for _, a := range assistants {
 		ids = append(ids, a.Info().ID)
 	}
-	w, err := worker.New(worker.Config{Backend: b, Store: s, Server: srv, Assistants: ids, LeaseTTL: 30 * time.Second})
+	w, err := worker.New(worker.Config{Backend: b, Store: s, Runs: svc, Assistants: ids, LeaseTTL: 30 * time.Second})
 	if err != nil {
 		panic(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
-	"github.com/cairn-dev/cairn/server"
+	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/postgres"
 )
@@ -27,10 +27,10 @@ type Config struct {
 	// Store the store over it.
 	Backend *postgres.Backend
 	Store   store.Store
-	// Server executes the runs (server.Server.Execute): it holds the
+	// Runs executes the runs (runs.Service.Execute): it holds the
 	// assistants this worker has.
-	Server *server.Server
-	// Assistants are the ids of Server's assistants: the queues taken.
+	Runs *runs.Service
+	// Assistants are the ids of Runs's assistants: the queues taken.
 	Assistants []string
 	// ID names the worker (default: a random id).
 	ID string
@@ -64,8 +64,8 @@ var ErrConfig = errors.New("worker: invalid configuration")
 
 // New returns a worker; it takes nothing until Start.
 func New(cfg Config) (*Worker, error) {
-	if cfg.Backend == nil || cfg.Store == nil || cfg.Server == nil || len(cfg.Assistants) == 0 {
-		return nil, fmt.Errorf("%w: a PostgreSQL backend, its store, a server and assistants are needed", ErrConfig)
+	if cfg.Backend == nil || cfg.Store == nil || cfg.Runs == nil || len(cfg.Assistants) == 0 {
+		return nil, fmt.Errorf("%w: a PostgreSQL backend, its store, a run service and assistants are needed", ErrConfig)
 	}
 	cfg.Concurrency = max(cfg.Concurrency, 0)
 	if cfg.Concurrency == 0 {
@@ -256,11 +256,11 @@ func (w *Worker) cancelled(ctx context.Context, runID string, cancel context.Can
 		w.cfg.Logger.Debug("reading a run's cancellation failed; looked at again at the next renewal", "run", runID, "err", err)
 	case err != nil:
 		w.cfg.Logger.Warn("reading a run's cancellation failed; interrupting it", "run", runID, "err", err)
-		cancel(server.ErrCancelled)
+		cancel(runs.ErrCancelled)
 	case action == "rollback":
-		cancel(server.ErrRolledBack)
+		cancel(runs.ErrRolledBack)
 	case action != "":
-		cancel(server.ErrCancelled)
+		cancel(runs.ErrCancelled)
 	}
 }
 
@@ -280,7 +280,7 @@ func (w *Worker) oldest(ctx context.Context, thread string) (string, error) {
 // lease stops the run.
 func (w *Worker) runLeased(jobCtx context.Context, runID string, lease store.Lease) error {
 	// The run's context keeps the job's values and ends with it — a remote
-	// cancel (river.ErrJobCancelledRemotely) as server.ErrCancelled, so
+	// cancel (river.ErrJobCancelledRemotely) as runs.ErrCancelled, so
 	// that the run ends interrupted rather than left running.
 	ctx, cancel := context.WithCancelCause(store.WithFence(context.WithoutCancel(jobCtx), lease.Thread, lease.Token))
 	defer cancel(nil)
@@ -314,7 +314,7 @@ func (w *Worker) runLeased(jobCtx context.Context, runID string, lease store.Lea
 			}
 		}
 	}()
-	err := w.cfg.Server.Execute(ctx, runID)
+	err := w.cfg.Runs.Execute(ctx, runID)
 	cancel(nil)
 	<-renewed
 	if rerr := w.leases.Release(context.WithoutCancel(ctx), lease); rerr != nil && err == nil && !errors.Is(rerr, store.ErrFenced) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cairn-dev/cairn/agentfile"
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/internal/jsontext"
 	"github.com/cairn-dev/cairn/pipeline"
@@ -43,7 +44,7 @@ func (a *app) runPipeline(cmd *cobra.Command, pc pipelineCall) error {
 	if err != nil {
 		return &usageError{err}
 	}
-	o := runOptions{Kind: "pipeline"}
+	o := runOptions{Kind: agentfile.KindPipeline}
 	if o.File, err = filepath.Abs(pc.path); err != nil {
 		return &usageError{err}
 	}
@@ -192,21 +193,14 @@ func finishedError(fin *pipeline.FinishedError, path string) error {
 // one runs this pipeline file (also when another process created it a
 // moment ago).
 func pipelineThread(ctx context.Context, s store.Store, thread string, o runOptions) error {
-	th, err := s.Thread(ctx, thread)
-	if errors.Is(err, store.ErrNotFound) {
-		_, err = s.CreateThread(ctx, store.Thread{ID: thread, Metadata: o.metadata()})
-		if !errors.Is(err, store.ErrConflict) {
-			return err
-		}
-		th, err = s.Thread(ctx, thread)
+	_, err := s.CreateThread(ctx, store.Thread{ID: thread, Metadata: o.metadata()})
+	if err == nil {
+		return nil
 	}
-	if err != nil {
+	if !errors.Is(err, store.ErrConflict) {
 		return argError(err)
 	}
-	if prev := runOptionsOf(th); prev.Kind != o.Kind || prev.File != o.File {
-		return &usageError{fmt.Errorf("%w: thread %q runs %s; run that file on it, or choose another --thread", errThreadBusy, thread, prev.File)}
-	}
-	return nil
+	return checkRunThread(ctx, s, thread, o)
 }
 
 // announcePipeline prints the thread first: a line on stderr, or a first

@@ -397,7 +397,7 @@ func (a *app) resumeCmd() *cobra.Command {
 				return fmt.Errorf("%w: thread %q has no checkpoints: its run never started; start it with cairn run %s --thread %s",
 					errNotResumable, args[0], o.File, args[0])
 			}
-			if o.Kind == "pipeline" {
+			if o.Kind == agentfile.KindPipeline {
 				if a.traceDir != "" {
 					return usagef("--trace-dir applies to agent files; export a pipeline's trace with cairn export --format trace")
 				}

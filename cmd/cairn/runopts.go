@@ -24,8 +24,8 @@ type runOptions struct {
 
 // Metadata keys of runOptions.
 const (
-	metaKind       = "kind"
-	metaFile       = "file"
+	metaKind       = agentfile.MetaKind
+	metaFile       = agentfile.MetaFile
 	metaModel      = "model"
 	metaDurability = "durability"
 	metaSafeDir    = "safe_dir"
@@ -56,40 +56,26 @@ func runOptionsOf(th store.Thread) runOptions {
 var errThreadBusy = errors.New("thread is not free for a new run")
 
 // checkRunThread decides whether a new run of o may start on an existing
-// thread: the same file, and the last run finished (a failed, interrupted,
-// crashed or forked run is continued with cairn resume, never silently
-// abandoned). A missing thread is free.
+// thread (agentfile.CheckStart): the same file, and the last run finished
+// (a failed, interrupted, crashed or forked run is continued with cairn
+// resume, never silently abandoned). A missing thread is free.
 func checkRunThread(ctx context.Context, s store.Store, thread string, o runOptions) error {
-	th, err := s.Thread(ctx, thread)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
+	_, err := agentfile.CheckStart(ctx, s, agentfile.StartRequest{Thread: thread, Kind: o.Kind, File: o.File, Namespaces: true,
+		Continue: o.Kind == agentfile.KindPipeline})
+	return startError(err, thread)
+}
+
+// startError phrases agentfile.CheckStart's refusal for cairn run.
+func startError(err error, thread string) error {
+	se, ok := errors.AsType[*agentfile.StartError](err)
+	switch {
+	case !ok:
 		return argError(err)
-	}
-	prev := runOptionsOf(th)
-	if prev.File == "" {
+	case errors.Is(se.Err, agentfile.ErrUnfinished):
+		return fmt.Errorf("%w: thread %q has an unfinished run (namespace %s checkpoint %d, %s; or another process is running it): continue it with cairn resume %s, or leave out --thread to start a new thread",
+			errThreadBusy, thread, orRoot(se.Namespace), se.Head.Seq, se.Head.Status, thread)
+	case se.File == "":
 		return &usageError{fmt.Errorf("%w: thread %q was not started by cairn run; choose another --thread", errThreadBusy, thread)}
 	}
-	if prev.Kind != o.Kind || prev.File != o.File {
-		return &usageError{fmt.Errorf("%w: thread %q runs %s; run that file on it, or choose another --thread", errThreadBusy, thread, prev.File)}
-	}
-	if th.Head == 0 {
-		return nil // created, but its first run never committed a step
-	}
-	list, err := s.Namespaces(ctx, thread)
-	if err != nil {
-		return err
-	}
-	for _, n := range list {
-		head, err := s.Load(ctx, store.LoadRequest{Thread: thread, Namespace: n.Name})
-		if err != nil {
-			return err
-		}
-		if agentfile.Unfinished(head) {
-			return fmt.Errorf("%w: thread %q has an unfinished run (namespace %s checkpoint %d, %s; or another process is running it): continue it with cairn resume %s, or leave out --thread to start a new thread",
-				errThreadBusy, thread, orRoot(n.Name), head.Seq, head.Status, thread)
-		}
-	}
-	return nil
+	return &usageError{fmt.Errorf("%w: thread %q runs %s; run that file on it, or choose another --thread", errThreadBusy, thread, se.File)}
 }

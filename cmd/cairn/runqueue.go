@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/agentfile"
-	"github.com/cairn-dev/cairn/server"
+	"github.com/cairn-dev/cairn/runs"
+	"github.com/cairn-dev/cairn/store"
 )
 
 // queueRunCLI queues a run of an agent or pipeline file for workers
@@ -19,7 +20,7 @@ func (a *app) queueRunCLI(ctx context.Context, path string, f runFlags) error {
 			return usagef("%s does not go with --queue: workers run the file as they serve it", name)
 		}
 	}
-	as, err := server.LoadAssistant(path, server.AssistantConfig{Getenv: a.getenv, AllowedRoot: f.safeDir})
+	as, err := runs.LoadAssistant(path, runs.AssistantConfig{Getenv: a.getenv, AllowedRoot: f.safeDir})
 	if err != nil {
 		return &usageError{err}
 	}
@@ -32,7 +33,7 @@ func (a *app) queueRunCLI(ctx context.Context, path string, f runFlags) error {
 		return err
 	}
 	defer s.Close()
-	srv, err := server.New(server.Config{Store: s, Assistants: []server.Assistant{as}, Queue: true, Logger: a.logger})
+	svc, err := a.queueService(s, []runs.Assistant{as})
 	if err != nil {
 		return err
 	}
@@ -40,7 +41,7 @@ func (a *app) queueRunCLI(ctx context.Context, path string, f runFlags) error {
 	if thread == "" {
 		thread = agentfile.NewThreadID(as.Info().ID, time.Now())
 	}
-	rec, err := srv.QueueRun(ctx, thread, as.Info().ID, input)
+	rec, err := svc.QueueRun(ctx, thread, as.Info().ID, input)
 	if err != nil {
 		return argError(err)
 	}
@@ -65,4 +66,15 @@ func queuedInput(f runFlags) (json.RawMessage, error) {
 		return nil, &usageError{err}
 	}
 	return in.Content, nil // JSON, or a text input's JSON string
+}
+
+// queueService is the run service of a command that queues runs, or acts
+// on queued ones, on the store's queue (no HTTP server: the service does
+// the work).
+func (a *app) queueService(s store.Store, list []runs.Assistant) (*runs.Service, error) {
+	q, err := store.RunQueueOf(s)
+	if err != nil {
+		return nil, err
+	}
+	return runs.New(runs.Config{Store: s, Assistants: list, Queue: q, Logger: a.logger})
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cairn-dev/cairn/server"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -114,18 +113,18 @@ func (a *app) actOnQueuedRun(ctx context.Context, id string, retry bool) error {
 		return err
 	}
 	defer s.Close()
-	srv, err := server.New(server.Config{Store: s, Queue: true, Logger: a.logger})
+	svc, err := a.queueService(s, nil)
 	if err != nil {
 		return err
 	}
 	if !retry {
-		if err := srv.CancelQueued(ctx, id); err != nil {
+		if err := svc.CancelQueued(ctx, id); err != nil {
 			return argError(err)
 		}
 		fmt.Fprintf(a.stderr, "run %s: cancelled\n", id)
 		return nil
 	}
-	rec, err := srv.RetryQueued(ctx, id)
+	rec, err := svc.RetryQueued(ctx, id)
 	if err != nil {
 		return argError(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/redact"
+	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/server"
 	"github.com/cairn-dev/cairn/store"
 )
@@ -111,7 +112,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	if err != nil {
 		return err
 	}
-	var list []server.Assistant
+	var list []runs.Assistant
 	if f.assistants != "none" {
 		if list, err = a.loadAssistants(f.assistants, f.safeDir); err != nil {
 			return err

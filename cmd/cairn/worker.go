@@ -12,7 +12,7 @@ import (
 
 	"github.com/cairn-dev/cairn/agentfile"
 	"github.com/cairn-dev/cairn/pipeline"
-	"github.com/cairn-dev/cairn/server"
+	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/postgres"
 	"github.com/cairn-dev/cairn/worker"
@@ -100,7 +100,7 @@ func (a *app) work(ctx context.Context, f workerFlags) error {
 	if a.items, err = store.ItemsOf(s, store.WithIndex(index)); err != nil {
 		return err
 	}
-	srv, err := server.New(server.Config{Store: s, Assistants: list, Logger: a.logger})
+	svc, err := runs.New(runs.Config{Store: s, Assistants: list, Logger: a.logger})
 	if err != nil {
 		return err
 	}
@@ -113,7 +113,7 @@ func (a *app) work(ctx context.Context, f workerFlags) error {
 	for _, as := range list {
 		names = append(names, as.Info().ID)
 	}
-	w, err := worker.New(worker.Config{Backend: b, Store: s, Server: srv, Assistants: names, ID: id, Concurrency: f.concurrency,
+	w, err := worker.New(worker.Config{Backend: b, Store: s, Runs: svc, Assistants: names, ID: id, Concurrency: f.concurrency,
 		LeaseTTL: f.lease, RescueAfter: f.rescueAfter, Logger: a.logger})
 	if err != nil {
 		return &usageError{err}
@@ -131,12 +131,12 @@ func (a *app) work(ctx context.Context, f workerFlags) error {
 	if err := w.Stop(stop); err != nil {
 		return err
 	}
-	return srv.Close(stop)
+	return svc.Close(stop)
 }
 
 // loadAssistants loads the agent and pipeline files of a folder as serve
 // and worker do.
-func (a *app) loadAssistants(dir, safeDir string) ([]server.Assistant, error) {
+func (a *app) loadAssistants(dir, safeDir string) ([]runs.Assistant, error) {
 	if safeDir != "" {
 		abs, err := filepath.Abs(safeDir)
 		if err != nil {
@@ -144,14 +144,14 @@ func (a *app) loadAssistants(dir, safeDir string) ([]server.Assistant, error) {
 		}
 		safeDir = abs
 	}
-	cfg := server.AssistantConfig{Getenv: a.getenv, AllowedRoot: safeDir,
+	cfg := runs.AssistantConfig{Getenv: a.getenv, AllowedRoot: safeDir,
 		Configure: func(rc *agentfile.RunConfig) {
 			rc.Logger = a.logger
 			rc.Items = a.items // set by serve and worker once the store is open
 			rc.Models = a.models
 		},
 		ConfigurePipeline: func(pc *pipeline.Config) { pc.Logger = a.logger }}
-	list, err := server.LoadAssistants(dir, cfg)
+	list, err := runs.LoadAssistants(dir, cfg)
 	if err != nil {
 		return nil, &usageError{err}
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/cairn-dev/cairn/flow"
-	"github.com/cairn-dev/cairn/server"
+	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 )
@@ -60,12 +60,12 @@ func ChatGraph() (*flow.Compiled, error) {
 }
 
 // ChatAssistant is ChatGraph served as assistant "chat".
-func ChatAssistant() (*server.Graph, error) {
+func ChatAssistant() (*runs.Graph, error) {
 	g, err := ChatGraph()
 	if err != nil {
 		return nil, err
 	}
-	return &server.Graph{ID: ChatAssistantID, Description: "W3's chat assistant: answers each human message (no model call)", Graph: g}, nil
+	return &runs.Graph{ID: ChatAssistantID, Description: "W3's chat assistant: answers each human message (no model call)", Graph: g}, nil
 }
 
 // chatNode answers the newest human message; it reads messages from the
@@ -105,8 +105,8 @@ func lastHuman(d state.Doc) (string, error) {
 
 // ChatFile is a chat agent file (kind: chat) served as W3's assistant,
 // checked as cairn serve checks it; its id is the file's name.
-func ChatFile(path string) (server.Assistant, error) {
-	a, err := server.LoadAssistant(path, server.AssistantConfig{})
+func ChatFile(path string) (runs.Assistant, error) {
+	a, err := runs.LoadAssistant(path, runs.AssistantConfig{})
 	if err != nil {
 		return nil, err
 	}

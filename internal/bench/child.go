@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/server"
 	"github.com/cairn-dev/cairn/store"
 )
@@ -91,7 +92,7 @@ func serveMain(ctx context.Context, args []string, stdout io.Writer, middleware 
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(server.Config{Store: s, Assistants: []server.Assistant{chat}})
+	srv, err := server.New(server.Config{Store: s, Assistants: []runs.Assistant{chat}})
 	if err != nil {
 		return err
 	}
@@ -112,7 +113,7 @@ func serveMain(ctx context.Context, args []string, stdout io.Writer, middleware 
 
 // serveAssistant is the assistant the bench's server serves: the chat
 // agent file of cfg, or the Go graph.
-func serveAssistant(cfg ServeConfig) (server.Assistant, error) {
+func serveAssistant(cfg ServeConfig) (runs.Assistant, error) {
 	if cfg.AssistantFile != "" {
 		return ChatFile(cfg.AssistantFile)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/internal/pgtest"
+	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/server"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
@@ -211,7 +212,7 @@ func serveGraph(t *testing.T, reducer string, node flow.NodeFunc) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{Store: inmem.Open(store.Options{}), Assistants: []server.Assistant{&server.Graph{ID: ChatAssistantID, Graph: g}}})
+	srv, err := server.New(server.Config{Store: inmem.Open(store.Options{}), Assistants: []runs.Assistant{&runs.Graph{ID: ChatAssistantID, Graph: g}}})
 	if err != nil {
 		t.Fatal(err)
 	}

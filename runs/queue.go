@@ -1,4 +1,4 @@
-package server
+package runs
 
 import (
 	"context"
@@ -17,10 +17,10 @@ import (
 // stop them before their next commit, and a rolled back run's worker
 // returns the thread to where that run began before it lets the thread
 // go).
-func (s *Server) enqueue(ctx context.Context, lr *liveRun) error {
+func (s *Service) enqueue(ctx context.Context, lr *Run) error {
 	switch lr.data.MultitaskStrategy {
 	case "interrupt", "rollback":
-		recs, err := s.runlog.Runs(ctx, store.RunQuery{Thread: lr.rec.Thread, Status: []string{statusPending, statusRunning}})
+		recs, err := s.runlog.Runs(ctx, store.RunQuery{Thread: lr.rec.Thread, Status: []string{StatusPending, StatusRunning}})
 		if err != nil {
 			return err
 		}
@@ -35,47 +35,27 @@ func (s *Server) enqueue(ctx context.Context, lr *liveRun) error {
 			return err
 		}
 		if busy {
-			return conflict("thread %q is busy with a queued run (multitask_strategy reject); wait for it, or ask for enqueue, interrupt or rollback", lr.rec.Thread)
+			return newError(ErrBusy, "thread %q is busy with a queued run (multitask_strategy reject); wait for it, or ask for enqueue, interrupt or rollback", APIThreadID(lr.rec.Thread))
 		}
 	}
 	lr.rec.Data = raw(lr.data)
 	return s.queue.EnqueueRun(ctx, lr.rec, lr.data.AssistantID)
 }
 
-// queuedBusy reports whether a thread has a pending or running run in the
-// store.
-func (s *Server) queuedBusy(ctx context.Context, thread string) (bool, error) {
-	recs, err := s.runlog.Runs(ctx, store.RunQuery{Thread: thread, Status: []string{statusPending, statusRunning}, Limit: 1})
-	return len(recs) > 0, err
-}
-
-// busy reports whether a thread has a run in progress or waiting: in this
-// process, or, with a queue, in the store.
-func (s *Server) busy(ctx context.Context, thread string) bool {
-	if s.runs.busy(thread) {
-		return true
-	}
-	if s.queue == nil {
-		return false
-	}
-	b, err := s.queuedBusy(ctx, thread)
-	return err == nil && b
-}
-
 // ErrCancelled, as the cause of the context Execute runs under (a worker
 // translates its queue's remote cancellation to it), interrupts the run:
 // it ends with status interrupted rather than being left running.
-var ErrCancelled = errors.New("server: run cancelled")
+var ErrCancelled = errors.New("runs: run cancelled")
 
 // ErrRolledBack, as that cause, cancels the run and returns its thread to
 // where the run began (a rollback); it wraps ErrCancelled.
 var ErrRolledBack = fmt.Errorf("%w and rolled back", ErrCancelled)
 
-// cancelQueued cancels a run this server queued (Config.Queue) with action
+// cancelQueued cancels a run this process queued (Config.Queue) with action
 // interrupt or rollback: a run no worker has ends at once (interrupted,
 // or, rolled back, deleted with what it committed undone); a running one
 // is stopped by its worker before its next commit, and rolled back by it.
-func (s *Server) cancelQueued(ctx context.Context, rec store.RunRecord, action string) error {
+func (s *Service) cancelQueued(ctx context.Context, rec store.RunRecord, action string) error {
 	started, err := s.queue.CancelQueuedRun(ctx, rec.ID, action)
 	if err != nil || started {
 		return err
@@ -83,12 +63,12 @@ func (s *Server) cancelQueued(ctx context.Context, rec store.RunRecord, action s
 	if held, err := s.heldElsewhere(ctx, rec); err != nil || held {
 		return err // a worker took it over from a silent one; it stops it
 	}
-	_, d, err := apiRunOf(rec)
+	d, err := DataOf(rec)
 	if err != nil {
 		return err
 	}
 	d.CancelReason = action
-	rec.Status, rec.Data, rec.UpdatedAt = statusInterrupted, raw(d), s.cfg.Now().UnixNano()
+	rec.Status, rec.Data, rec.UpdatedAt = StatusInterrupted, raw(d), s.cfg.Now().UnixNano()
 	if action != "rollback" {
 		return s.runlog.PutRun(ctx, rec)
 	}
@@ -99,14 +79,14 @@ func (s *Server) cancelQueued(ctx context.Context, rec store.RunRecord, action s
 	if !ran { // nothing to undo
 		return s.runlog.DeleteRun(ctx, rec.ID)
 	}
-	return s.runs.rollback(ctx, &liveRun{rec: rec, data: d})
+	return s.runs.rollback(ctx, &Run{rec: rec, data: d})
 }
 
 // heldElsewhere reports whether a run is running under a live lease
 // although its job is not: a worker took it over from a silent one (and
 // watches its job's cancellation itself).
-func (s *Server) heldElsewhere(ctx context.Context, rec store.RunRecord) (bool, error) {
-	if rec.Status != statusRunning {
+func (s *Service) heldElsewhere(ctx context.Context, rec store.RunRecord) (bool, error) {
+	if rec.Status != StatusRunning {
 		return false, nil
 	}
 	leases, err := store.LeasesOf(s.store)
@@ -120,8 +100,8 @@ func (s *Server) heldElsewhere(ctx context.Context, rec store.RunRecord) (bool, 
 	return err == nil && s.cfg.Now().Before(l.ExpiresAt), err
 }
 
-// ErrNotMine: a worker was handed a run whose assistant this server lacks.
-var ErrNotMine = errors.New("server: the run's assistant is not served here")
+// ErrNotMine: a worker was handed a run whose assistant this process lacks.
+var ErrNotMine = errors.New("runs: the run's assistant is not served here")
 
 // Execute runs a queued run to its end in this process, for a worker that
 // took it from the queue; ctx carries the worker's fence (the thread's
@@ -130,15 +110,15 @@ var ErrNotMine = errors.New("server: the run's assistant is not served here")
 // lease over) or cut off from the store (store.ErrUnavailable) is left
 // running in the store, for whoever holds the lease next; Execute then
 // returns why.
-func (s *Server) Execute(ctx context.Context, runID string) error {
+func (s *Service) Execute(ctx context.Context, runID string) error {
 	rec, err := s.runlog.Run(ctx, runID)
 	if err != nil {
 		return err
 	}
-	if terminal(rec.Status) {
+	if Terminal(rec.Status) {
 		return nil
 	}
-	_, d, err := apiRunOf(rec)
+	d, err := DataOf(rec)
 	if err != nil {
 		return err
 	}
@@ -146,16 +126,16 @@ func (s *Server) Execute(ctx context.Context, runID string) error {
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrNotMine, d.AssistantID)
 	}
-	prior, err := storedEvents(ctx, s.runlog, rec.ID, rec.Thread, s.redactsFor(d.AssistantID), 0, 0)
+	prior, err := storedEvents(ctx, s.runlog, rec.ID, rec.Thread, s.RedactsFor(d.AssistantID), 0, 0)
 	if err != nil {
 		return err
 	}
-	if rec.Status == statusRunning {
+	if rec.Status == StatusRunning {
 		d.Attempt++
 	}
 	lr := s.runs.newLive(rec, d, a, prior)
 	// The run's context keeps ctx's values (the fence) and ends, as a
-	// shutdown, when ctx ends or this server closes.
+	// shutdown, when ctx ends or this process closes.
 	lr.cancel(nil)
 	lr.ctx, lr.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	defer lr.cancel(nil)
@@ -189,7 +169,7 @@ func (s *Server) Execute(ctx context.Context, runID string) error {
 	switch {
 	case stopped != nil:
 		return stopped // fenced, or the store went away: the run stays running
-	case terminal(lr.record().Status):
+	case Terminal(lr.Record().Status):
 		return nil // ended, cancelled included
 	case ctx.Err() != nil:
 		return context.Cause(ctx)
@@ -200,31 +180,31 @@ func (s *Server) Execute(ctx context.Context, runID string) error {
 // QueueRun records and queues a run of an assistant on a thread (created
 // if missing) with input, as POST /threads/{id}/runs does with
 // if_not_exists create, for a program that queues without HTTP (cairn run
-// --queue). The server must have Config.Queue.
-func (s *Server) QueueRun(ctx context.Context, thread, assistant string, input json.RawMessage) (store.RunRecord, error) {
+// --queue). The service must have Config.Queue.
+func (s *Service) QueueRun(ctx context.Context, thread, assistant string, input json.RawMessage) (store.RunRecord, error) {
 	if s.queue == nil {
-		return store.RunRecord{}, fmt.Errorf("%w: the server queues no runs (Config.Queue)", ErrConfig)
+		return store.RunRecord{}, fmt.Errorf("%w: the service queues no runs (Config.Queue)", ErrConfig)
 	}
-	lr, err := s.createRun(withTenant(ctx, ""), thread, runRequest{AssistantID: assistant, Input: input, IfNotExists: "create"})
+	lr, err := s.Create(WithTenant(ctx, ""), thread, Request{AssistantID: assistant, Input: input, IfNotExists: "create"})
 	if err != nil {
 		return store.RunRecord{}, err
 	}
-	return lr.record(), nil
+	return lr.Record(), nil
 }
 
 // CancelQueued cancels a queued run by id, as POST …/runs/{id}/cancel does
 // (for cairn runs RUN --cancel): a run no worker has taken ends at once, a
 // running one is stopped by its worker before its next commit.
-func (s *Server) CancelQueued(ctx context.Context, runID string) error {
+func (s *Service) CancelQueued(ctx context.Context, runID string) error {
 	if s.queue == nil {
-		return fmt.Errorf("%w: the server queues no runs (Config.Queue)", ErrConfig)
+		return fmt.Errorf("%w: the service queues no runs (Config.Queue)", ErrConfig)
 	}
 	rec, err := s.runlog.Run(ctx, runID)
 	if err != nil {
 		return err
 	}
-	if terminal(rec.Status) {
-		return conflict("run %s has already ended (%s)", rec.ID, rec.Status)
+	if Terminal(rec.Status) {
+		return newError(ErrState, "run %s has already ended (%s)", rec.ID, rec.Status)
 	}
 	return s.cancelQueued(ctx, rec, "interrupt")
 }
@@ -233,38 +213,38 @@ func (s *Server) CancelQueued(ctx context.Context, runID string) error {
 // …/runs/{id}/retry does (for cairn runs RUN --retry): it resumes from the
 // run's last checkpoint (its completed steps are not run again), or starts
 // it afresh if it committed none. Only a thread's newest run is retried.
-func (s *Server) RetryQueued(ctx context.Context, runID string) (store.RunRecord, error) {
+func (s *Service) RetryQueued(ctx context.Context, runID string) (store.RunRecord, error) {
 	rec, err := s.runlog.Run(ctx, runID)
 	if err != nil {
 		return rec, err
 	}
-	return s.retryRun(ctx, rec)
+	return s.Retry(ctx, rec)
 }
 
 // retryRun puts a run back: on the queue (Config.Queue), or to this
 // server's runs.
-func (s *Server) retryRun(ctx context.Context, rec store.RunRecord) (store.RunRecord, error) {
-	_, d, err := apiRunOf(rec)
+func (s *Service) Retry(ctx context.Context, rec store.RunRecord) (store.RunRecord, error) {
+	d, err := DataOf(rec)
 	if err != nil {
 		return rec, err
 	}
 	switch {
-	case !terminal(rec.Status):
-		return rec, conflict("run %s is %s; only an ended run is retried", rec.ID, rec.Status)
-	case rec.Status == statusSuccess:
-		return rec, conflict("run %s succeeded; start a new run instead", rec.ID)
-	case rec.Status == statusInterrupted && d.CancelReason == "":
-		return rec, conflict("run %s is paused at an interrupt: answer it (a run with command.resume) instead", rec.ID)
+	case !Terminal(rec.Status):
+		return rec, newError(ErrState, "run %s is %s; only an ended run is retried", rec.ID, rec.Status)
+	case rec.Status == StatusSuccess:
+		return rec, newError(ErrState, "run %s succeeded; start a new run instead", rec.ID)
+	case rec.Status == StatusInterrupted && d.CancelReason == "":
+		return rec, newError(ErrState, "run %s is paused at an interrupt: answer it (a run with command.resume) instead", rec.ID)
 	}
 	newest, err := s.runlog.Runs(ctx, store.RunQuery{Thread: rec.Thread, Limit: 1})
 	if err != nil {
 		return rec, err
 	}
 	if len(newest) == 1 && newest[0].ID != rec.ID {
-		return rec, conflict("thread %q has a later run (%s); only a thread's newest run is retried", apiThreadID(rec.Thread), newest[0].ID)
+		return rec, newError(ErrState, "thread %q has a later run (%s); only a thread's newest run is retried", APIThreadID(rec.Thread), newest[0].ID)
 	}
 	d.Error, d.ErrorType, d.StopReason, d.CancelReason = "", "", "", ""
-	rec.Status, rec.UpdatedAt = statusPending, s.cfg.Now().UnixNano()
+	rec.Status, rec.UpdatedAt = StatusPending, s.cfg.Now().UnixNano()
 	if s.queue == nil {
 		rec.Data = raw(d)
 		return rec, s.runs.recoverRun(ctx, rec) // counts the attempt

@@ -1,4 +1,4 @@
-package server
+package runs
 
 import (
 	"context"
@@ -10,12 +10,12 @@ import (
 
 // ErrEventGone: an event of a run's log was built from a checkpoint that is
 // no longer stored (its thread was deleted or pruned since).
-var ErrEventGone = fmt.Errorf("server: %w: the checkpoint a run event was built from is no longer stored", store.ErrNotFound)
+var ErrEventGone = fmt.Errorf("runs: %w: the checkpoint a run event was built from is no longer stored", store.ErrNotFound)
 
 // eventData returns an event's data: an event that refers to a checkpoint
 // is built from the state in hand while its run goes on, else read back
 // once, the first time a reader needs it.
-func (s *Server) eventData(ctx context.Context, thread string, ev *sseEvent) (json.RawMessage, error) {
+func (s *Service) EventData(ctx context.Context, thread string, ev *Event) (json.RawMessage, error) {
 	r := ev.ref
 	if r == nil {
 		return ev.data, nil
@@ -34,14 +34,14 @@ func (s *Server) eventData(ctx context.Context, thread string, ev *sseEvent) (js
 }
 
 // eventBuilder builds the events of a run on thread for its log.
-func (s *Server) eventBuilder(thread string) func(*sseEvent) (json.RawMessage, error) {
-	return func(ev *sseEvent) (json.RawMessage, error) { return s.eventData(context.Background(), thread, ev) }
+func (s *Service) eventBuilder(thread string) func(*Event) (json.RawMessage, error) {
+	return func(ev *Event) (json.RawMessage, error) { return s.EventData(context.Background(), thread, ev) }
 }
 
 // buildEvent is what the stream sent for an event built from a
 // checkpoint: the state in hand (a run still going), or the checkpoint
 // read back.
-func (s *Server) buildEvent(ctx context.Context, thread string, r *eventRef) (json.RawMessage, error) {
+func (s *Service) buildEvent(ctx context.Context, thread string, r *eventRef) (json.RawMessage, error) {
 	cp, err := s.store.Load(ctx, store.LoadRequest{Thread: thread, Namespace: r.ns, Seq: r.seq})
 	if err != nil {
 		return nil, fmt.Errorf("%w (checkpoint %d%s of thread %q): %w", ErrEventGone, r.seq, nsSuffix(r.ns), thread, err)
@@ -50,7 +50,7 @@ func (s *Server) buildEvent(ctx context.Context, thread string, r *eventRef) (js
 	case refValues:
 		return r.shown(s, cp.State.AppendJSON(nil)), nil
 	case refFinal:
-		return finalOf(cp), nil
+		return FinalOf(cp), nil
 	case refCheckpoints:
 		return r.shown(s, raw(s.checkpointPayload(ctx, cp))), nil
 	case refDebug:
@@ -59,17 +59,17 @@ func (s *Server) buildEvent(ctx context.Context, thread string, r *eventRef) (js
 	return nil, fmt.Errorf("%w: run event of unknown kind %q", store.ErrCorrupt, r.kind)
 }
 
-// redactsFor reports whether the server redacts what is built from the
+// redactsFor reports whether the service redacts what is built from the
 // state of a run of assistant id: unless the assistant redacts its state
 // itself (an assistant no longer served: redacted).
-func (s *Server) redactsFor(id string) bool {
+func (s *Service) RedactsFor(id string) bool {
 	a, ok := s.assistants[id]
 	return !ok || !a.Info().RedactsState
 }
 
 // shown is what a stream shows of data built from a state: redacted
 // unless the run's assistant redacted it when it was committed.
-func (r *eventRef) shown(s *Server, data json.RawMessage) json.RawMessage {
+func (r *eventRef) shown(s *Service, data json.RawMessage) json.RawMessage {
 	if r.redact {
 		return s.redact.JSON(data)
 	}
@@ -83,14 +83,14 @@ func nsSuffix(ns string) string {
 	return " in namespace " + ns
 }
 
-// finalOf is a checkpoint's state as join and wait answer it: with its
+// FinalOf is a checkpoint's state as join and wait answer it: with its
 // pending interrupt as __interrupt__.
-func finalOf(cp store.Checkpoint) json.RawMessage {
+func FinalOf(cp store.Checkpoint) json.RawMessage {
 	values := cp.State.AppendJSON(nil)
-	if in := interruptOf(cp); in != nil {
+	if in := InterruptOf(cp); in != nil {
 		var obj map[string]json.RawMessage
 		if json.Unmarshal(values, &obj) == nil {
-			obj["__interrupt__"] = raw([]apiInterrupt{*in})
+			obj["__interrupt__"] = raw([]Interrupt{*in})
 			values = raw(obj)
 		}
 	}
@@ -99,13 +99,13 @@ func finalOf(cp store.Checkpoint) json.RawMessage {
 
 // checkpointPayload is a checkpoints-mode event: the commit as a thread
 // state.
-func (s *Server) checkpointPayload(ctx context.Context, cp store.Checkpoint) map[string]any {
+func (s *Service) checkpointPayload(ctx context.Context, cp store.Checkpoint) map[string]any {
 	cfg := func(seq int64) any {
 		if seq == 0 {
 			return nil
 		}
-		return map[string]any{"configurable": checkpointRef(cp.Thread, cp.Namespace, seq)}
+		return map[string]any{"configurable": NewCheckpointRef(cp.Thread, cp.Namespace, seq)}
 	}
-	v := s.stateView(ctx, cp)
+	v := StateView(cp)
 	return map[string]any{"config": cfg(cp.Seq), "parent_config": cfg(cp.Parent), "next": orEmpty(cp.Meta.Next), "values": v.Values, "metadata": v.Metadata, "tasks": v.Tasks}
 }

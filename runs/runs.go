@@ -1,4 +1,4 @@
-package server
+package runs
 
 import (
 	"cmp"
@@ -6,10 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
+	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -21,21 +20,21 @@ import (
 
 // Run statuses, as the API names them.
 const (
-	statusPending     = "pending"
-	statusRunning     = "running"
-	statusSuccess     = "success"
-	statusError       = "error"
-	statusInterrupted = "interrupted"
+	StatusPending     = "pending"
+	StatusRunning     = "running"
+	StatusSuccess     = "success"
+	StatusError       = "error"
+	StatusInterrupted = "interrupted"
 )
 
-func terminal(status string) bool { return status != statusPending && status != statusRunning }
+func Terminal(status string) bool { return status != StatusPending && status != StatusRunning }
 
-// runData is what a run's record keeps besides its indexed columns.
-type runData struct {
+// Data is what a run's record keeps besides its indexed columns.
+type Data struct {
 	AssistantID       string         `json:"assistant_id"`
 	Metadata          map[string]any `json:"metadata,omitempty"`
 	MultitaskStrategy string         `json:"multitask_strategy,omitempty"`
-	Kwargs            runKwargs      `json:"kwargs"`
+	Kwargs            Kwargs         `json:"kwargs"`
 	// FromSeq is the thread's head when the run was created (a rollback
 	// returns there).
 	FromSeq int64 `json:"from_seq"`
@@ -48,11 +47,11 @@ type runData struct {
 	Attempt      int    `json:"attempt"`
 }
 
-// runKwargs are the run's parameters, as the API shows them.
-type runKwargs struct {
+// Kwargs are the run's parameters, as the API shows them.
+type Kwargs struct {
 	Input           json.RawMessage `json:"input"`
-	Command         *command        `json:"command,omitempty"`
-	Config          *runConfig      `json:"config,omitempty"`
+	Command         *Command        `json:"command,omitempty"`
+	Config          *RunConfig      `json:"config,omitempty"`
 	StreamMode      []string        `json:"stream_mode"`
 	StreamSubgraphs bool            `json:"stream_subgraphs"`
 	InterruptBefore []string        `json:"interrupt_before,omitempty"`
@@ -66,11 +65,11 @@ type runKwargs struct {
 }
 
 // storedKwargs are a run's kwargs as its record keeps them: what has its
-// default value is left out (see runData.MarshalJSON).
+// default value is left out (see Data.MarshalJSON).
 type storedKwargs struct {
 	Input           json.RawMessage `json:"input"`
-	Command         *command        `json:"command,omitempty"`
-	Config          *runConfig      `json:"config,omitempty"`
+	Command         *Command        `json:"command,omitempty"`
+	Config          *RunConfig      `json:"config,omitempty"`
 	StreamMode      []string        `json:"stream_mode,omitempty"`
 	StreamSubgraphs bool            `json:"stream_subgraphs,omitempty"`
 	InterruptBefore []string        `json:"interrupt_before,omitempty"`
@@ -91,8 +90,8 @@ const (
 
 // MarshalJSON writes a run's record data without what has its default
 // value, so that a record costs what the run asked for beside them.
-func (d runData) MarshalJSON() ([]byte, error) {
-	type plain runData
+func (d Data) MarshalJSON() ([]byte, error) {
+	type plain Data
 	p := plain(d)
 	if p.MultitaskStrategy == defaultStrategy {
 		p.MultitaskStrategy = ""
@@ -114,13 +113,13 @@ func (d runData) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads a run's record data, its defaults filled in.
-func (d *runData) UnmarshalJSON(b []byte) error {
-	type plain runData
+func (d *Data) UnmarshalJSON(b []byte) error {
+	type plain Data
 	var p plain
 	if err := json.Unmarshal(b, &p); err != nil {
 		return err
 	}
-	*d = runData(p)
+	*d = Data(p)
 	d.MultitaskStrategy = cmp.Or(d.MultitaskStrategy, defaultStrategy)
 	d.Kwargs.OnDisconnect = cmp.Or(d.Kwargs.OnDisconnect, defaultOnDisconnect)
 	if len(d.Kwargs.StreamMode) == 0 {
@@ -129,13 +128,13 @@ func (d *runData) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-type command struct {
+type Command struct {
 	Resume json.RawMessage `json:"resume"`
 	Update json.RawMessage `json:"update"`
 	Goto   json.RawMessage `json:"goto"`
 }
 
-type runConfig struct {
+type RunConfig struct {
 	Tags           []string       `json:"tags"`
 	RecursionLimit int            `json:"recursion_limit"`
 	Configurable   map[string]any `json:"configurable"`
@@ -143,21 +142,21 @@ type runConfig struct {
 	MaxConcurrency int            `json:"max_concurrency"`
 }
 
-// runRequest is the body of every run-creating endpoint.
-type runRequest struct {
+// Request is the body of every run-creating endpoint.
+type Request struct {
 	AssistantID       string            `json:"assistant_id"`
 	Input             json.RawMessage   `json:"input"`
-	Command           *command          `json:"command"`
-	Config            *runConfig        `json:"config"`
+	Command           *Command          `json:"command"`
+	Config            *RunConfig        `json:"config"`
 	Context           json.RawMessage   `json:"context"`
 	Metadata          map[string]any    `json:"metadata"`
-	StreamMode        stringList        `json:"stream_mode"`
+	StreamMode        StringList        `json:"stream_mode"`
 	StreamSubgraphs   bool              `json:"stream_subgraphs"`
 	StreamResumable   bool              `json:"stream_resumable"`
 	FeedbackKeys      json.RawMessage   `json:"feedback_keys"`
-	InterruptBefore   stringList        `json:"interrupt_before"`
-	InterruptAfter    stringList        `json:"interrupt_after"`
-	Checkpoint        *checkpointConfig `json:"checkpoint"`
+	InterruptBefore   StringList        `json:"interrupt_before"`
+	InterruptAfter    StringList        `json:"interrupt_after"`
+	Checkpoint        *CheckpointConfig `json:"checkpoint"`
 	CheckpointID      string            `json:"checkpoint_id"`
 	Webhook           json.RawMessage   `json:"webhook"`
 	MultitaskStrategy string            `json:"multitask_strategy"`
@@ -171,38 +170,39 @@ type runRequest struct {
 	LangsmithTracer   json.RawMessage   `json:"langsmith_tracer"`
 	// approval: set by the answer endpoint, never by a client's body.
 	approval *flow.Approval
-	// deliver: the request answers with the run's outcome (runFromRequest).
-	deliver bool
+	// Deliver: the caller answers with the run's outcome (a stream or a
+	// wait), so a stateless run's thread is kept until it has (Run.Deliver).
+	Deliver bool `json:"-"`
 }
 
 // oneOf checks an enumerated field.
-func oneOf(path, v string, allowed ...string) error {
+func OneOf(path, v string, allowed ...string) error {
 	if v == "" || slices.Contains(allowed, v) {
 		return nil
 	}
-	return unprocessable(path, "%q: want %s", v, strings.Join(allowed, ", "))
+	return invalid(path, "%q: want %s", v, strings.Join(allowed, ", "))
 }
 
 // check validates the request against its assistant and returns the
 // run's kwargs; nothing is created before it passes.
-func (q *runRequest) check(s *Server) (Assistant, runKwargs, error) {
-	var k runKwargs
-	if err := unsupported(map[string]json.RawMessage{"webhook": q.Webhook, "after_seconds": q.AfterSeconds, "feedback_keys": q.FeedbackKeys, "context": emptyObject(q.Context)}); err != nil {
+func (q *Request) check(s *Service) (Assistant, Kwargs, error) {
+	var k Kwargs
+	if err := Unsupported(map[string]json.RawMessage{"webhook": q.Webhook, "after_seconds": q.AfterSeconds, "feedback_keys": q.FeedbackKeys, "context": emptyObject(q.Context)}); err != nil {
 		return nil, k, err
 	}
 	if q.AssistantID == "" {
-		return nil, k, unprocessable("$.assistant_id", "required (one of %s)", strings.Join(s.order, ", "))
+		return nil, k, invalid("$.assistant_id", "required (one of %s)", strings.Join(s.order, ", "))
 	}
 	a, ok := s.assistants[q.AssistantID]
 	if !ok {
-		return nil, k, notFound("assistant %q not found (have %s)", q.AssistantID, strings.Join(s.order, ", "))
+		return nil, k, newError(ErrNotFound, "assistant %q not found (have %s)", q.AssistantID, strings.Join(s.order, ", "))
 	}
 	for _, e := range []error{
-		oneOf("$.multitask_strategy", q.MultitaskStrategy, "reject", "interrupt", "rollback", "enqueue"),
-		oneOf("$.on_completion", q.OnCompletion, "delete", "keep"),
-		oneOf("$.on_disconnect", q.OnDisconnect, "cancel", "continue"),
-		oneOf("$.if_not_exists", q.IfNotExists, "create", "reject"),
-		oneOf("$.durability", q.Durability, "sync", "async", "exit"),
+		OneOf("$.multitask_strategy", q.MultitaskStrategy, "reject", "interrupt", "rollback", "enqueue"),
+		OneOf("$.on_completion", q.OnCompletion, "delete", "keep"),
+		OneOf("$.on_disconnect", q.OnDisconnect, "cancel", "continue"),
+		OneOf("$.if_not_exists", q.IfNotExists, "create", "reject"),
+		OneOf("$.durability", q.Durability, "sync", "async", "exit"),
 	} {
 		if e != nil {
 			return nil, k, e
@@ -214,10 +214,10 @@ func (q *runRequest) check(s *Server) (Assistant, runKwargs, error) {
 	}
 	for i, m := range modes {
 		if _, ok := apiModes[m]; !ok {
-			return nil, k, unprocessable(fmt.Sprintf("$.stream_mode[%d]", i), "%q: want values, updates, messages, messages-tuple, custom, checkpoints, tasks or debug", m)
+			return nil, k, invalid(fmt.Sprintf("$.stream_mode[%d]", i), "%q: want values, updates, messages, messages-tuple, custom, checkpoints, tasks or debug", m)
 		}
 	}
-	k = runKwargs{Input: q.Input, Command: q.Command, Config: q.Config, StreamMode: modes, StreamSubgraphs: q.StreamSubgraphs,
+	k = Kwargs{Input: q.Input, Command: q.Command, Config: q.Config, StreamMode: modes, StreamSubgraphs: q.StreamSubgraphs,
 		OnDisconnect: cmp.Or(q.OnDisconnect, "continue"), OnCompletion: q.OnCompletion, Durability: q.Durability, Approval: q.approval}
 	if q.CheckpointDuring != nil && !*q.CheckpointDuring && k.Durability == "" {
 		k.Durability = "exit"
@@ -241,9 +241,9 @@ func emptyObject(b json.RawMessage) json.RawMessage {
 	return b
 }
 
-func (q *runRequest) checkInterrupts(a Assistant, k *runKwargs) error {
+func (q *Request) checkInterrupts(a Assistant, k *Kwargs) error {
 	nodes := a.Info().Nodes
-	for path, list := range map[string]stringList{"$.interrupt_before": q.InterruptBefore, "$.interrupt_after": q.InterruptAfter} {
+	for path, list := range map[string]StringList{"$.interrupt_before": q.InterruptBefore, "$.interrupt_after": q.InterruptAfter} {
 		var out []string
 		for i, n := range list {
 			switch {
@@ -252,7 +252,7 @@ func (q *runRequest) checkInterrupts(a Assistant, k *runKwargs) error {
 			case slices.Contains(nodes, n):
 				out = append(out, n)
 			default:
-				return unprocessable(fmt.Sprintf("%s[%d]", path, i), "%q is not a node of assistant %q (%s)", n, a.Info().ID, strings.Join(nodes, ", "))
+				return invalid(fmt.Sprintf("%s[%d]", path, i), "%q is not a node of assistant %q (%s)", n, a.Info().ID, strings.Join(nodes, ", "))
 			}
 		}
 		if path == "$.interrupt_before" {
@@ -267,12 +267,12 @@ func (q *runRequest) checkInterrupts(a Assistant, k *runKwargs) error {
 // checkCommand checks a run's command: resume, or goto "__end__" (end the
 // thread at its pause); update and other goto targets answer 422. An
 // input beside it must be empty (null or {}), as front ends send it.
-func checkCommand(c *command, input json.RawMessage) error {
-	if err := unsupported(map[string]json.RawMessage{"command.update": c.Update}); err != nil {
+func checkCommand(c *Command, input json.RawMessage) error {
+	if err := Unsupported(map[string]json.RawMessage{"command.update": c.Update}); err != nil {
 		return err
 	}
 	if in := strings.Join(strings.Fields(string(input)), ""); in != "" && in != "null" && in != "{}" {
-		return unprocessable("$.command", "send input or a command, not both (an input of {} or null goes with a command)")
+		return invalid("$.command", "send input or a command, not both (an input of {} or null goes with a command)")
 	}
 	if isNull(c.Goto) {
 		return nil
@@ -280,21 +280,21 @@ func checkCommand(c *command, input json.RawMessage) error {
 	var one string
 	var list []string
 	if json.Unmarshal(c.Goto, &one) != nil && (json.Unmarshal(c.Goto, &list) != nil || len(list) != 1) {
-		return unprocessable("$.command.goto", "want \"__end__\" or [\"__end__\"]")
+		return invalid("$.command.goto", "want \"__end__\" or [\"__end__\"]")
 	}
 	if one == "" && list != nil {
 		one = list[0]
 	}
 	if one != flow.END {
-		return unprocessable("$.command.goto", "%q: only \"__end__\" (end the thread at its pause) is supported", one)
+		return invalid("$.command.goto", "%q: only \"__end__\" (end the thread at its pause) is supported", one)
 	}
 	if !isNull(c.Resume) {
-		return unprocessable("$.command", "send resume or goto, not both")
+		return invalid("$.command", "send resume or goto, not both")
 	}
 	return nil
 }
 
-func (q *runRequest) checkCommand(k *runKwargs) error {
+func (q *Request) checkCommand(k *Kwargs) error {
 	if c := q.Command; c != nil {
 		if err := checkCommand(c, q.Input); err != nil {
 			return err
@@ -310,45 +310,36 @@ func (q *runRequest) checkCommand(k *runKwargs) error {
 			cid = v
 		}
 		if q.Config.RecursionLimit < 0 {
-			return unprocessable("$.config.recursion_limit", "%d must not be negative", q.Config.RecursionLimit)
+			return invalid("$.config.recursion_limit", "%d must not be negative", q.Config.RecursionLimit)
 		}
 	}
 	if cid != "" {
-		if _, err := parseCheckpointID(cid); err != nil {
-			return unprocessable("$.checkpoint_id", "%v", err)
+		if _, err := ParseCheckpointID(cid); err != nil {
+			return invalid("$.checkpoint_id", "%v", err)
 		}
 	}
 	k.CheckpointID = cid
 	return nil
 }
 
-// apiRunOf is a run record as the API shows it.
-func apiRunOf(rec store.RunRecord) (apiRun, runData, error) {
-	var d runData
+// DataOf reads what a run's record keeps besides its indexed columns.
+func DataOf(rec store.RunRecord) (Data, error) {
+	var d Data
 	if err := json.Unmarshal(rec.Data, &d); err != nil {
-		return apiRun{}, d, fmt.Errorf("%w: run %q: %v", store.ErrCorrupt, rec.ID, err)
+		return d, fmt.Errorf("%w: run %q: %v", store.ErrCorrupt, rec.ID, err)
 	}
-	r := apiRun{RunID: rec.ID, ThreadID: apiThreadID(rec.Thread), AssistantID: d.AssistantID, Status: rec.Status, Metadata: d.Metadata,
-		MultitaskStrategy: d.MultitaskStrategy, Kwargs: d.Kwargs, CreatedAt: apiTime(time.Unix(0, rec.CreatedAt)), UpdatedAt: apiTime(time.Unix(0, rec.UpdatedAt))}
-	if r.Metadata == nil {
-		r.Metadata = map[string]any{}
-	}
-	if d.CancelReason != "" {
-		r.CancelReason = &d.CancelReason
-	}
-	r.Error = d.Error
-	return r, d, nil
+	return d, nil
 }
 
 // createRun checks a run request, creates what it needs (the thread, if
 // asked) and hands the run to the manager.
-func (s *Server) createRun(ctx context.Context, threadID string, q runRequest) (*liveRun, error) {
+func (s *Service) Create(ctx context.Context, threadID string, q Request) (*Run, error) {
 	a, k, err := q.check(s)
 	if err != nil {
 		return nil, err
 	}
-	tenant := tenantOf(ctx)
-	d := runData{AssistantID: a.Info().ID, Metadata: q.Metadata, MultitaskStrategy: cmp.Or(q.MultitaskStrategy, "reject"), Kwargs: k, Attempt: 1}
+	tenant := TenantOf(ctx)
+	d := Data{AssistantID: a.Info().ID, Metadata: q.Metadata, MultitaskStrategy: cmp.Or(q.MultitaskStrategy, "reject"), Kwargs: k, Attempt: 1}
 	d.Kwargs.Input = s.redact.JSON(d.Kwargs.Input)
 	if ap := d.Kwargs.Approval; ap != nil {
 		red := *ap
@@ -361,11 +352,11 @@ func (s *Server) createRun(ctx context.Context, threadID string, q runRequest) (
 	var th store.Thread
 	if threadID == "" {
 		d.Temporary = k.OnCompletion != "keep"
-		th, err = s.store.CreateThread(ctx, store.Thread{ID: threadKey(ctx, uuid.NewString()), Tenant: tenant, Metadata: s.threadMetadata(nil, a)})
-	} else if th, err = s.thread(ctx, threadID); err != nil && q.IfNotExists == "create" && statusOf(err) == http.StatusNotFound {
-		th, err = s.store.CreateThread(ctx, store.Thread{ID: threadKey(ctx, threadID), Tenant: tenant, Metadata: s.threadMetadata(nil, a)})
+		th, err = s.store.CreateThread(ctx, store.Thread{ID: ThreadKey(ctx, uuid.NewString()), Tenant: tenant, Metadata: s.ThreadMetadata(nil, a)})
+	} else if th, err = s.Thread(ctx, threadID); err != nil && q.IfNotExists == "create" && errors.Is(err, store.ErrNotFound) {
+		th, err = s.store.CreateThread(ctx, store.Thread{ID: ThreadKey(ctx, threadID), Tenant: tenant, Metadata: s.ThreadMetadata(nil, a)})
 		if errors.Is(err, store.ErrConflict) {
-			th, err = s.thread(ctx, threadID)
+			th, err = s.Thread(ctx, threadID)
 		}
 	}
 	if err != nil {
@@ -376,17 +367,17 @@ func (s *Server) createRun(ctx context.Context, threadID string, q runRequest) (
 			return nil, err
 		}
 	}
-	if err := s.adoptThread(ctx, &th, a); err != nil {
+	if err := s.mayStart(ctx, th, a, k, d.MultitaskStrategy); err != nil {
 		return nil, err
 	}
-	if err := s.checkFresh(ctx, th, a, k, d.MultitaskStrategy); err != nil {
+	if err := s.adoptThread(ctx, &th, a); err != nil {
 		return nil, err
 	}
 	d.FromSeq = th.Head
 	now := s.cfg.Now().UnixNano()
-	rec := store.RunRecord{ID: uuid.NewString(), Thread: th.ID, Tenant: tenant, Status: statusPending, CreatedAt: now, UpdatedAt: now}
+	rec := store.RunRecord{ID: uuid.NewString(), Thread: th.ID, Tenant: tenant, Status: StatusPending, CreatedAt: now, UpdatedAt: now}
 	if s.queue != nil {
-		lr := &liveRun{rec: rec, data: d, a: a}
+		lr := &Run{rec: rec, data: d, a: a}
 		if err := s.enqueue(ctx, lr); err != nil {
 			if d.Temporary {
 				_ = s.store.DeleteThread(context.WithoutCancel(ctx), th.ID)
@@ -396,7 +387,7 @@ func (s *Server) createRun(ctx context.Context, threadID string, q runRequest) (
 		return lr, nil
 	}
 	lr := s.runs.newLive(rec, d, a, nil)
-	if d.Temporary && q.deliver {
+	if d.Temporary && q.Deliver {
 		lr.delivered = make(chan struct{})
 	}
 	if err := s.runs.submit(ctx, lr, d.MultitaskStrategy); err != nil {
@@ -408,25 +399,35 @@ func (s *Server) createRun(ctx context.Context, threadID string, q runRequest) (
 	return lr, nil
 }
 
-// checkFresh refuses a new run of an agent or pipeline file on a thread
-// whose last run has not finished (interrupted, failed, or stopped with
-// steps left), unless the client asked to replace it: the thread is
-// resumed with a command, or the strategy is interrupt or rollback.
-func (s *Server) checkFresh(ctx context.Context, th store.Thread, a Assistant, k runKwargs, strategy string) error {
-	if a.Info().Kind != "agent" || isNull(k.Input) || k.CheckpointID != "" || strategy == "interrupt" || strategy == "rollback" || th.Head == 0 || s.busy(ctx, th.ID) {
-		return nil
-	}
-	head, err := s.store.Load(ctx, store.LoadRequest{Thread: th.ID})
-	if err != nil || !agentfile.Unfinished(head) {
+// mayStart asks agentfile.CheckStart, the one rule of every front end,
+// whether a run of a may start on thread th: the thread must run a's file
+// (a thread that names none takes it), and a new run of an agent file's
+// chain may not abandon an unfinished one unless the client asked to
+// replace it (multitask strategy interrupt or rollback). A run that
+// continues the thread (no input, a command, a checkpoint), a thread busy
+// with a run this one waits behind (the rule applies when it starts), a
+// pipeline (it goes on where it stopped) and a Go graph (LangGraph's rule:
+// new input runs from the head) continue.
+func (s *Service) mayStart(ctx context.Context, th store.Thread, a Assistant, k Kwargs, strategy string) error {
+	info := a.Info()
+	q := agentfile.StartRequest{Thread: th.ID, Kind: info.Kind, File: info.File, Adopt: true,
+		Abandon: strategy == "interrupt" || strategy == "rollback"}
+	q.Continue = info.File == "" || info.Kind == agentfile.KindPipeline || isNull(k.Input) || k.CheckpointID != "" || (th.Head != 0 && s.Busy(ctx, th.ID))
+	_, err := agentfile.CheckStart(ctx, s.store, q)
+	se, ok := errors.AsType[*agentfile.StartError](err)
+	switch {
+	case !ok:
 		return err
+	case errors.Is(se.Err, agentfile.ErrUnfinished):
+		return newError(ErrUnfinished, "thread %q has an unfinished run (checkpoint %s, %s): resume it with a command (or no input), or start over with multitask_strategy interrupt",
+			APIThreadID(th.ID), CheckpointID(se.Head.Seq), strings.ToLower(se.Head.Status.String()))
 	}
-	return conflict("thread %q has an unfinished run (checkpoint %s, %s): resume it with a command (or no input), or start over with multitask_strategy interrupt",
-		apiThreadID(th.ID), checkpointID(head.Seq), strings.ToLower(head.Status.String()))
+	return newError(agentfile.ErrOtherFile, "thread %q runs %s, not assistant %q", APIThreadID(th.ID), se.File, info.ID)
 }
 
-// threadMetadata is the metadata a thread of assistant a carries, so that
+// ThreadMetadata is the metadata a thread of assistant a carries, so that
 // the server and the CLI know what runs on it.
-func (s *Server) threadMetadata(md map[string]any, a Assistant) map[string]any {
+func (s *Service) ThreadMetadata(md map[string]any, a Assistant) map[string]any {
 	out := map[string]any{}
 	for k, v := range md {
 		out[k] = v
@@ -440,20 +441,16 @@ func (s *Server) threadMetadata(md map[string]any, a Assistant) map[string]any {
 	set("graph_id", info.ID)
 	set("assistant_id", info.ID)
 	if info.File != "" {
-		set("kind", info.Kind)
-		set("file", info.File)
+		set(agentfile.MetaKind, info.Kind)
+		set(agentfile.MetaFile, info.File)
 	}
 	return out
 }
 
 // adoptThread records the assistant in the thread's metadata when it names
-// none, and refuses a thread that another file runs.
-func (s *Server) adoptThread(ctx context.Context, th *store.Thread, a Assistant) error {
-	info := a.Info()
-	if f, ok := th.Metadata["file"].(string); ok && info.File != "" && f != info.File {
-		return conflict("thread %q runs %s, not assistant %q", apiThreadID(th.ID), f, info.ID)
-	}
-	md := s.threadMetadata(th.Metadata, a)
+// none (mayStart has checked that the thread may take it).
+func (s *Service) adoptThread(ctx context.Context, th *store.Thread, a Assistant) error {
+	md := s.ThreadMetadata(th.Metadata, a)
 	if len(md) == len(th.Metadata) {
 		return nil
 	}
@@ -467,7 +464,7 @@ func (s *Server) adoptThread(ctx context.Context, th *store.Thread, a Assistant)
 // spec is what the assistant runs for a run: a new run from its input,
 // or a resume (an answer to an interrupt, a run from a checkpoint, an
 // unfinished thread continued).
-func (m *runManager) spec(ctx context.Context, lr *liveRun) (RunSpec, error) {
+func (m *runManager) spec(ctx context.Context, lr *Run) (RunSpec, error) {
 	k := lr.data.Kwargs
 	spec := RunSpec{Store: m.s.store, Thread: lr.rec.Thread, RunID: lr.rec.ID, Input: k.Input, InterruptBefore: k.InterruptBefore, InterruptAfter: k.InterruptAfter,
 		Durability: flow.Durability(k.Durability), Stream: flow.StreamOptions{Modes: flowModes(k.StreamMode), Subgraphs: k.StreamSubgraphs}}
@@ -478,7 +475,7 @@ func (m *runManager) spec(ctx context.Context, lr *liveRun) (RunSpec, error) {
 	if lr.started {
 		spec.Resume = true
 	} else if k.CheckpointID != "" {
-		seq, _ := parseCheckpointID(k.CheckpointID) // checked when the run was created
+		seq, _ := ParseCheckpointID(k.CheckpointID) // checked when the run was created
 		if err := m.forkAt(ctx, lr.rec.Thread, seq); err != nil {
 			return spec, err
 		}
@@ -498,7 +495,7 @@ func (m *runManager) spec(ctx context.Context, lr *liveRun) (RunSpec, error) {
 		if !isNull(c.Resume) {
 			var v any
 			if err := json.Unmarshal(c.Resume, &v); err != nil {
-				return spec, unprocessable("$.command.resume", "%v", err)
+				return spec, invalid("$.command.resume", "%v", err)
 			}
 			spec.Answer = v
 		}
@@ -536,4 +533,41 @@ func (m *runManager) forkAt(ctx context.Context, thread string, seq int64) error
 	}
 	_, err = m.s.store.Fork(ctx, store.ForkRequest{Thread: thread, At: seq})
 	return err
+}
+
+// CheckpointConfig names a checkpoint as clients send it.
+type CheckpointConfig struct {
+	ThreadID      string         `json:"thread_id"`
+	CheckpointNS  string         `json:"checkpoint_ns"`
+	CheckpointID  string         `json:"checkpoint_id"`
+	CheckpointMap map[string]any `json:"checkpoint_map"`
+}
+
+// StringList is a JSON string or array of strings (stream_mode,
+// interrupt_before accept both).
+type StringList []string
+
+func (l *StringList) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		*l = StringList{s}
+		return nil
+	}
+	var ss []string
+	if err := json.Unmarshal(b, &ss); err != nil {
+		return errors.New("want a string or an array of strings")
+	}
+	*l = ss
+	return nil
+}
+
+// Unsupported refuses API fields Cairn does not implement when a request
+// sets them, rather than ignore them silently.
+func Unsupported(fields map[string]json.RawMessage) error {
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		if v := strings.TrimSpace(string(fields[k])); v != "" && v != "null" {
+			return invalid("$."+k, "%s is not supported by Cairn", k)
+		}
+	}
+	return nil
 }

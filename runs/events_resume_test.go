@@ -1,4 +1,4 @@
-package server
+package runs
 
 import (
 	"log/slog"
@@ -17,10 +17,10 @@ import (
 // that read one event more than the store kept lost the first event of
 // the next attempt).
 func TestLogResume(t *testing.T) {
-	prior := func(n int) []*sseEvent {
-		out := make([]*sseEvent, n)
+	prior := func(n int) []*Event {
+		out := make([]*Event, n)
 		for i := range out {
-			out[i] = &sseEvent{Event: "updates", Seq: int64(i + 1), Attempt: 1}
+			out[i] = &Event{Event: "updates", Seq: int64(i + 1), Attempt: 1}
 		}
 		return out
 	}
@@ -46,7 +46,7 @@ func TestLogResume(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			l := newEventLog("r", "t", tc.logAttempt, rl, slog.Default(), nil, prior(int(tc.prior)))
 			if tc.appendFirst {
-				l.append(&sseEvent{Event: "updates"})
+				l.append(&Event{Event: "updates"})
 			}
 			if got := l.resume(tc.seq, tc.readerAtt); got != tc.want {
 				t.Fatalf("resume(%d, attempt %d) = %d, want %d", tc.seq, tc.readerAtt, got, tc.want)

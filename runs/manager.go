@@ -1,4 +1,4 @@
-package server
+package runs
 
 import (
 	"context"
@@ -16,14 +16,14 @@ import (
 	"github.com/cairn-dev/cairn/store"
 )
 
-// runManager runs the server's runs: one at a time per thread, the others
+// runManager runs the service's runs: one at a time per thread, the others
 // waiting in order (multitask strategy enqueue), each with its event log.
 type runManager struct {
-	s  *Server
+	s  *Service
 	mu sync.Mutex
 	// threads: the run on each thread and the runs waiting for it.
 	threads map[string]*threadRuns
-	live    map[string]*liveRun
+	live    map[string]*Run
 	wg      sync.WaitGroup
 	closed  bool
 	// base is the context of every run; shutdown cancels it.
@@ -32,26 +32,27 @@ type runManager struct {
 }
 
 type threadRuns struct {
-	active  *liveRun
-	waiting []*liveRun
+	active  *Run
+	waiting []*Run
 }
 
-// liveRun is a run this server is running or will run. Its executor
-// changes rec and data under mu; others read them with record.
-type liveRun struct {
+// Run is a run this service is running or will run (or, with a queue,
+// has queued). Its executor changes rec and data under mu; others read
+// them with Record.
+type Run struct {
 	mu   sync.Mutex
 	rec  store.RunRecord
-	data runData
+	data Data
 	a    Assistant
 	log  *eventLog
-	// started: the run's input was committed (by a previous server), so
+	// started: the run's input was committed ((by a previous process)), so
 	// it resumes.
 	started bool
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 	done    chan struct{}
 	// final is the run's outcome as join and wait answer it.
-	final *outcome
+	final *Outcome
 	// delivered, for a stateless run whose outcome a request delivers
 	// (runs/wait, runs/stream without a thread), is closed once it has:
 	// the run's thread, record and log are deleted only then.
@@ -63,60 +64,66 @@ type cancelCause struct{ action string }
 
 func (c *cancelCause) Error() string { return "run cancelled (" + c.action + ")" }
 
-// errShutdown ends runs when the server stops; they stay running in the
-// store for the next server to pick up.
-var errShutdown = errors.New("server: shutting down")
+// errShutdown ends runs when the service stops; they stay running in the
+// store for the next process to pick up.
+var errShutdown = errors.New("runs: shutting down")
 
-// record is a copy of the run's record, for readers besides its executor.
-func (lr *liveRun) record() store.RunRecord {
+// Record is a copy of the run's record, for readers besides its executor.
+func (lr *Run) Record() store.RunRecord {
 	lr.mu.Lock()
 	defer lr.mu.Unlock()
 	return lr.rec
 }
 
-// deliver tells a stateless run its outcome was delivered (see
+// Kwargs are the run's parameters.
+func (lr *Run) Kwargs() Kwargs {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	return lr.data.Kwargs
+}
+
+// Done is closed when the run has ended (or, for a queued run this
+// process does not run, never: follow it with Outcome or Events).
+func (lr *Run) Done() <-chan struct{} { return lr.done }
+
+// Outcome is what join and wait answer once Done is closed.
+func (lr *Run) Outcome() *Outcome { return lr.final }
+
+// Deliver tells a stateless run its outcome was delivered (see
 // delivered); nothing for other runs.
-func (lr *liveRun) deliver() {
+func (lr *Run) Deliver() {
 	if lr.delivered != nil {
 		close(lr.delivered)
 	}
 }
 
 // attempt is the run's attempt.
-func (lr *liveRun) attempt() int {
+func (lr *Run) attempt() int {
 	lr.mu.Lock()
 	defer lr.mu.Unlock()
 	return lr.data.Attempt
 }
 
 // set changes the run's status and data.
-func (lr *liveRun) set(fn func(*store.RunRecord, *runData)) {
+func (lr *Run) set(fn func(*store.RunRecord, *Data)) {
 	lr.mu.Lock()
 	defer lr.mu.Unlock()
 	fn(&lr.rec, &lr.data)
 }
 
-func newRunManager(s *Server) *runManager {
+func newRunManager(s *Service) *runManager {
 	base, stop := context.WithCancelCause(context.Background())
-	return &runManager{s: s, threads: map[string]*threadRuns{}, live: map[string]*liveRun{}, base: base, stopRuns: stop}
+	return &runManager{s: s, threads: map[string]*threadRuns{}, live: map[string]*Run{}, base: base, stopRuns: stop}
 }
 
-func (m *runManager) newLive(rec store.RunRecord, d runData, a Assistant, prior []*sseEvent) *liveRun {
+func (m *runManager) newLive(rec store.RunRecord, d Data, a Assistant, prior []*Event) *Run {
 	ctx, cancel := context.WithCancelCause(m.base)
-	return &liveRun{rec: rec, data: d, a: a, ctx: ctx, cancel: cancel, done: make(chan struct{}),
+	return &Run{rec: rec, data: d, a: a, ctx: ctx, cancel: cancel, done: make(chan struct{}),
 		log: newEventLog(rec.ID, rec.Thread, d.Attempt, m.s.runlog, m.s.log, m.s.eventBuilder(rec.Thread), prior)}
 }
 
-// busy reports whether a run is on the thread or waiting for it.
-func (m *runManager) busy(thread string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	tr := m.threads[thread]
-	return tr != nil && (tr.active != nil || len(tr.waiting) > 0)
-}
-
-// get returns a run this server has in hand.
-func (m *runManager) get(id string) *liveRun {
+// get returns a run this process has in hand.
+func (m *runManager) get(id string) *Run {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.live[id]
@@ -125,12 +132,12 @@ func (m *runManager) get(id string) *liveRun {
 // submit stores a new run and starts it, or queues it behind the thread's
 // run as the multitask strategy says: reject refuses it (409), interrupt
 // and rollback cancel the runs ahead of it, enqueue waits.
-func (m *runManager) submit(ctx context.Context, lr *liveRun, strategy string) error {
+func (m *runManager) submit(ctx context.Context, lr *Run, strategy string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
 		lr.log.release()
-		return &apiError{Status: 503, Msg: "the server is shutting down"}
+		return newError(ErrClosed, "the server is shutting down")
 	}
 	tr := m.threads[lr.rec.Thread]
 	if tr == nil {
@@ -141,9 +148,9 @@ func (m *runManager) submit(ctx context.Context, lr *liveRun, strategy string) e
 		switch strategy {
 		case "reject":
 			lr.log.release()
-			return conflict("thread %q is busy with run %s (multitask_strategy reject); wait for it, or ask for enqueue, interrupt or rollback", apiThreadID(lr.rec.Thread), tr.active.rec.ID)
+			return newError(ErrBusy, "thread %q is busy with run %s (multitask_strategy reject); wait for it, or ask for enqueue, interrupt or rollback", APIThreadID(lr.rec.Thread), tr.active.rec.ID)
 		case "interrupt", "rollback":
-			for _, other := range append([]*liveRun{tr.active}, tr.waiting...) {
+			for _, other := range append([]*Run{tr.active}, tr.waiting...) {
 				other.cancel(&cancelCause{action: strategy})
 			}
 		}
@@ -163,7 +170,7 @@ func (m *runManager) submit(ctx context.Context, lr *liveRun, strategy string) e
 }
 
 // put writes a run's record.
-func (m *runManager) put(ctx context.Context, lr *liveRun) error {
+func (m *runManager) put(ctx context.Context, lr *Run) error {
 	lr.mu.Lock()
 	b, err := json.Marshal(lr.data)
 	if err != nil {
@@ -177,7 +184,7 @@ func (m *runManager) put(ctx context.Context, lr *liveRun) error {
 	return m.s.runlog.PutRun(context.WithoutCancel(ctx), rec)
 }
 
-func (m *runManager) start(lr *liveRun) {
+func (m *runManager) start(lr *Run) {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
@@ -187,18 +194,18 @@ func (m *runManager) start(lr *liveRun) {
 }
 
 // execute runs lr to its end and records how it ended. A run stopped by
-// the server's shutdown, or whose appends were fenced (another worker
+// the service's shutdown, or whose appends were fenced (another worker
 // holds its thread's lease now), is left running in the store; execute
 // returns the fencing error then.
-func (m *runManager) execute(lr *liveRun) error {
+func (m *runManager) execute(lr *Run) error {
 	ctx := lr.ctx
 	if err := ctx.Err(); err == nil {
-		lr.set(func(r *store.RunRecord, _ *runData) { r.Status = statusRunning })
+		lr.set(func(r *store.RunRecord, _ *Data) { r.Status = StatusRunning })
 		if err := m.put(ctx, lr); err != nil {
 			m.s.log.Warn("recording a run failed", "run", lr.rec.ID, "err", err)
 		}
 	}
-	lr.log.append(inline("metadata", runMetadata(lr.rec.ID, lr.rec.Thread, lr.data.Attempt)))
+	lr.log.append(Inline("metadata", runMetadata(lr.rec.ID, lr.rec.Thread, lr.data.Attempt)))
 	res, err := m.run(ctx, lr)
 	if errors.Is(context.Cause(ctx), errShutdown) || errors.Is(err, store.ErrFenced) || errors.Is(err, store.ErrUnavailable) {
 		lr.log.close()
@@ -221,7 +228,7 @@ var storeRetry = backoff.Policy{Initial: 200 * time.Millisecond, Max: 5 * time.S
 // executeRetrying executes a run, and again from its last checkpoint
 // while the store is unavailable (a database restarting): the run waits
 // and continues rather than fail. It returns the last attempt's error.
-func (m *runManager) executeRetrying(lr *liveRun) error {
+func (m *runManager) executeRetrying(lr *Run) error {
 	for n := 1; ; n++ {
 		err := m.execute(lr)
 		if !errors.Is(err, store.ErrUnavailable) || lr.ctx.Err() != nil {
@@ -232,18 +239,18 @@ func (m *runManager) executeRetrying(lr *liveRun) error {
 		if backoff.Sleep(lr.ctx, d) != nil {
 			return err
 		}
-		started, serr := m.runStarted(lr.ctx, lr.record())
+		started, serr := m.runStarted(lr.ctx, lr.Record())
 		if serr != nil {
 			continue // still unavailable: the next attempt tells
 		}
 		lr.started = lr.started || started
-		lr.set(func(_ *store.RunRecord, d *runData) { d.Attempt++ })
+		lr.set(func(_ *store.RunRecord, d *Data) { d.Attempt++ })
 		lr.log.reopen(lr.attempt())
 	}
 }
 
 // run calls the assistant, turning its events into the run's log.
-func (m *runManager) run(ctx context.Context, lr *liveRun) (flow.Result, error) {
+func (m *runManager) run(ctx context.Context, lr *Run) (flow.Result, error) {
 	if ctx.Err() != nil {
 		return flow.Result{}, context.Cause(ctx)
 	}
@@ -276,28 +283,28 @@ func (m *runManager) run(ctx context.Context, lr *liveRun) (flow.Result, error) 
 
 // conclude sets the run's status and final outcome and writes its last
 // events: an interrupt, or the error.
-func (m *runManager) conclude(ctx context.Context, lr *liveRun, res flow.Result, err error) {
+func (m *runManager) conclude(ctx context.Context, lr *Run, res flow.Result, err error) {
 	var cc *cancelCause
-	status, reason, errText, errKind := statusSuccess, "", "", ""
+	status, reason, errText, errKind := StatusSuccess, "", "", ""
 	switch {
 	case errors.As(context.Cause(ctx), &cc):
-		status, reason = statusInterrupted, cc.action
+		status, reason = StatusInterrupted, cc.action
 	case err != nil:
 		err = m.s.redact.Error(err)
-		status, errText, errKind = statusError, apiText(lr.rec.Thread, err.Error()), errorType(err)
-		lr.log.append(inline("error", raw(map[string]string{"error": errKind, "message": errText})))
+		status, errText, errKind = StatusError, APIText(lr.rec.Thread, err.Error()), errorType(err)
+		lr.log.append(Inline("error", raw(map[string]string{"error": errKind, "message": errText})))
 	case res.StopReason == state.StopInterrupt:
-		status = statusInterrupted
+		status = StatusInterrupted
 	}
-	lr.set(func(r *store.RunRecord, d *runData) {
+	lr.set(func(r *store.RunRecord, d *Data) {
 		r.Status = status
 		d.StopReason, d.CancelReason, d.Error, d.ErrorType = string(res.StopReason), reason, errText, errKind
 	})
 	lr.final = m.finalValues(context.WithoutCancel(ctx), lr)
-	if status == statusInterrupted && reason == "" && slices.Contains(lr.data.Kwargs.StreamMode, "values") {
-		ev := inline("values", lr.final.bytes())
+	if status == StatusInterrupted && reason == "" && slices.Contains(lr.data.Kwargs.StreamMode, "values") {
+		ev := Inline("values", lr.final.bytes())
 		if at := lr.final.head.Seq; at > 0 {
-			ev = &sseEvent{Event: "values", ref: &eventRef{kind: refFinal, seq: at, stored: true, built: lr.final.bytes()}}
+			ev = &Event{Event: "values", ref: &eventRef{kind: refFinal, seq: at, stored: true, built: lr.final.bytes()}}
 		}
 		lr.log.append(ev)
 	}
@@ -312,7 +319,7 @@ func errorType(err error) string {
 		return "ConflictError"
 	case errors.Is(err, context.DeadlineExceeded):
 		return "TimeoutError"
-	case statusOf(err) == 422, statusOf(err) == 409:
+	case invalidKind(err), refused(err):
 		return "ValueError"
 	}
 	return "RunError"
@@ -320,17 +327,17 @@ func errorType(err error) string {
 
 // finalValues is what join and wait answer: the thread's state, with its
 // pending interrupt as __interrupt__, or the run's error as __error__.
-func (m *runManager) finalValues(ctx context.Context, lr *liveRun) *outcome {
-	if lr.rec.Status == statusError {
-		return &outcome{fixed: raw(map[string]any{"__error__": map[string]string{"error": lr.data.ErrorType, "message": lr.data.Error}})}
+func (m *runManager) finalValues(ctx context.Context, lr *Run) *Outcome {
+	if lr.rec.Status == StatusError {
+		return &Outcome{fixed: raw(map[string]any{"__error__": map[string]string{"error": lr.data.ErrorType, "message": lr.data.Error}})}
 	}
 	head, err := m.s.store.Load(ctx, store.LoadRequest{Thread: lr.rec.Thread})
 	if err != nil {
-		return &outcome{fixed: json.RawMessage("{}")}
+		return &Outcome{fixed: json.RawMessage("{}")}
 	}
-	o := &outcome{head: head}
-	if interruptOf(head) != nil {
-		o.fixed = finalOf(head)
+	o := &Outcome{head: head}
+	if InterruptOf(head) != nil {
+		o.fixed = FinalOf(head)
 	}
 	return o
 }
@@ -340,13 +347,13 @@ func (m *runManager) finalValues(ctx context.Context, lr *liveRun) *outcome {
 // time (a long thread's state is never held twice, as a document and as
 // one text); or a fixed answer (an error, a pause's state with its
 // interrupt).
-type outcome struct {
+type Outcome struct {
 	head  store.Checkpoint
 	fixed json.RawMessage
 }
 
 // bytes is the outcome as one text.
-func (o *outcome) bytes() json.RawMessage {
+func (o *Outcome) bytes() json.RawMessage {
 	if o.fixed != nil {
 		return o.fixed
 	}
@@ -354,7 +361,7 @@ func (o *outcome) bytes() json.RawMessage {
 }
 
 // write writes the outcome to w.
-func (o *outcome) write(w io.Writer) error {
+func (o *Outcome) write(w io.Writer) error {
 	if o.fixed != nil {
 		_, err := w.Write(o.fixed)
 		return err
@@ -365,7 +372,7 @@ func (o *outcome) write(w io.Writer) error {
 
 // finished hands the thread to its next waiting run, undoes a rolled
 // back run, and deletes a stateless run's thread.
-func (m *runManager) finished(lr *liveRun) {
+func (m *runManager) finished(lr *Run) {
 	ctx := context.Background()
 	var cc *cancelCause
 	if errors.As(context.Cause(lr.ctx), &cc) && cc.action == "rollback" {
@@ -376,7 +383,7 @@ func (m *runManager) finished(lr *liveRun) {
 	if m.handOver(lr) && lr.data.Temporary {
 		m.dropTemporary(lr)
 	}
-	if lr.record().Status == statusInterrupted && m.s.bounded() {
+	if lr.Record().Status == StatusInterrupted && m.s.bounded() {
 		if th, err := m.s.store.Thread(ctx, lr.rec.Thread); err == nil {
 			m.s.expiries.watch(ctx, th)
 		}
@@ -388,7 +395,7 @@ func (m *runManager) finished(lr *liveRun) {
 // dropTemporary deletes a stateless run's thread (with its record and
 // log) once its outcome is delivered: at once for a background run,
 // after the request that delivers it is done for the others.
-func (m *runManager) dropTemporary(lr *liveRun) {
+func (m *runManager) dropTemporary(lr *Run) {
 	drop := func() {
 		if err := m.s.store.DeleteThread(context.Background(), lr.rec.Thread); err != nil && !errors.Is(err, store.ErrNotFound) {
 			m.s.log.Warn("deleting a stateless run's thread failed", "thread", lr.rec.Thread, "err", err)
@@ -411,7 +418,7 @@ func (m *runManager) dropTemporary(lr *liveRun) {
 
 // handOver lets go of lr's thread: its next waiting run starts. It
 // reports whether the thread is left with no run.
-func (m *runManager) handOver(lr *liveRun) bool {
+func (m *runManager) handOver(lr *Run) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.live, lr.rec.ID)
@@ -432,7 +439,7 @@ func (m *runManager) handOver(lr *liveRun) bool {
 // rollback deletes a run and returns its thread to the state it had
 // before the run: a new branch from that checkpoint (the past is kept),
 // or, for a thread that was empty, an empty thread again.
-func (m *runManager) rollback(ctx context.Context, lr *liveRun) error {
+func (m *runManager) rollback(ctx context.Context, lr *Run) error {
 	if err := m.s.runlog.DeleteRun(ctx, lr.rec.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
@@ -464,12 +471,12 @@ func (m *runManager) rollback(ctx context.Context, lr *liveRun) error {
 
 // cancel stops a run (action interrupt or rollback). A run still waiting
 // for its thread ends at once.
-func (m *runManager) cancel(ctx context.Context, lr *liveRun, action string) error {
+func (m *runManager) cancel(ctx context.Context, lr *Run, action string) error {
 	m.mu.Lock()
 	tr := m.threads[lr.rec.Thread]
 	waiting := tr != nil && tr.active != lr && slices.Contains(tr.waiting, lr)
 	if waiting {
-		tr.waiting = slices.DeleteFunc(tr.waiting, func(x *liveRun) bool { return x == lr })
+		tr.waiting = slices.DeleteFunc(tr.waiting, func(x *Run) bool { return x == lr })
 		delete(m.live, lr.rec.ID)
 	}
 	m.mu.Unlock()
@@ -477,7 +484,7 @@ func (m *runManager) cancel(ctx context.Context, lr *liveRun, action string) err
 	if !waiting {
 		return nil
 	}
-	lr.set(func(r *store.RunRecord, d *runData) { r.Status, d.CancelReason = statusInterrupted, action })
+	lr.set(func(r *store.RunRecord, d *Data) { r.Status, d.CancelReason = StatusInterrupted, action })
 	lr.final = m.finalValues(ctx, lr)
 	lr.log.release()
 	close(lr.done)
@@ -487,35 +494,35 @@ func (m *runManager) cancel(ctx context.Context, lr *liveRun, action string) err
 	return m.put(ctx, lr)
 }
 
-// recover picks up the runs a previous server left pending or running:
+// recover picks up the runs a previous process left pending or running:
 // oldest first, each on its thread's queue.
 func (m *runManager) recover(ctx context.Context) error {
-	recs, err := m.s.runlog.Runs(ctx, store.RunQuery{Status: []string{statusPending, statusRunning}})
+	recs, err := m.s.runlog.Runs(ctx, store.RunQuery{Status: []string{StatusPending, StatusRunning}})
 	if err != nil {
 		return err
 	}
 	slices.Reverse(recs)
 	for _, rec := range recs {
 		if err := m.recoverRun(ctx, rec); err != nil {
-			return fmt.Errorf("server: picking up run %s: %w", rec.ID, err)
+			return fmt.Errorf("runs: picking up run %s: %w", rec.ID, err)
 		}
 	}
 	return nil
 }
 
 func (m *runManager) recoverRun(ctx context.Context, rec store.RunRecord) error {
-	_, d, err := apiRunOf(rec)
+	d, err := DataOf(rec)
 	if err != nil {
 		return err
 	}
-	prior, err := storedEvents(ctx, m.s.runlog, rec.ID, rec.Thread, m.s.redactsFor(d.AssistantID), 0, 0)
+	prior, err := storedEvents(ctx, m.s.runlog, rec.ID, rec.Thread, m.s.RedactsFor(d.AssistantID), 0, 0)
 	if err != nil {
 		return err
 	}
 	a, ok := m.s.assistants[d.AssistantID]
 	if !ok {
 		d.Error, d.ErrorType = fmt.Sprintf("assistant %q is no longer served", d.AssistantID), "RunError"
-		rec.Status = statusError
+		rec.Status = StatusError
 		rec.Data = raw(d)
 		rec.UpdatedAt = m.s.cfg.Now().UnixNano()
 		return m.s.runlog.PutRun(ctx, rec)
@@ -557,8 +564,8 @@ func (m *runManager) shutdown(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("server: runs still stopping: %w", ctx.Err())
+		return fmt.Errorf("runs: runs still stopping: %w", ctx.Err())
 	case <-time.After(time.Minute):
-		return errors.New("server: runs still stopping after a minute")
+		return errors.New("runs: runs still stopping after a minute")
 	}
 }

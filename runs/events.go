@@ -1,4 +1,4 @@
-package server
+package runs
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"github.com/cairn-dev/cairn/store"
 )
 
-// sseEvent is one event of a run's stream: its seq in the run's log, the
+// Event is one event of a run's stream: its seq in the run's log, the
 // attempt of the run that sent it, its SSE event name ("values",
 // "updates|gate1", …) and its JSON data.
 //
@@ -24,7 +24,7 @@ import (
 // the reference, and the data is built when a reader first needs it —
 // from the state in hand while the run goes on, from the checkpoint when
 // the log is read back — the same bytes either way.
-type sseEvent struct {
+type Event struct {
 	Seq     int64
 	Attempt int
 	Event   string
@@ -64,8 +64,8 @@ const (
 )
 
 // inline returns an event that carries its data.
-func inline(event string, data json.RawMessage) *sseEvent {
-	return &sseEvent{Event: event, data: data}
+func Inline(event string, data json.RawMessage) *Event {
+	return &Event{Event: event, data: data}
 }
 
 // storedEvent is an event as a run log keeps it: its name, and its data
@@ -89,10 +89,10 @@ type eventLog struct {
 	log     *slog.Logger
 	// build gives an event built from a checkpoint its data (for a
 	// reference the store cannot keep).
-	build func(*sseEvent) (json.RawMessage, error)
+	build func(*Event) (json.RawMessage, error)
 
 	mu        sync.Mutex
-	evs       []*sseEvent
+	evs       []*Event
 	persisted int
 	failures  int // consecutive failed writes (persist's own)
 	closing   bool
@@ -108,14 +108,14 @@ const persistDelay = 20 * time.Millisecond
 
 // newEventLog starts the log of a run's attempt whose earlier events (from
 // a previous server or attempt) are prior.
-func newEventLog(run, thread string, attempt int, rl store.RunLog, log *slog.Logger, build func(*sseEvent) (json.RawMessage, error), prior []*sseEvent) *eventLog {
+func newEventLog(run, thread string, attempt int, rl store.RunLog, log *slog.Logger, build func(*Event) (json.RawMessage, error), prior []*Event) *eventLog {
 	l := &eventLog{run: run, thread: thread, attempt: attempt, rl: rl, log: log, build: build, evs: prior, persisted: len(prior), wake: make(chan struct{}), kick: make(chan struct{}, 1), closeNow: make(chan struct{}), stopped: make(chan struct{})}
 	go l.persist()
 	return l
 }
 
 // append adds an event and wakes its readers.
-func (l *eventLog) append(ev *sseEvent) {
+func (l *eventLog) append(ev *Event) {
 	l.mu.Lock()
 	ev.Seq, ev.Attempt = int64(len(l.evs)+1), l.attempt
 	l.evs = append(l.evs, ev)
@@ -130,13 +130,13 @@ func (l *eventLog) append(ev *sseEvent) {
 
 // since returns the events after seq after, whether the log is complete,
 // and a channel closed when more arrive.
-func (l *eventLog) since(after int64) ([]*sseEvent, bool, <-chan struct{}) {
+func (l *eventLog) since(after int64) ([]*Event, bool, <-chan struct{}) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if after < 0 {
 		after = 0
 	}
-	var out []*sseEvent
+	var out []*Event
 	if int(after) < len(l.evs) {
 		out = l.evs[after:]
 	}
@@ -166,7 +166,7 @@ func (l *eventLog) resume(seq int64, attempt int) int64 {
 // that the log holds, and receives what the store holds from there. While
 // the log may still grow with the reader's attempt (ended false) and has
 // no event seq yet, settled is false: the reader waits and asks again.
-func resumeAfter(evs []*sseEvent, seq int64, attempt int, ended bool) (after int64, settled bool) {
+func resumeAfter(evs []*Event, seq int64, attempt int, ended bool) (after int64, settled bool) {
 	if seq <= 0 {
 		return 0, true
 	}
@@ -264,7 +264,7 @@ func (l *eventLog) persist() {
 
 // store writes a batch of events; it reports false when the log must give
 // up (closing, and the store has failed five times in a row).
-func (l *eventLog) store(batch []*sseEvent, closing bool) bool {
+func (l *eventLog) store(batch []*Event, closing bool) bool {
 	recs := make([]store.EventRecord, len(batch))
 	for i, ev := range batch {
 		recs[i] = l.record(ev)
@@ -294,7 +294,7 @@ func (l *eventLog) store(batch []*sseEvent, closing bool) bool {
 // record is an event as the store keeps it: a reference to a committed
 // checkpoint where it has one, nothing but its name for a run's metadata
 // event (its run, thread and attempt are known), else its data.
-func (l *eventLog) record(ev *sseEvent) store.EventRecord {
+func (l *eventLog) record(ev *Event) store.EventRecord {
 	se := storedEvent{Event: ev.Event, Data: ev.data}
 	rec := store.EventRecord{Seq: ev.Seq, Attempt: ev.Attempt}
 	if ev.Event == "metadata" && ev.ref == nil && string(ev.data) == string(runMetadata(l.run, l.thread, ev.Attempt)) {
@@ -316,23 +316,23 @@ func (l *eventLog) record(ev *sseEvent) store.EventRecord {
 
 // runMetadata is the metadata event that starts each attempt of a run.
 func runMetadata(run, thread string, attempt int) json.RawMessage {
-	return raw(map[string]any{"run_id": run, "thread_id": apiThreadID(thread), "attempt": attempt})
+	return raw(map[string]any{"run_id": run, "thread_id": APIThreadID(thread), "attempt": attempt})
 }
 
 // storedEvents reads the log of a run on thread from the store; redact:
 // what is built from its state is redacted (see eventRef).
-func storedEvents(ctx context.Context, rl store.RunLog, run, thread string, redact bool, after int64, limit int) ([]*sseEvent, error) {
+func storedEvents(ctx context.Context, rl store.RunLog, run, thread string, redact bool, after int64, limit int) ([]*Event, error) {
 	recs, err := rl.Events(ctx, run, after, limit)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*sseEvent, 0, len(recs))
+	out := make([]*Event, 0, len(recs))
 	for _, r := range recs {
 		var se storedEvent
 		if err := json.Unmarshal(r.Data, &se); err != nil {
 			return nil, fmt.Errorf("%w: run %q event %d: %v", store.ErrCorrupt, run, r.Seq, err)
 		}
-		ev := &sseEvent{Seq: r.Seq, Attempt: r.Attempt, Event: se.Event, data: se.Data}
+		ev := &Event{Seq: r.Seq, Attempt: r.Attempt, Event: se.Event, data: se.Data}
 		if se.Ref == refRun {
 			ev.data = runMetadata(run, thread, r.Attempt)
 		} else if se.Ref != "" {
@@ -346,11 +346,11 @@ func storedEvents(ctx context.Context, rl store.RunLog, run, thread string, reda
 	return out, nil
 }
 
-// eventID is an event's SSE id: the run and the event's seq in its log,
+// EventID is an event's SSE id: the run and the event's seq in its log,
 // and, past the run's first attempt, the attempt that sent it — so that an
 // event lost with a server killed mid-run and the event a later attempt
 // numbered the same never share an id.
-func eventID(run string, seq int64, attempt int) string {
+func EventID(run string, seq int64, attempt int) string {
 	id := run + ":" + strconv.FormatInt(seq, 10)
 	if attempt > 1 {
 		id += ":" + strconv.Itoa(attempt)
@@ -358,10 +358,10 @@ func eventID(run string, seq int64, attempt int) string {
 	return id
 }
 
-// parseEventID reads Last-Event-ID: "<run>:<seq>[:<attempt>]" of this run,
+// ParseEventID reads Last-Event-ID: "<run>:<seq>[:<attempt>]" of this run,
 // or a seq; the attempt is 1 when the id names none. "-1", which the SDK
 // sends to rejoin a run it has seen nothing of, is the start, as no id is.
-func parseEventID(run, id string) (int64, int, error) {
+func ParseEventID(run, id string) (int64, int, error) {
 	if id == "" || id == "-1" {
 		return 0, 1, nil
 	}
@@ -376,14 +376,14 @@ func parseEventID(run, id string) (int64, int, error) {
 		attempt, err = strconv.Atoi(attemptText)
 	}
 	if err != nil || seq < 0 || attempt < 1 || r != run {
-		return 0, 0, unprocessable("Last-Event-ID", "%q is not an event id of run %s (<run id>:<seq>[:<attempt>])", id, run)
+		return 0, 0, invalid("Last-Event-ID", "%q is not an event id of run %s (<run id>:<seq>[:<attempt>])", id, run)
 	}
 	return seq, attempt, nil
 }
 
-// modeOf is the stream mode an SSE event belongs to ("" for metadata and
+// ModeOf is the stream mode an SSE event belongs to ("" for metadata and
 // error, which every stream carries).
-func modeOf(event string) string {
+func ModeOf(event string) string {
 	name, _, _ := strings.Cut(event, "|")
 	switch name {
 	case "metadata", "error", "end":

@@ -1,4 +1,4 @@
-package server
+package runs
 
 import (
 	"context"
@@ -77,7 +77,7 @@ func chatError(root string, err error) error {
 	if !errors.As(err, &ce) {
 		return err
 	}
-	return unprocessable(root+ce.Path[1:], "%s", ce.Msg)
+	return invalid(root+ce.Path[1:], "%s", ce.Msg)
 }
 
 // resumeChecker is an assistant that checks the value a run resumes a
@@ -90,7 +90,7 @@ type resumeChecker interface {
 // checkResume checks a resume value (a command's resume, under root
 // "$.command.resume", or an approval's body, under root "$") against the
 // pause at the thread's head, if the assistant checks.
-func (s *Server) checkResume(ctx context.Context, a Assistant, th store.Thread, root string, resume json.RawMessage) error {
+func (s *Service) checkResume(ctx context.Context, a Assistant, th store.Thread, root string, resume json.RawMessage) error {
 	c, ok := a.(resumeChecker)
 	if !ok || th.Head == 0 {
 		return nil

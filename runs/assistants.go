@@ -1,4 +1,4 @@
-package server
+package runs
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	"github.com/cairn-dev/cairn/store"
 )
 
-// An Assistant is what the server's runs run: a Go graph (Graph), an agent
+// An Assistant is what the service's runs run: a Go graph (Graph), an agent
 // file or a pipeline file (LoadAssistants).
 type Assistant interface {
 	// Info describes the assistant.
@@ -52,7 +52,7 @@ type AssistantInfo struct {
 	Edges []flow.Edge
 	// StateFields are the state's fields (for the schemas endpoint).
 	StateFields []string
-	// ApprovalTimeout, when set, bounds the wait at a pause: the server
+	// ApprovalTimeout, when set, bounds the wait at a pause: the service
 	// answers a pause nobody answered in time with ApprovalFallback
 	// ("reject" or "approve").
 	ApprovalTimeout  time.Duration
@@ -60,7 +60,7 @@ type AssistantInfo struct {
 	// RedactsState: the assistant's runs redact what they commit (agent
 	// files and pipelines always do; a Graph with Options.Redact), so the
 	// events a run streams of its state show it as the store holds it;
-	// for other assistants the server redacts those events too.
+	// for other assistants the service redacts those events too.
 	RedactsState bool
 }
 
@@ -135,7 +135,7 @@ func (g *Graph) Run(ctx context.Context, spec RunSpec) (flow.Result, error) {
 	var upd state.Update
 	if len(spec.Input) > 0 && string(spec.Input) != "null" {
 		if err := json.Unmarshal(spec.Input, &upd); err != nil {
-			return flow.Result{}, unprocessable("$.input", "a graph's input is an object of state fields: %v", err)
+			return flow.Result{}, invalid("$.input", "a graph's input is an object of state fields: %v", err)
 		}
 	}
 	return streamResult(r.Stream(ctx, spec.Thread, upd, so))
@@ -152,7 +152,7 @@ func streamResult(events func(func(flow.Event, error) bool)) (flow.Result, error
 			return *ev.Result, err
 		}
 	}
-	return flow.Result{}, errors.New("server: the run's stream ended without a result")
+	return flow.Result{}, errors.New("runs: the run's stream ended without a result")
 }
 
 // UpdateState implements Assistant.
@@ -186,7 +186,7 @@ type AssistantConfig struct {
 func LoadAssistants(dir string, cfg AssistantConfig) ([]Assistant, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("server: assistants: %w", err)
+		return nil, fmt.Errorf("runs: assistants: %w", err)
 	}
 	var out []Assistant
 	seen := map[string]string{}
@@ -201,17 +201,17 @@ func LoadAssistants(dir string, cfg AssistantConfig) ([]Assistant, error) {
 		}
 		a, err := loadAssistant(path, ext, cfg)
 		if err != nil {
-			return nil, fmt.Errorf("server: assistant %s: %w", path, err)
+			return nil, fmt.Errorf("runs: assistant %s: %w", path, err)
 		}
 		id := a.Info().ID
 		if prev, ok := seen[id]; ok {
-			return nil, fmt.Errorf("server: assistants %s and %s are both named %q", prev, path, id)
+			return nil, fmt.Errorf("runs: assistants %s and %s are both named %q", prev, path, id)
 		}
 		seen[id] = path
 		out = append(out, a)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("server: no agent (*.md) or pipeline (*.yaml) files in %s", dir)
+		return nil, fmt.Errorf("runs: no agent (*.md) or pipeline (*.yaml) files in %s", dir)
 	}
 	return out, nil
 }
@@ -225,7 +225,7 @@ func LoadAssistant(path string, cfg AssistantConfig) (Assistant, error) {
 	}
 	ext := strings.ToLower(filepath.Ext(abs))
 	if ext != ".md" && ext != ".yaml" && ext != ".yml" {
-		return nil, fmt.Errorf("server: assistant %s: want an agent file (.md) or a pipeline file (.yaml)", path)
+		return nil, fmt.Errorf("runs: assistant %s: want an agent file (.md) or a pipeline file (.yaml)", path)
 	}
 	return loadAssistant(abs, ext, cfg)
 }
@@ -241,7 +241,7 @@ func loadAssistant(path, ext string, cfg AssistantConfig) (Assistant, error) {
 			return nil, err
 		}
 		a := &agentAssistant{f: f, cfg: cfg, created: info.ModTime(), conversations: conversationsOf(f)}
-		g, err := agentfile.Graph(f, a.runConfig(nil, RunSpec{}))
+		g, err := agentfile.Graph(f, a.RunConfig(nil, RunSpec{}))
 		if err != nil {
 			return nil, err
 		}
@@ -282,7 +282,7 @@ func (a *agentAssistant) Info() AssistantInfo {
 	return info
 }
 
-func (a *agentAssistant) runConfig(s store.Store, spec RunSpec) agentfile.RunConfig {
+func (a *agentAssistant) RunConfig(s store.Store, spec RunSpec) agentfile.RunConfig {
 	rc := agentfile.RunConfig{Store: s, Thread: spec.Thread, Getenv: a.cfg.Getenv, AllowedRoot: a.cfg.AllowedRoot, RunID: spec.RunID,
 		Observer: spec.Observer, Stream: spec.Stream.Modes, Answer: spec.Answer, Durability: spec.Durability,
 		InterruptBefore: spec.InterruptBefore, InterruptAfter: spec.InterruptAfter, Abandon: spec.Abandon, Conversations: a.conversations}
@@ -295,7 +295,7 @@ func (a *agentAssistant) runConfig(s store.Store, spec RunSpec) agentfile.RunCon
 // Run implements Assistant: a new run's input is the agent's input, a
 // JSON string as text, anything else as JSON; null or absent is empty text.
 func (a *agentAssistant) Run(ctx context.Context, spec RunSpec) (flow.Result, error) {
-	rc := a.runConfig(spec.Store, spec)
+	rc := a.RunConfig(spec.Store, spec)
 	if len(rc.Stream) == 0 {
 		rc.Stream = []flow.StreamMode{flow.StreamValues}
 	}
@@ -334,7 +334,7 @@ func agentInput(in json.RawMessage) agentfile.Input {
 }
 
 func (a *agentAssistant) UpdateState(ctx context.Context, s store.Store, thread string, at int64, values state.Update, asNode string) (store.Checkpoint, error) {
-	cp, err := agentfile.UpdateState(ctx, a.f, a.runConfig(s, RunSpec{Thread: thread}), at, values, asNode)
+	cp, err := agentfile.UpdateState(ctx, a.f, a.RunConfig(s, RunSpec{Thread: thread}), at, values, asNode)
 	return cp, chatError("$.values", err)
 }
 
@@ -372,10 +372,10 @@ func (a *pipelineAssistant) config(s store.Store, spec RunSpec) pipeline.Config 
 // thread's pipeline where it stopped.
 func (a *pipelineAssistant) Run(ctx context.Context, spec RunSpec) (flow.Result, error) {
 	if in := strings.TrimSpace(string(spec.Input)); in != "" && in != "null" && in != "{}" && !spec.Resume {
-		return flow.Result{}, unprocessable("$.input", "a pipeline works on the request in its file; send no input")
+		return flow.Result{}, invalid("$.input", "a pipeline works on the request in its file; send no input")
 	}
 	if len(spec.InterruptBefore)+len(spec.InterruptAfter) > 0 {
-		return flow.Result{}, unprocessable("$.interrupt_before", "pipelines take no interrupts")
+		return flow.Result{}, invalid("$.interrupt_before", "pipelines take no interrupts")
 	}
 	pc := a.config(spec.Store, spec)
 	if len(pc.Stream) == 0 {
@@ -389,5 +389,5 @@ func (a *pipelineAssistant) Run(ctx context.Context, spec RunSpec) (flow.Result,
 }
 
 func (a *pipelineAssistant) UpdateState(context.Context, store.Store, string, int64, state.Update, string) (store.Checkpoint, error) {
-	return store.Checkpoint{}, unprocessable("$", "a pipeline's state is written by its gates; fork a checkpoint and resume instead")
+	return store.Checkpoint{}, invalid("$", "a pipeline's state is written by its gates; fork a checkpoint and resume instead")
 }

@@ -1,4 +1,4 @@
-package server
+package runs
 
 import (
 	"context"
@@ -20,7 +20,7 @@ var apiModes = map[string]flow.StreamMode{
 // converter turns a run's flow events into the API's stream events, in
 // the modes the run was asked for.
 type converter struct {
-	s         *Server
+	s         *Service
 	thread    string
 	run       string
 	modes     map[string]bool
@@ -39,12 +39,18 @@ type apiMessage struct {
 	ToolCallChunk []map[string]any `json:"tool_call_chunks,omitempty"`
 }
 
-func newConverter(s *Server, thread, run string, modes []string, subgraphs bool) *converter {
+func newConverter(s *Service, thread, run string, modes []string, subgraphs bool) *converter {
 	c := &converter{s: s, thread: thread, run: run, modes: map[string]bool{}, subgraphs: subgraphs, messages: map[string]*apiMessage{}}
 	for _, m := range modes {
 		c.modes[m] = true
 	}
 	return c
+}
+
+// IsMode reports whether m is a stream mode a run accepts.
+func IsMode(m string) bool {
+	_, ok := apiModes[m]
+	return ok
 }
 
 // flowModes are the runner's modes the API modes need.
@@ -68,7 +74,7 @@ func modeNames(ms []flow.StreamMode) []string {
 
 func (c *converter) name(mode string, ev flow.Event) string {
 	if ev.Namespace != "" {
-		return mode + "|" + apiNamespace(ev.Namespace)
+		return mode + "|" + APINamespace(ev.Namespace)
 	}
 	return mode
 }
@@ -82,18 +88,18 @@ func raw(v any) json.RawMessage {
 }
 
 // convert returns the stream events of one flow event. Those whose content
-// a committed checkpoint holds refer to it (see sseEvent).
-func (c *converter) convert(ctx context.Context, ev flow.Event) []*sseEvent {
+// a committed checkpoint holds refer to it (see Event).
+func (c *converter) convert(ctx context.Context, ev flow.Event) []*Event {
 	if ev.Namespace != "" && !c.subgraphs {
 		return nil
 	}
-	var out []*sseEvent
+	var out []*Event
 	add := func(mode string, data json.RawMessage) {
-		out = append(out, inline(c.name(mode, ev), data))
+		out = append(out, Inline(c.name(mode, ev), data))
 	}
 	ref := func(mode, kind string) {
 		r := &eventRef{kind: kind, ns: ev.Namespace, seq: ev.Seq, stored: ev.Committed && ev.Thread == c.thread, redact: c.redact}
-		out = append(out, &sseEvent{Event: c.name(mode, ev), ref: r})
+		out = append(out, &Event{Event: c.name(mode, ev), ref: r})
 	}
 	switch ev.Kind {
 	case flow.EventValues:
@@ -117,11 +123,11 @@ func (c *converter) convert(ctx context.Context, ev flow.Event) []*sseEvent {
 		out = append(out, c.task(ev)...)
 	case flow.EventInterrupt:
 		if c.modes["updates"] { // a static pause (interrupt_before/after) has no interrupt: an empty list
-			ins := []apiInterrupt{}
+			ins := []Interrupt{}
 			if !ev.Static {
-				ins = append(ins, apiInterrupt{ID: interruptID(ev.Thread, ev.Namespace, ev.Seq), Value: orNull(ev.Payload), When: "during"})
+				ins = append(ins, Interrupt{ID: InterruptID(ev.Thread, ev.Namespace, ev.Seq), Value: orNull(ev.Payload), When: "during"})
 			}
-			add("updates", raw(map[string][]apiInterrupt{"__interrupt__": ins}))
+			add("updates", raw(map[string][]Interrupt{"__interrupt__": ins}))
 		}
 	}
 	return out
@@ -137,11 +143,11 @@ func orNull(b json.RawMessage) json.RawMessage {
 // checkpoint is a commit's checkpoints-mode and debug events: references
 // to the checkpoint, built when read; a commit not stored yet (async
 // durability) is read back at once, as far as the store has it.
-func (c *converter) checkpoint(ctx context.Context, ev flow.Event) []*sseEvent {
+func (c *converter) checkpoint(ctx context.Context, ev flow.Event) []*Event {
 	if !c.modes["checkpoints"] && !c.modes["debug"] {
 		return nil
 	}
-	var out []*sseEvent
+	var out []*Event
 	stored := ev.Committed && ev.Thread == c.thread
 	var payload json.RawMessage
 	if !stored {
@@ -149,17 +155,17 @@ func (c *converter) checkpoint(ctx context.Context, ev flow.Event) []*sseEvent {
 	}
 	if c.modes["checkpoints"] {
 		if stored {
-			out = append(out, &sseEvent{Event: c.name("checkpoints", ev), ref: &eventRef{kind: refCheckpoints, ns: ev.Namespace, seq: ev.Seq, stored: true, redact: c.redact}})
+			out = append(out, &Event{Event: c.name("checkpoints", ev), ref: &eventRef{kind: refCheckpoints, ns: ev.Namespace, seq: ev.Seq, stored: true, redact: c.redact}})
 		} else {
-			out = append(out, inline(c.name("checkpoints", ev), payload))
+			out = append(out, Inline(c.name("checkpoints", ev), payload))
 		}
 	}
 	if c.modes["debug"] {
-		ts := apiTime(ev.Time)
+		ts := APITime(ev.Time)
 		if stored {
-			out = append(out, &sseEvent{Event: c.name("debug", ev), ref: &eventRef{kind: refDebug, ns: ev.Namespace, seq: ev.Seq, ts: ts, stored: true, redact: c.redact}})
+			out = append(out, &Event{Event: c.name("debug", ev), ref: &eventRef{kind: refDebug, ns: ev.Namespace, seq: ev.Seq, ts: ts, stored: true, redact: c.redact}})
 		} else {
-			out = append(out, inline(c.name("debug", ev), raw(map[string]any{"type": "checkpoint", "timestamp": ts, "step": ev.Seq - 2, "payload": payload})))
+			out = append(out, Inline(c.name("debug", ev), raw(map[string]any{"type": "checkpoint", "timestamp": ts, "step": ev.Seq - 2, "payload": payload})))
 		}
 	}
 	return out
@@ -175,9 +181,9 @@ func (c *converter) unstored(ctx context.Context, ev flow.Event) map[string]any 
 		if seq == 0 {
 			return nil
 		}
-		return map[string]any{"configurable": checkpointRef(ev.Thread, ev.Namespace, seq)}
+		return map[string]any{"configurable": NewCheckpointRef(ev.Thread, ev.Namespace, seq)}
 	}
-	return map[string]any{"config": cfg(ev.Seq), "parent_config": cfg(ev.Parent), "next": orEmpty(ev.Next), "values": json.RawMessage("{}"), "metadata": map[string]any{}, "tasks": []apiTask{}}
+	return map[string]any{"config": cfg(ev.Seq), "parent_config": cfg(ev.Parent), "next": orEmpty(ev.Next), "values": json.RawMessage("{}"), "metadata": map[string]any{}, "tasks": []Task{}}
 }
 
 func orEmpty(s []string) []string {
@@ -198,7 +204,7 @@ func (c *converter) taskKey(key string) string {
 }
 
 // task is a tasks-mode (and debug) event: a task's start or end.
-func (c *converter) task(ev flow.Event) []*sseEvent {
+func (c *converter) task(ev flow.Event) []*Event {
 	var payload map[string]any
 	kind, id := "task", c.taskKey(ev.Key)
 	if ev.Kind == flow.EventNodeStart {
@@ -209,21 +215,21 @@ func (c *converter) task(ev flow.Event) []*sseEvent {
 		if ev.Err != "" {
 			errv = ev.Err
 		}
-		payload = map[string]any{"id": id, "name": ev.Node, "error": errv, "result": orNull(ev.Payload), "interrupts": []apiInterrupt{}}
+		payload = map[string]any{"id": id, "name": ev.Node, "error": errv, "result": orNull(ev.Payload), "interrupts": []Interrupt{}}
 	}
-	var out []*sseEvent
+	var out []*Event
 	if c.modes["tasks"] {
-		out = append(out, inline(c.name("tasks", ev), raw(payload)))
+		out = append(out, Inline(c.name("tasks", ev), raw(payload)))
 	}
 	if c.modes["debug"] {
-		out = append(out, inline(c.name("debug", ev), raw(map[string]any{"type": kind, "timestamp": apiTime(ev.Time), "step": ev.Seq - 1, "payload": payload})))
+		out = append(out, Inline(c.name("debug", ev), raw(map[string]any{"type": kind, "timestamp": APITime(ev.Time), "step": ev.Seq - 1, "payload": payload})))
 	}
 	return out
 }
 
 // message is a messages event: in messages-tuple mode each chunk with its
 // metadata, in messages mode the message so far (messages/metadata first).
-func (c *converter) message(ev flow.Event) []*sseEvent {
+func (c *converter) message(ev flow.Event) []*Event {
 	var ch struct {
 		ID       string `json:"id"`
 		Agent    string `json:"agent"`
@@ -238,7 +244,7 @@ func (c *converter) message(ev flow.Event) []*sseEvent {
 	if json.Unmarshal(ev.Payload, &ch) != nil {
 		return nil
 	}
-	meta := map[string]any{"langgraph_node": ev.Node, "langgraph_checkpoint_ns": apiNamespace(ev.Namespace), "langgraph_step": ev.Seq, "run_id": c.run, "thread_id": apiThreadID(c.thread)}
+	meta := map[string]any{"langgraph_node": ev.Node, "langgraph_checkpoint_ns": APINamespace(ev.Namespace), "langgraph_step": ev.Seq, "run_id": c.run, "thread_id": APIThreadID(c.thread)}
 	if ch.Agent != "" {
 		meta["agent"] = ch.Agent
 	}
@@ -246,21 +252,21 @@ func (c *converter) message(ev flow.Event) []*sseEvent {
 	if t := ch.ToolCall; t != nil {
 		tc = []map[string]any{{"index": t.Index, "id": t.ID, "name": t.Name, "args": t.Args}}
 	}
-	var out []*sseEvent
+	var out []*Event
 	if c.modes["messages-tuple"] {
 		chunk := apiMessage{Type: "AIMessageChunk", Content: ch.Text, ID: ch.ID, ToolCallChunk: tc}
-		out = append(out, inline(c.name("messages", ev), raw([]any{chunk, meta})))
+		out = append(out, Inline(c.name("messages", ev), raw([]any{chunk, meta})))
 	}
 	if c.modes["messages"] {
 		m, seen := c.messages[ch.ID]
 		if !seen {
 			m = &apiMessage{Type: "ai", ID: ch.ID}
 			c.messages[ch.ID] = m
-			out = append(out, inline(c.name("messages/metadata", ev), raw(map[string]any{ch.ID: map[string]any{"metadata": meta}})))
+			out = append(out, Inline(c.name("messages/metadata", ev), raw(map[string]any{ch.ID: map[string]any{"metadata": meta}})))
 		}
 		m.Content += ch.Text
 		m.ToolCallChunk = append(m.ToolCallChunk, tc...)
-		out = append(out, inline(c.name("messages/partial", ev), raw([]apiMessage{*m})))
+		out = append(out, Inline(c.name("messages/partial", ev), raw([]apiMessage{*m})))
 	}
 	return out
 }

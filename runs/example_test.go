@@ -1,0 +1,82 @@
+package runs_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/runs"
+	"github.com/cairn-dev/cairn/state"
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/inmem"
+)
+
+// A Go program runs a graph on a thread and reads the run's events and
+// outcome, without HTTP.
+func Example() {
+	ctx := context.Background()
+	schema := state.MustSchema(state.WithField("greeting", state.ReducerReplace))
+	g, err := flow.NewGraph(schema).
+		AddNode("greet", func(_ context.Context, s state.Doc) (state.Update, error) {
+			var name string
+			_ = s.Get("name", &name)
+			return state.Update{"greeting": "hello, " + name}, nil
+		}).
+		AddEdge(flow.START, "greet").Compile()
+	if err != nil {
+		panic(err)
+	}
+	svc, err := runs.New(runs.Config{Store: inmem.Open(store.Options{}), Assistants: []runs.Assistant{&runs.Graph{ID: "greeter", Graph: g}}})
+	if err != nil {
+		panic(err)
+	}
+	if err := svc.Start(ctx); err != nil {
+		panic(err)
+	}
+	defer svc.Close(ctx)
+
+	run, err := svc.Create(ctx, "t1", runs.Request{AssistantID: "greeter", Input: json.RawMessage(`{"name": "Ada"}`),
+		IfNotExists: "create", StreamMode: runs.StringList{"updates"}})
+	if err != nil {
+		panic(err)
+	}
+	<-run.Done()
+	evs, _, _, err := svc.Events(run, run.Record(), 0, 1)(ctx) // every event, from the first
+	if err != nil {
+		panic(err)
+	}
+	for _, ev := range evs {
+		if ev.Event == "updates" {
+			data, _ := svc.EventData(ctx, run.Record().Thread, ev)
+			fmt.Printf("%s %s\n", ev.Event, data)
+		}
+	}
+	fmt.Println(run.Record().Status)
+	_ = run.Outcome().Write(os.Stdout)
+	fmt.Println()
+	// Output:
+	// updates {"greet":{"greeting":"hello, Ada"}}
+	// success
+	// {"greeting":"hello, Ada","name":"Ada"}
+}
+
+// A request the service refuses is an *Error whose kind says why; nothing
+// is stored.
+func ExampleService_Create_refused() {
+	ctx := context.Background()
+	svc, err := runs.New(runs.Config{Store: inmem.Open(store.Options{})})
+	if err != nil {
+		panic(err)
+	}
+	_, err = svc.Create(ctx, "t1", runs.Request{AssistantID: "nobody", IfNotExists: "create"})
+	fmt.Println(errors.Is(err, runs.ErrNotFound), err)
+	_, err = svc.Create(ctx, "t1", runs.Request{})
+	var re *runs.Error
+	fmt.Println(errors.Is(err, runs.ErrInvalidInput), errors.As(err, &re) && re.Path == "$.assistant_id")
+	// Output:
+	// true assistant "nobody" not found (have )
+	// true true
+}

@@ -1,0 +1,144 @@
+package runs
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/cairn-dev/cairn/redact"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// Config configures a Service.
+type Config struct {
+	// Store holds the threads, their checkpoints, and the runs with their
+	// event logs (its backend must keep a store.RunLog; the built-in ones
+	// do).
+	Store store.Store
+	// Assistants are what runs run, by id.
+	Assistants []Assistant
+	// Logger receives what the service does (nil: nothing).
+	Logger *slog.Logger
+	// Redact hides secrets in what runs record and stream (nil: the
+	// default secret shapes).
+	Redact *redact.Redactor
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// ExpiryCheck is how often expired pauses are looked for (default
+	// 1 s), when an assistant bounds the wait (AssistantInfo).
+	ExpiryCheck time.Duration
+	// Queue, when set, records each run and puts it on this queue for
+	// workers (package worker) instead of running it in this process;
+	// Execute runs a queued run. Streams, waits and joins then follow the
+	// run through the store.
+	Queue store.RunQueue
+}
+
+// Service runs the runs of assistants on threads: it creates them (or
+// queues them for workers), runs them one at a time per thread as their
+// multitask strategy says, keeps their event logs, answers pauses, and
+// picks up after a crash. It knows nothing of HTTP: package server is its
+// HTTP front end, cairn run --queue and package worker call it directly.
+type Service struct {
+	cfg        Config
+	store      store.Store
+	runlog     store.RunLog
+	assistants map[string]Assistant
+	order      []string
+	log        *slog.Logger
+	redact     *redact.Redactor
+	runs       *runManager
+	queue      store.RunQueue // nil: runs run in this process
+	expiries   *expiries
+}
+
+// ErrConfig: the service's configuration is unusable.
+var ErrConfig = errors.New("runs: invalid configuration")
+
+// New returns a service; it runs nothing until Start.
+func New(cfg Config) (*Service, error) {
+	if cfg.Store == nil {
+		return nil, fmt.Errorf("%w: no store", ErrConfig)
+	}
+	rl, err := store.RunLogOf(cfg.Store)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	cfg.ExpiryCheck = cmp.Or(cfg.ExpiryCheck, time.Second)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Service{cfg: cfg, store: cfg.Store, runlog: rl, queue: cfg.Queue, assistants: map[string]Assistant{}, log: cfg.Logger, redact: cfg.Redact}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.redact == nil {
+		if s.redact, err = redact.New(redact.Config{}); err != nil {
+			return nil, err
+		}
+	}
+	for _, a := range cfg.Assistants {
+		id := a.Info().ID
+		if err := store.ValidateID(id); err != nil {
+			return nil, fmt.Errorf("%w: assistant id: %w", ErrConfig, err)
+		}
+		if _, dup := s.assistants[id]; dup {
+			return nil, fmt.Errorf("%w: two assistants named %q", ErrConfig, id)
+		}
+		s.assistants[id] = a
+		s.order = append(s.order, id)
+	}
+	slices.Sort(s.order)
+	s.runs = newRunManager(s)
+	s.expiries = &expiries{s: s, due: map[string]expiry{}}
+	return s, nil
+}
+
+// Start picks up the runs a previous process left pending or running on
+// this store (without a queue: with one, workers do): a run that had
+// begun resumes from its last checkpoint, one that had not starts. Their
+// event logs go on from where they were. It also starts answering the
+// pauses that wait longer than their assistant allows.
+func (s *Service) Start(ctx context.Context) error {
+	if s.queue == nil {
+		if err := s.runs.recover(ctx); err != nil {
+			return err
+		}
+	}
+	if s.bounded() {
+		return s.expiries.start(ctx, s.cfg.ExpiryCheck)
+	}
+	return nil
+}
+
+// bounded reports whether an assistant bounds the wait at its pauses.
+func (s *Service) bounded() bool {
+	for _, a := range s.assistants {
+		if a.Info().ApprovalTimeout > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Close cancels the runs in flight and waits for them to stop (they stay
+// "running" in the store, for the next Start to pick up) until ctx ends.
+func (s *Service) Close(ctx context.Context) error {
+	return s.runs.shutdown(ctx)
+}
+
+// Assistant returns the assistant of an id.
+func (s *Service) Assistant(id string) (Assistant, bool) {
+	a, ok := s.assistants[id]
+	return a, ok
+}
+
+// AssistantIDs are the ids of the service's assistants, sorted.
+func (s *Service) AssistantIDs() []string { return slices.Clone(s.order) }
+
+// Queued reports whether the service queues its runs for workers.
+func (s *Service) Queued() bool { return s.queue != nil }

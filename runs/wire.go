@@ -1,0 +1,97 @@
+package runs
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+type Interrupt struct {
+	ID    string          `json:"id"`
+	Value json.RawMessage `json:"value"`
+	When  string          `json:"when,omitempty"`
+	NS    []string        `json:"ns,omitempty"`
+}
+
+type CheckpointRef struct {
+	ThreadID      string         `json:"thread_id"`
+	CheckpointNS  string         `json:"checkpoint_ns"`
+	CheckpointID  *string        `json:"checkpoint_id"`
+	CheckpointMap map[string]any `json:"checkpoint_map"`
+}
+
+type State struct {
+	Values           json.RawMessage `json:"values"`
+	Next             []string        `json:"next"`
+	Tasks            []Task          `json:"tasks"`
+	Checkpoint       CheckpointRef   `json:"checkpoint"`
+	Metadata         map[string]any  `json:"metadata"`
+	CreatedAt        *string         `json:"created_at"`
+	ParentCheckpoint *CheckpointRef  `json:"parent_checkpoint"`
+	Interrupts       []Interrupt     `json:"interrupts"`
+}
+
+type Task struct {
+	ID         string         `json:"id"`
+	Name       string         `json:"name"`
+	Error      *string        `json:"error"`
+	Interrupts []Interrupt    `json:"interrupts"`
+	Checkpoint *CheckpointRef `json:"checkpoint"`
+	State      *State         `json:"state"`
+}
+
+// APITime formats a time as the API does.
+func APITime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000000Z07:00")
+}
+
+// Checkpoint ids are UUIDs (version 8) that carry the checkpoint's seq in
+// their last 48 bits, so they sort as the seqs do and need no lookup:
+// seq 5 is 00000000-0000-8000-8000-000000000005.
+const checkpointIDPrefix = "00000000-0000-8000-8000-"
+
+func CheckpointID(seq int64) string {
+	return fmt.Sprintf("%s%012x", checkpointIDPrefix, seq)
+}
+
+// ParseCheckpointID reads a checkpoint id back; a plain seq (as the CLI
+// prints it) is accepted too.
+func ParseCheckpointID(s string) (int64, error) {
+	if rest, ok := strings.CutPrefix(s, checkpointIDPrefix); ok && len(rest) == 12 {
+		if n, err := strconv.ParseInt(rest, 16, 64); err == nil && n > 0 {
+			return n, nil
+		}
+	} else if n, err := strconv.ParseInt(s, 10, 64); err == nil && n > 0 {
+		return n, nil
+	}
+	return 0, fmt.Errorf("checkpoint_id %q is not a Cairn checkpoint id (%s<12 hex digits> or a seq)", s, checkpointIDPrefix)
+}
+
+func NewCheckpointRef(thread, ns string, seq int64) CheckpointRef {
+	c := CheckpointRef{ThreadID: APIThreadID(thread), CheckpointNS: APINamespace(ns)}
+	if seq > 0 {
+		id := CheckpointID(seq)
+		c.CheckpointID = &id
+	}
+	return c
+}
+
+// APINamespace writes a Cairn namespace (nested with "/") as LangGraph's
+// checkpoint_ns (nested with "|").
+func APINamespace(ns string) string { return strings.ReplaceAll(ns, "/", "|") }
+
+// CairnNamespace reads a checkpoint_ns back.
+func CairnNamespace(ns string) string { return strings.ReplaceAll(ns, "|", "/") }
+
+// InterruptID names the interrupt of a checkpoint.
+func InterruptID(thread, ns string, seq int64) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d", thread, ns, seq))
+	return hex.EncodeToString(sum[:16])
+}
