@@ -53,7 +53,7 @@ func (s *Service) queuedBusy(ctx context.Context, thread string) (bool, error) {
 	return len(recs) > 0, err
 }
 
-// busy reports whether a thread has a run in progress or waiting: in this
+// Busy reports whether a thread has a run in progress or waiting: in this
 // process, or, with a queue, in the store.
 func (s *Service) Busy(ctx context.Context, thread string) bool {
 	if s.runs.busy(thread) {

@@ -12,7 +12,7 @@ import (
 // no longer stored (its thread was deleted or pruned since).
 var ErrEventGone = fmt.Errorf("runs: %w: the checkpoint a run event was built from is no longer stored", store.ErrNotFound)
 
-// eventData returns an event's data: an event that refers to a checkpoint
+// EventData returns an event's data: an event that refers to a checkpoint
 // is built from the state in hand while its run goes on, else read back
 // once, the first time a reader needs it.
 func (s *Service) EventData(ctx context.Context, thread string, ev *Event) (json.RawMessage, error) {
@@ -59,7 +59,7 @@ func (s *Service) buildEvent(ctx context.Context, thread string, r *eventRef) (j
 	return nil, fmt.Errorf("%w: run event of unknown kind %q", store.ErrCorrupt, r.kind)
 }
 
-// redactsFor reports whether the service redacts what is built from the
+// RedactsFor reports whether the service redacts what is built from the
 // state of a run of assistant id: unless the assistant redacts its state
 // itself (an assistant no longer served: redacted).
 func (s *Service) RedactsFor(id string) bool {

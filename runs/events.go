@@ -63,7 +63,7 @@ const (
 	refRun = "run"
 )
 
-// inline returns an event that carries its data.
+// Inline returns an event that carries its data.
 func Inline(event string, data json.RawMessage) *Event {
 	return &Event{Event: event, data: data}
 }

@@ -27,7 +27,7 @@ type Pending struct {
 	ThreadMetadata map[string]any  `json:"thread_metadata"`
 }
 
-// pendingOf is the pending interrupt at a thread's head, if any.
+// PendingOf is the pending interrupt at a thread's head, if any.
 func (s *Service) PendingOf(ctx context.Context, th store.Thread) (*Pending, store.Checkpoint, error) {
 	if th.Head == 0 {
 		return nil, store.Checkpoint{}, nil
@@ -56,7 +56,7 @@ func (s *Service) PendingOf(ctx context.Context, th store.Thread) (*Pending, sto
 	return p, head, nil
 }
 
-// answer starts the run that resumes a thread's pending interrupt id with
+// Answer starts the run that resumes a thread's pending interrupt id with
 // an approval.
 func (s *Service) Answer(ctx context.Context, thread, id string, a flow.Approval) (*Run, error) {
 	th, err := s.Thread(ctx, thread)

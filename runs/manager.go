@@ -342,7 +342,7 @@ func (m *runManager) finalValues(ctx context.Context, lr *Run) *Outcome {
 	return o
 }
 
-// outcome is a run's outcome as join and wait answer it: the state of the
+// Outcome is a run's outcome as join and wait answer it: the state of the
 // thread's head when it ended, encoded only for whoever asks, a piece at a
 // time (a long thread's state is never held twice, as a document and as
 // one text); or a fixed answer (an error, a pause's state with its

@@ -221,7 +221,7 @@ func (s *Service) RetryQueued(ctx context.Context, runID string) (store.RunRecor
 	return s.Retry(ctx, rec)
 }
 
-// retryRun puts a run back: on the queue (Config.Queue), or to this
+// Retry puts a run back: on the queue (Config.Queue), or to this
 // server's runs.
 func (s *Service) Retry(ctx context.Context, rec store.RunRecord) (store.RunRecord, error) {
 	d, err := DataOf(rec)

@@ -175,7 +175,7 @@ type Request struct {
 	Deliver bool `json:"-"`
 }
 
-// oneOf checks an enumerated field.
+// OneOf checks an enumerated field.
 func OneOf(path, v string, allowed ...string) error {
 	if v == "" || slices.Contains(allowed, v) {
 		return nil
@@ -331,7 +331,7 @@ func DataOf(rec store.RunRecord) (Data, error) {
 	return d, nil
 }
 
-// createRun checks a run request, creates what it needs (the thread, if
+// Create checks a run request, creates what it needs (the thread, if
 // asked) and hands the run to the manager.
 func (s *Service) Create(ctx context.Context, threadID string, q Request) (*Run, error) {
 	a, k, err := q.check(s)

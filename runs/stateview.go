@@ -144,7 +144,7 @@ func CheckpointMetadata(cp store.Checkpoint) map[string]any {
 	return md
 }
 
-// threadAssistant is the assistant a thread runs: the one its metadata
+// ThreadAssistant is the assistant a thread runs: the one its metadata
 // names, else the one of its latest run.
 func (s *Service) ThreadAssistant(ctx context.Context, th store.Thread) (Assistant, error) {
 	for _, k := range []string{"assistant_id", "graph_id"} {

@@ -31,7 +31,7 @@ func APIText(key, text string) string {
 	return strings.ReplaceAll(text, key, id)
 }
 
-// thread returns a thread of the request's tenant: another tenant's is
+// Thread returns a thread of the request's tenant: another tenant's is
 // not found, as a missing one is.
 func (s *Service) Thread(ctx context.Context, id string) (store.Thread, error) {
 	if err := store.ValidateID(id); err != nil {

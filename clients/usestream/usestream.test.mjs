@@ -102,7 +102,9 @@ test(`useStream on cairn serve: ${SCENARIO}`, async () => {
   if (SCENARIO === "send") {
     await send(page, "hello");
     const seen = await growth(page);
-    assert.ok(seen.length >= 3, `the reply arrived in pieces: ${JSON.stringify(seen)}`);
+    // In pieces: the page showed a part of the reply before the whole (the
+    // page is sampled, so a loaded machine may see fewer pieces than sent).
+    assert.ok(seen.length >= 2 && seen.at(-1).startsWith(seen[0]) && seen[0].length < seen.at(-1).length, `the reply arrived in pieces: ${JSON.stringify(seen)}`);
     const { text } = await serverReply(page);
     assert.equal(seen.at(-1), text);
     assert.ok((await page.textContent("#messages")).includes("hello"));
