@@ -318,3 +318,28 @@ func TestUnfinishedHandoffIsResumed(t *testing.T) {
 		t.Fatalf("handoff not finished:\n%s", st)
 	}
 }
+
+// TestChatMessageOnPausedThread: a chat's new message goes on from a
+// thread whose tool calls wait for a review, through cairn run as through
+// the server (agentfile.CheckStart, one rule for both; cairn run refused it
+// before), while a chain's new run on an unfinished thread is still
+// refused (TestRunOnExplicitThread).
+func TestChatMessageOnPausedThread(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "usestream"))); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"CAIRN_STORE": "sqlite:" + filepath.Join(dir, "state.db")}
+	chat := filepath.Join(dir, "chat.md")
+	if code, _, errOut := cli(t, env, "run", chat, "--input-text", "which files are there?", "--thread", "c"); code != 3 {
+		t.Fatalf("the review's pause: exit %d\n%s", code, errOut)
+	}
+	code, out, errOut := cli(t, env, "run", chat, "--input-text", "hello", "--thread", "c")
+	if code != 0 || !strings.Contains(out, "Hello! I am a chat assistant") {
+		t.Fatalf("a new message on the paused thread: exit %d\n%s\n%s", code, out, errOut)
+	}
+	// Another file on the chat's thread is refused.
+	if code, _, errOut := cli(t, env, "run", filepath.Join(copyExample(t), "business-extract.md"), "--input-text", "x", "--thread", "c"); code != 2 || !strings.Contains(errOut, "runs "+chat) {
+		t.Fatalf("another file on the chat's thread: exit %d\n%s", code, errOut)
+	}
+}
