@@ -147,3 +147,41 @@ func ParentTask(cp store.Checkpoint) (string, bool) {
 	k, ok := cp.Meta.Extra[parentTaskKey].(string)
 	return k, ok && k != ""
 }
+
+// RunConfig is what the caller of a run gives every node besides the
+// state: LangGraph's config.configurable (a user id, a model name) and the
+// run's context (LangGraph's runtime context, a JSON object). Nodes read
+// it with RunConfigOf and ContextAs; nested runs (subgraphs) see their
+// parent's.
+type RunConfig struct {
+	Configurable map[string]any
+	Context      json.RawMessage
+}
+
+type runConfigKey struct{}
+
+// WithRunConfig returns a context whose runs give their nodes c: pass it
+// to Invoke, Stream, Resume or RunFrom.
+func WithRunConfig(ctx context.Context, c RunConfig) context.Context {
+	return context.WithValue(ctx, runConfigKey{}, c)
+}
+
+// RunConfigOf returns the run's configuration (zero when its caller gave
+// none).
+func RunConfigOf(ctx context.Context) RunConfig {
+	c, _ := ctx.Value(runConfigKey{}).(RunConfig)
+	return c
+}
+
+// ContextAs decodes the run's context (RunConfig.Context) into a T; ok is
+// false when the run has none.
+func ContextAs[T any](ctx context.Context) (v T, ok bool, err error) {
+	raw := RunConfigOf(ctx).Context
+	if s := string(raw); s == "" || s == "null" {
+		return v, false, nil
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return v, true, fmt.Errorf("flow: the run's context: %w", err)
+	}
+	return v, true, nil
+}

@@ -278,7 +278,20 @@ func (m *runManager) run(ctx context.Context, lr *Run) (flow.Result, error) {
 			lr.log.append(e)
 		}
 	}
-	return lr.a.Run(ctx, spec)
+	return lr.a.Run(withRunConfig(ctx, lr.data.Kwargs), spec)
+}
+
+// withRunConfig gives the run's nodes its config.configurable and its
+// context (flow.RunConfigOf).
+func withRunConfig(ctx context.Context, k Kwargs) context.Context {
+	rc := flow.RunConfig{Context: k.Context}
+	if k.Config != nil {
+		rc.Configurable = k.Config.Configurable
+	}
+	if rc.Configurable == nil && isNull(rc.Context) {
+		return ctx
+	}
+	return flow.WithRunConfig(ctx, rc)
 }
 
 // conclude sets the run's status and final outcome and writes its last

@@ -52,6 +52,7 @@ type Kwargs struct {
 	Input           json.RawMessage `json:"input"`
 	Command         *Command        `json:"command,omitempty"`
 	Config          *RunConfig      `json:"config,omitempty"`
+	Context         json.RawMessage `json:"context,omitempty"`
 	StreamMode      []string        `json:"stream_mode"`
 	StreamSubgraphs bool            `json:"stream_subgraphs"`
 	InterruptBefore []string        `json:"interrupt_before,omitempty"`
@@ -70,6 +71,7 @@ type storedKwargs struct {
 	Input           json.RawMessage `json:"input"`
 	Command         *Command        `json:"command,omitempty"`
 	Config          *RunConfig      `json:"config,omitempty"`
+	Context         json.RawMessage `json:"context,omitempty"`
 	StreamMode      []string        `json:"stream_mode,omitempty"`
 	StreamSubgraphs bool            `json:"stream_subgraphs,omitempty"`
 	InterruptBefore []string        `json:"interrupt_before,omitempty"`
@@ -134,8 +136,12 @@ type Command struct {
 	Goto   json.RawMessage `json:"goto"`
 }
 
+// RunConfig is a run's config as clients send it (LangGraph's
+// RunnableConfig): configurable reaches the run's nodes
+// (flow.RunConfigOf); metadata and tags are kept with the run.
 type RunConfig struct {
 	Tags           []string       `json:"tags"`
+	Metadata       map[string]any `json:"metadata,omitempty"`
 	RecursionLimit int            `json:"recursion_limit"`
 	Configurable   map[string]any `json:"configurable"`
 	RunName        string         `json:"run_name"`
@@ -187,7 +193,7 @@ func OneOf(path, v string, allowed ...string) error {
 // run's kwargs; nothing is created before it passes.
 func (q *Request) check(s *Service) (Assistant, Kwargs, error) {
 	var k Kwargs
-	if err := Unsupported(map[string]json.RawMessage{"webhook": q.Webhook, "after_seconds": q.AfterSeconds, "feedback_keys": q.FeedbackKeys, "context": emptyObject(q.Context)}); err != nil {
+	if err := Unsupported(map[string]json.RawMessage{"webhook": q.Webhook, "after_seconds": q.AfterSeconds, "feedback_keys": q.FeedbackKeys}); err != nil {
 		return nil, k, err
 	}
 	if q.AssistantID == "" {
@@ -217,7 +223,10 @@ func (q *Request) check(s *Service) (Assistant, Kwargs, error) {
 			return nil, k, invalid(fmt.Sprintf("$.stream_mode[%d]", i), "%q: want values, updates, messages, messages-tuple, custom, checkpoints, tasks or debug", m)
 		}
 	}
-	k = Kwargs{Input: q.Input, Command: q.Command, Config: q.Config, StreamMode: modes, StreamSubgraphs: q.StreamSubgraphs,
+	if err := checkContext(q.Context); err != nil {
+		return nil, k, err
+	}
+	k = Kwargs{Input: q.Input, Command: q.Command, Config: q.Config, Context: q.Context, StreamMode: modes, StreamSubgraphs: q.StreamSubgraphs,
 		OnDisconnect: cmp.Or(q.OnDisconnect, "continue"), OnCompletion: q.OnCompletion, Durability: q.Durability, Approval: q.approval}
 	if q.CheckpointDuring != nil && !*q.CheckpointDuring && k.Durability == "" {
 		k.Durability = "exit"
@@ -234,11 +243,17 @@ func (q *Request) check(s *Service) (Assistant, Kwargs, error) {
 	return a, k, nil
 }
 
-func emptyObject(b json.RawMessage) json.RawMessage {
-	if s := strings.TrimSpace(string(b)); s == "{}" {
+// checkContext checks a run's context: a JSON object (LangGraph's runtime
+// context), or none.
+func checkContext(c json.RawMessage) error {
+	if isNull(c) {
 		return nil
 	}
-	return b
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(c, &obj) != nil {
+		return invalid("$.context", "want a JSON object (the run's context), not %.40s", strings.TrimSpace(string(c)))
+	}
+	return nil
 }
 
 func (q *Request) checkInterrupts(a Assistant, k *Kwargs) error {
@@ -341,6 +356,9 @@ func (s *Service) Create(ctx context.Context, threadID string, q Request) (*Run,
 	tenant := TenantOf(ctx)
 	d := Data{AssistantID: a.Info().ID, Metadata: q.Metadata, MultitaskStrategy: cmp.Or(q.MultitaskStrategy, "reject"), Kwargs: k, Attempt: 1}
 	d.Kwargs.Input = s.redact.JSON(d.Kwargs.Input)
+	if !isNull(d.Kwargs.Context) {
+		d.Kwargs.Context = s.redact.JSON(d.Kwargs.Context)
+	}
 	if ap := d.Kwargs.Approval; ap != nil {
 		red := *ap
 		red.Value, red.Reason = s.redact.JSON(ap.Value), s.redact.String(ap.Reason)

@@ -1,0 +1,68 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/runs"
+	"github.com/cairn-dev/cairn/state"
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/inmem"
+)
+
+// TestRunConfigReachesNodes: a run's config.configurable and context reach
+// a Go graph's nodes (flow.RunConfigOf, flow.ContextAs), on a thread and
+// stateless, with the config RemoteGraph sends (tags, metadata); a context
+// that is not an object is a 422 naming $.context, and nothing is stored.
+func TestRunConfigReachesNodes(t *testing.T) {
+	schema := state.MustSchema(state.WithField("seen", state.ReducerReplace))
+	g, err := flow.NewGraph(schema).
+		AddNode("read", func(ctx context.Context, _ state.Doc) (state.Update, error) {
+			uc, _, err := flow.ContextAs[struct {
+				UserID string `json:"user_id"`
+			}](ctx)
+			if err != nil {
+				return nil, err
+			}
+			model, _ := flow.RunConfigOf(ctx).Configurable["model_name"].(string)
+			return state.Update{"seen": fmt.Sprintf("%s/%s", uc.UserID, model)}, nil
+		}).
+		AddEdge(flow.START, "read").Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := inmem.Open(store.Options{})
+	ts := newServer(t, s, &runs.Graph{ID: "reader", Graph: g})
+	tests := []struct {
+		name string
+		path string
+		body map[string]any
+		want string
+	}{
+		{"wait, both", "/threads/t1/runs/wait", map[string]any{"config": map[string]any{"configurable": map[string]any{"model_name": "small"}}, "context": map[string]any{"user_id": "ada"}}, "ada/small"},
+		{"wait, RemoteGraph's config", "/threads/t2/runs/wait", map[string]any{"config": map[string]any{"tags": []string{}, "metadata": map[string]any{"from": "remote"}, "configurable": map[string]any{"thread_id": "t2", "model_name": "big"}}}, "/big"},
+		{"stateless, context only", "/runs/wait", map[string]any{"context": map[string]any{"user_id": "bob"}}, "bob/"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.body["assistant_id"] = "reader"
+			tc.body["if_not_exists"] = "create"
+			tc.body["input"] = map[string]any{}
+			out := ts.json("POST", tc.path, tc.body, 200)
+			if out["seen"] != tc.want {
+				t.Fatalf("the node saw %v, want %q", out["seen"], tc.want)
+			}
+		})
+	}
+	t.Run("a context that is not an object", func(t *testing.T) {
+		out := ts.json("POST", "/threads/t3/runs/wait", map[string]any{"assistant_id": "reader", "if_not_exists": "create", "context": "ada"}, 422)
+		if out["path"] != "$.context" {
+			t.Fatalf("answer %v", out)
+		}
+		if _, err := s.Thread(context.Background(), "t3"); err == nil {
+			t.Fatal("a refused run created its thread")
+		}
+	})
+}
