@@ -23,10 +23,12 @@ import (
 // (store.ItemStore), in the tenant of the run's thread.
 type MemorySpec struct {
 	// Namespace is the namespace's labels. {agent} (the agent's name),
-	// {thread} (the thread's id) and {metadata.KEY} (the thread's
-	// metadata KEY, a string or a number) in a label are replaced when a
-	// tool runs; periods in what replaces them become underscores, as
-	// labels cannot hold periods.
+	// {thread} (the thread's id), {metadata.KEY} (the thread's metadata
+	// KEY), {configurable.KEY} (the run's config.configurable KEY) and
+	// {context.KEY} (the run's context KEY: flow.RunConfigOf), each a
+	// string or a number, in a label are replaced when a tool runs;
+	// periods in what replaces them become underscores, as labels cannot
+	// hold periods.
 	Namespace []string `yaml:"namespace"`
 	// TTL is how many minutes an item memory_put writes lives after it
 	// was last written or read (0: for ever).
@@ -72,7 +74,7 @@ var memoryTools = map[string]func(a *File) (agent.Tool, error){
 // templateRE finds the {name} parts of a namespace label.
 var templateRE = regexp.MustCompile(`\{([^{}]*)\}`)
 
-var metadataKeyRE = regexp.MustCompile(`^metadata\.[A-Za-z0-9_-]+$`)
+var metadataKeyRE = regexp.MustCompile(`^(metadata|configurable|context)\.[A-Za-z0-9_-]+$`)
 
 // checkMemory checks memory: and the memory tools tools: lists.
 func (a *File) checkMemory() error {
@@ -115,7 +117,7 @@ func (a *File) checkMemory() error {
 func checkLabel(label string) error {
 	for _, sub := range templateRE.FindAllStringSubmatch(label, -1) {
 		if v := sub[1]; v != "agent" && v != "thread" && !metadataKeyRE.MatchString(v) {
-			return fmt.Errorf("unknown {%s}: want {agent}, {thread} or {metadata.KEY}", v)
+			return fmt.Errorf("unknown {%s}: want {agent}, {thread}, {metadata.KEY}, {configurable.KEY} or {context.KEY}", v)
 		}
 	}
 	rest := templateRE.ReplaceAllString(label, "")
@@ -138,7 +140,7 @@ func (a *File) memoryNamespace(ctx context.Context) ([]string, error) {
 	for i, label := range a.Memory.Namespace {
 		var missing error
 		ns[i] = templateRE.ReplaceAllStringFunc(label, func(m string) string {
-			v, err := templateValue(m[1:len(m)-1], a.Name, th)
+			v, err := templateValue(ctx, m[1:len(m)-1], a.Name, th)
 			if err != nil && missing == nil {
 				missing = err
 			}
@@ -154,7 +156,7 @@ func (a *File) memoryNamespace(ctx context.Context) ([]string, error) {
 	return ns, nil
 }
 
-func templateValue(name, agentName string, th store.Thread) (string, error) {
+func templateValue(ctx context.Context, name, agentName string, th store.Thread) (string, error) {
 	switch name {
 	case "agent":
 		return agentName, nil
@@ -162,18 +164,41 @@ func templateValue(name, agentName string, th store.Thread) (string, error) {
 		_, id := store.SplitThreadKey(th.ID)
 		return id, nil
 	}
-	key := strings.TrimPrefix(name, "metadata.")
-	switch v := th.Metadata[key].(type) {
-	case string:
-		if v != "" {
-			return v, nil
+	src, key, _ := strings.Cut(name, ".")
+	var v any
+	switch src {
+	case "metadata":
+		v = th.Metadata[key]
+	case "configurable":
+		v = flow.RunConfigOf(ctx).Configurable[key]
+	case "context":
+		var c map[string]any
+		if raw := flow.RunConfigOf(ctx).Context; len(raw) > 0 {
+			_ = json.Unmarshal(raw, &c) // an object: checked when the run was asked for
 		}
-	case json.Number:
-		return v.String(), nil
-	case float64:
-		return strconv.FormatFloat(v, 'f', -1, 64), nil
+		v = c[key]
 	}
-	return "", fmt.Errorf("thread %q has no metadata %s (a string or a number) to fill it", th.ID, key)
+	if s, ok := labelText(v); ok {
+		return s, nil
+	}
+	if src == "metadata" {
+		return "", fmt.Errorf("thread %q has no metadata %s (a string or a number) to fill it", th.ID, key)
+	}
+	return "", fmt.Errorf("the run has no %s %s (a string or a number) to fill it", src, key)
+}
+
+// labelText is a template value as a label holds it: a string (not
+// empty) or a number.
+func labelText(v any) (string, bool) {
+	switch v := v.(type) {
+	case string:
+		return v, v != ""
+	case json.Number:
+		return v.String(), true
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64), true
+	}
+	return "", false
 }
 
 // memoryStore is the run's item store and the agent's namespace.

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/agentfile"
+	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/model/scripted"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/inmem"
@@ -144,5 +145,44 @@ func TestMemoryThreadOfTenant(t *testing.T) {
 	}
 	if _, err := all.Get(context.Background(), store.GetOp{Tenant: "acme", Namespace: []string{"notes", "t-monday"}, Key: "tea"}); err != nil {
 		t.Fatalf("the item in the tenant's namespace of the thread's id: %v", err)
+	}
+}
+
+// TestMemoryFromRunConfig: {configurable.KEY} and {context.KEY} are filled
+// from the run's config and context (flow.RunConfigOf), as a LangGraph
+// app namespaces memories by config's user_id; a run without them gets the
+// error as the tool's result.
+func TestMemoryFromRunConfig(t *testing.T) {
+	a, err := agentfile.Parse("memo.md", []byte(strings.Replace(memoryAgent, `[users, "{metadata.user}", notes]`, `[users, "{configurable.user_id}", "{context.org}"]`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := inmem.Open(store.Options{})
+	run := func(thread string, rc flow.RunConfig) string {
+		m, err := scripted.Parse("script.yaml", []byte("replies:\n  - tool_calls: [{name: memory_put, args: {key: tea, value: {text: green}}}]\n  - echo_tool: true\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := flow.WithRunConfig(context.Background(), rc)
+		res, err := agentfile.Run(ctx, a, agentfile.RunConfig{Store: s, Thread: thread, Model: m, Input: agentfile.TextInput("inline", "hi")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out string
+		_ = json.Unmarshal(res.FinalOutput, &out)
+		return out
+	}
+	if got := run("t1", flow.RunConfig{Configurable: map[string]any{"user_id": "ada.l"}, Context: json.RawMessage(`{"org": "acme"}`)}); got != `{"stored":"tea"}` {
+		t.Fatalf("put: %s", got)
+	}
+	all, err := store.ItemsOf(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := all.Get(context.Background(), store.GetOp{Namespace: []string{"users", "ada_l", "acme"}, Key: "tea"}); err != nil {
+		t.Fatalf("the item in users/ada_l/acme: %v", err)
+	}
+	if got := run("t2", flow.RunConfig{Configurable: map[string]any{"user_id": "ada"}}); !strings.Contains(got, "the run has no context org") {
+		t.Fatalf("a run without the context: %s", got)
 	}
 }

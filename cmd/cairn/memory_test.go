@@ -228,3 +228,25 @@ func TestServeSweepsExpiredItems(t *testing.T) {
 		t.Fatalf("left %q, %v", key, err)
 	}
 }
+
+// TestLangGraphSDKRunConfig runs server/sdktest/config.test.mjs, written
+// with the official LangGraph JS SDK, against a real cairn serve whose
+// agent file namespaces its memory by the run's config and context.
+func TestLangGraphSDKRunConfig(t *testing.T) {
+	node, dir := sdkSuite(t)
+	assistants := t.TempDir()
+	files := map[string]string{
+		"memo.md": strings.Replace(memoAgent, `namespace: [notes, "{agent}"]`, `namespace: [notes, "{configurable.user_id}", "{context.org}"]`, 1),
+		"scripts/put.yaml": "replies:\n  - tool_calls: [{name: memory_put, args: {key: tea, value: {text: green}}}]\n  - echo_tool: true\n",
+	}
+	if err := os.MkdirAll(filepath.Join(assistants, "scripts"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(assistants, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := startServe(t, "--assistants", assistants, "--store", "sqlite://"+filepath.Join(t.TempDir(), "serve.db"))
+	runNode(t, node, dir, []string{"CAIRN_URL=" + p.url}, "--test", "config.test.mjs")
+}
