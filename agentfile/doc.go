@@ -42,8 +42,9 @@
 // Memory: the built-in tools memory_put, memory_get, memory_search and
 // memory_delete keep items in the long-term memory store (RunConfig.Items,
 // default the store's), across threads, in the namespace memory: names —
-// labels with {agent}, {thread}, {metadata.KEY}, {configurable.KEY} and {context.KEY} filled in when a tool
-// runs — in the tenant of the run's thread; memory.ttl (minutes) and
+// labels with {agent}, {thread}, {metadata.KEY}, {configurable.KEY} and
+// {context.KEY} filled in when a tool runs — in the tenant of the run's
+// thread; memory.ttl (minutes) and
 // memory.search_limit tune them. What they write is redacted like state.
 //
 // Secrets (the defaults of package redact, the file's secrets:, the API

@@ -236,7 +236,7 @@ func TestLangGraphSDKRunConfig(t *testing.T) {
 	node, dir := sdkSuite(t)
 	assistants := t.TempDir()
 	files := map[string]string{
-		"memo.md": strings.Replace(memoAgent, `namespace: [notes, "{agent}"]`, `namespace: [notes, "{configurable.user_id}", "{context.org}"]`, 1),
+		"memo.md":          strings.Replace(memoAgent, `namespace: [notes, "{agent}"]`, `namespace: [notes, "{configurable.user_id}", "{context.org}"]`, 1),
 		"scripts/put.yaml": "replies:\n  - tool_calls: [{name: memory_put, args: {key: tea, value: {text: green}}}]\n  - echo_tool: true\n",
 	}
 	if err := os.MkdirAll(filepath.Join(assistants, "scripts"), 0o755); err != nil {
