@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cairn-dev/cairn/agentfile"
@@ -97,19 +98,58 @@ type Graph struct {
 	ID          string
 	Description string
 	Graph       *flow.Compiled
+	// Factory, when set, builds the graph each run runs from the run's
+	// config and context (LangGraph's graph factory: nodes, tools or a
+	// model chosen by config.configurable). Graph is then what the
+	// assistant is drawn as; when nil, the factory's graph for an empty
+	// config.
+	Factory func(ctx context.Context, rc flow.RunConfig) (*flow.Compiled, error)
 	// Options are the runner's options; each run adds its observer, its
 	// interrupts and its durability.
 	Options  flow.Options
 	Metadata map[string]any
+
+	drawOnce sync.Once
+	drawn    *flow.Compiled
 }
 
 // Info implements Assistant.
 func (g *Graph) Info() AssistantInfo {
-	return AssistantInfo{ID: g.ID, Name: g.ID, Description: g.Description, Kind: "graph", Metadata: g.Metadata,
-		Nodes: g.Graph.Nodes(), Edges: g.Graph.Edges(), StateFields: g.Graph.Schema().Fields(), RedactsState: g.Options.Redact != nil}
+	info := AssistantInfo{ID: g.ID, Name: g.ID, Description: g.Description, Kind: "graph", Metadata: g.Metadata, RedactsState: g.Options.Redact != nil}
+	if c := g.drawing(); c != nil {
+		info.Nodes, info.Edges, info.StateFields = c.Nodes(), c.Edges(), c.Schema().Fields()
+	}
+	return info
 }
 
-func (g *Graph) runner(s store.Store, spec RunSpec) (*flow.Runner, error) {
+// drawing is the graph the assistant is drawn as: Graph, or the factory's
+// for an empty config (nil when it fails).
+func (g *Graph) drawing() *flow.Compiled {
+	if g.Graph != nil || g.Factory == nil {
+		return g.Graph
+	}
+	g.drawOnce.Do(func() { g.drawn, _ = g.Factory(context.Background(), flow.RunConfig{}) })
+	return g.drawn
+}
+
+// compiled is the graph a run runs: the factory's for the run's config,
+// else Graph.
+func (g *Graph) compiled(ctx context.Context) (*flow.Compiled, error) {
+	if g.Factory == nil {
+		return g.Graph, nil
+	}
+	c, err := g.Factory(ctx, flow.RunConfigOf(ctx))
+	if err == nil && c == nil {
+		err = fmt.Errorf("%w: assistant %q: the graph factory built no graph", flow.ErrInvalidGraph, g.ID)
+	}
+	return c, err
+}
+
+func (g *Graph) runner(ctx context.Context, s store.Store, spec RunSpec) (*flow.Runner, error) {
+	c, err := g.compiled(ctx)
+	if err != nil {
+		return nil, err
+	}
 	opts := g.Options
 	opts.Observer = spec.Observer
 	opts.InterruptBefore = append(slices.Clone(opts.InterruptBefore), spec.InterruptBefore...)
@@ -117,13 +157,13 @@ func (g *Graph) runner(s store.Store, spec RunSpec) (*flow.Runner, error) {
 	if spec.Durability != "" {
 		opts.Durability = spec.Durability
 	}
-	return flow.NewRunner(g.Graph, s, opts)
+	return flow.NewRunner(c, s, opts)
 }
 
 // Run implements Assistant: a new run's input is a JSON object, the state
 // update that starts it.
 func (g *Graph) Run(ctx context.Context, spec RunSpec) (flow.Result, error) {
-	r, err := g.runner(spec.Store, spec)
+	r, err := g.runner(ctx, spec.Store, spec)
 	if err != nil {
 		return flow.Result{}, err
 	}
@@ -157,7 +197,7 @@ func streamResult(events func(func(flow.Event, error) bool)) (flow.Result, error
 
 // UpdateState implements Assistant.
 func (g *Graph) UpdateState(ctx context.Context, s store.Store, thread string, at int64, values state.Update, asNode string) (store.Checkpoint, error) {
-	r, err := g.runner(s, RunSpec{})
+	r, err := g.runner(ctx, s, RunSpec{})
 	if err != nil {
 		return store.Checkpoint{}, err
 	}

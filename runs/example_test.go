@@ -80,3 +80,31 @@ func ExampleService_Create_refused() {
 	// true assistant "nobody" not found (have )
 	// true true
 }
+
+// A graph factory builds the graph each run runs from the run's config, as
+// LangGraph's graph factories do.
+func ExampleGraph_factory() {
+	ctx := context.Background()
+	schema := state.MustSchema(state.WithField("said", state.ReducerReplace))
+	voice := &runs.Graph{ID: "voice", Factory: func(_ context.Context, rc flow.RunConfig) (*flow.Compiled, error) {
+		word, _ := rc.Configurable["word"].(string)
+		return flow.NewGraph(schema).
+			AddNode("say", func(context.Context, state.Doc) (state.Update, error) { return state.Update{"said": word}, nil }).
+			AddEdge(flow.START, "say").Compile()
+	}}
+	svc, err := runs.New(runs.Config{Store: inmem.Open(store.Options{}), Assistants: []runs.Assistant{voice}})
+	if err != nil {
+		panic(err)
+	}
+	defer svc.Close(ctx)
+	run, err := svc.Create(ctx, "", runs.Request{AssistantID: "voice", Input: json.RawMessage(`{}`),
+		Config: &runs.RunConfig{Configurable: map[string]any{"word": "hello"}}})
+	if err != nil {
+		panic(err)
+	}
+	<-run.Done()
+	_ = run.Outcome().Write(os.Stdout)
+	fmt.Println()
+	// Output:
+	// {"said":"hello"}
+}

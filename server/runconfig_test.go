@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/cairn-dev/cairn/flow"
@@ -65,4 +66,41 @@ func TestRunConfigReachesNodes(t *testing.T) {
 			t.Fatal("a refused run created its thread")
 		}
 	})
+}
+
+// TestGraphFactory: an assistant whose graph is built per run from its
+// config (runs.Graph.Factory, LangGraph's graph factory) runs the graph
+// the config asks for, and is drawn as the factory's graph for an empty
+// config.
+func TestGraphFactory(t *testing.T) {
+	schema := state.MustSchema(state.WithField("said", state.ReducerReplace))
+	build := func(_ context.Context, rc flow.RunConfig) (*flow.Compiled, error) {
+		node := "whisper"
+		if loud, _ := rc.Configurable["loud"].(bool); loud {
+			node = "shout"
+		}
+		return flow.NewGraph(schema).
+			AddNode(node, func(context.Context, state.Doc) (state.Update, error) { return state.Update{"said": node}, nil }).
+			AddEdge(flow.START, node).Compile()
+	}
+	ts := newServer(t, inmem.Open(store.Options{}), &runs.Graph{ID: "voice", Factory: build})
+	for _, tc := range []struct {
+		name string
+		cfg  map[string]any
+		want string
+	}{{"default", nil, "whisper"}, {"configured", map[string]any{"configurable": map[string]any{"loud": true}}, "shout"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := map[string]any{"assistant_id": "voice", "input": map[string]any{}}
+			if tc.cfg != nil {
+				body["config"] = tc.cfg
+			}
+			if out := ts.json("POST", "/runs/wait", body, 200); out["said"] != tc.want {
+				t.Fatalf("said %v, want %s", out["said"], tc.want)
+			}
+		})
+	}
+	g := ts.json("GET", "/assistants/voice/graph", nil, 200)
+	if !strings.Contains(fmt.Sprint(g["nodes"]), "whisper") {
+		t.Fatalf("drawn as %v", g)
+	}
 }
