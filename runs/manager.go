@@ -303,8 +303,12 @@ func (m *runManager) conclude(ctx context.Context, lr *Run, res flow.Result, err
 	case errors.As(context.Cause(ctx), &cc):
 		status, reason = StatusInterrupted, cc.action
 	case err != nil:
-		err = m.s.redact.Error(err)
-		status, errText, errKind = StatusError, APIText(lr.rec.Thread, err.Error()), errorType(err)
+		errKind, errText = errorOf(err)
+		status, errText = StatusError, APIText(lr.rec.Thread, m.s.redact.String(errText))
+		lr.log.append(Inline("error", raw(map[string]string{"error": errKind, "message": errText})))
+	case res.StopReason == state.StopRecursionLimit:
+		errKind, errText = recursionError(res.Progress.Steps)
+		status = StatusError
 		lr.log.append(Inline("error", raw(map[string]string{"error": errKind, "message": errText})))
 	case res.StopReason == state.StopInterrupt:
 		status = StatusInterrupted
@@ -321,21 +325,6 @@ func (m *runManager) conclude(ctx context.Context, lr *Run, res flow.Result, err
 		}
 		lr.log.append(ev)
 	}
-}
-
-// errorType names an error's kind for the error event.
-func errorType(err error) string {
-	switch {
-	case errors.Is(err, flow.ErrNodeFailed):
-		return "NodeError"
-	case errors.Is(err, store.ErrConflict):
-		return "ConflictError"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "TimeoutError"
-	case invalidKind(err), refused(err):
-		return "ValueError"
-	}
-	return "RunError"
 }
 
 // finalValues is what join and wait answer: the thread's state, with its

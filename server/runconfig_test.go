@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -102,5 +103,63 @@ func TestGraphFactory(t *testing.T) {
 	g := ts.json("GET", "/assistants/voice/graph", nil, 200)
 	if !strings.Contains(fmt.Sprint(g["nodes"]), "whisper") {
 		t.Fatalf("drawn as %v", g)
+	}
+}
+
+// customError names itself as a JS exception class would.
+type customError struct{ msg string }
+
+func (e *customError) Error() string     { return e.msg }
+func (e *customError) ErrorName() string { return "CustomError" }
+
+// TestRunErrorsAsLangGraph: a failed node's error is told by its own name
+// and message (as LangGraph's serializeError tells an exception), on the
+// stream, in wait's __error__ and on the run, with secrets redacted; a run
+// that reaches its recursion limit fails with GraphRecursionError.
+func TestRunErrorsAsLangGraph(t *testing.T) {
+	schema := state.MustSchema(state.WithField("n", state.ReducerReplace))
+	fail := func(err error) *flow.Compiled {
+		c, e := flow.NewGraph(schema).
+			AddNode("boom", func(context.Context, state.Doc) (state.Update, error) { return nil, err }).
+			AddEdge(flow.START, "boom").Compile()
+		if e != nil {
+			t.Fatal(e)
+		}
+		return c
+	}
+	loop, err := flow.NewGraph(schema).
+		AddNode("again", func(context.Context, state.Doc) (state.Update, error) { return state.Update{"n": 1}, nil }).
+		AddEdge(flow.START, "again").AddEdge("again", "again").Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := newServer(t, inmem.Open(store.Options{}),
+		&runs.Graph{ID: "custom", Graph: fail(&customError{"Boo!"})},
+		&runs.Graph{ID: "plain", Graph: fail(fmt.Errorf("no luck with key sk-live-0123456789abcdefghij"))},
+		&runs.Graph{ID: "loop", Graph: loop})
+	tests := []struct {
+		assistant, body, kind, msg string
+	}{
+		{"custom", `{}`, "CustomError", "Boo!"},
+		{"plain", `{}`, "Error", "no luck with key [REDACTED]"},
+		{"loop", `{"recursion_limit": 3}`, "GraphRecursionError", `Recursion limit of 3 reached without hitting a stop condition. You can increase the limit by setting the "recursion_limit" config key.`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.assistant, func(t *testing.T) {
+			var body map[string]any
+			if err := json.Unmarshal(fmt.Appendf(nil, `{"assistant_id": %q, "input": {}, "config": %s}`, tc.assistant, tc.body), &body); err != nil {
+				t.Fatal(err)
+			}
+			out := ts.json("POST", "/runs/wait", body, 200)
+			got, _ := out["__error__"].(map[string]any)
+			if got["error"] != tc.kind || got["message"] != tc.msg {
+				t.Fatalf("wait's __error__ = %v, want %s: %s", out, tc.kind, tc.msg)
+			}
+			evs := ts.stream("POST", "/runs/stream", body, "", nil)
+			last := evs[len(evs)-1]
+			if last.Event != "error" || !strings.Contains(string(last.Data), fmt.Sprintf(`"error":%q`, tc.kind)) || strings.Contains(string(last.Data), "sk-live") {
+				t.Fatalf("the stream ends with %s %s", last.Event, last.Data)
+			}
+		})
 	}
 }
