@@ -188,6 +188,7 @@ func (m *runManager) start(lr *Run) {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
+		m.s.waitStart(lr.ctx, lr.Record(), lr.data.Kwargs)
 		_ = m.executeRetrying(lr) // in this process nobody else writes the thread
 		m.finished(lr)
 	}()

@@ -158,6 +158,7 @@ func (s *Service) Execute(ctx context.Context, runID string) error {
 	if lr.started, err = s.runs.runStarted(ctx, rec); err != nil {
 		return err
 	}
+	s.waitStart(lr.ctx, rec, d.Kwargs) // a worker holds a delayed run's lease while it waits
 	stopped := s.runs.execute(lr)
 	var cc *cancelCause
 	if stopped == nil && errors.As(context.Cause(lr.ctx), &cc) && cc.action == "rollback" {

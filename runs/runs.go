@@ -61,6 +61,9 @@ type Kwargs struct {
 	OnDisconnect    string          `json:"on_disconnect"`
 	OnCompletion    string          `json:"on_completion,omitempty"`
 	Durability      string          `json:"durability,omitempty"`
+	// AfterSeconds delays the run's start (after_seconds): it stays
+	// pending, its thread busy, until then.
+	AfterSeconds float64 `json:"after_seconds,omitempty"`
 	// Approval answers the thread's pause (POST …/interrupts/{id}/answer).
 	Approval *flow.Approval `json:"approval,omitempty"`
 }
@@ -80,6 +83,7 @@ type storedKwargs struct {
 	OnDisconnect    string          `json:"on_disconnect,omitempty"`
 	OnCompletion    string          `json:"on_completion,omitempty"`
 	Durability      string          `json:"durability,omitempty"`
+	AfterSeconds    float64         `json:"after_seconds,omitempty"`
 	Approval        *flow.Approval  `json:"approval,omitempty"`
 }
 
@@ -168,7 +172,7 @@ type Request struct {
 	MultitaskStrategy string            `json:"multitask_strategy"`
 	OnCompletion      string            `json:"on_completion"`
 	OnDisconnect      string            `json:"on_disconnect"`
-	AfterSeconds      json.RawMessage   `json:"after_seconds"`
+	AfterSeconds      *float64          `json:"after_seconds"`
 	IfNotExists       string            `json:"if_not_exists"`
 	CheckpointDuring  *bool             `json:"checkpoint_during"`
 	Durability        string            `json:"durability"`
@@ -193,7 +197,7 @@ func OneOf(path, v string, allowed ...string) error {
 // run's kwargs; nothing is created before it passes.
 func (q *Request) check(s *Service) (Assistant, Kwargs, error) {
 	var k Kwargs
-	if err := Unsupported(map[string]json.RawMessage{"webhook": q.Webhook, "after_seconds": q.AfterSeconds, "feedback_keys": q.FeedbackKeys}); err != nil {
+	if err := Unsupported(map[string]json.RawMessage{"webhook": q.Webhook, "feedback_keys": q.FeedbackKeys}); err != nil {
 		return nil, k, err
 	}
 	if q.AssistantID == "" {
@@ -226,8 +230,14 @@ func (q *Request) check(s *Service) (Assistant, Kwargs, error) {
 	if err := checkContext(q.Context); err != nil {
 		return nil, k, err
 	}
+	if a := q.AfterSeconds; a != nil && (*a < 0 || *a > maxAfterSeconds) {
+		return nil, k, invalid("$.after_seconds", "%g: want 0 to %d seconds", *a, maxAfterSeconds)
+	}
 	k = Kwargs{Input: q.Input, Command: q.Command, Config: q.Config, Context: q.Context, StreamMode: modes, StreamSubgraphs: q.StreamSubgraphs,
 		OnDisconnect: cmp.Or(q.OnDisconnect, "continue"), OnCompletion: q.OnCompletion, Durability: q.Durability, Approval: q.approval}
+	if q.AfterSeconds != nil {
+		k.AfterSeconds = *q.AfterSeconds
+	}
 	if q.CheckpointDuring != nil && !*q.CheckpointDuring && k.Durability == "" {
 		k.Durability = "exit"
 	}
@@ -242,6 +252,9 @@ func (q *Request) check(s *Service) (Assistant, Kwargs, error) {
 	}
 	return a, k, nil
 }
+
+// maxAfterSeconds bounds after_seconds (a day).
+const maxAfterSeconds = 24 * 60 * 60
 
 // checkContext checks a run's context: a JSON object (LangGraph's runtime
 // context), or none.

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/runs"
@@ -162,4 +164,43 @@ func TestRunErrorsAsLangGraph(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAfterSeconds: a run with after_seconds stays pending, its thread
+// busy, until then; cancelled before it starts, it ends interrupted
+// without having run, and the thread is free again.
+func TestAfterSeconds(t *testing.T) {
+	schema := state.MustSchema(state.WithField("ran", state.ReducerReplace))
+	var ran atomic.Int64
+	g, err := flow.NewGraph(schema).
+		AddNode("run", func(context.Context, state.Doc) (state.Update, error) {
+			ran.Add(1)
+			return state.Update{"ran": true}, nil
+		}).
+		AddEdge(flow.START, "run").Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := newServer(t, inmem.Open(store.Options{}), &runs.Graph{ID: "late", Graph: g})
+	ts.json("POST", "/threads", map[string]any{"thread_id": "t1"}, 200)
+	run := ts.json("POST", "/threads/t1/runs", map[string]any{"assistant_id": "late", "input": map[string]any{}, "after_seconds": 0.3}, 200)
+	id, _ := run["run_id"].(string)
+	if got := ts.json("GET", "/threads/t1/runs?status=pending", nil, 200)["list"]; len(got.([]any)) != 1 {
+		t.Fatalf("pending runs: %v", got)
+	}
+	ts.json("POST", "/threads/t1/runs", map[string]any{"assistant_id": "late", "input": map[string]any{}}, 409) // busy: reject
+	start := time.Now()
+	out := ts.json("GET", "/threads/t1/runs/"+id+"/join", nil, 200)
+	if out["ran"] != true || time.Since(start) < 200*time.Millisecond || ran.Load() != 1 {
+		t.Fatalf("joined %v after %s, %d runs", out, time.Since(start), ran.Load())
+	}
+	// Cancelled before it starts: interrupted, never run.
+	run = ts.json("POST", "/threads/t1/runs", map[string]any{"assistant_id": "late", "input": map[string]any{}, "after_seconds": 60}, 200)
+	id, _ = run["run_id"].(string)
+	ts.json("POST", "/threads/t1/runs/"+id+"/cancel?wait=1", nil, 204)
+	if st := ts.json("GET", "/threads/t1/runs/"+id, nil, 200)["status"]; st != "interrupted" || ran.Load() != 1 {
+		t.Fatalf("cancelled run: %v, %d runs", st, ran.Load())
+	}
+	ts.json("POST", "/threads/t1/runs/wait", map[string]any{"assistant_id": "late", "input": map[string]any{}}, 200)
+	ts.json("POST", "/threads/t1/runs", map[string]any{"assistant_id": "late", "after_seconds": -1}, 422)
 }
