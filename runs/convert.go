@@ -149,15 +149,15 @@ func (c *converter) checkpoint(ctx context.Context, ev flow.Event) []*Event {
 	}
 	var out []*Event
 	stored := ev.Committed && ev.Thread == c.thread
-	var payload json.RawMessage
+	var payload map[string]any
 	if !stored {
-		payload = raw(c.unstored(ctx, ev))
+		payload = c.unstored(ctx, ev)
 	}
 	if c.modes["checkpoints"] {
 		if stored {
 			out = append(out, &Event{Event: c.name("checkpoints", ev), ref: &eventRef{kind: refCheckpoints, ns: ev.Namespace, seq: ev.Seq, stored: true, redact: c.redact}})
 		} else {
-			out = append(out, Inline(c.name("checkpoints", ev), payload))
+			out = append(out, Inline(c.name("checkpoints", ev), raw(payload)))
 		}
 	}
 	if c.modes["debug"] {
@@ -165,7 +165,7 @@ func (c *converter) checkpoint(ctx context.Context, ev flow.Event) []*Event {
 		if stored {
 			out = append(out, &Event{Event: c.name("debug", ev), ref: &eventRef{kind: refDebug, ns: ev.Namespace, seq: ev.Seq, ts: ts, stored: true, redact: c.redact}})
 		} else {
-			out = append(out, Inline(c.name("debug", ev), raw(map[string]any{"type": "checkpoint", "timestamp": ts, "step": ev.Seq - 2, "payload": payload})))
+			out = append(out, Inline(c.name("debug", ev), raw(map[string]any{"type": "checkpoint", "timestamp": ts, "step": ev.Seq - 2, "payload": debugPayload(payload)})))
 		}
 	}
 	return out

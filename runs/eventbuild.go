@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 
 	"github.com/cairn-dev/cairn/store"
 )
@@ -54,7 +55,7 @@ func (s *Service) buildEvent(ctx context.Context, thread string, r *eventRef) (j
 	case refCheckpoints:
 		return r.shown(s, raw(s.checkpointPayload(ctx, cp))), nil
 	case refDebug:
-		return r.shown(s, raw(map[string]any{"type": "checkpoint", "timestamp": r.ts, "step": r.seq - 2, "payload": s.checkpointPayload(ctx, cp)})), nil
+		return r.shown(s, raw(map[string]any{"type": "checkpoint", "timestamp": r.ts, "step": r.seq - 2, "payload": debugPayload(s.checkpointPayload(ctx, cp))})), nil
 	}
 	return nil, fmt.Errorf("%w: run event of unknown kind %q", store.ErrCorrupt, r.kind)
 }
@@ -108,4 +109,21 @@ func (s *Service) checkpointPayload(ctx context.Context, cp store.Checkpoint) ma
 	}
 	v := StateView(cp)
 	return map[string]any{"config": cfg(cp.Seq), "parent_config": cfg(cp.Parent), "next": orEmpty(cp.Meta.Next), "values": v.Values, "metadata": v.Metadata, "tasks": v.Tasks}
+}
+
+// debugPayload is a debug event's checkpoint payload: the checkpoints-mode
+// payload, with the checkpoint and its parent as history shows them
+// (checkpoint, parent_checkpoint), as LangGraph's debug events carry them.
+func debugPayload(p map[string]any) map[string]any {
+	out := maps.Clone(p)
+	out["checkpoint"], out["parent_checkpoint"] = refOf(p["config"]), refOf(p["parent_config"])
+	return out
+}
+
+// refOf is the checkpoint a config names (nil for none).
+func refOf(cfg any) any {
+	if m, ok := cfg.(map[string]any); ok {
+		return m["configurable"]
+	}
+	return nil
 }
