@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -30,6 +31,12 @@ type converter struct {
 	// messages: the text of each streamed message so far (messages mode
 	// sends the whole message each time, as messages/partial).
 	messages map[string]*apiMessage
+	// done: the ids of the messages this run's stream completed
+	// (messages/complete) or sent whole (messages-tuple); shown: the
+	// state's messages list as the last snapshot held it.
+	done     map[string]bool
+	shown    state.ListVersion
+	streamed map[string]bool // ids of the messages chunks streamed
 }
 
 type apiMessage struct {
@@ -40,7 +47,7 @@ type apiMessage struct {
 }
 
 func newConverter(s *Service, thread, run string, modes []string, subgraphs bool) *converter {
-	c := &converter{s: s, thread: thread, run: run, modes: map[string]bool{}, subgraphs: subgraphs, messages: map[string]*apiMessage{}}
+	c := &converter{s: s, thread: thread, run: run, modes: map[string]bool{}, subgraphs: subgraphs, messages: map[string]*apiMessage{}, done: map[string]bool{}, streamed: map[string]bool{}}
 	for _, m := range modes {
 		c.modes[m] = true
 	}
@@ -53,21 +60,24 @@ func IsMode(m string) bool {
 	return ok
 }
 
-// flowModes are the runner's modes the API modes need.
+// flowModes are the runner's modes the API modes need: messages mode
+// completes messages from the state after each step (values), and
+// messages-tuple sends the messages a node returns whole (updates).
 func flowModes(modes []string) []flow.StreamMode {
 	var out []flow.StreamMode
-	for _, m := range modes {
-		if fm := apiModes[m]; !slices.Contains(modeNames(out), string(fm)) {
+	add := func(fm flow.StreamMode) {
+		if !slices.Contains(out, fm) {
 			out = append(out, fm)
 		}
 	}
-	return out
-}
-
-func modeNames(ms []flow.StreamMode) []string {
-	out := make([]string, len(ms))
-	for i, m := range ms {
-		out[i] = string(m)
+	for _, m := range modes {
+		add(apiModes[m])
+		switch m {
+		case "messages":
+			add(flow.StreamValues)
+		case "messages-tuple":
+			add(flow.StreamUpdates)
+		}
 	}
 	return out
 }
@@ -107,10 +117,12 @@ func (c *converter) convert(ctx context.Context, ev flow.Event) []*Event {
 			ref("values", refValues)
 			out[len(out)-1].ref.doc = ev.State
 		}
+		out = append(out, c.complete(ev)...)
 	case flow.EventUpdate:
 		if c.modes["updates"] {
 			add("updates", raw(map[string]json.RawMessage{ev.Node: orNull(ev.Payload)}))
 		}
+		out = append(out, c.returned(ev)...)
 	case flow.EventCustom:
 		if c.modes["custom"] {
 			add("custom", orNull(ev.Payload))
@@ -227,6 +239,15 @@ func (c *converter) task(ev flow.Event) []*Event {
 	return out
 }
 
+// messageMeta is the metadata of a messages-tuple event.
+func (c *converter) messageMeta(ev flow.Event, agent string) map[string]any {
+	meta := map[string]any{"langgraph_node": ev.Node, "langgraph_checkpoint_ns": APINamespace(ev.Namespace), "langgraph_step": ev.Seq, "run_id": c.run, "thread_id": APIThreadID(c.thread)}
+	if agent != "" {
+		meta["agent"] = agent
+	}
+	return meta
+}
+
 // message is a messages event: in messages-tuple mode each chunk with its
 // metadata, in messages mode the message so far (messages/metadata first).
 func (c *converter) message(ev flow.Event) []*Event {
@@ -244,10 +265,8 @@ func (c *converter) message(ev flow.Event) []*Event {
 	if json.Unmarshal(ev.Payload, &ch) != nil {
 		return nil
 	}
-	meta := map[string]any{"langgraph_node": ev.Node, "langgraph_checkpoint_ns": APINamespace(ev.Namespace), "langgraph_step": ev.Seq, "run_id": c.run, "thread_id": APIThreadID(c.thread)}
-	if ch.Agent != "" {
-		meta["agent"] = ch.Agent
-	}
+	meta := c.messageMeta(ev, ch.Agent)
+	c.streamed[ch.ID] = true
 	var tc []map[string]any
 	if t := ch.ToolCall; t != nil {
 		tc = []map[string]any{{"index": t.Index, "id": t.ID, "name": t.Name, "args": t.Args}}

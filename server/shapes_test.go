@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/cairn-dev/cairn/flow"
@@ -51,5 +52,79 @@ func TestDebugCheckpointPayload(t *testing.T) {
 	}
 	if seen < 2 {
 		t.Fatalf("%d debug checkpoint events in %v", seen, evs)
+	}
+}
+
+// messagesGraph streams an AI reply in chunks (agent), then returns a tool
+// message whole (tool), as LangGraph's test agent does.
+func messagesGraph(t *testing.T) *runs.Graph {
+	t.Helper()
+	schema := state.MustSchema(state.WithField("messages", state.ReducerMessages))
+	g, err := flow.NewGraph(schema).
+		AddNode("agent", func(ctx context.Context, _ state.Doc) (state.Update, error) {
+			for _, piece := range []string{"be", "gin"} {
+				if err := flow.EmitMessage(ctx, map[string]string{"id": "m1", "text": piece}); err != nil {
+					return nil, err
+				}
+			}
+			return state.Update{"messages": []map[string]any{{"type": "ai", "content": "begin", "id": "m1"}}}, nil
+		}).
+		AddNode("tool", func(context.Context, state.Doc) (state.Update, error) {
+			return state.Update{"messages": []map[string]any{{"type": "tool", "content": "done", "id": "t1", "tool_call_id": "c1"}}}, nil
+		}).
+		AddEdge(flow.START, "agent").AddEdge("agent", "tool").Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &runs.Graph{ID: "talk", Graph: g}
+}
+
+// TestMessagesModes: messages mode completes each message once
+// (messages/complete: the input's, then each node's, the last event of the
+// stream), and an AI message's complete content is its last partial;
+// messages-tuple sends, besides the chunks, each message a node returns
+// whole (the tool's), once — as LangGraph's streams do.
+func TestMessagesModes(t *testing.T) {
+	ts := newServer(t, inmem.Open(store.Options{}), messagesGraph(t))
+	input := map[string]any{"messages": []map[string]any{{"type": "human", "content": "hi", "id": "h1"}}}
+	evs := ts.stream("POST", "/runs/stream", map[string]any{"assistant_id": "talk", "input": input, "stream_mode": "messages"}, "", nil)
+	var completed []string
+	var lastPartial string
+	for _, ev := range evs {
+		switch ev.Event {
+		case "metadata", "messages/metadata":
+		case "messages/partial":
+			var ms []struct{ Content string }
+			_ = json.Unmarshal(ev.Data, &ms)
+			lastPartial = ms[0].Content
+		case "messages/complete":
+			var ms []struct{ ID, Content string }
+			_ = json.Unmarshal(ev.Data, &ms)
+			for _, m := range ms {
+				completed = append(completed, m.ID)
+				if m.ID == "m1" && m.Content != lastPartial {
+					t.Fatalf("m1 completes as %q, last partial %q", m.Content, lastPartial)
+				}
+			}
+		default:
+			t.Fatalf("event %s in messages mode", ev.Event)
+		}
+	}
+	if fmt.Sprint(completed) != "[h1 m1 t1]" || evs[len(evs)-1].Event != "messages/complete" {
+		t.Fatalf("completed %v; last event %s", completed, evs[len(evs)-1].Event)
+	}
+	evs = ts.stream("POST", "/runs/stream", map[string]any{"assistant_id": "talk", "input": input, "stream_mode": "messages-tuple"}, "", nil)
+	var tuple []string
+	for _, ev := range evs {
+		if ev.Event == "messages" {
+			var pair []struct {
+				ID, Type, Content string
+			}
+			_ = json.Unmarshal(ev.Data, &pair)
+			tuple = append(tuple, pair[0].Type+":"+pair[0].Content)
+		}
+	}
+	if fmt.Sprint(tuple) != "[AIMessageChunk:be AIMessageChunk:gin tool:done]" {
+		t.Fatalf("messages-tuple events %v", tuple)
 	}
 }
