@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/redact"
+	"github.com/cairn-dev/cairn/server/lgsaver"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -81,7 +82,7 @@ type Server struct {
 	expiries   *expiries
 	limits     *limiters
 	started    time.Time
-	lg         lgIndex // the LangGraph checkpointer's ids and heads
+	saver      *lgsaver.Saver // the LangGraph saver protocol (/checkpointer/…)
 	origins    []originRule
 }
 
@@ -111,6 +112,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Now = time.Now
 	}
 	s := &Server{cfg: cfg, store: cfg.Store, runlog: rl, queue: queue, assistants: map[string]Assistant{}, log: cfg.Logger, redact: cfg.Redact, started: cfg.Now()}
+	s.saver = newSaver(cfg.Store)
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

@@ -1,4 +1,4 @@
-package server
+package lgsaver
 
 import (
 	"bytes"
@@ -67,12 +67,12 @@ func (p *lgPut) check() error {
 }
 
 // putCheckpoint stores a LangGraph checkpoint.
-func (s *Server) putCheckpoint(w http.ResponseWriter, r *http.Request) error {
+func (s *Saver) putCheckpoint(w http.ResponseWriter, r *http.Request) error {
 	var req lgPut
-	if err := decodeBody(r, &req); err != nil {
+	if err := s.decode(r, &req); err != nil {
 		return err
 	}
-	t, err := lgResolve(r.Context(), req.ThreadID, req.NS)
+	t, err := s.resolve(r.Context(), req.ThreadID, req.NS)
 	if err != nil {
 		return err
 	}
@@ -84,7 +84,7 @@ func (s *Server) putCheckpoint(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	n := s.lg.get(t.thread, t.ns)
+	n := s.index.get(t.thread, t.ns)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	cp, err := s.lgCommit(ctx, n, t, &req, exists)
@@ -97,7 +97,7 @@ func (s *Server) putCheckpoint(w http.ResponseWriter, r *http.Request) error {
 
 // lgThreadExists reports whether the request's tenant has the thread;
 // another tenant's is not found.
-func (s *Server) lgThreadExists(ctx context.Context, id string) (bool, error) {
+func (s *Saver) lgThreadExists(ctx context.Context, id string) (bool, error) {
 	th, err := s.store.Thread(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
@@ -105,17 +105,17 @@ func (s *Server) lgThreadExists(ctx context.Context, id string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if th.Tenant != tenantOf(ctx) {
-		return false, notFound("thread %q not found", apiThreadID(id))
+	if th.Tenant != s.tenant(ctx) {
+		return false, notFound("thread %q not found", s.id(id))
 	}
 	return true, nil
 }
 
 // lgCreateThread creates the thread of a first checkpoint for the
 // request's tenant, marked as the checkpointer's.
-func (s *Server) lgCreateThread(ctx context.Context, id string) error {
+func (s *Saver) lgCreateThread(ctx context.Context, id string) error {
 	md := map[string]any{lgThreadKey: "langgraph"}
-	_, err := s.store.CreateThread(ctx, store.Thread{ID: id, Tenant: tenantOf(ctx), Metadata: md})
+	_, err := s.store.CreateThread(ctx, store.Thread{ID: id, Tenant: s.tenant(ctx), Metadata: md})
 	if errors.Is(err, store.ErrConflict) { // made meanwhile: the append decides
 		_, err = s.lgThreadExists(ctx, id)
 	}
@@ -123,7 +123,7 @@ func (s *Server) lgCreateThread(ctx context.Context, id string) error {
 }
 
 // lgHead reads the head of a namespace without its state (0: empty).
-func (s *Server) lgHead(ctx context.Context, thread, ns string) (store.Checkpoint, error) {
+func (s *Saver) lgHead(ctx context.Context, thread, ns string) (store.Checkpoint, error) {
 	for cp, err := range s.store.History(ctx, store.HistoryRequest{Thread: thread, Namespace: ns, Limit: 1}) {
 		return cp, err
 	}
@@ -141,7 +141,7 @@ type lgPlan struct {
 
 // lgPlanPut checks a put against the stored namespace and computes its
 // patch; nothing is written. n.mu is held.
-func (s *Server) lgPlanPut(ctx context.Context, n *lgNS, t lgTarget, req *lgPut, exists bool) (lgPlan, error) {
+func (s *Saver) lgPlanPut(ctx context.Context, n *lgNS, t lgTarget, req *lgPut, exists bool) (lgPlan, error) {
 	var pl lgPlan
 	if exists {
 		var err error
@@ -190,7 +190,7 @@ func (s *Server) lgPlanPut(ctx context.Context, n *lgNS, t lgTarget, req *lgPut,
 
 // lgCommit appends the checkpoint after its parent, or forks from it;
 // the thread is created with its first checkpoint. n.mu is held.
-func (s *Server) lgCommit(ctx context.Context, n *lgNS, t lgTarget, req *lgPut, exists bool) (store.Checkpoint, error) {
+func (s *Saver) lgCommit(ctx context.Context, n *lgNS, t lgTarget, req *lgPut, exists bool) (store.Checkpoint, error) {
 	pl, err := s.lgPlanPut(ctx, n, t, req, exists)
 	if err != nil {
 		return store.Checkpoint{}, err
@@ -252,7 +252,7 @@ func compactJSON(b []byte) []byte {
 
 // lgState is the state of checkpoint seq (0: the empty state), from the
 // index when it is the head it keeps.
-func (s *Server) lgState(ctx context.Context, n *lgNS, t lgTarget, seq int64) (state.Doc, error) {
+func (s *Saver) lgState(ctx context.Context, n *lgNS, t lgTarget, seq int64) (state.Doc, error) {
 	if seq == 0 {
 		return state.EmptyDoc(), nil
 	}
