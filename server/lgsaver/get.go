@@ -84,7 +84,7 @@ func (s *Saver) lgLoad(ctx context.Context, t lgTarget, id string) (store.Checkp
 		return s.store.Load(ctx, store.LoadRequest{Thread: t.thread, Namespace: t.ns, Seq: head.Seq})
 	}
 	for try := 0; try < 2; try++ {
-		seq, ok, err := n.seq(ctx, s.store, t.thread, t.ns, id)
+		seq, ok, err := n.seq(ctx, s.ext, s.store, t.thread, t.ns, id, true)
 		if err != nil || !ok {
 			return store.Checkpoint{}, cmpErr(err, missing)
 		}

@@ -125,7 +125,7 @@ func (s *Saver) lgListSource(ctx context.Context, t lgTarget, req *lgList) ([]lg
 	if req.Before != "" {
 		n := s.index.get(t.thread, t.ns)
 		n.mu.Lock()
-		if seq, ok := n.ids[req.Before]; ok {
+		if seq, ok, err := n.seq(ctx, s.ext, s.store, t.thread, t.ns, req.Before, false); err == nil && ok {
 			hr.Before = seq // a start; ids are still compared below
 		}
 		n.mu.Unlock()

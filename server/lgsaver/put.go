@@ -148,16 +148,18 @@ func (s *Saver) lgPlanPut(ctx context.Context, n *lgNS, t lgTarget, req *lgPut, 
 		if pl.head, err = s.lgHead(ctx, t.thread, t.ns); err != nil {
 			return pl, err
 		}
-		if _, dup, err := n.seq(ctx, s.store, t.thread, t.ns, req.Checkpoint.ID); err != nil || dup {
+		if _, dup, err := n.seq(ctx, s.ext, s.store, t.thread, t.ns, req.Checkpoint.ID, false); err != nil || dup {
 			return pl, cmpErr(err, conflict("checkpoint %q is already stored in thread %q namespace %q", req.Checkpoint.ID, t.id, t.lgNS))
 		}
 	}
 	pl.at = pl.head.Seq
+	hr, _ := lgRecordOf(pl.head.Meta)
+	atID := hr.Checkpoint.ID
 	if req.ParentID != "" {
 		pseq, ok := int64(0), false
 		if exists {
 			var err error
-			if pseq, ok, err = n.seq(ctx, s.store, t.thread, t.ns, req.ParentID); err != nil {
+			if pseq, ok, err = n.seq(ctx, s.ext, s.store, t.thread, t.ns, req.ParentID, true); err != nil {
 				return pl, err
 			}
 		}
@@ -165,12 +167,11 @@ func (s *Saver) lgPlanPut(ctx context.Context, n *lgNS, t lgTarget, req *lgPut, 
 			return pl, notFound("parent checkpoint %q not found in thread %q namespace %q", req.ParentID, t.id, t.lgNS)
 		}
 		if pseq != pl.head.Seq && !req.Fork {
-			hr, _ := lgRecordOf(pl.head.Meta)
 			return pl, conflict("thread %q namespace %q moved on: its head is checkpoint %q, not the parent %q (another writer put a checkpoint since this one was read)", t.id, t.lgNS, hr.Checkpoint.ID, req.ParentID)
 		}
-		pl.at = pseq
+		pl.at, atID = pseq, req.ParentID
 	}
-	base, err := s.lgState(ctx, n, t, pl.at)
+	base, err := s.lgState(ctx, n, t, pl.at, atID)
 	if err != nil {
 		return pl, err
 	}
@@ -204,9 +205,9 @@ func (s *Saver) lgCommit(ctx context.Context, n *lgNS, t lgTarget, req *lgPut, e
 	var cp store.Checkpoint
 	if pl.at == pl.head.Seq {
 		nodes := lgNodes(pl.head.Meta, req.Checkpoint.Seen)
-		cp, err = s.store.Append(ctx, store.Checkpoint{Thread: t.thread, Namespace: t.ns, Parent: pl.head.Seq, Nodes: nodes, Patch: pl.patch, State: pl.state, Meta: meta})
+		cp, err = s.store.Append(ctx, store.Checkpoint{Thread: t.thread, Namespace: t.ns, Parent: pl.head.Seq, Nodes: nodes, Patch: pl.patch, State: pl.state, Meta: meta, ExternalID: req.Checkpoint.ID})
 	} else {
-		cp, err = s.store.Fork(ctx, store.ForkRequest{Thread: t.thread, Namespace: t.ns, At: pl.at, Patch: pl.patch, Meta: meta})
+		cp, err = s.store.Fork(ctx, store.ForkRequest{Thread: t.thread, Namespace: t.ns, At: pl.at, Patch: pl.patch, Meta: meta, ExternalID: req.Checkpoint.ID})
 	}
 	if errors.Is(err, store.ErrConflict) {
 		return store.Checkpoint{}, conflict("thread %q namespace %q moved on while checkpoint %q was stored (another writer): %v", t.id, t.lgNS, req.Checkpoint.ID, err)
@@ -250,13 +251,14 @@ func compactJSON(b []byte) []byte {
 	return out.Bytes()
 }
 
-// lgState is the state of checkpoint seq (0: the empty state), from the
-// index when it is the head it keeps.
-func (s *Saver) lgState(ctx context.Context, n *lgNS, t lgTarget, seq int64) (state.Doc, error) {
+// lgState is the state of checkpoint seq, LangGraph's id (0: the empty
+// state), from the index when it is the head it keeps: the same seq and
+// id (a thread deleted and made again elsewhere reuses seqs, not ids).
+func (s *Saver) lgState(ctx context.Context, n *lgNS, t lgTarget, seq int64, id string) (state.Doc, error) {
 	if seq == 0 {
 		return state.EmptyDoc(), nil
 	}
-	if n.head == seq {
+	if n.head == seq && n.headID == id {
 		return n.state, nil
 	}
 	cp, err := s.store.Load(ctx, store.LoadRequest{Thread: t.thread, Namespace: t.ns, Seq: seq})

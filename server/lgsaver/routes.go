@@ -39,7 +39,8 @@ type Saver struct {
 	id     func(key string) string
 	tenant func(ctx context.Context) string
 	decode func(r *http.Request, v any) error
-	index  lgIndex // the ids and heads this process has seen
+	ext    store.ExternalIDs // nil: the store keeps no index of external ids
+	index  lgIndex           // the heads (and walked ids) this process has seen
 }
 
 // New returns a Saver over cfg.Store.
@@ -56,6 +57,9 @@ func New(cfg Config) *Saver {
 	}
 	if s.decode == nil {
 		s.decode = decodeJSON
+	}
+	if x, err := store.ExternalIDsOf(cfg.Store); err == nil {
+		s.ext = x
 	}
 	return s
 }

@@ -89,7 +89,7 @@ func (s *Saver) lgLoadMeta(ctx context.Context, t lgTarget, id string) (int64, e
 	n := s.index.get(t.thread, t.ns)
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	seq, ok, err := n.seq(ctx, s.store, t.thread, t.ns, id)
+	seq, ok, err := n.seq(ctx, s.ext, s.store, t.thread, t.ns, id, true)
 	if err == nil && !ok {
 		err = notFound("thread %q namespace %q has no checkpoint %q", t.id, t.lgNS, id)
 	}
