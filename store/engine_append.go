@@ -56,7 +56,7 @@ func (e *Engine) insert(ctx context.Context, cp Checkpoint, seq int64, parent ro
 	row := Row{
 		Thread: cp.Thread, Namespace: cp.Namespace, Seq: seq, Parent: cp.Parent,
 		Status: cp.Status, CreatedAt: cp.CreatedAt.UnixNano(), Meta: meta,
-		Patch:  e.encodePatch(cp.Patch), ExternalID: cp.ExternalID,
+		Patch: e.encodePatch(cp.Patch), ExternalID: cp.ExternalID,
 		Create: create, NewThread: newThread, Fence: FenceOf(ctx, cp.Thread),
 	}
 	if row.Fence != 0 {

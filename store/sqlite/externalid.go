@@ -43,4 +43,3 @@ func nullString(s string) any {
 	}
 	return s
 }
-
