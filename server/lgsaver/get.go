@@ -101,7 +101,7 @@ func (s *Saver) lgLoad(ctx context.Context, t lgTarget, id string) (store.Checkp
 	return store.Checkpoint{}, missing
 }
 
-// lgNewest reads the newest checkpoint the checkpointer wrote in a
+// lgNewest reads the newest checkpoint the saver wrote in a
 // namespace, without its state: a branch made with Cairn's own fork is
 // passed over, and a put after what is returned is then a conflict, not a
 // thread started again.
@@ -115,7 +115,7 @@ func (s *Saver) lgNewest(ctx context.Context, t lgTarget) (store.Checkpoint, err
 }
 
 // lgTupleOf is a loaded checkpoint with its pending writes as the saver
-// reads it; a checkpoint the checkpointer did not write is not found.
+// reads it; a checkpoint the saver did not write is not found.
 func (s *Saver) lgTupleOf(ctx context.Context, t lgTarget, cp store.Checkpoint) (lgTuple, error) {
 	rec, ok := lgRecordOf(cp.Meta)
 	if !ok {

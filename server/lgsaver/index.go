@@ -9,7 +9,7 @@ import (
 	"github.com/cairn-dev/cairn/store"
 )
 
-// lgIndexMax bounds the thread namespaces the checkpointer index keeps.
+// lgIndexMax bounds the thread namespaces the index keeps.
 const lgIndexMax = 256
 
 // lgIndex keeps, in this process, the head state of the thread

@@ -18,7 +18,7 @@ import (
 
 // lgList is a list request: the checkpoints of a thread namespace, of
 // every namespace of a thread (NS nil), or of every thread of the tenant
-// the checkpointer wrote (ThreadID empty), newest first.
+// the saver wrote (ThreadID empty), newest first.
 type lgList struct {
 	ThreadID     string         `json:"thread_id"`
 	NS           *string        `json:"checkpoint_ns"`

@@ -112,7 +112,7 @@ func (s *Saver) lgThreadExists(ctx context.Context, id string) (bool, error) {
 }
 
 // lgCreateThread creates the thread of a first checkpoint for the
-// request's tenant, marked as the checkpointer's.
+// request's tenant, marked as the saver's.
 func (s *Saver) lgCreateThread(ctx context.Context, id string) error {
 	md := map[string]any{lgThreadKey: "langgraph"}
 	_, err := s.store.CreateThread(ctx, store.Thread{ID: id, Tenant: s.tenant(ctx), Metadata: md})

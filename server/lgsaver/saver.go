@@ -15,7 +15,7 @@ const lgExtraKey = "langgraph"
 // looks at those.
 const lgThreadKey = "cairn_checkpointer"
 
-// lgBodyLimit is the request body limit of the checkpointer routes when
+// lgBodyLimit is the request body limit of the saver's routes when
 // the server's is lower: a checkpoint whose list channel changed other
 // than by appending carries the whole list.
 const lgBodyLimit = 64 << 20
