@@ -43,3 +43,17 @@ func nullString(s string) any {
 	}
 	return s
 }
+
+// newStoreSQL is what a new store is made of (store.MigratingDriver's
+// baseline): schema.sql, then migration 8, which create applies after
+// it (a checkpoints table a crash of an older Cairn left, keyed by
+// thread, ns and seq, cannot take format 8's index before migration 5
+// rebuilds it).
+func newStoreSQL() string {
+	for _, m := range migrations {
+		if m.Version == 8 {
+			return baseline + "\n" + m.SQL
+		}
+	}
+	return baseline
+}
