@@ -11,6 +11,7 @@ import (
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/pipeline"
 	"github.com/cairn-dev/cairn/runs"
+	"github.com/cairn-dev/cairn/server/lgsaver"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -49,8 +50,12 @@ func statusOf(err error) int {
 		return ae.Status
 	}
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, lgsaver.ErrNotFound):
 		return http.StatusNotFound
+	case errors.Is(err, lgsaver.ErrConflict):
+		return http.StatusConflict
+	case errors.Is(err, lgsaver.ErrInvalidInput):
+		return http.StatusUnprocessableEntity
 	case errors.Is(err, runs.ErrBusy), errors.Is(err, runs.ErrState), errors.Is(err, store.ErrConflict),
 		errors.Is(err, agentfile.ErrUnfinished), errors.Is(err, agentfile.ErrOtherFile), errors.Is(err, pipeline.ErrFinished):
 		return http.StatusConflict
@@ -76,6 +81,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	} else if re, ok := errors.AsType[*runs.Error](err); ok && re.Path != "" {
 		body["path"] = re.Path
 		body["detail"] = re.Msg
+	} else if se, ok := errors.AsType[*lgsaver.Error](err); ok && se.Path != "" {
+		body["path"] = se.Path
+		body["detail"] = se.Msg
 	}
 	if code == http.StatusInternalServerError {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", s.redact.Error(err))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairn-dev/cairn/redact"
 	"github.com/cairn-dev/cairn/runs"
+	"github.com/cairn-dev/cairn/server/lgsaver"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -79,7 +80,7 @@ type Server struct {
 	mux     *http.ServeMux
 	limits  *limiters
 	started time.Time
-	lg      lgIndex // the LangGraph checkpointer's ids and heads
+	saver   *lgsaver.Saver // the LangGraph saver protocol (/checkpointer/…)
 	origins []originRule
 }
 
@@ -117,6 +118,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	s := &Server{cfg: cfg, svc: svc, queue: rc.Queue, store: cfg.Store, runlog: rl, log: cfg.Logger, redact: rc.Redact, started: cfg.Now()}
+	s.saver = newSaver(cfg.Store)
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

@@ -31,6 +31,11 @@ type Row struct {
 	// except Snapshot, which carries its own CRC-32C and whose size is
 	// BaseSize. The engine sets it; backends store it and return it.
 	Sum uint32
+	// ExternalID is the id the checkpoint's writer gave it
+	// (Checkpoint.ExternalID; empty: none). A backend that keeps an
+	// ExternalIDIndex stores and returns it; it is index data, not covered
+	// by Sum.
+	ExternalID string
 	// Create, on a first row (Seq 1), is the thread record Insert creates
 	// in the same transaction when the thread does not exist yet.
 	Create *ThreadRecord

@@ -36,6 +36,10 @@ type Checkpoint struct {
 	CreatedAt time.Time
 	// Snapshot reports whether the row stores a full snapshot.
 	Snapshot bool
+	// ExternalID is an id the writer gives the checkpoint (the LangGraph
+	// saver: LangGraph's checkpoint id), at most MaxExternalID bytes;
+	// ExternalIDs finds the checkpoint by it. Empty: none.
+	ExternalID string
 }
 
 // Ref returns the checkpoint's reference.

@@ -44,6 +44,9 @@ func (e *Engine) insert(ctx context.Context, cp Checkpoint, seq int64, parent ro
 	if !cp.Status.Valid() {
 		return Checkpoint{}, fmt.Errorf("%w: status %d", ErrInvalidArgument, cp.Status)
 	}
+	if len(cp.ExternalID) > MaxExternalID {
+		return Checkpoint{}, fmt.Errorf("%w: external id of %d bytes, at most %d", ErrInvalidArgument, len(cp.ExternalID), MaxExternalID)
+	}
 	meta, err := encodeMeta(cp.Nodes, cp.Meta)
 	if err != nil {
 		return Checkpoint{}, err
@@ -53,7 +56,7 @@ func (e *Engine) insert(ctx context.Context, cp Checkpoint, seq int64, parent ro
 	row := Row{
 		Thread: cp.Thread, Namespace: cp.Namespace, Seq: seq, Parent: cp.Parent,
 		Status: cp.Status, CreatedAt: cp.CreatedAt.UnixNano(), Meta: meta,
-		Patch:  e.encodePatch(cp.Patch),
+		Patch: e.encodePatch(cp.Patch), ExternalID: cp.ExternalID,
 		Create: create, NewThread: newThread, Fence: FenceOf(ctx, cp.Thread),
 	}
 	if row.Fence != 0 {

@@ -69,6 +69,7 @@ func checkpoint(r *Row) (Checkpoint, error) {
 	cp := Checkpoint{
 		Thread: r.Thread, Namespace: r.Namespace, Seq: r.Seq, Parent: r.Parent,
 		Status: r.Status, CreatedAt: time.Unix(0, r.CreatedAt), Snapshot: r.HasSnapshot,
+		ExternalID: r.ExternalID,
 	}
 	if !r.Status.Valid() {
 		return Checkpoint{}, &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: r.Seq, What: "row", Err: fmt.Errorf("status %d", r.Status)}

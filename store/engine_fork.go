@@ -32,7 +32,7 @@ func (e *Engine) Fork(ctx context.Context, r ForkRequest) (Checkpoint, error) {
 			return Checkpoint{}, fmt.Errorf("%w: fork patch: %v", ErrInvalidArgument, err)
 		}
 	}
-	cp := Checkpoint{Thread: r.Thread, Namespace: r.Namespace, Parent: r.At, Nodes: r.Nodes, Status: StatusSuccess, Patch: r.Patch, State: st, Meta: forkMeta(r.Meta, &src)}
+	cp := Checkpoint{Thread: r.Thread, Namespace: r.Namespace, Parent: r.At, Nodes: r.Nodes, Status: StatusSuccess, Patch: r.Patch, State: st, Meta: forkMeta(r.Meta, &src), ExternalID: r.ExternalID}
 	if r.Into == "" {
 		head, err := e.head(ctx, r.Thread, r.Namespace)
 		if err != nil {

@@ -53,6 +53,8 @@ type ForkRequest struct {
 	// schedule of checkpoint At, so resuming the fork runs what At would.
 	Nodes []string
 	Meta  Meta
+	// ExternalID is the fork checkpoint's (Checkpoint.ExternalID).
+	ExternalID string
 }
 
 // PruneRequest deletes old history, never what a kept checkpoint needs to

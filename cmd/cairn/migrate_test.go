@@ -44,20 +44,20 @@ func TestMigrateSQLite(t *testing.T) {
 	dir := t.TempDir()
 	fresh := "sqlite:" + filepath.Join(dir, "new", "state.db")
 	wantCLI(t, 1, []string{"no store at"}, "migrate", "status", "--store", fresh)
-	wantCLI(t, 0, []string{"-- baseline: a new store at format 7", "CREATE TABLE"}, "migrate", "sql", "--store", fresh)
+	wantCLI(t, 0, []string{"-- baseline: a new store at format 8", "CREATE TABLE"}, "migrate", "sql", "--store", fresh)
 	if _, err := os.Stat(filepath.Join(dir, "new")); !os.IsNotExist(err) {
 		t.Fatalf("status or sql created something: %v", err)
 	}
-	wantCLI(t, 0, []string{"format 0 → 7: baseline"}, "migrate", "up", "--store", fresh)
-	wantCLI(t, 0, []string{"0001_tables", "0002_checksums    applied", "0003_runs         applied", "0004_items        applied", "0005_lanes        applied", "0006_thread_index applied", "0007_tenant_keys  applied"}, "migrate", "--store", fresh)
+	wantCLI(t, 0, []string{"format 0 → 8: baseline"}, "migrate", "up", "--store", fresh)
+	wantCLI(t, 0, []string{"0001_tables", "0002_checksums    applied", "0003_runs         applied", "0004_items        applied", "0005_lanes        applied", "0006_thread_index applied", "0007_tenant_keys  applied", "0008_external_ids applied"}, "migrate", "--store", fresh)
 	wantCLI(t, 0, []string{"nothing to migrate"}, "migrate", "up", "--store", fresh)
 
 	old := seeded(t)
 	before := wantCLI(t, 0, nil, "state", "0", "--store", old)
 	toSQLiteFormat1(t, strings.TrimPrefix(old, "sqlite:"))
-	wantCLI(t, 0, []string{"format 1, latest 7", "0002_checksums    pending", "0003_runs         pending", "0004_items        pending", "0005_lanes        pending", "0006_thread_index pending", "0007_tenant_keys  pending"}, "migrate", "status", "--store", old)
+	wantCLI(t, 0, []string{"format 1, latest 8", "0002_checksums    pending", "0003_runs         pending", "0004_items        pending", "0005_lanes        pending", "0006_thread_index pending", "0007_tenant_keys  pending", "0008_external_ids pending"}, "migrate", "status", "--store", old)
 	wantCLI(t, 0, []string{"-- 0002_checksums", "ALTER TABLE threads ADD COLUMN crc", "then a Go step computes the checksum"}, "migrate", "sql", "--store", old)
-	wantCLI(t, 0, []string{"format 1 → 7: 0002_checksums, 0003_runs, 0004_items, 0005_lanes, 0006_thread_index, 0007_tenant_keys"}, "migrate", "up", "--store", old)
+	wantCLI(t, 0, []string{"format 1 → 8: 0002_checksums, 0003_runs, 0004_items, 0005_lanes, 0006_thread_index, 0007_tenant_keys, 0008_external_ids"}, "migrate", "up", "--store", old)
 	if after := wantCLI(t, 0, nil, "state", "0", "--store", old); after != before {
 		t.Fatalf("state after the migration:\n%s\nbefore:\n%s", after, before)
 	}
@@ -79,9 +79,9 @@ func TestMigrateSQLite(t *testing.T) {
 // migrate, and reads as before once migrated.
 func TestMigratePostgres(t *testing.T) {
 	fresh, _ := pgtest.Schema(t, "cairn_mig")
-	wantCLI(t, 0, []string{"format 0, latest 7", "0003_prefix       pending", "0004_runs         pending", "0005_items        pending", "0006_thread_index pending", "0007_tenant_keys  pending", "cairn migrate up creates one"}, "migrate", "status", "--store", fresh)
+	wantCLI(t, 0, []string{"format 0, latest 8", "0003_prefix       pending", "0004_runs         pending", "0005_items        pending", "0006_thread_index pending", "0007_tenant_keys  pending", "0008_external_ids pending", "cairn migrate up creates one"}, "migrate", "status", "--store", fresh)
 	wantCLI(t, 0, []string{"CREATE TABLE IF NOT EXISTS cairn_threads"}, "migrate", "sql", "--store", fresh)
-	wantCLI(t, 0, []string{"format 0 → 7: baseline"}, "migrate", "up", "--store", fresh)
+	wantCLI(t, 0, []string{"format 0 → 8: baseline"}, "migrate", "up", "--store", fresh)
 	wantCLI(t, 0, []string{"0003_prefix       applied", "0004_runs         applied", "0005_items        applied"}, "migrate", "status", "--store", fresh)
 
 	old, _ := pgtest.Schema(t, "cairn_mig_old")
@@ -89,9 +89,9 @@ func TestMigratePostgres(t *testing.T) {
 	before := wantCLI(t, 0, nil, "state", "0", "--store", old)
 	pgtest.ToFormat1(t, old)
 	wantCLI(t, 1, []string{"migration needed", "cairn migrate up"}, "state", "0", "--store", old)
-	wantCLI(t, 0, []string{"format 1, latest 7", "0002_checksums    pending", "0003_prefix       pending", "0004_runs         pending", "0005_items        pending", "0006_thread_index pending", "0007_tenant_keys  pending"}, "migrate", "status", "--store", old)
+	wantCLI(t, 0, []string{"format 1, latest 8", "0002_checksums    pending", "0003_prefix       pending", "0004_runs         pending", "0005_items        pending", "0006_thread_index pending", "0007_tenant_keys  pending", "0008_external_ids pending"}, "migrate", "status", "--store", old)
 	wantCLI(t, 0, []string{"ALTER TABLE threads RENAME TO cairn_threads"}, "migrate", "sql", "--store", old)
-	wantCLI(t, 0, []string{"format 1 → 7: 0002_checksums, 0003_prefix, 0004_runs, 0005_items, 0006_thread_index, 0007_tenant_keys"}, "migrate", "up", "--store", old)
+	wantCLI(t, 0, []string{"format 1 → 8: 0002_checksums, 0003_prefix, 0004_runs, 0005_items, 0006_thread_index, 0007_tenant_keys, 0008_external_ids"}, "migrate", "up", "--store", old)
 	if after := wantCLI(t, 0, nil, "state", "0", "--store", old); after != before {
 		t.Fatalf("state after the migration:\n%s\nbefore:\n%s", after, before)
 	}

@@ -106,13 +106,22 @@ func ToFormat1(t testing.TB, dsn string) {
 // back.
 func ToFormat6(t testing.TB, dsn string) {
 	t.Helper()
+	ToFormat7(t, dsn)
 	Exec(t, dsn, `UPDATE cairn_format SET version = 6`)
+}
+
+// ToFormat7 turns a PostgreSQL store at the latest format into format 7:
+// it drops the external ids of checkpoint rows and their index.
+func ToFormat7(t testing.TB, dsn string) {
+	t.Helper()
+	Exec(t, dsn, `DROP INDEX cairn_checkpoints_ext_id`, `ALTER TABLE cairn_checkpoints DROP COLUMN ext_id`, `UPDATE cairn_format SET version = 7`)
 }
 
 // ToFormat5 turns a PostgreSQL store at the latest format into format 5:
 // it drops the thread index (its tables, indexes and thread columns).
 func ToFormat5(t testing.TB, dsn string) {
 	t.Helper()
+	ToFormat7(t, dsn)
 	Exec(t, dsn, `DROP TABLE cairn_thread_meta, cairn_thread_counts, cairn_thread_totals`,
 		`DROP INDEX cairn_threads_created, cairn_threads_touched, cairn_threads_status, cairn_threads_status_at`,
 		`ALTER TABLE cairn_threads DROP COLUMN status, DROP COLUMN status_at, DROP COLUMN touched_at`,

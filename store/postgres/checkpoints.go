@@ -77,12 +77,12 @@ func (b *Backend) insertTx(ctx context.Context, r store.Row) error {
 			}
 			batch.Queue(createThreadSQL, args...)
 		}
-		batch.Queue(`INSERT INTO cairn_checkpoints (thread, ns, seq, parent, base, since, base_size, status, created_at, has_snapshot, meta, patch, crc)
-			SELECT $1::text, $2::text, $3::bigint, $4::bigint, $5::bigint, $6::bigint, $7::bigint, $8::smallint, $9::bigint, $10::boolean, $11::bytea, $12::bytea, $13::bigint
+		batch.Queue(`INSERT INTO cairn_checkpoints (thread, ns, seq, parent, base, since, base_size, status, created_at, has_snapshot, meta, patch, crc, ext_id)
+			SELECT $1::text, $2::text, $3::bigint, $4::bigint, $5::bigint, $6::bigint, $7::bigint, $8::smallint, $9::bigint, $10::boolean, $11::bytea, $12::bytea, $13::bigint, NULLIF($15::text, '')
 			WHERE ($4::bigint = 0 OR EXISTS (SELECT 1 FROM cairn_checkpoints WHERE thread = $1::text AND ns = $2::text AND seq = $4::bigint
 				AND (base = $5::bigint OR $5::bigint IN ($3::bigint, $4::bigint)) FOR KEY SHARE))
 			AND ($14::bigint = 0 OR EXISTS (SELECT 1 FROM cairn_leases WHERE thread = $1::text AND token = $14::bigint FOR SHARE))`,
-			r.Thread, r.Namespace, r.Seq, r.Parent, r.Base, r.Since, r.BaseSize, int16(r.Status), r.CreatedAt, r.HasSnapshot, r.Meta, r.Patch, int64(r.Sum), r.Fence)
+			r.Thread, r.Namespace, r.Seq, r.Parent, r.Base, r.Since, r.BaseSize, int16(r.Status), r.CreatedAt, r.HasSnapshot, r.Meta, r.Patch, int64(r.Sum), r.Fence, r.ExternalID)
 		if r.HasSnapshot {
 			batch.Queue(`INSERT INTO cairn_snapshots (thread, ns, seq, data) VALUES ($1, $2, $3, $4)
 				ON CONFLICT (thread, ns, seq) DO UPDATE SET data = EXCLUDED.data`, r.Thread, r.Namespace, r.Seq, r.Snapshot)
@@ -132,7 +132,7 @@ func (b *Backend) insertTx(ctx context.Context, r store.Row) error {
 // Rows implements store.Backend.
 func (b *Backend) Rows(ctx context.Context, q store.RowQuery) ([]store.Row, error) {
 	var sb strings.Builder
-	sb.WriteString(`SELECT seq, parent, base, has_snapshot, since, base_size, status, created_at, meta, patch, crc`)
+	sb.WriteString(`SELECT seq, parent, base, has_snapshot, since, base_size, status, created_at, meta, patch, crc, coalesce(ext_id, '')`)
 	sb.WriteString(` FROM cairn_checkpoints WHERE thread = $1 AND ns = $2 AND seq >= $3`)
 	args := []any{q.Thread, q.Namespace, q.From}
 	if q.To > 0 {
@@ -158,7 +158,7 @@ func (b *Backend) Rows(ctx context.Context, q store.RowQuery) ([]store.Row, erro
 		r := store.Row{Thread: q.Thread, Namespace: q.Namespace}
 		var status int16
 		var sum int64
-		if err := rows.Scan(&r.Seq, &r.Parent, &r.Base, &r.HasSnapshot, &r.Since, &r.BaseSize, &status, &r.CreatedAt, &r.Meta, &r.Patch, &sum); err != nil {
+		if err := rows.Scan(&r.Seq, &r.Parent, &r.Base, &r.HasSnapshot, &r.Since, &r.BaseSize, &status, &r.CreatedAt, &r.Meta, &r.Patch, &sum, &r.ExternalID); err != nil {
 			return nil, wrap(err, "checkpoint", q.Thread)
 		}
 		r.Status = store.Status(status)

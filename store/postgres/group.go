@@ -242,6 +242,7 @@ func queueCheckpoints(pb *pgx.Batch, rows []store.Row, lv []int) {
 		meta, patch                                         = make([][]byte, n), make([][]byte, n)
 		threadSum                                           = make([]*int64, n)
 		fences                                              = make([]int64, n)
+		extIDs                                              = make([]*string, n)
 	)
 	for k, i := range lv {
 		r := rows[i]
@@ -252,18 +253,21 @@ func queueCheckpoints(pb *pgx.Batch, rows []store.Row, lv []int) {
 			threadSum[k] = &v
 		}
 		fences[k] = r.Fence
+		if r.ExternalID != "" {
+			extIDs[k] = &r.ExternalID
+		}
 	}
-	pb.Queue(`INSERT INTO cairn_checkpoints (thread, ns, seq, parent, base, since, base_size, status, created_at, has_snapshot, meta, patch, crc)
-		SELECT r.thread, r.ns, r.seq, r.parent, r.base, r.since, r.base_size, r.status, r.created_at, r.has_snapshot, r.meta, r.patch, r.crc
-		FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8::smallint[], $9::bigint[], $10::boolean[], $11::bytea[], $12::bytea[], $13::bigint[], $14::bigint[], $15::bigint[])
-			AS r(thread, ns, seq, parent, base, since, base_size, status, created_at, has_snapshot, meta, patch, crc, tsum, fence)
+	pb.Queue(`INSERT INTO cairn_checkpoints (thread, ns, seq, parent, base, since, base_size, status, created_at, has_snapshot, meta, patch, crc, ext_id)
+		SELECT r.thread, r.ns, r.seq, r.parent, r.base, r.since, r.base_size, r.status, r.created_at, r.has_snapshot, r.meta, r.patch, r.crc, r.ext_id
+		FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8::smallint[], $9::bigint[], $10::boolean[], $11::bytea[], $12::bytea[], $13::bigint[], $14::bigint[], $15::bigint[], $16::text[])
+			AS r(thread, ns, seq, parent, base, since, base_size, status, created_at, has_snapshot, meta, patch, crc, tsum, fence, ext_id)
 		WHERE (r.parent = 0 OR EXISTS (SELECT 1 FROM cairn_checkpoints c WHERE c.thread = r.thread AND c.ns = r.ns AND c.seq = r.parent
 			AND (c.base = r.base OR r.base IN (r.seq, r.parent)) FOR KEY SHARE))
 		AND (r.tsum IS NULL OR EXISTS (SELECT 1 FROM cairn_threads t WHERE t.id = r.thread AND t.crc = r.tsum))
 		AND (r.fence = 0 OR EXISTS (SELECT 1 FROM cairn_leases l WHERE l.thread = r.thread AND l.token = r.fence FOR SHARE))
 		ON CONFLICT DO NOTHING
 		RETURNING thread, ns, seq, crc`,
-		thread, ns, seq, parent, base, since, baseSize, status, createdAt, hasSnap, meta, patch, sums, threadSum, fences)
+		thread, ns, seq, parent, base, since, baseSize, status, createdAt, hasSnap, meta, patch, sums, threadSum, fences, extIDs)
 }
 
 // queueSnapshot adds a row's snapshot, written if the checkpoint is this

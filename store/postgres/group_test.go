@@ -42,7 +42,7 @@ func TestGroupCommit(t *testing.T) {
 							errs <- err
 							return
 						}
-						cp := store.Checkpoint{Thread: thread, Parent: seq - 1, Nodes: []string{"n"}, Patch: patch, State: next}
+						cp := store.Checkpoint{Thread: thread, Parent: seq - 1, Nodes: []string{"n"}, Patch: patch, State: next, ExternalID: fmt.Sprint("id", seq)}
 						if _, err := s.Append(ctx, cp); err != nil {
 							errs <- fmt.Errorf("%s seq %d: %w", thread, seq, err)
 							return
@@ -72,6 +72,9 @@ func TestGroupCommit(t *testing.T) {
 				var n int64
 				if err != nil || cp.State.Get("n", &n) != nil || n != steps {
 					t.Fatalf("thread %d: state %v, %v", i, cp.State, err)
+				}
+				if cp, err := s.ByExternalID(ctx, th.ID, "", "id7"); err != nil || cp.Seq != 7 {
+					t.Fatalf("thread %d: external id id7: %+v, %v", i, cp, err)
 				}
 			}
 			st := b.GroupStats()

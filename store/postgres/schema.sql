@@ -56,8 +56,11 @@ CREATE TABLE IF NOT EXISTS cairn_checkpoints (
 	meta         bytea,
 	patch        bytea NOT NULL,
 	crc          bigint NOT NULL DEFAULT 0,
+	ext_id       text,
 	PRIMARY KEY (thread, ns, seq)
 );
+-- Format 8: checkpoints by external id (migrations/0008_external_ids.sql).
+CREATE INDEX IF NOT EXISTS cairn_checkpoints_ext_id ON cairn_checkpoints (thread, ns, ext_id, seq) WHERE ext_id IS NOT NULL;
 CREATE TABLE IF NOT EXISTS cairn_snapshots (
 	thread text NOT NULL,
 	ns     text NOT NULL,

@@ -93,7 +93,7 @@ func TestUpgradeFormat6(t *testing.T) {
 			}
 			s := open(t, dsn, tc.opts)
 			defer s.Close()
-			if v := format(t, dsn); v != 7 {
+			if v := format(t, dsn); v != 8 {
 				t.Fatalf("format %d after opening", v)
 			}
 			f.Check(t, s)
@@ -213,10 +213,10 @@ func TestMigrateTenantKeysCrash(t *testing.T) {
 		cmd.Env = append(os.Environ(), migrateEnv+"="+dsn)
 		out, err := cmd.CombinedOutput()
 		v := format(t, dsn)
-		if v != 6 && v != 7 || v == 6 && err == nil {
+		if v != 6 && v != 8 || v == 6 && err == nil {
 			t.Fatalf("run %d (killed: %v) left format %d (%s)", n, err != nil, v, out)
 		}
-		if v == 7 { // finished, or killed after its commit
+		if v == 8 { // finished, or killed after its commit
 			break
 		}
 		killed++

@@ -47,7 +47,7 @@ func (b *Backend) insert(ctx context.Context, c *sql.Conn, r store.Row) error {
 		patch = []byte{} // NULL means a missing parent
 	}
 	_, err := b.insertRow.ExecContext(ctx, r.Thread, r.Namespace, r.Seq, r.Parent, r.Base, r.Since, r.BaseSize,
-		int(r.Status), r.CreatedAt, has, nullBytes(r.Meta), patch, int64(r.Sum))
+		int(r.Status), r.CreatedAt, has, nullBytes(r.Meta), patch, int64(r.Sum), nullString(r.ExternalID))
 	switch {
 	case sqliteCode(err) == sqlite3.SQLITE_CONSTRAINT_NOTNULL:
 		return fmt.Errorf("%w: thread %q namespace %q has no checkpoint %d to extend", store.ErrConflict, r.Thread, r.Namespace, r.Parent)

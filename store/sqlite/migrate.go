@@ -21,7 +21,8 @@ import (
 // store's items and their full-text index; version 5 keys checkpoint rows
 // by lane (a thread namespace's number) and seq in one integer; version
 // 6 adds the thread index (threadindex.go); version 7 keeps each tenant's
-// thread under its key, tenant/id (tenantkeys.go).
+// thread under its key, tenant/id (tenantkeys.go); version 8 each
+// checkpoint row's external id, indexed (externalid.go).
 var (
 	//go:embed migrations/*.sql
 	migrationFiles embed.FS
@@ -223,9 +224,13 @@ func (b *Backend) create(ctx context.Context) error {
 		if err := b.fillIndex(ctx); err != nil {
 			return err
 		}
-		return b.applyOnly(ctx, 7)
+		if err := b.applyOnly(ctx, 7); err != nil {
+			return err
+		}
 	}
-	return nil
+	// The baseline has no external ids: a crash of an older Cairn may
+	// have left a checkpoints table the baseline does not replace.
+	return b.applyOnly(ctx, 8)
 }
 
 // applyOnly applies the migration numbered v, alone.

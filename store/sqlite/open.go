@@ -98,6 +98,9 @@ type Backend struct {
 	// noIndex: a file of a format before 6 opened read-only; it has no
 	// thread index, so listings other than by id are refused.
 	noIndex bool
+	// noExtIDs: a file of a format before 8 opened read-only; its rows
+	// have no external ids (externalid.go).
+	noExtIDs bool
 
 	// Group commit: callers queue jobs; one of them at a time leads,
 	// running everything queued as one transaction on conn.
@@ -247,10 +250,10 @@ func (b *Backend) prepareWrites(ctx context.Context) error {
 		// Without a lane the key is negative, which the table's CHECK
 		// refuses (a NULL key would be given a rowid). Parameters are
 		// named only where used twice: the driver copies each name.
-		{&b.insertRow, `INSERT INTO checkpoints (id, parent, base, since, base_size, status, created_at, has_snapshot, meta, patch, crc)
+		{&b.insertRow, `INSERT INTO checkpoints (id, parent, base, since, base_size, status, created_at, has_snapshot, meta, patch, crc, ext_id)
 			VALUES (` + laneKey("?", "?") + ` + ?, ?, ?, ?, ?, ?, ?, ?, ?,
 				CASE WHEN ?4 = 0 OR EXISTS (SELECT 1 FROM checkpoints WHERE id = ` + laneKey("?1", "?2") + ` + ?4
-					AND (base = ?5 OR ?5 IN (?3, ?4))) THEN ? END, ?)`},
+					AND (base = ?5 OR ?5 IN (?3, ?4))) THEN ? END, ?, ?)`},
 		{&b.ensureLane, `INSERT OR IGNORE INTO lanes (thread, ns) VALUES (?, ?)`},
 		{&b.insertSnap, `INSERT OR REPLACE INTO snapshots (thread, ns, seq, data) VALUES (?,?,?,?)`},
 		{&b.ensureThread, `INSERT OR IGNORE INTO threads (id, tenant, metadata, created_at, crc, touched_at) VALUES (?1,?2,?3,?4,?5,?4)`},
@@ -278,6 +281,7 @@ func openReadOnly(ctx context.Context, path string, opts Options) (*Backend, err
 		b.noItems = v < 4
 		b.noLanes = v < 5
 		b.noIndex = v < 6
+		b.noExtIDs = v < 8
 		err = b.prepareReads(ctx)
 	}
 	if err != nil {

@@ -38,12 +38,17 @@ func (b *Backend) prepare(ctx context.Context, text string) error {
 // rowsQuery builds the query text and arguments of a RowQuery. The text
 // depends only on the query's flags and the file's format, so there are
 // few distinct texts and each is prepared once.
-func rowsQuery(q store.RowQuery, legacy, noLanes bool) (string, []any) {
+func rowsQuery(q store.RowQuery, legacy, noLanes, noExtIDs bool) (string, []any) {
 	if noLanes {
 		return oldRowsQuery(q, legacy)
 	}
 	var sb strings.Builder
 	sb.WriteString(`SELECT c.id - (l.id << 32), c.parent, c.base, c.has_snapshot, c.since, c.base_size, c.status, c.created_at, c.meta, c.patch, c.crc`)
+	if noExtIDs {
+		sb.WriteString(`, NULL`)
+	} else {
+		sb.WriteString(`, c.ext_id`)
+	}
 	sb.WriteString(` FROM lanes l JOIN checkpoints c ON ` + laneRows("?", "?") + ` WHERE l.thread = ? AND l.ns = ?`)
 	to := int64(maxSeq)
 	if q.To > 0 {
@@ -62,7 +67,7 @@ func oldRowsQuery(q store.RowQuery, legacy bool) (string, []any) {
 	} else {
 		sb.WriteString(`, c.crc`)
 	}
-	sb.WriteString(` FROM checkpoints c`)
+	sb.WriteString(`, NULL FROM checkpoints c`)
 	sb.WriteString(` WHERE c.thread = ? AND c.ns = ? AND c.seq >= ?`)
 	args := []any{q.Thread, q.Namespace, q.From}
 	if q.To > 0 {
@@ -96,7 +101,7 @@ func (b *Backend) prepareReads(ctx context.Context) error {
 		{From: 1, To: 2},
 		{To: 1, Desc: true, Limit: 1},
 	} {
-		text, _ := rowsQuery(q, b.legacy, b.noLanes)
+		text, _ := rowsQuery(q, b.legacy, b.noLanes, b.noExtIDs)
 		if err := b.prepare(ctx, text); err != nil {
 			return err
 		}
@@ -106,7 +111,7 @@ func (b *Backend) prepareReads(ctx context.Context) error {
 
 // Rows implements store.Backend.
 func (b *Backend) Rows(ctx context.Context, q store.RowQuery) ([]store.Row, error) {
-	text, args := rowsQuery(q, b.legacy, b.noLanes)
+	text, args := rowsQuery(q, b.legacy, b.noLanes, b.noExtIDs)
 	at := q.From
 	if q.To > 0 {
 		at = q.To
@@ -123,12 +128,13 @@ func (b *Backend) Rows(ctx context.Context, q store.RowQuery) ([]store.Row, erro
 	for rows.Next() {
 		r := store.Row{Thread: q.Thread, Namespace: q.Namespace}
 		var status, has, sum int64
-		if err := rows.Scan(&r.Seq, &r.Parent, &r.Base, &has, &r.Since, &r.BaseSize, &status, &r.CreatedAt, &r.Meta, &r.Patch, &sum); err != nil {
+		var ext sql.NullString
+		if err := rows.Scan(&r.Seq, &r.Parent, &r.Base, &has, &r.Since, &r.BaseSize, &status, &r.CreatedAt, &r.Meta, &r.Patch, &sum, &ext); err != nil {
 			return nil, b.readErr(err, q.Thread, q.Namespace, r.Seq, "checkpoint")
 		}
 		r.Status = store.Status(status) // an out-of-range value fails the checksum
 		r.HasSnapshot = has == 1
-		r.Sum = uint32(sum)
+		r.Sum, r.ExternalID = uint32(sum), ext.String
 		if status != int64(r.Status) || (has != 0 && has != 1) || sum != int64(r.Sum) {
 			r.Sum = ^store.RowChecksum(&r) // what was read is not what was written
 		} else if b.legacy {

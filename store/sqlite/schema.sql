@@ -2,6 +2,9 @@
 -- what migrations 0001, 0002, … make of an empty file, at once.
 -- A thread's id is its key: tenant/id for a tenant's thread, its id for a
 -- thread without a tenant (format 7, migrations/0007_tenant_keys.sql).
+-- Format 8's external ids (migrations/0008_external_ids.sql) are applied
+-- after this file, as a migration: a file a crash of an older Cairn left
+-- holds a checkpoints table their index cannot take yet.
 CREATE TABLE IF NOT EXISTS threads (
 	id         TEXT PRIMARY KEY,
 	tenant     TEXT NOT NULL DEFAULT '',

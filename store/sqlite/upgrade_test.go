@@ -17,7 +17,7 @@ import (
 )
 
 // latestFormat is the format this code writes.
-const latestFormat = 7
+const latestFormat = 8
 
 // writeV1Store writes threads in the current format, then turns the file
 // into a format 1 store (the same tables without checksums) and returns

@@ -65,7 +65,7 @@ func ParseURL(raw string) (path string, d Durability, err error) {
 }
 
 // Migrations lists the migrations and the baseline (store.MigratingDriver).
-func (driver) Migrations() ([]store.Migration, string) { return migrations, baseline }
+func (driver) Migrations() ([]store.Migration, string) { return migrations, newStoreSQL() }
 
 // Version reads the format version of the file a URL names, opening it
 // read-only (store.MigratingDriver): 0 for an empty database, or one a crash

@@ -71,6 +71,7 @@ func Run(t *testing.T, h Harness) {
 		{"Leases", testLeases},
 		{"Items", testItems},
 		{"Storage", testStorage},
+		{"ExternalIDs", testExternalIDs},
 	}
 	// Every case runs with the snapshot cache and without it: the cache
 	// must never change an answer (except to hide damage from a process

@@ -51,6 +51,7 @@ var unindex = []string{
 // as every Cairn of format 6 did, so a file written so holds what format 6
 // held, and only its version goes back.
 var steps = map[int][]string{
+	8: {`DROP INDEX checkpoints_ext_id`, `ALTER TABLE checkpoints DROP COLUMN ext_id`},
 	7: {},
 	6: unindex,
 	5: unlane,
@@ -60,7 +61,7 @@ var steps = map[int][]string{
 }
 
 // Downgrade turns the closed SQLite store at path, written at the latest
-// format, into a store of format (1 to 6), as the Cairn of that format
+// format, into a store of format (1 to 7), as the Cairn of that format
 // wrote it: the same rows in that format's tables. Threads of tenants
 // kept under their keys stay so (see steps): a store to be taken below
 // format 7 with its tenants' threads as format 6 kept them is written

@@ -1,4 +1,4 @@
-package server
+package lgsaver
 
 import (
 	"context"
@@ -35,12 +35,12 @@ type lgWrite struct {
 // putWrites stores pending writes of a checkpoint: a regular write (idx
 // >= 0) already stored stays as it was, a special one (errors, interrupts:
 // idx < 0) replaces it, as LangGraph's savers do.
-func (s *Server) putWrites(w http.ResponseWriter, r *http.Request) error {
+func (s *Saver) putWrites(w http.ResponseWriter, r *http.Request) error {
 	var req lgWrites
-	if err := decodeBody(r, &req); err != nil {
+	if err := s.decode(r, &req); err != nil {
 		return err
 	}
-	t, err := lgResolve(r.Context(), req.ThreadID, req.NS)
+	t, err := s.resolve(r.Context(), req.ThreadID, req.NS)
 	if err != nil {
 		return err
 	}
@@ -48,7 +48,7 @@ func (s *Server) putWrites(w http.ResponseWriter, r *http.Request) error {
 		return unprocessable("$.checkpoint_id", "checkpoint_id and task_id are required")
 	}
 	ctx := r.Context()
-	if _, err := s.svc.Thread(ctx, t.id); err != nil {
+	if _, err := s.thread(ctx, t.id); err != nil {
 		return err
 	}
 	cp, err := s.lgLoadMeta(ctx, t, req.CheckpointID)
@@ -85,11 +85,11 @@ func (s *Server) putWrites(w http.ResponseWriter, r *http.Request) error {
 }
 
 // lgLoadMeta finds the seq of checkpoint id.
-func (s *Server) lgLoadMeta(ctx context.Context, t lgTarget, id string) (int64, error) {
-	n := s.lg.get(t.thread, t.ns)
+func (s *Saver) lgLoadMeta(ctx context.Context, t lgTarget, id string) (int64, error) {
+	n := s.index.get(t.thread, t.ns)
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	seq, ok, err := n.seq(ctx, s.store, t.thread, t.ns, id)
+	seq, ok, err := n.seq(ctx, s.ext, s.store, t.thread, t.ns, id, true)
 	if err == nil && !ok {
 		err = notFound("thread %q namespace %q has no checkpoint %q", t.id, t.lgNS, id)
 	}

@@ -1,20 +1,25 @@
-package server
+package lgsaver
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 )
 
-// lgIndexMax bounds the thread namespaces the checkpointer index keeps.
+// lgIndexMax bounds the thread namespaces the index keeps.
 const lgIndexMax = 256
 
-// lgIndex maps LangGraph checkpoint ids to Cairn seqs, per thread
-// namespace, and keeps the head state of the namespaces being written, in
-// this process. An id's seq never changes, so the map only grows: a miss
-// reads the checkpoints newer than those already read (once per
+// lgIndex keeps, in this process, the head state of the thread
+// namespaces being written (the state a put patches against), and the
+// LangGraph checkpoint ids of those whose history it had to walk. A
+// checkpoint id is found through the store's index of external ids
+// (store.ExternalIDs, format 8): one lookup, in any process. Only a store
+// without that index, or a miss that may be a row stored before it (an
+// encrypted store's upgrade cannot read the ids it would copy), walks a
+// namespace: the checkpoints newer than those already walked (once per
 // namespace and process, the whole history; after that, what others
 // appended). What it returns is checked against the checkpoint read, so a
 // thread deleted and made again, or pruned, by another process is never
@@ -73,10 +78,21 @@ func (x *lgIndex) forget(thread string) {
 }
 
 // seq finds the seq of checkpoint id; n.mu must be held. ok is false when
-// the namespace has no such checkpoint.
-func (n *lgNS) seq(ctx context.Context, st store.Store, thread, ns, id string) (int64, bool, error) {
+// the namespace has no such checkpoint. x is the store's index of
+// external ids (nil: none); walk lets a miss there walk the namespace
+// (see lgIndex): a put's check that its id is new does not.
+func (n *lgNS) seq(ctx context.Context, x store.ExternalIDs, st store.Store, thread, ns, id string, walk bool) (int64, bool, error) {
 	if seq, ok := n.ids[id]; ok {
 		return seq, true, nil
+	}
+	if x != nil {
+		cp, err := x.ByExternalID(ctx, thread, ns, id)
+		if err == nil {
+			return cp.Seq, true, nil
+		}
+		if !errors.Is(err, store.ErrNotFound) || !walk {
+			return 0, false, ignoreNotFound(err)
+		}
 	}
 	if err := n.catchUp(ctx, st, thread, ns); err != nil {
 		return 0, false, err
@@ -119,4 +135,12 @@ func (n *lgNS) add(seq int64, id string, d state.Doc) {
 		n.top = seq
 	}
 	n.head, n.headID, n.state = seq, id, d
+}
+
+// ignoreNotFound is err unless it is store.ErrNotFound.
+func ignoreNotFound(err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	return err
 }

@@ -1,4 +1,4 @@
-package server
+package lgsaver
 
 import (
 	"context"
@@ -40,17 +40,17 @@ type lgShared struct {
 }
 
 // getCheckpoint answers a checkpoint (the head without an id) or 404.
-func (s *Server) getCheckpoint(w http.ResponseWriter, r *http.Request) error {
+func (s *Saver) getCheckpoint(w http.ResponseWriter, r *http.Request) error {
 	var req lgGet
-	if err := decodeBody(r, &req); err != nil {
+	if err := s.decode(r, &req); err != nil {
 		return err
 	}
-	t, err := lgResolve(r.Context(), req.ThreadID, req.NS)
+	t, err := s.resolve(r.Context(), req.ThreadID, req.NS)
 	if err != nil {
 		return err
 	}
 	ctx := r.Context()
-	if _, err := s.svc.Thread(ctx, t.id); err != nil {
+	if _, err := s.thread(ctx, t.id); err != nil {
 		return err
 	}
 	cp, err := s.lgLoad(ctx, t, req.CheckpointID)
@@ -66,8 +66,8 @@ func (s *Server) getCheckpoint(w http.ResponseWriter, r *http.Request) error {
 }
 
 // lgLoad loads checkpoint id of a namespace, or its head when id is empty.
-func (s *Server) lgLoad(ctx context.Context, t lgTarget, id string) (store.Checkpoint, error) {
-	n := s.lg.get(t.thread, t.ns)
+func (s *Saver) lgLoad(ctx context.Context, t lgTarget, id string) (store.Checkpoint, error) {
+	n := s.index.get(t.thread, t.ns)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	missing := notFound("thread %q namespace %q has no checkpoint %q", t.id, t.lgNS, id)
@@ -84,7 +84,7 @@ func (s *Server) lgLoad(ctx context.Context, t lgTarget, id string) (store.Check
 		return s.store.Load(ctx, store.LoadRequest{Thread: t.thread, Namespace: t.ns, Seq: head.Seq})
 	}
 	for try := 0; try < 2; try++ {
-		seq, ok, err := n.seq(ctx, s.store, t.thread, t.ns, id)
+		seq, ok, err := n.seq(ctx, s.ext, s.store, t.thread, t.ns, id, true)
 		if err != nil || !ok {
 			return store.Checkpoint{}, cmpErr(err, missing)
 		}
@@ -101,11 +101,11 @@ func (s *Server) lgLoad(ctx context.Context, t lgTarget, id string) (store.Check
 	return store.Checkpoint{}, missing
 }
 
-// lgNewest reads the newest checkpoint the checkpointer wrote in a
+// lgNewest reads the newest checkpoint the saver wrote in a
 // namespace, without its state: a branch made with Cairn's own fork is
 // passed over, and a put after what is returned is then a conflict, not a
 // thread started again.
-func (s *Server) lgNewest(ctx context.Context, t lgTarget) (store.Checkpoint, error) {
+func (s *Saver) lgNewest(ctx context.Context, t lgTarget) (store.Checkpoint, error) {
 	for cp, err := range s.store.History(ctx, store.HistoryRequest{Thread: t.thread, Namespace: t.ns, PageSize: 20}) {
 		if _, ok := lgRecordOf(cp.Meta); ok || err != nil {
 			return cp, err
@@ -115,8 +115,8 @@ func (s *Server) lgNewest(ctx context.Context, t lgTarget) (store.Checkpoint, er
 }
 
 // lgTupleOf is a loaded checkpoint with its pending writes as the saver
-// reads it; a checkpoint the checkpointer did not write is not found.
-func (s *Server) lgTupleOf(ctx context.Context, t lgTarget, cp store.Checkpoint) (lgTuple, error) {
+// reads it; a checkpoint the saver did not write is not found.
+func (s *Saver) lgTupleOf(ctx context.Context, t lgTarget, cp store.Checkpoint) (lgTuple, error) {
 	rec, ok := lgRecordOf(cp.Meta)
 	if !ok {
 		return lgTuple{}, notFound("thread %q namespace %q checkpoint %d was not written by the LangGraph checkpointer", t.id, t.lgNS, cp.Seq)

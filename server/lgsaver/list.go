@@ -1,4 +1,4 @@
-package server
+package lgsaver
 
 import (
 	"bytes"
@@ -12,14 +12,13 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 )
 
 // lgList is a list request: the checkpoints of a thread namespace, of
 // every namespace of a thread (NS nil), or of every thread of the tenant
-// the checkpointer wrote (ThreadID empty), newest first.
+// the saver wrote (ThreadID empty), newest first.
 type lgList struct {
 	ThreadID     string         `json:"thread_id"`
 	NS           *string        `json:"checkpoint_ns"`
@@ -39,9 +38,9 @@ type lgRef struct {
 
 // listCheckpoints answers the references of the checkpoints a list
 // selects, in order; the saver reads them with batchCheckpoints.
-func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request) error {
+func (s *Saver) listCheckpoints(w http.ResponseWriter, r *http.Request) error {
 	var req lgList
-	if err := decodeBody(r, &req); err != nil {
+	if err := s.decode(r, &req); err != nil {
 		return err
 	}
 	if req.Limit < 0 {
@@ -71,40 +70,40 @@ func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request) error {
 }
 
 // lgSources lists the thread namespaces a list reads.
-func (s *Server) lgSources(ctx context.Context, req *lgList) ([]lgTarget, error) {
+func (s *Saver) lgSources(ctx context.Context, req *lgList) ([]lgTarget, error) {
 	var threads []string
 	if req.ThreadID != "" {
-		t, err := lgResolve(ctx, req.ThreadID, "")
+		t, err := s.resolve(ctx, req.ThreadID, "")
 		if err != nil {
 			return nil, err
 		}
-		if _, err := s.svc.Thread(ctx, t.id); err != nil {
-			if statusOf(err) == http.StatusNotFound {
+		if _, err := s.thread(ctx, t.id); err != nil {
+			if errors.Is(err, ErrNotFound) {
 				return nil, nil
 			}
 			return nil, err
 		}
 		threads = []string{t.id}
 	} else {
-		f := store.ThreadFilter{Tenant: runs.TenantOf(ctx), Metadata: map[string]any{lgThreadKey: "langgraph"}}
+		f := store.ThreadFilter{Tenant: s.tenant(ctx), Metadata: map[string]any{lgThreadKey: "langgraph"}}
 		for th, err := range s.store.Threads(ctx, f) {
 			if err != nil {
 				return nil, err
 			}
-			threads = append(threads, runs.APIThreadID(th.ID))
+			threads = append(threads, s.id(th.ID))
 		}
 	}
 	var out []lgTarget
 	for _, th := range threads {
 		if req.NS != nil {
-			t, err := lgResolve(ctx, th, *req.NS)
+			t, err := s.resolve(ctx, th, *req.NS)
 			if err != nil {
 				return nil, err
 			}
 			out = append(out, t)
 			continue
 		}
-		nss, err := s.store.Namespaces(ctx, runs.ThreadKey(ctx, th))
+		nss, err := s.store.Namespaces(ctx, s.key(ctx, th))
 		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}
@@ -113,7 +112,7 @@ func (s *Server) lgSources(ctx context.Context, req *lgList) ([]lgTarget, error)
 		}
 		for _, ni := range nss {
 			if lns, err := lgNamespaceOf(ni.Name); err == nil {
-				out = append(out, lgTarget{id: th, thread: runs.ThreadKey(ctx, th), lgNS: lns, ns: ni.Name})
+				out = append(out, lgTarget{id: th, thread: s.key(ctx, th), lgNS: lns, ns: ni.Name})
 			}
 		}
 	}
@@ -121,12 +120,12 @@ func (s *Server) lgSources(ctx context.Context, req *lgList) ([]lgTarget, error)
 }
 
 // lgListSource walks one thread namespace newest first.
-func (s *Server) lgListSource(ctx context.Context, t lgTarget, req *lgList) ([]lgRef, error) {
+func (s *Saver) lgListSource(ctx context.Context, t lgTarget, req *lgList) ([]lgRef, error) {
 	hr := store.HistoryRequest{Thread: t.thread, Namespace: t.ns, PageSize: 500}
 	if req.Before != "" {
-		n := s.lg.get(t.thread, t.ns)
+		n := s.index.get(t.thread, t.ns)
 		n.mu.Lock()
-		if seq, ok := n.ids[req.Before]; ok {
+		if seq, ok, err := n.seq(ctx, s.ext, s.store, t.thread, t.ns, req.Before, false); err == nil && ok {
 			hr.Before = seq // a start; ids are still compared below
 		}
 		n.mu.Unlock()
@@ -178,9 +177,9 @@ const lgBatchMax = 100
 
 // batchCheckpoints answers listed checkpoints with their state and
 // pending writes; runs of one namespace are read in one walk.
-func (s *Server) batchCheckpoints(w http.ResponseWriter, r *http.Request) error {
+func (s *Saver) batchCheckpoints(w http.ResponseWriter, r *http.Request) error {
 	var req lgBatch
-	if err := decodeBody(r, &req); err != nil {
+	if err := s.decode(r, &req); err != nil {
 		return err
 	}
 	if len(req.Refs) > lgBatchMax {
@@ -264,12 +263,12 @@ func samePrefix(a, b state.Doc, name string, n int) bool {
 }
 
 // lgRun reads refs of one namespace, seqs descending, in one walk.
-func (s *Server) lgRun(ctx context.Context, refs []lgRef) ([]lgTuple, error) {
-	t, err := lgResolve(ctx, refs[0].ThreadID, refs[0].NS)
+func (s *Saver) lgRun(ctx context.Context, refs []lgRef) ([]lgTuple, error) {
+	t, err := s.resolve(ctx, refs[0].ThreadID, refs[0].NS)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.svc.Thread(ctx, t.id); err != nil {
+	if _, err := s.thread(ctx, t.id); err != nil {
 		return nil, err
 	}
 	want := map[int64]bool{}
@@ -303,61 +302,61 @@ func (s *Server) lgRun(ctx context.Context, refs []lgRef) ([]lgTuple, error) {
 // deleteCheckpoints deletes a thread with its checkpoints and writes; a
 // missing thread (or another tenant's) is a 404, which the saver takes
 // as done.
-func (s *Server) deleteCheckpoints(w http.ResponseWriter, r *http.Request) error {
+func (s *Saver) deleteCheckpoints(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	th, err := s.svc.Thread(ctx, r.PathValue("thread_id"))
+	th, err := s.thread(ctx, r.PathValue("thread_id"))
 	if err != nil {
 		return err
 	}
 	if err := s.store.DeleteThread(ctx, th.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
-	s.lg.forget(th.ID)
+	s.index.forget(th.ID)
 	writeJSON(w, http.StatusOK, map[string]bool{"deleted": true})
 	return nil
 }
 
 // copyCheckpoints copies a thread, its history and writes, to a new id.
-func (s *Server) copyCheckpoints(w http.ResponseWriter, r *http.Request) error {
+func (s *Saver) copyCheckpoints(w http.ResponseWriter, r *http.Request) error {
 	var req struct {
 		Target string `json:"target_thread_id"`
 	}
-	if err := decodeBody(r, &req); err != nil {
+	if err := s.decode(r, &req); err != nil {
 		return err
 	}
 	if err := store.ValidateID(req.Target); err != nil {
 		return unprocessable("$.target_thread_id", "%v", err)
 	}
 	ctx := r.Context()
-	th, err := s.svc.Thread(ctx, r.PathValue("thread_id"))
+	th, err := s.thread(ctx, r.PathValue("thread_id"))
 	if err != nil {
 		return err
 	}
-	cp, err := s.store.CopyThread(ctx, th.ID, runs.ThreadKey(ctx, req.Target))
+	cp, err := s.store.CopyThread(ctx, th.ID, s.key(ctx, req.Target))
 	if errors.Is(err, store.ErrConflict) {
 		return conflict("thread %q already exists", req.Target)
 	}
 	if err != nil {
 		return err
 	}
-	s.lg.forget(cp.ID)
-	writeJSON(w, http.StatusOK, map[string]any{"thread_id": runs.APIThreadID(cp.ID)})
+	s.index.forget(cp.ID)
+	writeJSON(w, http.StatusOK, map[string]any{"thread_id": s.id(cp.ID)})
 	return nil
 }
 
 // pruneCheckpoints keeps the newest checkpoints of threads
 // (keep_latest, keep_last per branch of each namespace, with what they
 // need to be rebuilt) or deletes them (delete).
-func (s *Server) pruneCheckpoints(w http.ResponseWriter, r *http.Request) error {
+func (s *Saver) pruneCheckpoints(w http.ResponseWriter, r *http.Request) error {
 	var req struct {
 		ThreadIDs []string `json:"thread_ids"`
 		Strategy  string   `json:"strategy"`
 		KeepLast  int      `json:"keep_last"`
 	}
-	if err := decodeBody(r, &req); err != nil {
+	if err := s.decode(r, &req); err != nil {
 		return err
 	}
-	if err := runs.OneOf("$.strategy", req.Strategy, "keep_latest", "delete"); err != nil {
+	if err := oneOf("$.strategy", req.Strategy, "keep_latest", "delete"); err != nil {
 		return err
 	}
 	if req.KeepLast < 0 {
@@ -366,8 +365,8 @@ func (s *Server) pruneCheckpoints(w http.ResponseWriter, r *http.Request) error 
 	ctx := r.Context()
 	var res store.PruneResult
 	for i, id := range req.ThreadIDs {
-		th, err := s.svc.Thread(ctx, id)
-		if statusOf(err) == http.StatusNotFound {
+		th, err := s.thread(ctx, id)
+		if errors.Is(err, ErrNotFound) {
 			continue
 		}
 		if err != nil {
@@ -377,8 +376,8 @@ func (s *Server) pruneCheckpoints(w http.ResponseWriter, r *http.Request) error 
 			if err := s.store.DeleteThread(ctx, th.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
-			s.lg.forget(th.ID)
-			res.Deleted = append(res.Deleted, runs.APIThreadID(th.ID))
+			s.index.forget(th.ID)
+			res.Deleted = append(res.Deleted, s.id(th.ID))
 			continue
 		}
 		got, err := s.store.Prune(ctx, store.PruneRequest{Thread: th.ID, KeepLast: max(1, req.KeepLast)})
@@ -389,7 +388,7 @@ func (s *Server) pruneCheckpoints(w http.ResponseWriter, r *http.Request) error 
 		res.Checkpoints += got.Checkpoints
 		res.Bytes += got.Bytes
 		for _, b := range got.Busy {
-			res.Busy = append(res.Busy, runs.APIThreadID(b))
+			res.Busy = append(res.Busy, s.id(b))
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"threads": res.Threads, "checkpoints": res.Checkpoints, "bytes": res.Bytes, "deleted": res.Deleted, "busy": res.Busy})

@@ -1,4 +1,4 @@
-package server
+package lgsaver
 
 import (
 	"bytes"
@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 )
@@ -68,12 +67,12 @@ func (p *lgPut) check() error {
 }
 
 // putCheckpoint stores a LangGraph checkpoint.
-func (s *Server) putCheckpoint(w http.ResponseWriter, r *http.Request) error {
+func (s *Saver) putCheckpoint(w http.ResponseWriter, r *http.Request) error {
 	var req lgPut
-	if err := decodeBody(r, &req); err != nil {
+	if err := s.decode(r, &req); err != nil {
 		return err
 	}
-	t, err := lgResolve(r.Context(), req.ThreadID, req.NS)
+	t, err := s.resolve(r.Context(), req.ThreadID, req.NS)
 	if err != nil {
 		return err
 	}
@@ -85,7 +84,7 @@ func (s *Server) putCheckpoint(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	n := s.lg.get(t.thread, t.ns)
+	n := s.index.get(t.thread, t.ns)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	cp, err := s.lgCommit(ctx, n, t, &req, exists)
@@ -98,7 +97,7 @@ func (s *Server) putCheckpoint(w http.ResponseWriter, r *http.Request) error {
 
 // lgThreadExists reports whether the request's tenant has the thread;
 // another tenant's is not found.
-func (s *Server) lgThreadExists(ctx context.Context, id string) (bool, error) {
+func (s *Saver) lgThreadExists(ctx context.Context, id string) (bool, error) {
 	th, err := s.store.Thread(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
@@ -106,17 +105,17 @@ func (s *Server) lgThreadExists(ctx context.Context, id string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if th.Tenant != runs.TenantOf(ctx) {
-		return false, notFound("thread %q not found", runs.APIThreadID(id))
+	if th.Tenant != s.tenant(ctx) {
+		return false, notFound("thread %q not found", s.id(id))
 	}
 	return true, nil
 }
 
 // lgCreateThread creates the thread of a first checkpoint for the
-// request's tenant, marked as the checkpointer's.
-func (s *Server) lgCreateThread(ctx context.Context, id string) error {
+// request's tenant, marked as the saver's.
+func (s *Saver) lgCreateThread(ctx context.Context, id string) error {
 	md := map[string]any{lgThreadKey: "langgraph"}
-	_, err := s.store.CreateThread(ctx, store.Thread{ID: id, Tenant: runs.TenantOf(ctx), Metadata: md})
+	_, err := s.store.CreateThread(ctx, store.Thread{ID: id, Tenant: s.tenant(ctx), Metadata: md})
 	if errors.Is(err, store.ErrConflict) { // made meanwhile: the append decides
 		_, err = s.lgThreadExists(ctx, id)
 	}
@@ -124,7 +123,7 @@ func (s *Server) lgCreateThread(ctx context.Context, id string) error {
 }
 
 // lgHead reads the head of a namespace without its state (0: empty).
-func (s *Server) lgHead(ctx context.Context, thread, ns string) (store.Checkpoint, error) {
+func (s *Saver) lgHead(ctx context.Context, thread, ns string) (store.Checkpoint, error) {
 	for cp, err := range s.store.History(ctx, store.HistoryRequest{Thread: thread, Namespace: ns, Limit: 1}) {
 		return cp, err
 	}
@@ -142,23 +141,25 @@ type lgPlan struct {
 
 // lgPlanPut checks a put against the stored namespace and computes its
 // patch; nothing is written. n.mu is held.
-func (s *Server) lgPlanPut(ctx context.Context, n *lgNS, t lgTarget, req *lgPut, exists bool) (lgPlan, error) {
+func (s *Saver) lgPlanPut(ctx context.Context, n *lgNS, t lgTarget, req *lgPut, exists bool) (lgPlan, error) {
 	var pl lgPlan
 	if exists {
 		var err error
 		if pl.head, err = s.lgHead(ctx, t.thread, t.ns); err != nil {
 			return pl, err
 		}
-		if _, dup, err := n.seq(ctx, s.store, t.thread, t.ns, req.Checkpoint.ID); err != nil || dup {
+		if _, dup, err := n.seq(ctx, s.ext, s.store, t.thread, t.ns, req.Checkpoint.ID, false); err != nil || dup {
 			return pl, cmpErr(err, conflict("checkpoint %q is already stored in thread %q namespace %q", req.Checkpoint.ID, t.id, t.lgNS))
 		}
 	}
 	pl.at = pl.head.Seq
+	hr, _ := lgRecordOf(pl.head.Meta)
+	atID := hr.Checkpoint.ID
 	if req.ParentID != "" {
 		pseq, ok := int64(0), false
 		if exists {
 			var err error
-			if pseq, ok, err = n.seq(ctx, s.store, t.thread, t.ns, req.ParentID); err != nil {
+			if pseq, ok, err = n.seq(ctx, s.ext, s.store, t.thread, t.ns, req.ParentID, true); err != nil {
 				return pl, err
 			}
 		}
@@ -166,12 +167,11 @@ func (s *Server) lgPlanPut(ctx context.Context, n *lgNS, t lgTarget, req *lgPut,
 			return pl, notFound("parent checkpoint %q not found in thread %q namespace %q", req.ParentID, t.id, t.lgNS)
 		}
 		if pseq != pl.head.Seq && !req.Fork {
-			hr, _ := lgRecordOf(pl.head.Meta)
 			return pl, conflict("thread %q namespace %q moved on: its head is checkpoint %q, not the parent %q (another writer put a checkpoint since this one was read)", t.id, t.lgNS, hr.Checkpoint.ID, req.ParentID)
 		}
-		pl.at = pseq
+		pl.at, atID = pseq, req.ParentID
 	}
-	base, err := s.lgState(ctx, n, t, pl.at)
+	base, err := s.lgState(ctx, n, t, pl.at, atID)
 	if err != nil {
 		return pl, err
 	}
@@ -191,7 +191,7 @@ func (s *Server) lgPlanPut(ctx context.Context, n *lgNS, t lgTarget, req *lgPut,
 
 // lgCommit appends the checkpoint after its parent, or forks from it;
 // the thread is created with its first checkpoint. n.mu is held.
-func (s *Server) lgCommit(ctx context.Context, n *lgNS, t lgTarget, req *lgPut, exists bool) (store.Checkpoint, error) {
+func (s *Saver) lgCommit(ctx context.Context, n *lgNS, t lgTarget, req *lgPut, exists bool) (store.Checkpoint, error) {
 	pl, err := s.lgPlanPut(ctx, n, t, req, exists)
 	if err != nil {
 		return store.Checkpoint{}, err
@@ -205,9 +205,9 @@ func (s *Server) lgCommit(ctx context.Context, n *lgNS, t lgTarget, req *lgPut, 
 	var cp store.Checkpoint
 	if pl.at == pl.head.Seq {
 		nodes := lgNodes(pl.head.Meta, req.Checkpoint.Seen)
-		cp, err = s.store.Append(ctx, store.Checkpoint{Thread: t.thread, Namespace: t.ns, Parent: pl.head.Seq, Nodes: nodes, Patch: pl.patch, State: pl.state, Meta: meta})
+		cp, err = s.store.Append(ctx, store.Checkpoint{Thread: t.thread, Namespace: t.ns, Parent: pl.head.Seq, Nodes: nodes, Patch: pl.patch, State: pl.state, Meta: meta, ExternalID: req.Checkpoint.ID})
 	} else {
-		cp, err = s.store.Fork(ctx, store.ForkRequest{Thread: t.thread, Namespace: t.ns, At: pl.at, Patch: pl.patch, Meta: meta})
+		cp, err = s.store.Fork(ctx, store.ForkRequest{Thread: t.thread, Namespace: t.ns, At: pl.at, Patch: pl.patch, Meta: meta, ExternalID: req.Checkpoint.ID})
 	}
 	if errors.Is(err, store.ErrConflict) {
 		return store.Checkpoint{}, conflict("thread %q namespace %q moved on while checkpoint %q was stored (another writer): %v", t.id, t.lgNS, req.Checkpoint.ID, err)
@@ -251,13 +251,14 @@ func compactJSON(b []byte) []byte {
 	return out.Bytes()
 }
 
-// lgState is the state of checkpoint seq (0: the empty state), from the
-// index when it is the head it keeps.
-func (s *Server) lgState(ctx context.Context, n *lgNS, t lgTarget, seq int64) (state.Doc, error) {
+// lgState is the state of checkpoint seq, LangGraph's id (0: the empty
+// state), from the index when it is the head it keeps: the same seq and
+// id (a thread deleted and made again elsewhere reuses seqs, not ids).
+func (s *Saver) lgState(ctx context.Context, n *lgNS, t lgTarget, seq int64, id string) (state.Doc, error) {
 	if seq == 0 {
 		return state.EmptyDoc(), nil
 	}
-	if n.head == seq {
+	if n.head == seq && n.headID == id {
 		return n.state, nil
 	}
 	cp, err := s.store.Load(ctx, store.LoadRequest{Thread: t.thread, Namespace: t.ns, Seq: seq})
