@@ -48,7 +48,13 @@ type NodeError struct {
 }
 
 func (e *NodeError) Error() string {
-	return fmt.Sprintf("flow: node %q (%s) failed after %d attempt(s): %v", e.Node, e.Key, e.Attempts, e.Err)
+	return e.Context() + ": " + fmt.Sprint(e.Err)
+}
+
+// Context is what the error says before the node's own error: which
+// node failed, as which task, after how many attempts.
+func (e *NodeError) Context() string {
+	return fmt.Sprintf("flow: node %q (%s) failed after %d attempt(s)", e.Node, e.Key, e.Attempts)
 }
 
 // Unwrap returns ErrNodeFailed and the cause.

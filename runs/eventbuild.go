@@ -127,3 +127,14 @@ func refOf(cfg any) any {
 	}
 	return nil
 }
+
+// pauseValues is values mode's event at a pause, as LangGraph sends it:
+// {"__interrupt__": [...]} alone — the node's interrupt, none for a static
+// pause (interrupt_before/after) — the state having gone before it.
+func pauseValues(head store.Checkpoint) json.RawMessage {
+	ins := []Interrupt{}
+	if in := InterruptOf(head); in != nil {
+		ins = append(ins, *in)
+	}
+	return raw(map[string][]Interrupt{"__interrupt__": ins})
+}

@@ -56,7 +56,7 @@ type eventRef struct {
 // The kinds of events built from a checkpoint.
 const (
 	refValues      = "values"      // the state, redacted
-	refFinal       = "final"       // the state with its pending interrupt, as wait answers it
+	refFinal       = "final"       // the state with its pending interrupt (logs written before values at a pause became __interrupt__ alone)
 	refCheckpoints = "checkpoints" // the checkpoint as a thread state
 	refDebug       = "debug"       // a debug event of type checkpoint
 	// refRun is a run's metadata event, rebuilt from the run itself.

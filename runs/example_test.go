@@ -77,7 +77,7 @@ func ExampleService_Create_refused() {
 	var re *runs.Error
 	fmt.Println(errors.Is(err, runs.ErrInvalidInput), errors.As(err, &re) && re.Path == "$.assistant_id")
 	// Output:
-	// true assistant "nobody" not found (have )
+	// true No assistant found for "nobody". Make sure the assistant ID is for a valid assistant or a valid graph ID (have ).
 	// true true
 }
 

@@ -320,11 +320,7 @@ func (m *runManager) conclude(ctx context.Context, lr *Run, res flow.Result, err
 	})
 	lr.final = m.finalValues(context.WithoutCancel(ctx), lr)
 	if status == StatusInterrupted && reason == "" && slices.Contains(lr.data.Kwargs.StreamMode, "values") {
-		ev := Inline("values", lr.final.bytes())
-		if at := lr.final.head.Seq; at > 0 {
-			ev = &Event{Event: "values", ref: &eventRef{kind: refFinal, seq: at, stored: true, built: lr.final.bytes()}}
-		}
-		lr.log.append(ev)
+		lr.log.append(Inline("values", m.s.redact.JSON(pauseValues(lr.final.head))))
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/store"
@@ -22,12 +23,19 @@ type ErrorNamer interface {
 	ErrorName() string
 }
 
-// errorOf is a failed run's error kind and message.
+// errorOf is a failed run's error kind and message. A node's message is
+// taken from the whole error's text, after the node error's context: the
+// run redacted that text with its own redactor (an agent file's secret
+// patterns), which the node's error inside it has not been.
 func errorOf(err error) (kind, msg string) {
+	full := err.Error()
 	if ne, ok := errors.AsType[*flow.NodeError](err); ok && ne.Err != nil {
-		return errorName(ne.Err), ne.Err.Error()
+		if i := strings.LastIndex(full, ne.Context()+": "); i >= 0 {
+			return errorName(ne.Err), full[i+len(ne.Context())+2:]
+		}
+		return errorName(ne.Err), full
 	}
-	return errorType(err), err.Error()
+	return errorType(err), full
 }
 
 // errorName names a node's error: the first in its chain that names

@@ -205,7 +205,7 @@ func (q *Request) check(s *Service) (Assistant, Kwargs, error) {
 	}
 	a, ok := s.assistants[q.AssistantID]
 	if !ok {
-		return nil, k, newError(ErrNotFound, "assistant %q not found (have %s)", q.AssistantID, strings.Join(s.order, ", "))
+		return nil, k, newError(ErrNotFound, "No assistant found for %q. Make sure the assistant ID is for a valid assistant or a valid graph ID (have %s).", q.AssistantID, strings.Join(s.order, ", "))
 	}
 	for _, e := range []error{
 		OneOf("$.multitask_strategy", q.MultitaskStrategy, "reject", "interrupt", "rollback", "enqueue"),
