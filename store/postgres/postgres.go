@@ -42,7 +42,6 @@ type Backend struct {
 	pool     *pgxpool.Pool
 	readOnly bool
 	group    *grouper // nil: each append its own transaction
-	queue    inserter
 }
 
 // Open connects to dsn (a postgres:// URL or key=value string; pgx passes
