@@ -55,7 +55,7 @@ type Layout struct {
 // anything. A scheme whose driver has no versioned layouts (memory:) is
 // ErrInvalidArgument.
 func MigrationsOf(ctx context.Context, url string) (Layout, error) {
-	d, err := driver(url)
+	d, err := driverOf(url)
 	if err != nil {
 		return Layout{}, err
 	}

@@ -76,8 +76,8 @@ func Scheme(url string) string {
 	return s
 }
 
-// driver finds the driver of a URL's scheme.
-func driver(url string) (Driver, error) {
+// driverOf finds the driver of a URL's scheme.
+func driverOf(url string) (Driver, error) {
 	scheme, _, ok := strings.Cut(url, ":")
 	if !ok || scheme == "" {
 		return nil, fmt.Errorf("%w: store URL %q needs a scheme (%s)", ErrInvalidArgument, url, strings.Join(Schemes(), ", "))
@@ -94,7 +94,7 @@ func driver(url string) (Driver, error) {
 // CheckURL validates a store URL without opening anything: a registered
 // scheme, and a URL that scheme's driver accepts.
 func CheckURL(url string) error {
-	d, err := driver(url)
+	d, err := driverOf(url)
 	if err != nil {
 		return err
 	}
@@ -108,7 +108,7 @@ func CheckURL(url string) error {
 //	sqlite:PATH[?durability=strict]           (import store/sqlite)
 //	postgres://user@host:5432/db[?search_path=schema]  (import store/postgres)
 func Open(ctx context.Context, url string, o OpenOptions) (*Engine, error) {
-	d, err := driver(url)
+	d, err := driverOf(url)
 	if err != nil {
 		return nil, err
 	}

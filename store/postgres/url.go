@@ -11,15 +11,15 @@ import (
 )
 
 func init() {
-	store.Register("postgres", driver{})
-	store.Register("postgresql", driver{})
+	store.Register("postgres", urlDriver{})
+	store.Register("postgresql", urlDriver{})
 }
 
-// driver opens "postgres://user@host:port/db[?search_path=schema]" URLs
+// urlDriver opens "postgres://user@host:port/db[?search_path=schema]" URLs
 // (store.Open); the URL is handed to pgx as it is.
-type driver struct{}
+type urlDriver struct{}
 
-func (driver) Check(raw string) error {
+func (urlDriver) Check(raw string) error {
 	_, rest, _ := strings.Cut(raw, ":")
 	if !strings.HasPrefix(rest, "//") {
 		return fmt.Errorf("%w: store URL %q: want postgres://user@host:port/database", store.ErrInvalidArgument, raw)
@@ -27,17 +27,17 @@ func (driver) Check(raw string) error {
 	return nil
 }
 
-func (driver) Open(ctx context.Context, raw string, o store.OpenOptions) (*store.Engine, error) {
+func (urlDriver) Open(ctx context.Context, raw string, o store.OpenOptions) (*store.Engine, error) {
 	return OpenStore(ctx, raw, Options{ReadOnly: o.ReadOnly, NoMigrate: o.NoMigrate, Logger: o.Store.Logger}, o.Store)
 }
 
 // Migrations lists the migrations and the baseline (store.MigratingDriver).
-func (driver) Migrations() ([]store.Migration, string) { return migrations, baseline }
+func (urlDriver) Migrations() ([]store.Migration, string) { return migrations, baseline }
 
 // Version reads the format version of the store in the database (and
 // search path) a URL names, changing nothing: 0 when there is none
 // (store.MigratingDriver).
-func (driver) Version(ctx context.Context, raw string) (int, error) {
+func (urlDriver) Version(ctx context.Context, raw string) (int, error) {
 	cfg, err := pgxpool.ParseConfig(raw)
 	if err != nil {
 		return 0, fmt.Errorf("%w: postgres DSN: %v", store.ErrInvalidArgument, err)

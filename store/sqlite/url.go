@@ -9,21 +9,21 @@ import (
 	"github.com/cairn-dev/cairn/store"
 )
 
-func init() { store.Register("sqlite", driver{}) }
+func init() { store.Register("sqlite", urlDriver{}) }
 
 // DefaultURL is the store the CLI and the examples use when none is given:
 // a SQLite file in .cairn/ under the working directory.
 const DefaultURL = "sqlite:.cairn/state.db"
 
-// driver opens "sqlite:PATH[?durability=sync|strict]" URLs (store.Open).
-type driver struct{}
+// urlDriver opens "sqlite:PATH[?durability=sync|strict]" URLs (store.Open).
+type urlDriver struct{}
 
-func (driver) Check(raw string) error {
+func (urlDriver) Check(raw string) error {
 	_, _, err := ParseURL(raw)
 	return err
 }
 
-func (driver) Open(ctx context.Context, raw string, o store.OpenOptions) (*store.Engine, error) {
+func (urlDriver) Open(ctx context.Context, raw string, o store.OpenOptions) (*store.Engine, error) {
 	path, dur, err := ParseURL(raw)
 	if err != nil {
 		return nil, err
@@ -65,12 +65,12 @@ func ParseURL(raw string) (path string, d Durability, err error) {
 }
 
 // Migrations lists the migrations and the baseline (store.MigratingDriver).
-func (driver) Migrations() ([]store.Migration, string) { return migrations, baseline }
+func (urlDriver) Migrations() ([]store.Migration, string) { return migrations, baseline }
 
 // Version reads the format version of the file a URL names, opening it
 // read-only (store.MigratingDriver): 0 for an empty database, or one a crash
 // left half-created, which a read-write open finishes creating.
-func (driver) Version(ctx context.Context, raw string) (int, error) {
+func (urlDriver) Version(ctx context.Context, raw string) (int, error) {
 	path, _, err := ParseURL(raw)
 	if err != nil {
 		return 0, err
