@@ -5,12 +5,13 @@ import (
 	"fmt"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // The scheme is inmem; memory, its earlier name, still opens it.
 func init() {
-	store.Register("inmem", urlDriver{})
-	store.Register("memory", urlDriver{})
+	driver.Register("inmem", urlDriver{})
+	driver.Register("memory", urlDriver{})
 }
 
 // urlDriver opens "inmem:" URLs (store.Open; "memory:" too): a new, empty
@@ -24,6 +25,6 @@ func (urlDriver) Check(raw string) error {
 	return nil
 }
 
-func (urlDriver) Open(_ context.Context, _ string, o store.OpenOptions) (*store.Engine, error) {
-	return Open(o.Store), nil
+func (urlDriver) Open(context.Context, string, driver.OpenOptions) (driver.Backend, error) {
+	return New(), nil
 }

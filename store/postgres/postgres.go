@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -139,4 +140,4 @@ func (b *Backend) Close() error {
 	return nil
 }
 
-var _ store.Backend = (*Backend)(nil)
+var _ driver.Backend = (*Backend)(nil)

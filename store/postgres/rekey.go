@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // errNotSwapped rolls a rewrite back when the stored bytes changed.
@@ -43,7 +43,7 @@ func (b *Backend) swap(ctx context.Context, thread string, stmts ...swapStmt) (b
 }
 
 // RewriteRow implements store.BlobRewriter.
-func (b *Backend) RewriteRow(ctx context.Context, old, nw store.Row) (bool, error) {
+func (b *Backend) RewriteRow(ctx context.Context, old, nw driver.Row) (bool, error) {
 	stmts := []swapStmt{{`UPDATE cairn_checkpoints SET meta = $1, patch = $2, base_size = $3, crc = $4 WHERE thread = $5 AND ns = $6 AND seq = $7 AND crc = $8 AND patch = $9`,
 		[]any{nw.Meta, nw.Patch, nw.BaseSize, int64(nw.Sum), old.Thread, old.Namespace, old.Seq, int64(old.Sum), old.Patch}}}
 	if nw.Snapshot != nil {
@@ -54,15 +54,15 @@ func (b *Backend) RewriteRow(ctx context.Context, old, nw store.Row) (bool, erro
 }
 
 // ThreadWrites implements store.BlobRewriter.
-func (b *Backend) ThreadWrites(ctx context.Context, thread string) ([]store.StoredWrite, error) {
+func (b *Backend) ThreadWrites(ctx context.Context, thread string) ([]driver.StoredWrite, error) {
 	rows, err := b.pool.Query(ctx, `SELECT ns, seq, task, data FROM cairn_writes WHERE thread = $1 ORDER BY ns, seq, task`, thread)
 	if err != nil {
 		return nil, wrap(err, "pending writes", thread)
 	}
 	defer rows.Close()
-	var out []store.StoredWrite
+	var out []driver.StoredWrite
 	for rows.Next() {
-		w := store.StoredWrite{Thread: thread}
+		w := driver.StoredWrite{Thread: thread}
 		if err := rows.Scan(&w.Namespace, &w.Seq, &w.Task, &w.Data); err != nil {
 			return nil, wrap(err, "pending writes", thread)
 		}
@@ -72,7 +72,7 @@ func (b *Backend) ThreadWrites(ctx context.Context, thread string) ([]store.Stor
 }
 
 // RewriteWrite implements store.BlobRewriter.
-func (b *Backend) RewriteWrite(ctx context.Context, w store.StoredWrite, nw []byte) (bool, error) {
+func (b *Backend) RewriteWrite(ctx context.Context, w driver.StoredWrite, nw []byte) (bool, error) {
 	return b.swap(ctx, w.Thread, swapStmt{`UPDATE cairn_writes SET data = $1 WHERE thread = $2 AND ns = $3 AND seq = $4 AND task = $5 AND data = $6`,
 		[]any{nw, w.Thread, w.Namespace, w.Seq, w.Task, w.Data}})
 }
@@ -87,19 +87,19 @@ func (b *Backend) RewriteEvent(ctx context.Context, run string, seq int64, old, 
 	return b.swap(ctx, "", swapStmt{`UPDATE cairn_run_events SET data = $1 WHERE run = $2 AND seq = $3 AND data = $4`, []any{nw, run, seq, old}})
 }
 
-var _ store.BlobRewriter = (*Backend)(nil)
+var _ driver.BlobRewriter = (*Backend)(nil)
 
 // StoredItems implements store.ItemRewriter.
-func (b *Backend) StoredItems(ctx context.Context, after store.ItemKey, limit int) ([]store.ItemRow, error) {
+func (b *Backend) StoredItems(ctx context.Context, after driver.ItemKey, limit int) ([]driver.ItemRow, error) {
 	rows, err := b.pool.Query(ctx, `SELECT tenant, ns, key, value FROM cairn_items WHERE (tenant, ns, key) > ($1, $2, $3) ORDER BY tenant, ns, key LIMIT $4`,
 		after.Tenant, after.Namespace, after.Key, limit)
 	if err != nil {
 		return nil, wrap(err, "items", "")
 	}
 	defer rows.Close()
-	var out []store.ItemRow
+	var out []driver.ItemRow
 	for rows.Next() {
-		var r store.ItemRow
+		var r driver.ItemRow
 		if err := rows.Scan(&r.Tenant, &r.Namespace, &r.Key, &r.Value); err != nil {
 			return nil, wrap(err, "items", "")
 		}
@@ -112,7 +112,7 @@ func (b *Backend) StoredItems(ctx context.Context, after store.ItemKey, limit in
 }
 
 // RewriteItem implements store.ItemRewriter.
-func (b *Backend) RewriteItem(ctx context.Context, k store.ItemKey, old, nw []byte) (bool, error) {
+func (b *Backend) RewriteItem(ctx context.Context, k driver.ItemKey, old, nw []byte) (bool, error) {
 	oldVal, err := encodeItemValue(k, old)
 	if err != nil {
 		return false, err
@@ -124,7 +124,7 @@ func (b *Backend) RewriteItem(ctx context.Context, k store.ItemKey, old, nw []by
 	return b.swap(ctx, "", swapStmt{`UPDATE cairn_items SET value = $1 WHERE tenant = $2 AND ns = $3 AND key = $4 AND value = $5`, []any{nwVal, k.Tenant, k.Namespace, k.Key, oldVal}})
 }
 
-var _ store.ItemRewriter = (*Backend)(nil)
+var _ driver.ItemRewriter = (*Backend)(nil)
 
 // Vacuum implements store.Vacuumer: VACUUM FULL rewrites the store's
 // tables, so that no dead row version — the rows a prune deleted, the
@@ -139,4 +139,4 @@ func (b *Backend) Vacuum(ctx context.Context) error {
 	return wrap(err, "vacuum", "")
 }
 
-var _ store.Vacuumer = (*Backend)(nil)
+var _ driver.Vacuumer = (*Backend)(nil)

@@ -6,13 +6,14 @@ import (
 	"strings"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 func init() {
-	store.Register("postgres", urlDriver{})
-	store.Register("postgresql", urlDriver{})
+	driver.Register("postgres", urlDriver{})
+	driver.Register("postgresql", urlDriver{})
 }
 
 // urlDriver opens "postgres://user@host:port/db[?search_path=schema]" URLs
@@ -27,8 +28,12 @@ func (urlDriver) Check(raw string) error {
 	return nil
 }
 
-func (urlDriver) Open(ctx context.Context, raw string, o store.OpenOptions) (*store.Engine, error) {
-	return OpenStore(ctx, raw, Options{ReadOnly: o.ReadOnly, NoMigrate: o.NoMigrate, Logger: o.Store.Logger}, o.Store)
+func (urlDriver) Open(ctx context.Context, raw string, o driver.OpenOptions) (driver.Backend, error) {
+	b, err := Open(ctx, raw, Options{ReadOnly: o.ReadOnly, NoMigrate: o.NoMigrate, Logger: o.Logger})
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // Migrations lists the migrations and the baseline (store.MigratingDriver).

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
@@ -390,4 +391,4 @@ func (b *Backend) Sizes() (db, wal int64) {
 	return db, wal
 }
 
-var _ store.Backend = (*Backend)(nil)
+var _ driver.Backend = (*Backend)(nil)

@@ -7,9 +7,10 @@ import (
 	"strings"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
-func init() { store.Register("sqlite", urlDriver{}) }
+func init() { driver.Register("sqlite", urlDriver{}) }
 
 // DefaultURL is the store the CLI and the examples use when none is given:
 // a SQLite file in .cairn/ under the working directory.
@@ -23,7 +24,7 @@ func (urlDriver) Check(raw string) error {
 	return err
 }
 
-func (urlDriver) Open(ctx context.Context, raw string, o store.OpenOptions) (*store.Engine, error) {
+func (urlDriver) Open(ctx context.Context, raw string, o driver.OpenOptions) (driver.Backend, error) {
 	path, dur, err := ParseURL(raw)
 	if err != nil {
 		return nil, err
@@ -33,7 +34,11 @@ func (urlDriver) Open(ctx context.Context, raw string, o store.OpenOptions) (*st
 			return nil, err
 		}
 	}
-	return OpenStore(ctx, path, Options{Durability: dur, ReadOnly: o.ReadOnly, NoMigrate: o.NoMigrate, Logger: o.Store.Logger}, o.Store)
+	b, err := Open(ctx, path, Options{Durability: dur, ReadOnly: o.ReadOnly, NoMigrate: o.NoMigrate, Logger: o.Logger})
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // ParseURL reads a "sqlite:PATH[?durability=sync|strict]" store URL: the
