@@ -55,7 +55,7 @@ func (b *Backend) live() error {
 	return nil
 }
 
-// CreateThread implements store.Backend.
+// CreateThread implements driver.Backend.
 func (b *Backend) CreateThread(_ context.Context, t driver.ThreadRecord) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -81,7 +81,7 @@ func (b *Backend) record(t *thread) driver.ThreadRecord {
 	return rec
 }
 
-// Thread implements store.Backend.
+// Thread implements driver.Backend.
 func (b *Backend) Thread(_ context.Context, id string) (driver.ThreadRecord, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
@@ -95,7 +95,7 @@ func (b *Backend) Thread(_ context.Context, id string) (driver.ThreadRecord, err
 	return b.record(t), nil
 }
 
-// Threads implements store.Backend.
+// Threads implements driver.Backend.
 func (b *Backend) Threads(_ context.Context, q driver.ThreadQuery) ([]driver.ThreadRecord, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
@@ -126,7 +126,7 @@ func (b *Backend) Threads(_ context.Context, q driver.ThreadQuery) ([]driver.Thr
 	return out, nil
 }
 
-// DeleteThread implements store.Backend.
+// DeleteThread implements driver.Backend.
 func (b *Backend) DeleteThread(_ context.Context, id string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -147,7 +147,7 @@ func (b *Backend) DeleteThread(_ context.Context, id string) error {
 	return nil
 }
 
-// UpdateThread implements store.Backend.
+// UpdateThread implements driver.Backend.
 func (b *Backend) UpdateThread(_ context.Context, rec driver.ThreadRecord) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -164,7 +164,7 @@ func (b *Backend) UpdateThread(_ context.Context, rec driver.ThreadRecord) error
 	return nil
 }
 
-// Insert implements store.Backend.
+// Insert implements driver.Backend.
 func (b *Backend) Insert(_ context.Context, r driver.Row) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -216,7 +216,7 @@ func seqIndex(rows []driver.Row, seq int64) (int, bool) {
 	return slices.BinarySearchFunc(rows, seq, func(r driver.Row, s int64) int { return cmp.Compare(r.Seq, s) })
 }
 
-// AttachSnapshot implements store.SnapshotAttacher.
+// AttachSnapshot implements driver.SnapshotAttacher.
 func (b *Backend) AttachSnapshot(_ context.Context, r driver.Row, old uint32) (bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -242,7 +242,7 @@ func (t *thread) rows(ns string) []driver.Row {
 	return t.ns[ns]
 }
 
-// Rows implements store.Backend.
+// Rows implements driver.Backend.
 func (b *Backend) Rows(_ context.Context, q driver.RowQuery) ([]driver.Row, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
@@ -288,7 +288,7 @@ func (b *Backend) Rows(_ context.Context, q driver.RowQuery) ([]driver.Row, erro
 	return out, nil
 }
 
-// Namespaces implements store.Backend.
+// Namespaces implements driver.Backend.
 func (b *Backend) Namespaces(_ context.Context, id string) ([]driver.NamespaceRecord, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
@@ -309,7 +309,7 @@ func (b *Backend) Namespaces(_ context.Context, id string) ([]driver.NamespaceRe
 	return out, nil
 }
 
-// DeleteRanges implements store.Backend.
+// DeleteRanges implements driver.Backend.
 func (b *Backend) DeleteRanges(_ context.Context, id, ns string, head int64, ranges []driver.SeqRange, rebase []driver.Rebase) (int64, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -360,7 +360,7 @@ func rebaseRows(rows []driver.Row, rebase []driver.Rebase) error {
 	return nil
 }
 
-// PutWrites implements store.Backend.
+// PutWrites implements driver.Backend.
 func (b *Backend) PutWrites(_ context.Context, id, ns string, seq int64, ws []store.Write) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -387,7 +387,7 @@ func (b *Backend) PutWrites(_ context.Context, id, ns string, seq int64, ws []st
 	return nil
 }
 
-// Writes implements store.Backend.
+// Writes implements driver.Backend.
 func (b *Backend) Writes(_ context.Context, id, ns string, seq int64) ([]store.Write, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
@@ -405,7 +405,7 @@ func (b *Backend) Writes(_ context.Context, id, ns string, seq int64) ([]store.W
 	return out, nil
 }
 
-// Close implements store.Backend.
+// Close implements driver.Backend.
 func (b *Backend) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -30,7 +30,7 @@ func (r *itemRow) copyRow() driver.ItemRow {
 	return out
 }
 
-// WriteItems implements store.ItemBackend.
+// WriteItems implements driver.ItemBackend.
 func (b *Backend) WriteItems(_ context.Context, puts []driver.ItemRow, deletes []driver.ItemKey) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -58,7 +58,7 @@ func (b *Backend) WriteItems(_ context.Context, puts []driver.ItemRow, deletes [
 	return nil
 }
 
-// GetItems implements store.ItemBackend.
+// GetItems implements driver.ItemBackend.
 func (b *Backend) GetItems(_ context.Context, keys []driver.ItemKey, now int64) ([]driver.ItemRow, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
@@ -79,7 +79,7 @@ func under(ns, prefix string) bool {
 	return prefix == "" || ns == prefix || strings.HasPrefix(ns, prefix+".")
 }
 
-// ScanItems implements store.ItemBackend: the rows are collected under
+// ScanItems implements driver.ItemBackend: the rows are collected under
 // the lock, then yielded without it.
 func (b *Backend) ScanItems(_ context.Context, q driver.ItemScan) iter.Seq2[driver.ItemRow, error] {
 	return func(yield func(driver.ItemRow, error) bool) {
@@ -148,7 +148,7 @@ func (r *itemRow) match(terms []string) (float64, bool) {
 	return float64(hits) / float64(r.n), true
 }
 
-// ItemNamespaces implements store.ItemBackend.
+// ItemNamespaces implements driver.ItemBackend.
 func (b *Backend) ItemNamespaces(_ context.Context, tenant, prefix string, now int64) ([]string, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
@@ -169,7 +169,7 @@ func (b *Backend) ItemNamespaces(_ context.Context, tenant, prefix string, now i
 	return out, nil
 }
 
-// TouchItems implements store.ItemBackend.
+// TouchItems implements driver.ItemBackend.
 func (b *Backend) TouchItems(_ context.Context, keys []driver.ItemKey, now int64) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -184,7 +184,7 @@ func (b *Backend) TouchItems(_ context.Context, keys []driver.ItemKey, now int64
 	return nil
 }
 
-// SweepItems implements store.ItemBackend.
+// SweepItems implements driver.ItemBackend.
 func (b *Backend) SweepItems(_ context.Context, now int64) (int64, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -11,7 +11,7 @@ import (
 	"github.com/cairn-dev/cairn/store/driver"
 )
 
-// RewriteRow implements store.BlobRewriter.
+// RewriteRow implements driver.BlobRewriter.
 func (b *Backend) RewriteRow(_ context.Context, old, nw driver.Row) (bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -38,7 +38,7 @@ func (b *Backend) RewriteRow(_ context.Context, old, nw driver.Row) (bool, error
 	return true, nil
 }
 
-// ThreadWrites implements store.BlobRewriter.
+// ThreadWrites implements driver.BlobRewriter.
 func (b *Backend) ThreadWrites(_ context.Context, id string) ([]driver.StoredWrite, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
@@ -58,7 +58,7 @@ func (b *Backend) ThreadWrites(_ context.Context, id string) ([]driver.StoredWri
 	return out, nil
 }
 
-// RewriteWrite implements store.BlobRewriter.
+// RewriteWrite implements driver.BlobRewriter.
 func (b *Backend) RewriteWrite(_ context.Context, w driver.StoredWrite, nw []byte) (bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -78,7 +78,7 @@ func (b *Backend) RewriteWrite(_ context.Context, w driver.StoredWrite, nw []byt
 	return true, nil
 }
 
-// RewriteRun implements store.BlobRewriter.
+// RewriteRun implements driver.BlobRewriter.
 func (b *Backend) RewriteRun(_ context.Context, id string, old, nw []byte) (bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -93,7 +93,7 @@ func (b *Backend) RewriteRun(_ context.Context, id string, old, nw []byte) (bool
 	return true, nil
 }
 
-// RewriteEvent implements store.BlobRewriter.
+// RewriteEvent implements driver.BlobRewriter.
 func (b *Backend) RewriteEvent(_ context.Context, run string, seq int64, old, nw []byte) (bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -117,7 +117,7 @@ func (b *Backend) RewriteEvent(_ context.Context, run string, seq int64, old, nw
 
 var _ driver.BlobRewriter = (*Backend)(nil)
 
-// StoredItems implements store.ItemRewriter.
+// StoredItems implements driver.ItemRewriter.
 func (b *Backend) StoredItems(_ context.Context, after driver.ItemKey, limit int) ([]driver.ItemRow, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
@@ -142,7 +142,7 @@ func compareItemKeys(a, b driver.ItemKey) int {
 	return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Key, b.Key))
 }
 
-// RewriteItem implements store.ItemRewriter.
+// RewriteItem implements driver.ItemRewriter.
 func (b *Backend) RewriteItem(_ context.Context, k driver.ItemKey, old, nw []byte) (bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -8,7 +8,7 @@ import (
 	"github.com/cairn-dev/cairn/store/driver"
 )
 
-// ThreadUsage implements store.StorageBackend: the lengths of a thread's
+// ThreadUsage implements driver.StorageBackend: the lengths of a thread's
 // pending writes' updates, its runs' records and their events' data.
 func (b *Backend) ThreadUsage(_ context.Context, thread string) (driver.ThreadUsage, error) {
 	b.mu.RLock()

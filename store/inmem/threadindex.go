@@ -202,7 +202,7 @@ func sortKey(q *driver.ListQuery, t *thread) int64 {
 	return t.rec.CreatedAt
 }
 
-// ListThreads implements store.ThreadIndex.
+// ListThreads implements driver.ThreadIndex.
 func (b *Backend) ListThreads(_ context.Context, q driver.ListQuery) ([]driver.ThreadRecord, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
@@ -231,7 +231,7 @@ func (b *Backend) ListThreads(_ context.Context, q driver.ListQuery) ([]driver.T
 	return out, nil
 }
 
-// CountThreads implements store.ThreadIndex.
+// CountThreads implements driver.ThreadIndex.
 func (b *Backend) CountThreads(_ context.Context, q driver.ListQuery) (int64, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
@@ -241,7 +241,7 @@ func (b *Backend) CountThreads(_ context.Context, q driver.ListQuery) (int64, er
 	return int64(len(b.selected(&q))), nil
 }
 
-// IndexCounts implements store.ThreadIndex.
+// IndexCounts implements driver.ThreadIndex.
 func (b *Backend) IndexCounts(_ context.Context, tenant string, all bool, meta []driver.MetaFilter) (driver.IndexCounts, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
@@ -264,13 +264,13 @@ func (b *Backend) IndexCounts(_ context.Context, tenant string, all bool, meta [
 	return c, nil
 }
 
-// UnclassifiedThreads implements store.ThreadIndex: a memory store never
+// UnclassifiedThreads implements driver.ThreadIndex: a memory store never
 // has a thread of unknown status.
 func (b *Backend) UnclassifiedThreads(context.Context, string, int) ([]string, error) {
 	return nil, nil
 }
 
-// SetThreadStatus implements store.ThreadIndex.
+// SetThreadStatus implements driver.ThreadIndex.
 func (b *Backend) SetThreadStatus(_ context.Context, id string, st store.ThreadStatus, at int64) error {
 	if !st.Valid() {
 		return fmt.Errorf("%w: thread status %d", store.ErrInvalidArgument, st)

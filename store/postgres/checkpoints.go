@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Insert implements store.Backend: the row, its snapshot and (for a first
+// Insert implements driver.Backend: the row, its snapshot and (for a first
 // row) the thread record go in one transaction, sent as one batch. A seq
 // that exists, or a parent that does not, is ErrConflict.
 func (b *Backend) Insert(ctx context.Context, r driver.Row) error {
@@ -27,7 +27,7 @@ func (b *Backend) Insert(ctx context.Context, r driver.Row) error {
 	return b.insertOne(ctx, r)
 }
 
-// AttachSnapshot implements store.SnapshotAttacher: the row's new
+// AttachSnapshot implements driver.SnapshotAttacher: the row's new
 // bookkeeping and its snapshot in one transaction, sent as one batch.
 func (b *Backend) AttachSnapshot(ctx context.Context, r driver.Row, old uint32) (bool, error) {
 	if err := b.writable(); err != nil {
@@ -130,7 +130,7 @@ func (b *Backend) insertTx(ctx context.Context, r driver.Row) error {
 	})
 }
 
-// Rows implements store.Backend.
+// Rows implements driver.Backend.
 func (b *Backend) Rows(ctx context.Context, q driver.RowQuery) ([]driver.Row, error) {
 	var sb strings.Builder
 	sb.WriteString(`SELECT seq, parent, base, has_snapshot, since, base_size, status, created_at, meta, patch, crc`)
@@ -211,7 +211,7 @@ func (b *Backend) fillSnapshots(ctx context.Context, q driver.RowQuery, out []dr
 	return wrap(rows.Err(), "snapshots", q.Thread)
 }
 
-// Namespaces implements store.Backend.
+// Namespaces implements driver.Backend.
 func (b *Backend) Namespaces(ctx context.Context, thread string) ([]driver.NamespaceRecord, error) {
 	rows, err := b.pool.Query(ctx, `SELECT ns, max(seq), count(*) FROM cairn_checkpoints WHERE thread = $1 GROUP BY ns ORDER BY ns COLLATE "C"`, thread)
 	if err != nil {
@@ -225,7 +225,7 @@ func (b *Backend) Namespaces(ctx context.Context, thread string) ([]driver.Names
 	return out, wrap(err, "namespaces", thread)
 }
 
-// PutWrites implements store.Backend.
+// PutWrites implements driver.Backend.
 func (b *Backend) PutWrites(ctx context.Context, thread, ns string, seq int64, ws []store.Write) error {
 	if err := b.writable(); err != nil {
 		return err
@@ -249,7 +249,7 @@ func (b *Backend) PutWrites(ctx context.Context, thread, ns string, seq int64, w
 	})
 }
 
-// Writes implements store.Backend.
+// Writes implements driver.Backend.
 func (b *Backend) Writes(ctx context.Context, thread, ns string, seq int64) ([]store.Write, error) {
 	rows, err := b.pool.Query(ctx, `SELECT task, node, data FROM cairn_writes WHERE thread = $1 AND ns = $2 AND seq = $3 ORDER BY task`, thread, ns, seq)
 	if err != nil {

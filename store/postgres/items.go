@@ -28,7 +28,7 @@ const putItemSQL = `INSERT INTO cairn_items (tenant, ns, key, value, created_at,
 		created_at = CASE WHEN cairn_items.expires_at > 0 AND cairn_items.expires_at <= EXCLUDED.updated_at THEN EXCLUDED.created_at ELSE cairn_items.created_at END,
 		updated_at = EXCLUDED.updated_at, ttl = EXCLUDED.ttl, expires_at = EXCLUDED.expires_at, text_index = EXCLUDED.text_index, vectors = EXCLUDED.vectors`
 
-// WriteItems implements store.ItemBackend, in one transaction.
+// WriteItems implements driver.ItemBackend, in one transaction.
 func (b *Backend) WriteItems(ctx context.Context, puts []driver.ItemRow, deletes []driver.ItemKey) error {
 	if err := b.writable(); err != nil {
 		return err
@@ -74,7 +74,7 @@ func scanItem(rows pgx.Rows, vectors, score bool) (driver.ItemRow, error) {
 	return r, err
 }
 
-// GetItems implements store.ItemBackend.
+// GetItems implements driver.ItemBackend.
 func (b *Backend) GetItems(ctx context.Context, keys []driver.ItemKey, now int64) ([]driver.ItemRow, error) {
 	var out []driver.ItemRow
 	for _, k := range keys {
@@ -136,7 +136,7 @@ func scanQuery(q driver.ItemScan) (string, []any) {
 	return sb.String(), args
 }
 
-// ScanItems implements store.ItemBackend.
+// ScanItems implements driver.ItemBackend.
 func (b *Backend) ScanItems(ctx context.Context, q driver.ItemScan) iter.Seq2[driver.ItemRow, error] {
 	return func(yield func(driver.ItemRow, error) bool) {
 		text, args := scanQuery(q)
@@ -162,7 +162,7 @@ func (b *Backend) ScanItems(ctx context.Context, q driver.ItemScan) iter.Seq2[dr
 	}
 }
 
-// ItemNamespaces implements store.ItemBackend.
+// ItemNamespaces implements driver.ItemBackend.
 func (b *Backend) ItemNamespaces(ctx context.Context, tenant, prefix string, now int64) ([]string, error) {
 	text, args := `SELECT DISTINCT ns FROM cairn_items WHERE tenant = $1 AND (expires_at = 0 OR expires_at > $2)`, []any{tenant, now}
 	if prefix != "" {
@@ -177,7 +177,7 @@ func (b *Backend) ItemNamespaces(ctx context.Context, tenant, prefix string, now
 	return out, wrap(err, "item namespaces", "")
 }
 
-// TouchItems implements store.ItemBackend.
+// TouchItems implements driver.ItemBackend.
 func (b *Backend) TouchItems(ctx context.Context, keys []driver.ItemKey, now int64) error {
 	if err := b.writable(); err != nil {
 		return err
@@ -192,7 +192,7 @@ func (b *Backend) TouchItems(ctx context.Context, keys []driver.ItemKey, now int
 // sweepBatch is how many expired items one sweep statement deletes.
 const sweepBatch = 1000
 
-// SweepItems implements store.ItemBackend, in statements of at most 1000
+// SweepItems implements driver.ItemBackend, in statements of at most 1000
 // rows.
 func (b *Backend) SweepItems(ctx context.Context, now int64) (int64, error) {
 	if err := b.writable(); err != nil {

@@ -38,7 +38,7 @@ type Options struct {
 	CommitLanes int
 }
 
-// Backend is a store.Backend on PostgreSQL.
+// Backend is a driver.Backend on PostgreSQL.
 type Backend struct {
 	pool     *pgxpool.Pool
 	readOnly bool
@@ -134,7 +134,7 @@ func OpenStore(ctx context.Context, dsn string, opts Options, sopts store.Option
 // over it then writes no late snapshots).
 func (b *Backend) ReadOnly() bool { return b.readOnly }
 
-// Close implements store.Backend.
+// Close implements driver.Backend.
 func (b *Backend) Close() error {
 	b.pool.Close()
 	return nil

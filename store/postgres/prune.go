@@ -13,7 +13,7 @@ import (
 // its thread (the second is a hash of the thread's id).
 const pruneLockClass = "7262466"
 
-// DeleteRanges implements store.Backend. It checks that the namespace did
+// DeleteRanges implements driver.Backend. It checks that the namespace did
 // not grow once more after it has locked the rows it rewrites and deletes:
 // an insert holds a lock on its parent row until it commits (Insert), so
 // one on a parent this prune changes either committed first — and that
@@ -70,7 +70,7 @@ func (b *Backend) DeleteRanges(ctx context.Context, thread, ns string, head int6
 	return n, wrap(err, "prune", thread)
 }
 
-// rebaseRows rewrites the kept rows of a prune (store.Rebase), inside its
+// rebaseRows rewrites the kept rows of a prune (driver.Rebase), inside its
 // transaction: a row changed since it was read fails the prune.
 func rebaseRows(ctx context.Context, tx pgx.Tx, rebase []driver.Rebase) error {
 	if len(rebase) == 0 {

@@ -10,7 +10,7 @@ import (
 	"github.com/cairn-dev/cairn/store/driver"
 )
 
-// ThreadUsage implements store.StorageBackend, in one read-only
+// ThreadUsage implements driver.StorageBackend, in one read-only
 // REPEATABLE READ transaction (a consistent view). octet_length is the
 // bytes of the stored value, before PostgreSQL's own compression (TOAST).
 func (b *Backend) ThreadUsage(ctx context.Context, thread string) (driver.ThreadUsage, error) {

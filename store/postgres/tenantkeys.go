@@ -16,7 +16,7 @@ import (
 // it refuse a rename onto a thread that exists, give the renamed threads
 // and rows the checksums of their new names, and move their counts to the
 // shards of their new names (a thread's counters are kept in the shard
-// its id gives, store.ShardOf).
+// its id gives, driver.ShardOf).
 
 // keyPage is how many renamed threads, and how many rows of one, a Go
 // step of migration 7 reads at a time.

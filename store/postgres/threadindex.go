@@ -181,7 +181,7 @@ func unindexThread(ctx context.Context, tx pgx.Tx, id string) error {
 	return err
 }
 
-// UpdateThread implements store.Backend: the metadata index follows the
+// UpdateThread implements driver.Backend: the metadata index follows the
 // new metadata (the old entries read from the stored row, locked, in the
 // same transaction).
 func (b *Backend) UpdateThread(ctx context.Context, t driver.ThreadRecord) error {
@@ -236,7 +236,7 @@ func updateThread(ctx context.Context, tx pgx.Tx, t driver.ThreadRecord, after [
 	return err
 }
 
-// SetThreadStatus implements store.ThreadIndex.
+// SetThreadStatus implements driver.ThreadIndex.
 func (b *Backend) SetThreadStatus(ctx context.Context, id string, st store.ThreadStatus, at int64) error {
 	if err := b.writable(); err != nil {
 		return err
@@ -248,7 +248,7 @@ func (b *Backend) SetThreadStatus(ctx context.Context, id string, st store.Threa
 	return wrap(err, "classify", id)
 }
 
-// UnclassifiedThreads implements store.ThreadIndex.
+// UnclassifiedThreads implements driver.ThreadIndex.
 func (b *Backend) UnclassifiedThreads(ctx context.Context, after string, limit int) ([]string, error) {
 	rows, err := b.pool.Query(ctx, `SELECT id FROM cairn_threads WHERE id > $1 AND status = 0 ORDER BY id LIMIT $2`, after, limit)
 	if err != nil {
@@ -258,7 +258,7 @@ func (b *Backend) UnclassifiedThreads(ctx context.Context, after string, limit i
 	return ids, wrap(err, "thread list", after)
 }
 
-// IndexCounts implements store.ThreadIndex: each counter is the sum of
+// IndexCounts implements driver.ThreadIndex: each counter is the sum of
 // its shards. Across tenants it sums the status counters and gives no
 // metadata counts (Meta is nil).
 func (b *Backend) IndexCounts(ctx context.Context, tenant string, all bool, meta []driver.MetaFilter) (driver.IndexCounts, error) {
@@ -293,7 +293,7 @@ func (b *Backend) IndexCounts(ctx context.Context, tenant string, all bool, meta
 	return c, nil
 }
 
-// ListThreads implements store.ThreadIndex: one query that reads the
+// ListThreads implements driver.ThreadIndex: one query that reads the
 // page's ids (with their sort keys) through the indexes, then the page's
 // records. PostgreSQL's planner chooses the indexes; the query's shape
 // follows q.Drive (the metadata index joined first for DriveMeta).
@@ -315,7 +315,7 @@ func (b *Backend) ListThreads(ctx context.Context, q driver.ListQuery) ([]driver
 	return out, wrap(rows.Err(), "thread list", "")
 }
 
-// CountThreads implements store.ThreadIndex.
+// CountThreads implements driver.ThreadIndex.
 func (b *Backend) CountThreads(ctx context.Context, q driver.ListQuery) (int64, error) {
 	var w pgWhere
 	from := w.from(q)
@@ -440,7 +440,7 @@ func listSQL(q driver.ListQuery) (string, []any) {
 
 // window keeps, for a listing by head time read in touch order, the
 // threads whose touch time is within q.Window of the one at the page's
-// end in touch order (store.ListQuery.Window).
+// end in touch order (driver.ListQuery.Window).
 func window(w *pgWhere, q driver.ListQuery) string {
 	probe := pgWhere{args: w.args}
 	text := `SELECT t.touched_at ` + probe.from(q) + probe.where(q)

@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// CreateThread implements store.Backend.
+// CreateThread implements driver.Backend.
 func (b *Backend) CreateThread(ctx context.Context, t driver.ThreadRecord) error {
 	if err := b.writable(); err != nil {
 		return err
@@ -63,7 +63,7 @@ func (b *Backend) scanThread(row pgx.Row) (driver.ThreadRecord, error) {
 	return r, nil
 }
 
-// Thread implements store.Backend.
+// Thread implements driver.Backend.
 func (b *Backend) Thread(ctx context.Context, id string) (driver.ThreadRecord, error) {
 	r, err := b.scanThread(b.pool.QueryRow(ctx, `SELECT `+b.threadColumns()+` FROM cairn_threads t WHERE t.id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -72,7 +72,7 @@ func (b *Backend) Thread(ctx context.Context, id string) (driver.ThreadRecord, e
 	return r, wrap(err, "thread", id)
 }
 
-// Threads implements store.Backend. Metadata filters are lookups in the
+// Threads implements driver.Backend. Metadata filters are lookups in the
 // metadata index, with keys and values as parameters.
 func (b *Backend) Threads(ctx context.Context, q driver.ThreadQuery) ([]driver.ThreadRecord, error) {
 	var sb strings.Builder
@@ -106,7 +106,7 @@ func (b *Backend) Threads(ctx context.Context, q driver.ThreadQuery) ([]driver.T
 	return out, wrap(rows.Err(), "thread list", q.After)
 }
 
-// DeleteThread implements store.Backend.
+// DeleteThread implements driver.Backend.
 func (b *Backend) DeleteThread(ctx context.Context, id string) error {
 	if err := b.writable(); err != nil {
 		return err

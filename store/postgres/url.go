@@ -36,12 +36,12 @@ func (urlDriver) Open(ctx context.Context, raw string, o driver.OpenOptions) (dr
 	return b, nil
 }
 
-// Migrations lists the migrations and the baseline (store.MigratingDriver).
+// Migrations lists the migrations and the baseline (driver.MigratingDriver).
 func (urlDriver) Migrations() ([]store.Migration, string) { return migrations, baseline }
 
 // Version reads the format version of the store in the database (and
 // search path) a URL names, changing nothing: 0 when there is none
-// (store.MigratingDriver).
+// (driver.MigratingDriver).
 func (urlDriver) Version(ctx context.Context, raw string) (int, error) {
 	cfg, err := pgxpool.ParseConfig(raw)
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// Insert implements store.Backend.
+// Insert implements driver.Backend.
 func (b *Backend) Insert(ctx context.Context, r driver.Row) error {
 	if r.Seq < 1 || r.Seq > maxSeq || r.Parent < 0 || r.Parent >= r.Seq {
 		return fmt.Errorf("%w: thread %q namespace %q: checkpoint %d on parent %d: a SQLite store holds checkpoints 1 to %d, each after its parent", store.ErrInvalidArgument, r.Thread, r.Namespace, r.Seq, r.Parent, maxSeq)
@@ -68,7 +68,7 @@ func (b *Backend) insert(ctx context.Context, c *sql.Conn, r driver.Row) error {
 	return nil
 }
 
-// AttachSnapshot implements store.SnapshotAttacher: the row's new
+// AttachSnapshot implements driver.SnapshotAttacher: the row's new
 // bookkeeping and its snapshot, in the writer's next transaction.
 func (b *Backend) AttachSnapshot(ctx context.Context, r driver.Row, old uint32) (bool, error) {
 	var ok bool
@@ -127,7 +127,7 @@ const maxSeq = 1<<32 - 1
 // inLane is the SQL that joins a lane l to all its rows c.
 var inLane = laneRows("1", strconv.Itoa(maxSeq))
 
-// DeleteRanges implements store.Backend.
+// DeleteRanges implements driver.Backend.
 func (b *Backend) DeleteRanges(ctx context.Context, thread, ns string, head int64, ranges []driver.SeqRange, rebase []driver.Rebase) (int64, error) {
 	var n int64
 	size := 0
@@ -168,7 +168,7 @@ func (b *Backend) DeleteRanges(ctx context.Context, thread, ns string, head int6
 	return n, err
 }
 
-// rebase rewrites the kept rows of a prune (store.Rebase), inside its
+// rebase rewrites the kept rows of a prune (driver.Rebase), inside its
 // transaction: a row changed since it was read fails the prune.
 func (b *Backend) rebase(ctx context.Context, c *sql.Conn, rebase []driver.Rebase) error {
 	for _, rb := range rebase {

@@ -18,7 +18,7 @@ func encodeItemValue(_ driver.ItemKey, v []byte) ([]byte, error) { return v, nil
 // decodeItemValue undoes encodeItemValue.
 func decodeItemValue(_ driver.ItemKey, b []byte) ([]byte, error) { return b, nil }
 
-// WriteItems implements store.ItemBackend: one transaction (a savepoint
+// WriteItems implements driver.ItemBackend: one transaction (a savepoint
 // in the writer's batch) deletes and writes the rows and their full-text
 // index entries.
 func (b *Backend) WriteItems(ctx context.Context, puts []driver.ItemRow, deletes []driver.ItemKey) error {
@@ -105,7 +105,7 @@ func scanItem(rows *sql.Rows, vectors, score bool) (driver.ItemRow, error) {
 	return r, err
 }
 
-// GetItems implements store.ItemBackend.
+// GetItems implements driver.ItemBackend.
 func (b *Backend) GetItems(ctx context.Context, keys []driver.ItemKey, now int64) ([]driver.ItemRow, error) {
 	if b.noItems {
 		return nil, nil
@@ -175,7 +175,7 @@ func matchExpr(terms []string) string {
 	return `"` + strings.Join(terms, `" "`) + `"`
 }
 
-// ScanItems implements store.ItemBackend.
+// ScanItems implements driver.ItemBackend.
 func (b *Backend) ScanItems(ctx context.Context, q driver.ItemScan) iter.Seq2[driver.ItemRow, error] {
 	return func(yield func(driver.ItemRow, error) bool) {
 		if b.noItems {
@@ -207,7 +207,7 @@ func (b *Backend) ScanItems(ctx context.Context, q driver.ItemScan) iter.Seq2[dr
 	}
 }
 
-// ItemNamespaces implements store.ItemBackend.
+// ItemNamespaces implements driver.ItemBackend.
 func (b *Backend) ItemNamespaces(ctx context.Context, tenant, prefix string, now int64) ([]string, error) {
 	if b.noItems {
 		return nil, nil
@@ -233,7 +233,7 @@ func (b *Backend) ItemNamespaces(ctx context.Context, tenant, prefix string, now
 	return out, b.readErr(rows.Err(), "", "", 0, "item namespaces")
 }
 
-// TouchItems implements store.ItemBackend.
+// TouchItems implements driver.ItemBackend.
 func (b *Backend) TouchItems(ctx context.Context, keys []driver.ItemKey, now int64) error {
 	return b.do(ctx, func(ctx context.Context, c *sql.Conn) error {
 		for _, k := range keys {
@@ -249,7 +249,7 @@ func (b *Backend) TouchItems(ctx context.Context, keys []driver.ItemKey, now int
 // sweepBatch is how many expired items one sweep transaction deletes.
 const sweepBatch = 500
 
-// SweepItems implements store.ItemBackend: expired rows go in
+// SweepItems implements driver.ItemBackend: expired rows go in
 // transactions of at most 500, so a large sweep does not hold the writer.
 func (b *Backend) SweepItems(ctx context.Context, now int64) (int64, error) {
 	var total int64

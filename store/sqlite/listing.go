@@ -29,7 +29,7 @@ func (b *Backend) errNoIndex() error {
 	return fmt.Errorf("%w: %s has no thread index (format 6): open it read-write once, or run cairn migrate up", store.ErrMigrationNeeded, b.path)
 }
 
-// IndexCounts implements store.ThreadIndex. Across tenants it sums the
+// IndexCounts implements driver.ThreadIndex. Across tenants it sums the
 // status counters and gives no metadata counts (Meta is nil).
 func (b *Backend) IndexCounts(ctx context.Context, tenant string, all bool, meta []driver.MetaFilter) (driver.IndexCounts, error) {
 	if b.noIndex {
@@ -68,7 +68,7 @@ func (b *Backend) IndexCounts(ctx context.Context, tenant string, all bool, meta
 	return c, nil
 }
 
-// ListThreads implements store.ThreadIndex: one query, which reads the
+// ListThreads implements driver.ThreadIndex: one query, which reads the
 // page's ids through q.Drive's index (INDEXED BY, or the metadata index
 // as the outer loop of a CROSS JOIN) and then the page's records.
 func (b *Backend) ListThreads(ctx context.Context, q driver.ListQuery) ([]driver.ThreadRecord, error) {
@@ -92,7 +92,7 @@ func (b *Backend) ListThreads(ctx context.Context, q driver.ListQuery) ([]driver
 	return out, b.readErr(rows.Err(), "", "", 0, "thread list")
 }
 
-// CountThreads implements store.ThreadIndex.
+// CountThreads implements driver.ThreadIndex.
 func (b *Backend) CountThreads(ctx context.Context, q driver.ListQuery) (int64, error) {
 	if b.noIndex {
 		return 0, b.errNoIndex()

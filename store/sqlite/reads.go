@@ -105,7 +105,7 @@ func (b *Backend) prepareReads(ctx context.Context) error {
 	return b.prepare(ctx, snapshotsQuery)
 }
 
-// Rows implements store.Backend.
+// Rows implements driver.Backend.
 func (b *Backend) Rows(ctx context.Context, q driver.RowQuery) ([]driver.Row, error) {
 	text, args := rowsQuery(q, b.legacy, b.noLanes)
 	at := q.From
@@ -186,7 +186,7 @@ func (b *Backend) fillSnapshots(ctx context.Context, q driver.RowQuery, out []dr
 	return b.readErr(rows.Err(), q.Thread, q.Namespace, lo, "snapshots")
 }
 
-// Namespaces implements store.Backend.
+// Namespaces implements driver.Backend.
 func (b *Backend) Namespaces(ctx context.Context, thread string) ([]driver.NamespaceRecord, error) {
 	q := `SELECT l.ns, max(c.id) - (l.id << 32), count(*) FROM lanes l JOIN checkpoints c ON ` + inLane + ` WHERE l.thread = ? GROUP BY l.ns ORDER BY l.ns`
 	if b.noLanes {

@@ -41,7 +41,7 @@ type swapStmt struct {
 	args []any
 }
 
-// RewriteRow implements store.BlobRewriter.
+// RewriteRow implements driver.BlobRewriter.
 func (b *Backend) RewriteRow(ctx context.Context, old, nw driver.Row) (bool, error) {
 	stmts := []swapStmt{{`UPDATE checkpoints SET meta = ?1, patch = ?2, base_size = ?3, crc = ?4 WHERE id = ` + laneKey("?5", "?6") + ` + ?7 AND crc = ?8 AND patch = ?9`,
 		[]any{nullBytes(nw.Meta), nw.Patch, nw.BaseSize, int64(nw.Sum), old.Thread, old.Namespace, old.Seq, int64(old.Sum), old.Patch}}}
@@ -52,7 +52,7 @@ func (b *Backend) RewriteRow(ctx context.Context, old, nw driver.Row) (bool, err
 	return b.swap(ctx, stmts...)
 }
 
-// ThreadWrites implements store.BlobRewriter.
+// ThreadWrites implements driver.BlobRewriter.
 func (b *Backend) ThreadWrites(ctx context.Context, thread string) ([]driver.StoredWrite, error) {
 	rows, err := b.read.QueryContext(ctx, `SELECT ns, seq, task, data FROM writes WHERE thread = ? ORDER BY ns, seq, task`, thread)
 	if err != nil {
@@ -70,25 +70,25 @@ func (b *Backend) ThreadWrites(ctx context.Context, thread string) ([]driver.Sto
 	return out, b.readErr(rows.Err(), thread, "", 0, "pending writes")
 }
 
-// RewriteWrite implements store.BlobRewriter.
+// RewriteWrite implements driver.BlobRewriter.
 func (b *Backend) RewriteWrite(ctx context.Context, w driver.StoredWrite, nw []byte) (bool, error) {
 	return b.swap(ctx, swapStmt{`UPDATE writes SET data = ? WHERE thread = ? AND ns = ? AND seq = ? AND task = ? AND data = ?`,
 		[]any{nw, w.Thread, w.Namespace, w.Seq, w.Task, w.Data}})
 }
 
-// RewriteRun implements store.BlobRewriter.
+// RewriteRun implements driver.BlobRewriter.
 func (b *Backend) RewriteRun(ctx context.Context, id string, old, nw []byte) (bool, error) {
 	return b.swap(ctx, swapStmt{`UPDATE runs SET data = ? WHERE id = ? AND data = ?`, []any{nw, id, old}})
 }
 
-// RewriteEvent implements store.BlobRewriter.
+// RewriteEvent implements driver.BlobRewriter.
 func (b *Backend) RewriteEvent(ctx context.Context, run string, seq int64, old, nw []byte) (bool, error) {
 	return b.swap(ctx, swapStmt{`UPDATE run_events SET data = ? WHERE run = ? AND seq = ? AND data = ?`, []any{nw, run, seq, old}})
 }
 
 var _ driver.BlobRewriter = (*Backend)(nil)
 
-// StoredItems implements store.ItemRewriter.
+// StoredItems implements driver.ItemRewriter.
 func (b *Backend) StoredItems(ctx context.Context, after driver.ItemKey, limit int) ([]driver.ItemRow, error) {
 	if b.noItems {
 		return nil, nil
@@ -113,7 +113,7 @@ func (b *Backend) StoredItems(ctx context.Context, after driver.ItemKey, limit i
 	return out, b.readErr(rows.Err(), "", "", 0, "items")
 }
 
-// RewriteItem implements store.ItemRewriter.
+// RewriteItem implements driver.ItemRewriter.
 func (b *Backend) RewriteItem(ctx context.Context, k driver.ItemKey, old, nw []byte) (bool, error) {
 	oldVal, err := encodeItemValue(k, old)
 	if err != nil {
@@ -128,7 +128,7 @@ func (b *Backend) RewriteItem(ctx context.Context, k driver.ItemKey, old, nw []b
 
 var _ driver.ItemRewriter = (*Backend)(nil)
 
-// Vacuum implements store.Vacuumer: it rebuilds the database file and
+// Vacuum implements driver.Vacuumer: it rebuilds the database file and
 // empties its WAL, so that no freed page — such as the plaintext blobs
 // an encrypting rekey replaced — is left in either. Writers wait while it
 // runs (it holds the write connection outside any transaction).

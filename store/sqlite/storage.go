@@ -9,7 +9,7 @@ import (
 	"github.com/cairn-dev/cairn/store/driver"
 )
 
-// ThreadUsage implements store.StorageBackend, in one read transaction (a
+// ThreadUsage implements driver.StorageBackend, in one read transaction (a
 // consistent view): SQLite's length() of a blob reads its size from the
 // row's header, not the blob's pages.
 func (b *Backend) ThreadUsage(ctx context.Context, thread string) (driver.ThreadUsage, error) {

@@ -155,7 +155,7 @@ func (b *Backend) rootEmptied(ctx context.Context, c *sql.Conn, id string) error
 	return b.setHead(ctx, id, store.ThreadIdle, 0, false)
 }
 
-// UpdateThread implements store.Backend: the metadata index follows the
+// UpdateThread implements driver.Backend: the metadata index follows the
 // new metadata (the old entries read from the stored row, in the same
 // transaction).
 func (b *Backend) UpdateThread(ctx context.Context, t driver.ThreadRecord) error {
@@ -191,7 +191,7 @@ func (b *Backend) UpdateThread(ctx context.Context, t driver.ThreadRecord) error
 	})
 }
 
-// SetThreadStatus implements store.ThreadIndex.
+// SetThreadStatus implements driver.ThreadIndex.
 func (b *Backend) SetThreadStatus(ctx context.Context, id string, st store.ThreadStatus, at int64) error {
 	if !st.Valid() {
 		return fmt.Errorf("%w: thread status %d", store.ErrInvalidArgument, st)
@@ -209,7 +209,7 @@ func (b *Backend) SetThreadStatus(ctx context.Context, id string, st store.Threa
 	})
 }
 
-// UnclassifiedThreads implements store.ThreadIndex.
+// UnclassifiedThreads implements driver.ThreadIndex.
 func (b *Backend) UnclassifiedThreads(ctx context.Context, after string, limit int) ([]string, error) {
 	if b.noIndex {
 		return nil, nil

@@ -11,7 +11,7 @@ import (
 	"github.com/cairn-dev/cairn/store/driver"
 )
 
-// CreateThread implements store.Backend.
+// CreateThread implements driver.Backend.
 func (b *Backend) CreateThread(ctx context.Context, t driver.ThreadRecord) error {
 	// An existing thread is refused before anything is written, and a
 	// failure after it fails the whole batch: no savepoint is needed.
@@ -87,7 +87,7 @@ func (b *Backend) scanThread(sc interface{ Scan(...any) error }) (driver.ThreadR
 	return r, err
 }
 
-// Thread implements store.Backend.
+// Thread implements driver.Backend.
 func (b *Backend) Thread(ctx context.Context, id string) (driver.ThreadRecord, error) {
 	r, err := b.scanThread(b.read.QueryRowContext(ctx, `SELECT `+b.threadColumns()+` FROM threads t WHERE t.id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -105,7 +105,7 @@ const metadataMatch = ` AND EXISTS (SELECT 1 FROM json_each(t.metadata) j WHERE 
 // filter), on a file without the metadata index.
 const metadataAbsent = ` AND NOT EXISTS (SELECT 1 FROM json_each(t.metadata) j WHERE j.key = ? AND j.type <> 'null')`
 
-// Threads implements store.Backend.
+// Threads implements driver.Backend.
 func (b *Backend) Threads(ctx context.Context, q driver.ThreadQuery) ([]driver.ThreadRecord, error) {
 	var sb strings.Builder
 	sb.WriteString(`SELECT ` + b.threadColumns() + ` FROM threads t WHERE t.id > ?`)
@@ -150,7 +150,7 @@ func (b *Backend) Threads(ctx context.Context, q driver.ThreadQuery) ([]driver.T
 	return out, b.readErr(rows.Err(), q.After, "", 0, "thread list")
 }
 
-// DeleteThread implements store.Backend.
+// DeleteThread implements driver.Backend.
 func (b *Backend) DeleteThread(ctx context.Context, id string) error {
 	return b.do(ctx, func(ctx context.Context, c *sql.Conn) error {
 		return savepoint(ctx, c, func() error {

@@ -69,11 +69,11 @@ func ParseURL(raw string) (path string, d Durability, err error) {
 	return path, d, nil
 }
 
-// Migrations lists the migrations and the baseline (store.MigratingDriver).
+// Migrations lists the migrations and the baseline (driver.MigratingDriver).
 func (urlDriver) Migrations() ([]store.Migration, string) { return migrations, baseline }
 
 // Version reads the format version of the file a URL names, opening it
-// read-only (store.MigratingDriver): 0 for an empty database, or one a crash
+// read-only (driver.MigratingDriver): 0 for an empty database, or one a crash
 // left half-created, which a read-write open finishes creating.
 func (urlDriver) Version(ctx context.Context, raw string) (int, error) {
 	path, _, err := ParseURL(raw)

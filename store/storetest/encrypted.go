@@ -32,7 +32,7 @@ func TestKeyring(t testing.TB, n ...byte) *store.Keyring {
 // the harness opens gets a keyring unless the test gives one), then the
 // tests of encryption itself: blobs moved between rows refused, plaintext
 // refused, no key, rotation and Rekey. The backend must implement
-// store.BlobRewriter.
+// driver.BlobRewriter.
 func RunEncrypted(t *testing.T, h Harness) {
 	ring := TestKeyring(t, 1)
 	eh := h

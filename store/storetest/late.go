@@ -21,7 +21,7 @@ func openEngine(t *testing.T, h Harness) (store.Store, *store.Engine) {
 }
 
 // testLateSnapshots: on a backend that attaches snapshots after their
-// rows commit (store.SnapshotAttacher), the engine's late snapshots land on
+// rows commit (driver.SnapshotAttacher), the engine's late snapshots land on
 // rows past the first with their bookkeeping rewritten, every checkpoint
 // rebuilds before and after, and an attach whose row no longer has the
 // checksum it names writes nothing.
