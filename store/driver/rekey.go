@@ -4,7 +4,7 @@ import (
 	"context"
 )
 
-// BlobRewriter is implemented by backends whose stored blobs Engine.Rekey
+// BlobRewriter is implemented by backends whose stored blobs store.Engine.Rekey
 // can rewrite in place (every built-in backend). Each rewrite is a
 // compare-and-swap: it happens only if the stored bytes are still those
 // that were read, so a rewrite never undoes a concurrent write.
@@ -43,4 +43,15 @@ type StoredWrite struct {
 	Seq               int64
 	Task              string
 	Data              []byte
+}
+
+// ItemRewriter is implemented by item backends whose values store.Engine.Rekey
+// can rewrite (every built-in backend).
+type ItemRewriter interface {
+	// StoredItems returns up to limit items (expired or not) with keys
+	// after after, ordered by tenant, namespace and key; only ItemKey and
+	// Value are filled.
+	StoredItems(ctx context.Context, after ItemKey, limit int) ([]ItemRow, error)
+	// RewriteItem replaces an item's value with nw if it is still old.
+	RewriteItem(ctx context.Context, k ItemKey, old, nw []byte) (bool, error)
 }
