@@ -72,7 +72,7 @@ func newEncFixture(t *testing.T, h Harness) *encFixture {
 	t.Cleanup(func() { _ = s.Close() })
 	bw, ok := s.Backend().(driver.BlobRewriter)
 	if !ok {
-		t.Fatalf("%T does not implement store.BlobRewriter", s.Backend())
+		t.Fatalf("%T does not implement driver.BlobRewriter", s.Backend())
 	}
 	for _, th := range []struct{ id, tenant string }{{"ea", "acme"}, {"eb", "other"}} {
 		if _, err := s.CreateThread(ctx, store.Thread{ID: th.id, Tenant: th.tenant}); err != nil {
@@ -272,7 +272,7 @@ func testSwappedItem(t *testing.T, f *encFixture) {
 	ctx := context.Background()
 	ir, ok := f.s.Backend().(driver.ItemRewriter)
 	if !ok {
-		t.Fatalf("%T does not implement store.ItemRewriter", f.s.Backend())
+		t.Fatalf("%T does not implement driver.ItemRewriter", f.s.Backend())
 	}
 	items, err := ir.StoredItems(ctx, driver.ItemKey{}, 10)
 	if err != nil || len(items) != 2 || items[0].Tenant != "acme" {
