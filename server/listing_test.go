@@ -15,6 +15,7 @@ import (
 	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 	"github.com/cairn-dev/cairn/store/inmem"
 )
 
@@ -25,7 +26,7 @@ type headCounter struct {
 	heads atomic.Int64
 }
 
-func (h *headCounter) Rows(ctx context.Context, q store.RowQuery) ([]store.Row, error) {
+func (h *headCounter) Rows(ctx context.Context, q driver.RowQuery) ([]driver.Row, error) {
 	if q.Namespace == "" && q.Desc && q.Limit == 1 {
 		h.heads.Add(1)
 	}

@@ -49,11 +49,11 @@ type Config struct {
 	// ExpiryCheck is how often expired pauses are looked for (default
 	// 1 s), when an assistant bounds the wait (AssistantInfo).
 	ExpiryCheck time.Duration
-	// Queue records each run and puts it on the store's queue for workers
-	// (package worker, cairn worker) instead of running it in this
-	// process; the store must have one (store.RunQueueOf: PostgreSQL).
+	// Queue, when set, records each run and puts it on the store's queue
+	// for workers (package worker, cairn worker) instead of running it in
+	// this process: the store's run queue (pgqueue.Of, PostgreSQL).
 	// Streams, waits and joins then follow the run through the store.
-	Queue bool
+	Queue store.RunQueue
 	// Items is the long-term memory store the /store routes serve, each
 	// request scoped to its tenant. Nil: the store's own items
 	// (store.ItemsOf, full-text search; give one made with store.WithIndex
@@ -96,12 +96,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	rc := runs.Config{Store: cfg.Store, Assistants: cfg.Assistants, Logger: cfg.Logger, Redact: cfg.Redact, Now: cfg.Now, ExpiryCheck: cfg.ExpiryCheck}
-	if cfg.Queue {
-		if rc.Queue, err = store.RunQueueOf(cfg.Store); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-		}
-	}
+	rc := runs.Config{Store: cfg.Store, Assistants: cfg.Assistants, Logger: cfg.Logger, Redact: cfg.Redact, Now: cfg.Now, ExpiryCheck: cfg.ExpiryCheck, Queue: cfg.Queue}
 	cfg.MaxBodyBytes = cmp.Or(cfg.MaxBodyBytes, 1<<20)
 	cfg.RequestTimeout = cmp.Or(cfg.RequestTimeout, 30*time.Second)
 	cfg.Heartbeat = cmp.Or(cfg.Heartbeat, 5*time.Second)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 	"github.com/cairn-dev/cairn/store/inmem"
 	"github.com/cairn-dev/cairn/store/sqlite"
 	"github.com/cairn-dev/cairn/store/storetest"
@@ -114,7 +115,7 @@ func checkStorageAnswer(t *testing.T, ts *testServer, s *store.Engine, got store
 func TestThreadStorageUnsupported(t *testing.T) {
 	b := inmem.New()
 	type noMeasure struct {
-		store.Backend
+		driver.Backend
 		store.RunLog
 	}
 	s := store.New(noMeasure{b, b}, store.Options{})

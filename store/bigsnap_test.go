@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 	"github.com/cairn-dev/cairn/store/inmem"
 )
 
@@ -40,7 +41,7 @@ func TestLargeSnapshot(t *testing.T) {
 				d, head, want[cp.Seq] = nd, cp.Seq, nd.String()
 			}
 			chunked := 0
-			rows, err := b.Rows(ctx, store.RowQuery{Thread: "big", Snapshots: true})
+			rows, err := b.Rows(ctx, driver.RowQuery{Thread: "big", Snapshots: true})
 			if err != nil {
 				t.Fatal(err)
 			}

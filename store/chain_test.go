@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 	"github.com/cairn-dev/cairn/store/inmem"
 )
 
@@ -16,7 +17,7 @@ type countingBackend struct {
 	rows int
 }
 
-func (c *countingBackend) Rows(ctx context.Context, q store.RowQuery) ([]store.Row, error) {
+func (c *countingBackend) Rows(ctx context.Context, q driver.RowQuery) ([]driver.Row, error) {
 	rows, err := c.Backend.Rows(ctx, q)
 	c.rows += len(rows)
 	return rows, err

@@ -1,10 +1,10 @@
 package store
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/cairn-dev/cairn/state"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // Ref names a checkpoint.
@@ -48,8 +48,6 @@ func (c *Checkpoint) Ref() Ref { return Ref{Thread: c.Thread, Namespace: c.Names
 // Write is a pending write: the update of one node of a step that has not
 // committed yet (a parallel sibling failed or the process stopped). The
 // runner re-applies pending writes on resume instead of re-running the node.
-type Write struct {
-	Task   string          // unique within the step, e.g. the node name and index
-	Node   string          // the node that produced the update
-	Update json.RawMessage // the node's update, as JSON
-}
+// Task is unique within the step (the node name and index), Node the node
+// that produced the update, Update the node's update as JSON.
+type Write = driver.Write

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // CopyingKey marks, in a thread's metadata, a copy still being made (its
@@ -38,8 +40,8 @@ func (e *Engine) CopyThread(ctx context.Context, from, to string) (Thread, error
 	if err != nil {
 		return Thread{}, err
 	}
-	rec := ThreadRecord{ID: to, Tenant: src.Tenant, Metadata: md, CreatedAt: e.now().UnixNano(), Status: ThreadIdle}
-	rec.Sum = ThreadChecksum(&rec)
+	rec := driver.ThreadRecord{ID: to, Tenant: src.Tenant, Metadata: md, CreatedAt: e.now().UnixNano(), Status: ThreadIdle}
+	rec.Sum = driver.ThreadChecksum(&rec)
 	nss, err := e.b.Namespaces(ctx, from)
 	if err != nil {
 		return Thread{}, err
@@ -56,7 +58,7 @@ func (e *Engine) CopyThread(ctx context.Context, from, to string) (Thread, error
 		}
 	}
 	rec.Metadata = src.Metadata
-	rec.Sum = ThreadChecksum(&rec)
+	rec.Sum = driver.ThreadChecksum(&rec)
 	if err := e.b.UpdateThread(ctx, rec); err != nil {
 		return Thread{}, err
 	}
@@ -64,7 +66,7 @@ func (e *Engine) CopyThread(ctx context.Context, from, to string) (Thread, error
 }
 
 // copyingMetadata is the source's metadata with CopyingKey set.
-func (e *Engine) copyingMetadata(src ThreadRecord, from string) ([]byte, error) {
+func (e *Engine) copyingMetadata(src driver.ThreadRecord, from string) ([]byte, error) {
 	md := map[string]any{}
 	if len(src.Metadata) > 0 {
 		if err := json.Unmarshal(src.Metadata, &md); err != nil {
@@ -77,8 +79,8 @@ func (e *Engine) copyingMetadata(src ThreadRecord, from string) ([]byte, error) 
 
 // copyNamespace copies one namespace's rows, in seq order, and their
 // writes; the first row copied creates the thread (*create, then nil).
-func (e *Engine) copyNamespace(ctx context.Context, from, to, ns string, create **ThreadRecord) error {
-	rows, err := e.b.Rows(ctx, RowQuery{Thread: from, Namespace: ns, Snapshots: true})
+func (e *Engine) copyNamespace(ctx context.Context, from, to, ns string, create **driver.ThreadRecord) error {
+	rows, err := e.b.Rows(ctx, driver.RowQuery{Thread: from, Namespace: ns, Snapshots: true})
 	if err != nil {
 		return err
 	}
@@ -98,7 +100,7 @@ func (e *Engine) copyNamespace(ctx context.Context, from, to, ns string, create 
 			if err != nil {
 				return err
 			}
-			r.Head = &HeadUpdate{Status: st}
+			r.Head = &driver.HeadUpdate{Status: st}
 		}
 		r.Thread = to
 		if *create != nil && r.Seq != 1 {
@@ -116,7 +118,7 @@ func (e *Engine) copyNamespace(ctx context.Context, from, to, ns string, create 
 		if err := e.rebindRow(ctx, &r, from); err != nil {
 			return err
 		}
-		r.Sum = RowChecksum(&r)
+		r.Sum = driver.RowChecksum(&r)
 		if err := e.b.Insert(ctx, r); err != nil {
 			return fmt.Errorf("copying checkpoint %d of %q: %w", r.Seq, from, err)
 		}
@@ -138,12 +140,12 @@ func (e *Engine) copyNamespace(ctx context.Context, from, to, ns string, create 
 
 // copiedStatus is the thread status of a row of thread from read raw (its
 // metadata opened when the store is encrypted).
-func (e *Engine) copiedStatus(ctx context.Context, r Row, from string) (ThreadStatus, error) {
+func (e *Engine) copiedStatus(ctx context.Context, r driver.Row, from string) (ThreadStatus, error) {
 	r.Thread, r.Snapshot = from, nil
-	src := []Row{r}
+	src := []driver.Row{r}
 	if err := e.openRows(ctx, src); err != nil {
 		return 0, err
 	}
-	st, _ := RowThreadStatus(&src[0])
+	st, _ := driver.RowThreadStatus(&src[0])
 	return st, nil
 }

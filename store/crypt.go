@@ -14,6 +14,8 @@ import (
 	"os"
 	"strings"
 	"sync"
+
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // Encryption at rest. A sealed blob is
@@ -258,7 +260,7 @@ func (b *binding) aad(dst, hdr []byte) []byte {
 // isSealed reports whether a stored blob is sealed. Plaintext blobs never
 // start with codecSealed: encoded blobs start with codecRaw or codecS2,
 // JSON with a character.
-func isSealed(blob []byte) bool { return len(blob) > 0 && blob[0] == codecSealed }
+func isSealed(blob []byte) bool { return driver.Sealed(blob) }
 
 // sealedKeyID returns the hex key id of a sealed blob.
 func sealedKeyID(blob []byte) string {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // rowCrypt is an Engine's encryption at rest: its keyring (nil: blobs are
@@ -28,7 +30,7 @@ func newRowCrypt(k *Keyring) *rowCrypt {
 // tenant returns the tenant of a thread, from the cache or the backend
 // (fresh: skip the cache). A thread that does not exist yet has the tenant
 // def (the record an insert would create).
-func (c *rowCrypt) tenant(ctx context.Context, b Backend, thread, def string, fresh bool) (string, error) {
+func (c *rowCrypt) tenant(ctx context.Context, b driver.Backend, thread, def string, fresh bool) (string, error) {
 	c.mu.Lock()
 	t, ok := c.tenants[thread]
 	c.mu.Unlock()
@@ -98,7 +100,7 @@ func splitMeta(plain []byte) (meta, patch []byte, err error) {
 // sealer returns the sealer of a row about to be inserted: its Meta and
 // Patch are sealed at once (into Patch), its snapshot by sealSnapshot.
 // Without a keyring it changes nothing.
-func (e *Engine) sealer(ctx context.Context, r *Row) (rowSealer, error) {
+func (e *Engine) sealer(ctx context.Context, r *driver.Row) (rowSealer, error) {
 	c := e.crypt
 	if c.ring == nil {
 		return rowSealer{}, nil
@@ -144,7 +146,7 @@ func (s rowSealer) sealSnapshot(blob []byte) []byte {
 // openRows checks the snapshot sizes of rows just read and checked
 // against their checksums, and opens their sealed blobs in place: with a
 // keyring every blob must be sealed; without one, none may be.
-func (e *Engine) openRows(ctx context.Context, rows []Row) error {
+func (e *Engine) openRows(ctx context.Context, rows []driver.Row) error {
 	for i := range rows {
 		r := &rows[i]
 		if r.Snapshot == nil || isSealed(r.Snapshot) && e.crypt.ring == nil {
@@ -176,7 +178,7 @@ func (e *Engine) openRows(ctx context.Context, rows []Row) error {
 // openRow opens the blobs of one row. When a blob fails authentication
 // under a cached tenant, the tenant is read again once (the thread may
 // have been deleted and made again by another process).
-func (e *Engine) openRow(ctx context.Context, b *binding, r *Row) error {
+func (e *Engine) openRow(ctx context.Context, b *binding, r *driver.Row) error {
 	b.ns, b.seq = r.Namespace, r.Seq
 	if len(r.Meta) > 0 && e.crypt.ring != nil {
 		return &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: r.Seq, What: "metadata", Err: errPlaintext}
@@ -268,8 +270,8 @@ func (e *Engine) openWrites(ctx context.Context, thread, ns string, seq int64, w
 // already names the thread it is copied to) for its new place: a copy of
 // a thread is sealed for the copy. Without a keyring, it refuses sealed
 // blobs.
-func (e *Engine) rebindRow(ctx context.Context, r *Row, from string) error {
-	src := []Row{*r}
+func (e *Engine) rebindRow(ctx context.Context, r *driver.Row, from string) error {
+	src := []driver.Row{*r}
 	src[0].Thread = from
 	if err := e.openRows(ctx, src); err != nil {
 		return err
@@ -303,7 +305,7 @@ func (e *Engine) rebindWrites(ctx context.Context, from, to, ns string, seq int6
 // diagnose refines the checksum mismatch verifyRow found in a row of an
 // encrypted store: verifyRow cannot check a sealed patch, so it is opened
 // here, and named when it is the damaged column.
-func (e *Engine) diagnose(ctx context.Context, r *Row, err error) error {
+func (e *Engine) diagnose(ctx context.Context, r *driver.Row, err error) error {
 	var ce *CorruptError
 	if e.crypt.ring == nil || !isSealed(r.Patch) || !errors.As(err, &ce) || ce.What != "row" {
 		return err

@@ -5,23 +5,25 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // sealedItems seals the values of the items an engine's item store writes
 // and opens those it reads; the text index and the vectors stay as they
 // are (the database searches the one; see docs/encryption.md for both).
 type sealedItems struct {
-	ItemBackend
+	driver.ItemBackend
 	ring *Keyring
 }
 
-func itemBinding(k ItemKey) binding {
+func itemBinding(k driver.ItemKey) binding {
 	return binding{kind: sealItem, tenant: k.Tenant, ns: k.Namespace, key: k.Key}
 }
 
-func (s sealedItems) WriteItems(ctx context.Context, puts []ItemRow, deletes []ItemKey) error {
+func (s sealedItems) WriteItems(ctx context.Context, puts []driver.ItemRow, deletes []driver.ItemKey) error {
 	if s.ring != nil {
-		sealed := make([]ItemRow, len(puts))
+		sealed := make([]driver.ItemRow, len(puts))
 		for i, r := range puts {
 			b := itemBinding(r.ItemKey)
 			r.Value = s.ring.seal(&b, r.Value)
@@ -32,7 +34,7 @@ func (s sealedItems) WriteItems(ctx context.Context, puts []ItemRow, deletes []I
 	return s.ItemBackend.WriteItems(ctx, puts, deletes)
 }
 
-func (s sealedItems) GetItems(ctx context.Context, keys []ItemKey, now int64) ([]ItemRow, error) {
+func (s sealedItems) GetItems(ctx context.Context, keys []driver.ItemKey, now int64) ([]driver.ItemRow, error) {
 	rows, err := s.ItemBackend.GetItems(ctx, keys, now)
 	if err != nil {
 		return nil, err
@@ -45,8 +47,8 @@ func (s sealedItems) GetItems(ctx context.Context, keys []ItemKey, now int64) ([
 	return rows, nil
 }
 
-func (s sealedItems) ScanItems(ctx context.Context, q ItemScan) iter.Seq2[ItemRow, error] {
-	return func(yield func(ItemRow, error) bool) {
+func (s sealedItems) ScanItems(ctx context.Context, q driver.ItemScan) iter.Seq2[driver.ItemRow, error] {
+	return func(yield func(driver.ItemRow, error) bool) {
 		for r, err := range s.ItemBackend.ScanItems(ctx, q) {
 			if err == nil {
 				err = s.open(&r)
@@ -59,7 +61,7 @@ func (s sealedItems) ScanItems(ctx context.Context, q ItemScan) iter.Seq2[ItemRo
 }
 
 // open opens a row's value in place.
-func (s sealedItems) open(r *ItemRow) error {
+func (s sealedItems) open(r *driver.ItemRow) error {
 	b := itemBinding(r.ItemKey)
 	plain, err := s.ring.openBlob(&b, r.Value)
 	if errors.Is(err, ErrNoKey) && s.ring == nil {
@@ -72,24 +74,13 @@ func (s sealedItems) open(r *ItemRow) error {
 	return nil
 }
 
-// ItemRewriter is implemented by item backends whose values Engine.Rekey
-// can rewrite (every built-in backend).
-type ItemRewriter interface {
-	// StoredItems returns up to limit items (expired or not) with keys
-	// after after, ordered by tenant, namespace and key; only ItemKey and
-	// Value are filled.
-	StoredItems(ctx context.Context, after ItemKey, limit int) ([]ItemRow, error)
-	// RewriteItem replaces an item's value with nw if it is still old.
-	RewriteItem(ctx context.Context, k ItemKey, old, nw []byte) (bool, error)
-}
-
 // items re-seals every item value.
 func (r *rekeyer) items(ctx context.Context) error {
-	ir, ok := r.e.b.(ItemRewriter)
+	ir, ok := r.e.b.(driver.ItemRewriter)
 	if !ok {
 		return nil
 	}
-	var after ItemKey
+	var after driver.ItemKey
 	const page = 200
 	for {
 		rows, err := ir.StoredItems(ctx, after, page)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 	"github.com/cairn-dev/cairn/store/inmem"
 	"github.com/cairn-dev/cairn/store/storetest"
 )
@@ -26,14 +27,14 @@ func TestEncryptedRowMoved(t *testing.T) {
 	}{
 		{"row to another seq", func(b *inmem.Backend) {
 			b.MoveRow(store.Ref{Thread: "a", Seq: 3}, store.Ref{Thread: "a", Seq: 5})
-			b.Tamper("a", "", 5, func(r *store.Row) { r.Parent = 2; r.Sum = store.RowChecksum(r) })
+			b.Tamper("a", "", 5, func(r *driver.Row) { r.Parent = 2; r.Sum = driver.RowChecksum(r) })
 		}, store.LoadRequest{Thread: "a", Seq: 5}},
 		{"row to another thread", func(b *inmem.Backend) {
 			b.MoveRow(store.Ref{Thread: "a", Seq: 2}, store.Ref{Thread: "b", Seq: 2})
-			b.Tamper("b", "", 2, func(r *store.Row) { r.Sum = store.RowChecksum(r) })
+			b.Tamper("b", "", 2, func(r *driver.Row) { r.Sum = driver.RowChecksum(r) })
 		}, store.LoadRequest{Thread: "b", Seq: 2}},
 		{"thread to another tenant", func(b *inmem.Backend) {
-			b.TamperThread("a", func(r *store.ThreadRecord) { r.Tenant = "other"; r.Sum = store.ThreadChecksum(r) })
+			b.TamperThread("a", func(r *driver.ThreadRecord) { r.Tenant = "other"; r.Sum = driver.ThreadChecksum(r) })
 		}, store.LoadRequest{Thread: "a", Seq: 4}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 )
 
 // The run log's blobs (a run's data, its events) are sealed by the
-// checked run log RunLogOf returns, and by the run queue of RunQueueOf.
+// checked run log RunLogOf returns, and by the run queue of RunQueueFor.
 
 func runBinding(r *RunRecord) binding {
 	return binding{kind: sealRun, tenant: r.Tenant, thread: r.Thread, key: r.ID}

@@ -3,10 +3,21 @@
 // A thread is a tree of checkpoints. Each checkpoint records one step: the
 // RFC 6902 patch the step made to the state, its status and metadata, and
 // its place in history (seq, parent). [Store] is what runners and front ends
-// use; [Engine] implements it over a row-level [Backend], so every backend
+// use; [Engine] implements it over a row-level backend, so every backend
 // (store/inmem, store/sqlite, store/postgres) shares one storage format
 // and one set of guarantees, checked by the conformance suite in
 // store/storetest.
+//
+// This package is the user's API: the store, its requests and records,
+// the item, key, lease and run stores, encryption, pruning, migrations
+// and the errors. What a backend implements and the engine consumes — the
+// row-level Backend and its optional parts, the rows and queries they
+// pass, the row checksums and the URL drivers' registry — is the driver
+// SPI, package store/driver, as database/sql/driver is database/sql's.
+// The few types both sides name (Status, ThreadStatus, ThreadSort, Write,
+// StoredRows, Migration, CorruptError) are aliases of the driver's, and
+// the sentinel errors are the driver's very values, so errors.Is matches
+// an error a backend returns with store's names.
 //
 // # Guarantees
 //
@@ -119,12 +130,12 @@
 //
 // ListThreads and CountThreads select, order and page threads through
 // indexes every backend keeps in the transactions that change them
-// (ThreadIndex): each thread's tenant, creation time, status as its root
-// head gives it (ThreadStatusOf), the time of that status, a touch time
-// within TouchSlack of its head's time, its metadata entries
-// (IndexEntries), and counters of threads per status and per entry. A
-// commit that leaves its thread idle writes none of it. The engine plans
-// each listing from the counters (ListQuery.Drive): no listing reads
+// (driver.ThreadIndex): each thread's tenant, creation time, status as its
+// root head gives it (ThreadStatusOf), the time of that status, a touch
+// time within TouchSlack of its head's time, its metadata entries
+// (driver.IndexEntries), and counters of threads per status and per entry.
+// A commit that leaves its thread idle writes none of it. The engine plans
+// each listing from the counters (driver.ListQuery.Drive): no listing reads
 // every thread, and none reads a head's state; counts with no filter, a
 // status filter or one metadata filter read a few counter rows.
 //
@@ -136,7 +147,7 @@
 // state field, its pending writes, and the runs and run event logs an HTTP
 // server keeps for it. The engine walks the checkpoint rows a page at a
 // time and reads each snapshot on its own, decoding only the length
-// prefixes of their encodings; a StorageBackend counts the rest.
+// prefixes of their encodings; a driver.StorageBackend counts the rest.
 //
 // # Long-term memory
 //
@@ -144,7 +155,7 @@
 // under keys in hierarchical namespaces of items (["users", "u1"]),
 // across threads, per tenant, with filters (CompileFilter), full-text or
 // semantic search (WithIndex, an Embedder) and times to live. Backends
-// implement ItemBackend; the item store on top checks every operation,
+// implement driver.ItemBackend; the item store on top checks every operation,
 // stamps times with the engine's clock and computes what is indexed, so
 // every backend answers alike (the conformance suite's Items tests).
 package store

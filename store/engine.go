@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // Options tune an Engine.
@@ -47,7 +49,7 @@ type Options struct {
 // rows, snapshot policy, blob encoding) and the rebuilding of states.
 type Engine struct {
 	log     *slog.Logger
-	b       Backend
+	b       driver.Backend
 	ratio   float64
 	minSnap int64
 	comp    bool
@@ -98,7 +100,7 @@ type rowInfo struct {
 const maxCachedHeads = 1 << 16
 
 // New returns an Engine over b. The Engine owns b: Close closes it.
-func New(b Backend, opts Options) *Engine {
+func New(b driver.Backend, opts Options) *Engine {
 	e := &Engine{b: b, ratio: opts.SnapshotRatio, comp: !opts.NoCompression, now: opts.Now, heads: map[headKey]rowInfo{}, log: opts.Logger, crypt: newRowCrypt(opts.Keyring)}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
@@ -118,7 +120,7 @@ func New(b Backend, opts Options) *Engine {
 	case opts.SnapshotCache > 0:
 		e.cache = newSnapCache(opts.SnapshotCache)
 	}
-	if a, ok := b.(SnapshotAttacher); ok && !opts.InlineSnapshots && !readOnly(b) {
+	if a, ok := b.(driver.SnapshotAttacher); ok && !opts.InlineSnapshots && !readOnly(b) {
 		e.late = newLateSnaps(a)
 		go e.lateWorker()
 	}
@@ -126,7 +128,7 @@ func New(b Backend, opts Options) *Engine {
 }
 
 // Backend returns the backend the engine writes to.
-func (e *Engine) Backend() Backend { return e.b }
+func (e *Engine) Backend() driver.Backend { return e.b }
 
 func (e *Engine) check(thread, ns string) error {
 	if e.closed.Load() {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/cairn-dev/cairn/state"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // Append implements Store.
@@ -37,7 +38,7 @@ func (e *Engine) Append(ctx context.Context, cp Checkpoint) (Checkpoint, error) 
 // insert writes cp as row seq extending parent (zero rowInfo: no parent).
 // create, when not nil, is the thread record to create with a first row;
 // with newThread the thread must not exist.
-func (e *Engine) insert(ctx context.Context, cp Checkpoint, seq int64, parent rowInfo, create *ThreadRecord, newThread bool) (Checkpoint, error) {
+func (e *Engine) insert(ctx context.Context, cp Checkpoint, seq int64, parent rowInfo, create *driver.ThreadRecord, newThread bool) (Checkpoint, error) {
 	if cp.Status == 0 {
 		cp.Status = StatusSuccess
 	}
@@ -53,7 +54,7 @@ func (e *Engine) insert(ctx context.Context, cp Checkpoint, seq int64, parent ro
 	}
 	cp.Seq = seq
 	cp.CreatedAt = e.now()
-	row := Row{
+	row := driver.Row{
 		Thread: cp.Thread, Namespace: cp.Namespace, Seq: seq, Parent: cp.Parent,
 		Status: cp.Status, CreatedAt: cp.CreatedAt.UnixNano(), Meta: meta,
 		Patch: e.encodePatch(cp.Patch), ExternalID: cp.ExternalID,
@@ -66,8 +67,8 @@ func (e *Engine) insert(ctx context.Context, cp Checkpoint, seq int64, parent ro
 	}
 	if seq == 1 && create == nil {
 		tenant, _ := SplitThreadKey(cp.Thread) // a thread made by its first commit is its key's tenant's
-		row.Create = &ThreadRecord{ID: cp.Thread, Tenant: tenant, CreatedAt: row.CreatedAt, Status: ThreadIdle}
-		row.Create.Sum = ThreadChecksum(row.Create)
+		row.Create = &driver.ThreadRecord{ID: cp.Thread, Tenant: tenant, CreatedAt: row.CreatedAt, Status: ThreadIdle}
+		row.Create.Sum = driver.ThreadChecksum(row.Create)
 	}
 	if cp.Namespace == "" {
 		row.Head = headUpdate(parent, ThreadStatusOf(cp), row.CreatedAt)
@@ -77,7 +78,7 @@ func (e *Engine) insert(ctx context.Context, cp Checkpoint, seq int64, parent ro
 		return Checkpoint{}, err
 	}
 	late := e.placeSnapshot(&row, cp, parent, sealer)
-	row.Sum = RowChecksum(&row)
+	row.Sum = driver.RowChecksum(&row)
 	key := headKey{cp.Thread, cp.Namespace}
 	if err := e.b.Insert(ctx, row); err != nil {
 		return Checkpoint{}, e.refused(err, key, cp, row.Fence, newThread)
@@ -97,18 +98,18 @@ func (e *Engine) insert(ctx context.Context, cp Checkpoint, seq int64, parent ro
 // writes of its thread's listing columns: nothing when the status stays
 // idle and the last touch is less than TouchSlack old (the common commit
 // writes its row alone), else the status and the touch.
-func headUpdate(parent rowInfo, st ThreadStatus, at int64) *HeadUpdate {
+func headUpdate(parent rowInfo, st ThreadStatus, at int64) *driver.HeadUpdate {
 	if parent.status == ThreadIdle && st == ThreadIdle && parent.touched != 0 && at >= parent.touched && at-parent.touched < int64(TouchSlack) {
 		return nil
 	}
-	return &HeadUpdate{Status: st}
+	return &driver.HeadUpdate{Status: st}
 }
 
 // placeSnapshot applies the snapshot policy to a row about to be inserted
 // on parent: it sets the row's snapshot bookkeeping, and its snapshot when
 // one is due and written inside the commit. It reports a snapshot due and
 // to be written after the commit (late).
-func (e *Engine) placeSnapshot(row *Row, cp Checkpoint, parent rowInfo, sealer rowSealer) bool {
+func (e *Engine) placeSnapshot(row *driver.Row, cp Checkpoint, parent rowInfo, sealer rowSealer) bool {
 	since := parent.since + int64(len(row.Patch)) - sealer.overhead()
 	want := cp.Parent == 0 || (since > e.minSnap && float64(since) > e.ratio*float64(parent.baseSize))
 	late := want && cp.Parent != 0 && e.late != nil
@@ -150,7 +151,7 @@ func (e *Engine) refused(err error, key headKey, cp Checkpoint, fence int64, new
 // remember caches a committed row as its namespace's head, and queues its
 // late snapshot (the rows after it replay from it at once: see
 // latesnap.go).
-func (e *Engine) remember(key headKey, row *Row, parent rowInfo, late bool, d state.Doc, sealer rowSealer) {
+func (e *Engine) remember(key headKey, row *driver.Row, parent rowInfo, late bool, d state.Doc, sealer rowSealer) {
 	info := rowInfo{seq: row.Seq, base: row.Base, since: row.Since, baseSize: row.BaseSize, pend: parent.pend}
 	status, touched := parent.status, parent.touched
 	if row.Head != nil {
@@ -181,7 +182,7 @@ func (e *Engine) info(ctx context.Context, thread, ns string, seq int64) (rowInf
 	if ok && ri.seq == seq {
 		return ri, nil
 	}
-	rows, err := e.rows(ctx, RowQuery{Thread: thread, Namespace: ns, From: seq, To: seq})
+	rows, err := e.rows(ctx, driver.RowQuery{Thread: thread, Namespace: ns, From: seq, To: seq})
 	if err != nil {
 		return rowInfo{}, err
 	}
@@ -201,7 +202,7 @@ func (e *Engine) info(ctx context.Context, thread, ns string, seq int64) (rowInf
 
 // head returns the newest seq of a thread namespace (0 when empty).
 func (e *Engine) head(ctx context.Context, thread, ns string) (int64, error) {
-	rows, err := e.rows(ctx, RowQuery{Thread: thread, Namespace: ns, Desc: true, Limit: 1})
+	rows, err := e.rows(ctx, driver.RowQuery{Thread: thread, Namespace: ns, Desc: true, Limit: 1})
 	if err != nil {
 		return 0, err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/state"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // encodePatch encodes a checkpoint's patch as a stored blob, through the
@@ -65,7 +66,7 @@ func encodeMeta(nodes []string, m Meta) ([]byte, error) {
 }
 
 // checkpoint decodes a row (its patch when present).
-func checkpoint(r *Row) (Checkpoint, error) {
+func checkpoint(r *driver.Row) (Checkpoint, error) {
 	cp := Checkpoint{
 		Thread: r.Thread, Namespace: r.Namespace, Seq: r.Seq, Parent: r.Parent,
 		Status: r.Status, CreatedAt: time.Unix(0, r.CreatedAt), Snapshot: r.HasSnapshot,
@@ -89,7 +90,7 @@ func checkpoint(r *Row) (Checkpoint, error) {
 	return cp, nil
 }
 
-func decodePatch(r *Row) (state.Patch, error) {
+func decodePatch(r *driver.Row) (state.Patch, error) {
 	payload, err := decodeBlob(r.Patch)
 	if err == nil {
 		var p state.Patch
@@ -104,7 +105,7 @@ func decodePatch(r *Row) (state.Patch, error) {
 }
 
 // decodeSnapshot decodes a row's snapshot.
-func decodeSnapshot(r *Row) (state.Doc, error) {
+func decodeSnapshot(r *driver.Row) (state.Doc, error) {
 	if r.Snapshot == nil {
 		return state.Doc{}, &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: r.Seq, What: "snapshot", Err: errors.New("missing")}
 	}

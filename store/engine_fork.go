@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // Fork implements Store.
@@ -77,26 +79,26 @@ func forkMeta(m Meta, src *Checkpoint) Meta {
 
 // forkThread builds the record of the thread a fork creates: the source
 // thread's tenant, and its metadata unless the request gives new metadata.
-func (e *Engine) forkThread(ctx context.Context, r ForkRequest) (ThreadRecord, error) {
+func (e *Engine) forkThread(ctx context.Context, r ForkRequest) (driver.ThreadRecord, error) {
 	srcRec, err := e.b.Thread(ctx, r.Thread)
 	if err != nil {
-		return ThreadRecord{}, err
+		return driver.ThreadRecord{}, err
 	}
 	if err := verifyThread(&srcRec); err != nil {
-		return ThreadRecord{}, err
+		return driver.ThreadRecord{}, err
 	}
 	if _, err := keyTenant(r.Into, srcRec.Tenant); err != nil {
-		return ThreadRecord{}, err
+		return driver.ThreadRecord{}, err
 	}
-	rec := ThreadRecord{ID: r.Into, Tenant: srcRec.Tenant, Metadata: srcRec.Metadata, CreatedAt: e.now().UnixNano()}
+	rec := driver.ThreadRecord{ID: r.Into, Tenant: srcRec.Tenant, Metadata: srcRec.Metadata, CreatedAt: e.now().UnixNano()}
 	if r.Metadata != nil {
 		rec.Metadata = nil
 		if len(r.Metadata) > 0 {
 			if rec.Metadata, err = json.Marshal(r.Metadata); err != nil {
-				return ThreadRecord{}, fmt.Errorf("%w: fork thread metadata: %v", ErrInvalidArgument, err)
+				return driver.ThreadRecord{}, fmt.Errorf("%w: fork thread metadata: %v", ErrInvalidArgument, err)
 			}
 		}
 	}
-	rec.Sum = ThreadChecksum(&rec)
+	rec.Sum = driver.ThreadChecksum(&rec)
 	return rec, nil
 }

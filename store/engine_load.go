@@ -7,11 +7,12 @@ import (
 	"slices"
 
 	"github.com/cairn-dev/cairn/state"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // rows reads rows from the backend, checks each against its checksum and
 // opens their blobs.
-func (e *Engine) rows(ctx context.Context, q RowQuery) ([]Row, error) {
+func (e *Engine) rows(ctx context.Context, q driver.RowQuery) ([]driver.Row, error) {
 	rows, err := e.storedRows(ctx, q)
 	if err != nil {
 		return nil, err
@@ -24,7 +25,7 @@ func (e *Engine) rows(ctx context.Context, q RowQuery) ([]Row, error) {
 
 // storedRows reads rows from the backend and checks each against its
 // checksum; their blobs stay as stored.
-func (e *Engine) storedRows(ctx context.Context, q RowQuery) ([]Row, error) {
+func (e *Engine) storedRows(ctx context.Context, q driver.RowQuery) ([]driver.Row, error) {
 	rows, err := e.b.Rows(ctx, q)
 	if err != nil {
 		return nil, err
@@ -44,7 +45,7 @@ func (e *Engine) storedRows(ctx context.Context, q RowQuery) ([]Row, error) {
 // whose parent state is unknown, are skipped. keep puts a snapshot decoded
 // here in the cache (a history walk, which reads each snapshot once, does
 // not: it would push out the ones loads need and hold its own).
-func (e *Engine) replay(rows []Row, base int64, keep bool) (map[int64]state.Doc, error) {
+func (e *Engine) replay(rows []driver.Row, base int64, keep bool) (map[int64]state.Doc, error) {
 	states := make(map[int64]state.Doc, len(rows))
 	for i := range rows {
 		r := &rows[i]
@@ -94,9 +95,9 @@ func (e *Engine) Load(ctx context.Context, r LoadRequest) (Checkpoint, error) {
 	if r.Seq < 0 {
 		return Checkpoint{}, fmt.Errorf("%w: seq %d", ErrInvalidArgument, r.Seq)
 	}
-	q := RowQuery{Thread: r.Thread, Namespace: r.Namespace, From: r.Seq, To: r.Seq}
+	q := driver.RowQuery{Thread: r.Thread, Namespace: r.Namespace, From: r.Seq, To: r.Seq}
 	if r.Seq == 0 {
-		q = RowQuery{Thread: r.Thread, Namespace: r.Namespace, Desc: true, Limit: 1}
+		q = driver.RowQuery{Thread: r.Thread, Namespace: r.Namespace, Desc: true, Limit: 1}
 	}
 	target, err := e.rows(ctx, q)
 	if err != nil {
@@ -149,18 +150,18 @@ const chainWindow = 4096
 // with the seq of the snapshot they replay from: base, or, when base is a
 // row whose late snapshot is not written (yet), the snapshot that row
 // replays from, with the rows down to it.
-func (e *Engine) chainRows(ctx context.Context, thread, ns string, base, seq int64) ([]Row, int64, error) {
+func (e *Engine) chainRows(ctx context.Context, thread, ns string, base, seq int64) ([]driver.Row, int64, error) {
 	rows, err := e.chainSpan(ctx, thread, ns, base, seq)
 	for err == nil && len(rows) > 0 && rows[0].Seq == base && !rows[0].HasSnapshot && rows[0].Base < base {
 		if _, cached := e.cache.get(snapKey{thread, ns, base}); cached {
 			break
 		}
-		var lower []Row
+		var lower []driver.Row
 		if lower, err = e.chainSpan(ctx, thread, ns, rows[0].Base, base); err != nil {
 			break
 		}
 		base = rows[0].Base
-		below := slices.DeleteFunc(lower, func(r Row) bool { return r.Seq >= rows[0].Seq })
+		below := slices.DeleteFunc(lower, func(r driver.Row) bool { return r.Seq >= rows[0].Seq })
 		rows = append(below, rows...)
 	}
 	return rows, base, err
@@ -171,20 +172,20 @@ func (e *Engine) chainRows(ctx context.Context, thread, ns string, base, seq int
 // they are few, else the chain itself, walking down the parent links a
 // window at a time — a checkpoint forked from far back in a long history
 // reads its own few ancestors, not the whole history since its snapshot.
-func (e *Engine) chainSpan(ctx context.Context, thread, ns string, base, seq int64) ([]Row, error) {
+func (e *Engine) chainSpan(ctx context.Context, thread, ns string, base, seq int64) ([]driver.Row, error) {
 	_, cached := e.cache.get(snapKey{thread, ns, base})
 	if seq-base < chainWindow {
-		return e.rows(ctx, RowQuery{Thread: thread, Namespace: ns, From: base, To: seq, Snapshots: !cached})
+		return e.rows(ctx, driver.RowQuery{Thread: thread, Namespace: ns, From: base, To: seq, Snapshots: !cached})
 	}
 	// The checkpoint itself first: a fork's parent may be far below it.
-	top, err := e.rows(ctx, RowQuery{Thread: thread, Namespace: ns, From: seq, To: seq})
+	top, err := e.rows(ctx, driver.RowQuery{Thread: thread, Namespace: ns, From: seq, To: seq})
 	if err != nil || len(top) == 0 || top[0].Parent == 0 {
 		return top, err
 	}
 	chain := top // descending
 	for next := top[0].Parent; ; {
 		from := max(base, next-chainWindow+1)
-		rows, err := e.rows(ctx, RowQuery{Thread: thread, Namespace: ns, From: from, To: next, Snapshots: !cached && from == base})
+		rows, err := e.rows(ctx, driver.RowQuery{Thread: thread, Namespace: ns, From: from, To: next, Snapshots: !cached && from == base})
 		if err != nil {
 			return nil, err
 		}
@@ -213,7 +214,7 @@ func (e *Engine) chainSpan(ctx context.Context, thread, ns string, base, seq int
 
 // ancestry returns the rows on the path from base to seq, ascending, or nil
 // when the path is broken.
-func ancestry(rows []Row, seq, base int64) []Row {
+func ancestry(rows []driver.Row, seq, base int64) []driver.Row {
 	bySeq := make(map[int64]int, len(rows))
 	for i := range rows {
 		bySeq[rows[i].Seq] = i
@@ -230,7 +231,7 @@ func ancestry(rows []Row, seq, base int64) []Row {
 		}
 		cur = rows[i].Parent
 	}
-	out := make([]Row, len(path))
+	out := make([]driver.Row, len(path))
 	for j, i := range path {
 		out[len(path)-1-j] = rows[i]
 	}
@@ -253,7 +254,7 @@ const largeState = 16 << 20
 
 // stateOf returns row's state, replaying the row's group when it is not
 // the one held.
-func (g *historyGroup) stateOf(ctx context.Context, e *Engine, row *Row) (state.Doc, error) {
+func (g *historyGroup) stateOf(ctx context.Context, e *Engine, row *driver.Row) (state.Doc, error) {
 	if d, ok := g.states[row.Seq]; ok && g.base == row.Base {
 		return d, nil
 	}

@@ -6,21 +6,21 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"strings"
 	"testing"
 
 	"github.com/cairn-dev/cairn/state"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // rowsBackend is the smallest Backend the engine tests need: rows of one
 // thread namespace in a slice.
 type rowsBackend struct {
-	Backend
-	rows []Row
+	driver.Backend
+	rows []driver.Row
 }
 
-func (b *rowsBackend) Insert(_ context.Context, r Row) error {
+func (b *rowsBackend) Insert(_ context.Context, r driver.Row) error {
 	if int(r.Seq) != len(b.rows)+1 {
 		return ErrConflict
 	}
@@ -28,8 +28,8 @@ func (b *rowsBackend) Insert(_ context.Context, r Row) error {
 	return nil
 }
 
-func (b *rowsBackend) Rows(_ context.Context, q RowQuery) ([]Row, error) {
-	var out []Row
+func (b *rowsBackend) Rows(_ context.Context, q driver.RowQuery) ([]driver.Row, error) {
+	var out []driver.Row
 	for _, r := range b.rows {
 		if r.Seq >= q.From && (q.To == 0 || r.Seq <= q.To) {
 			out = append(out, r)
@@ -138,7 +138,7 @@ func FuzzDecodeRow(f *testing.F) {
 	bad[bytes.IndexByte(bad, '2')] = '!'
 	f.Add(encodeBlob(state.EncodePatch(nil, p), false, nil), encodeBlob(bad, false, nil), []byte(`{"next":["a"]}`), uint8(2))
 	f.Fuzz(func(t *testing.T, patch, snap, meta []byte, status uint8) {
-		r := Row{Thread: "t", Seq: 1, Base: 1, BaseSize: int64(len(snap)), Status: Status(status), Meta: meta, Patch: patch, Snapshot: snap, HasSnapshot: true}
+		r := driver.Row{Thread: "t", Seq: 1, Base: 1, BaseSize: int64(len(snap)), Status: Status(status), Meta: meta, Patch: patch, Snapshot: snap, HasSnapshot: true}
 		if _, err := checkpoint(&r); err != nil {
 			var ce *CorruptError
 			if !errors.As(err, &ce) || ce.Seq != 1 {
@@ -150,12 +150,12 @@ func FuzzDecodeRow(f *testing.F) {
 		}
 		// A row whose checksum does not match names the row; one whose
 		// checksum matches passes.
-		r.Sum = RowChecksum(&r) ^ uint32(status)<<8 ^ 1
+		r.Sum = driver.RowChecksum(&r) ^ uint32(status)<<8 ^ 1
 		var ce *CorruptError
 		if err := verifyRow(&r); !errors.As(err, &ce) || ce.Seq != 1 || ce.Thread != "t" {
 			t.Fatalf("edited row: %v", err)
 		}
-		r.Sum = RowChecksum(&r)
+		r.Sum = driver.RowChecksum(&r)
 		if err := verifyRow(&r); err != nil {
 			t.Fatalf("intact row: %v", err)
 		}
@@ -170,8 +170,8 @@ func FuzzThreadChecksum(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, meta []byte) {
-		rec := ThreadRecord{ID: "t", Tenant: "acme", Metadata: meta, CreatedAt: 7}
-		sum := ThreadChecksum(&rec)
+		rec := driver.ThreadRecord{ID: "t", Tenant: "acme", Metadata: meta, CreatedAt: 7}
+		sum := driver.ThreadChecksum(&rec)
 		rec.Sum = sum
 		if err := verifyThread(&rec); err != nil {
 			t.Fatalf("intact record: %v", err)
@@ -185,7 +185,7 @@ func FuzzThreadChecksum(f *testing.F) {
 			t.Fatal(err)
 		}
 		rec.Metadata = again
-		if ThreadChecksum(&rec) != sum {
+		if driver.ThreadChecksum(&rec) != sum {
 			t.Fatalf("%s and %s have different checksums", meta, again)
 		}
 		rec.Tenant = "other"
@@ -222,17 +222,5 @@ func TestSnapCache(t *testing.T) {
 	nilCache.put(snapKey{}, d, 1)
 	if _, ok := nilCache.get(snapKey{}); ok {
 		t.Fatal("nil cache hit")
-	}
-}
-
-// TestCRCSmall: the allocation-free CRC of row headers is CRC-32C.
-func TestCRCSmall(t *testing.T) {
-	for n := 0; n < 300; n += 7 {
-		p := []byte(strings.Repeat("cairn\x00\xff", n)[:n])
-		for _, seed := range []uint32{0, 1, 0xdeadbeef} {
-			if got, want := crcSmall(seed, p), crc32.Update(seed, castagnoli, p); got != want {
-				t.Fatalf("%d bytes from %x: %x, want %x", n, seed, got, want)
-			}
-		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"iter"
 	"time"
+
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // CreateThread implements Store.
@@ -17,7 +19,7 @@ func (e *Engine) CreateThread(ctx context.Context, t Thread) (Thread, error) {
 	if err != nil {
 		return Thread{}, err
 	}
-	rec := ThreadRecord{ID: t.ID, Tenant: tenant, CreatedAt: e.now().UnixNano(), Status: ThreadIdle}
+	rec := driver.ThreadRecord{ID: t.ID, Tenant: tenant, CreatedAt: e.now().UnixNano(), Status: ThreadIdle}
 	if len(t.Metadata) > 0 {
 		b, err := json.Marshal(t.Metadata)
 		if err != nil {
@@ -25,7 +27,7 @@ func (e *Engine) CreateThread(ctx context.Context, t Thread) (Thread, error) {
 		}
 		rec.Metadata = b
 	}
-	rec.Sum = ThreadChecksum(&rec)
+	rec.Sum = driver.ThreadChecksum(&rec)
 	if err := e.b.CreateThread(ctx, rec); err != nil {
 		return Thread{}, err
 	}
@@ -46,7 +48,7 @@ func (e *Engine) rememberEmpty(id string, created int64) {
 	e.heads[headKey{id, ""}] = rowInfo{status: ThreadIdle, touched: created}
 }
 
-func threadFromRecord(r ThreadRecord) (Thread, error) {
+func threadFromRecord(r driver.ThreadRecord) (Thread, error) {
 	if err := verifyThread(&r); err != nil {
 		return Thread{}, err
 	}
@@ -86,7 +88,7 @@ func (e *Engine) Threads(ctx context.Context, f ThreadFilter) iter.Seq2[Thread, 
 			yield(Thread{}, ErrClosed)
 			return
 		}
-		q := ThreadQuery{Tenant: f.Tenant, Limit: f.PageSize}
+		q := driver.ThreadQuery{Tenant: f.Tenant, Limit: f.PageSize}
 		if q.Limit <= 0 {
 			q.Limit = 100
 		}
@@ -152,7 +154,7 @@ func (e *Engine) SetMetadata(ctx context.Context, id string, md map[string]any) 
 			return Thread{}, fmt.Errorf("%w: thread metadata: %v", ErrInvalidArgument, err)
 		}
 	}
-	rec.Sum = ThreadChecksum(&rec)
+	rec.Sum = driver.ThreadChecksum(&rec)
 	if err := e.b.UpdateThread(ctx, rec); err != nil {
 		return Thread{}, err
 	}
@@ -187,7 +189,7 @@ func (e *Engine) EmptyThread(ctx context.Context, id string) error {
 	defer e.forget(id)
 	defer e.cache.dropThread(id)
 	for _, ns := range nss {
-		if _, err := e.b.DeleteRanges(ctx, id, ns.Name, ns.Head, []SeqRange{{From: 1, To: ns.Head}}, nil); err != nil {
+		if _, err := e.b.DeleteRanges(ctx, id, ns.Name, ns.Head, []driver.SeqRange{{From: 1, To: ns.Head}}, nil); err != nil {
 			return err
 		}
 	}
@@ -219,7 +221,7 @@ func (e *Engine) Namespaces(ctx context.Context, thread string) ([]NamespaceInfo
 	out := make([]NamespaceInfo, 0, len(recs))
 	for _, rec := range recs {
 		// The head row, checked against its checksum, gives the time.
-		rows, err := e.rows(ctx, RowQuery{Thread: thread, Namespace: rec.Name, From: rec.Head, To: rec.Head})
+		rows, err := e.rows(ctx, driver.RowQuery{Thread: thread, Namespace: rec.Name, From: rec.Head, To: rec.Head})
 		if err != nil {
 			return nil, err
 		}

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // MaxExternalID is the longest Checkpoint.ExternalID, in bytes.
@@ -19,20 +21,11 @@ type ExternalIDs interface {
 	ByExternalID(ctx context.Context, thread, ns, id string) (Checkpoint, error)
 }
 
-// ExternalIDIndex is a Backend that keeps Row.ExternalID: Insert stores
-// it with the row (a copied row keeps it), Rows returns it, and the rows
-// deleted take their ids with them.
-type ExternalIDIndex interface {
-	// ExternalSeq returns the newest seq of a thread namespace's rows
-	// whose ExternalID is id; ErrNotFound when none is stored.
-	ExternalSeq(ctx context.Context, thread, ns, id string) (int64, error)
-}
-
 // ExternalIDsOf returns the ExternalIDs of a store whose backend keeps
 // the index, or an error wrapping ErrInvalidArgument.
 func ExternalIDsOf(s Store) (ExternalIDs, error) {
 	if e, ok := s.(*Engine); ok {
-		if _, ok := e.b.(ExternalIDIndex); ok {
+		if _, ok := e.b.(driver.ExternalIDIndex); ok {
 			return e, nil
 		}
 		return nil, fmt.Errorf("%w: this store keeps no index of external ids", ErrInvalidArgument)
@@ -48,7 +41,7 @@ func (e *Engine) ByExternalID(ctx context.Context, thread, ns, id string) (Check
 	if err := e.check(thread, ns); err != nil {
 		return Checkpoint{}, err
 	}
-	x, ok := e.b.(ExternalIDIndex)
+	x, ok := e.b.(driver.ExternalIDIndex)
 	if !ok {
 		return Checkpoint{}, fmt.Errorf("%w: this store keeps no index of external ids", ErrInvalidArgument)
 	}
@@ -60,7 +53,7 @@ func (e *Engine) ByExternalID(ctx context.Context, thread, ns, id string) (Check
 	if err != nil {
 		return Checkpoint{}, err
 	}
-	rows, err := e.rows(ctx, RowQuery{Thread: thread, Namespace: ns, From: seq, To: seq})
+	rows, err := e.rows(ctx, driver.RowQuery{Thread: thread, Namespace: ns, From: seq, To: seq})
 	if err != nil {
 		return Checkpoint{}, err
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/cairn-dev/cairn/state"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // History implements Store.
@@ -44,7 +45,7 @@ func (w *historyWalk) run(ctx context.Context) {
 		}
 	}
 	for to := w.start; ; {
-		rows, err := w.e.rows(ctx, RowQuery{Thread: w.r.Thread, Namespace: w.r.Namespace, To: to, Desc: true, Limit: w.page})
+		rows, err := w.e.rows(ctx, driver.RowQuery{Thread: w.r.Thread, Namespace: w.r.Namespace, To: to, Desc: true, Limit: w.page})
 		if err != nil {
 			w.yield(Checkpoint{}, err)
 			return
@@ -66,7 +67,7 @@ func (w *historyWalk) run(ctx context.Context) {
 }
 
 // list checks and yields one row; false ends the walk.
-func (w *historyWalk) list(ctx context.Context, row *Row) bool {
+func (w *historyWalk) list(ctx context.Context, row *driver.Row) bool {
 	err := w.chain.order(row)
 	if err == nil {
 		err = w.missing(ctx, row.Seq)
@@ -117,7 +118,7 @@ func (w *historyWalk) missing(ctx context.Context, seq int64) error {
 func (w *historyWalk) damaged(ctx context.Context, child, parent int64) (bool, error) {
 	found := false
 	for to := w.start; ; {
-		rows, err := w.e.rows(ctx, RowQuery{Thread: w.r.Thread, Namespace: w.r.Namespace, To: to, Desc: true, Limit: w.page})
+		rows, err := w.e.rows(ctx, driver.RowQuery{Thread: w.r.Thread, Namespace: w.r.Namespace, To: to, Desc: true, Limit: w.page})
 		if err != nil {
 			return false, err
 		}
@@ -154,7 +155,7 @@ type chainCheck struct {
 }
 
 // order checks that row comes after the rows listed before it.
-func (c *chainCheck) order(row *Row) error {
+func (c *chainCheck) order(row *driver.Row) error {
 	if c.last != 0 && row.Seq >= c.last {
 		return &CorruptError{Thread: row.Thread, Namespace: row.Namespace, Seq: row.Seq, What: "history",
 			Err: fmt.Errorf("listed after checkpoint %d, not before it: %s", c.last, damageAdvice)}
@@ -163,7 +164,7 @@ func (c *chainCheck) order(row *Row) error {
 }
 
 // see records a row the walk lists.
-func (c *chainCheck) see(row *Row) {
+func (c *chainCheck) see(row *driver.Row) {
 	c.last = row.Seq
 	if n := len(c.waiting); n > 0 && c.waiting[n-1] == row.Seq {
 		c.waiting = c.waiting[:n-1]

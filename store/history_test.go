@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 	"github.com/cairn-dev/cairn/store/inmem"
 )
 
@@ -60,9 +61,9 @@ type repeatingBackend struct {
 	seq int64
 }
 
-func (b *repeatingBackend) Rows(ctx context.Context, q store.RowQuery) ([]store.Row, error) {
+func (b *repeatingBackend) Rows(ctx context.Context, q driver.RowQuery) ([]driver.Row, error) {
 	rows, err := b.Backend.Rows(ctx, q)
-	if i := slices.IndexFunc(rows, func(r store.Row) bool { return r.Seq == b.seq }); q.Desc && i >= 0 && i+2 <= len(rows) {
+	if i := slices.IndexFunc(rows, func(r driver.Row) bool { return r.Seq == b.seq }); q.Desc && i >= 0 && i+2 <= len(rows) {
 		rows = slices.Insert(rows, i+2, rows[i])
 	}
 	return rows, err
@@ -98,7 +99,7 @@ func TestHistoryLostRows(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc.deleted != 0 {
-				if _, err := mb.DeleteRanges(ctx, "t", "", 50, []store.SeqRange{{From: tc.deleted, To: tc.deleted}}, nil); err != nil {
+				if _, err := mb.DeleteRanges(ctx, "t", "", 50, []driver.SeqRange{{From: tc.deleted, To: tc.deleted}}, nil); err != nil {
 					t.Fatal(err)
 				}
 			}

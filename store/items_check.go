@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // Limits of item names, checked on every backend alike.
@@ -73,17 +75,17 @@ func validateTenant(tenant string) error {
 }
 
 // checkItem checks what names one item.
-func checkItem(tenant string, ns []string, key string) (ItemKey, error) {
+func checkItem(tenant string, ns []string, key string) (driver.ItemKey, error) {
 	if err := validateTenant(tenant); err != nil {
-		return ItemKey{}, err
+		return driver.ItemKey{}, err
 	}
 	if err := ValidateItemNamespace(ns, "namespace"); err != nil {
-		return ItemKey{}, err
+		return driver.ItemKey{}, err
 	}
 	if err := ValidateItemKey(key); err != nil {
-		return ItemKey{}, err
+		return driver.ItemKey{}, err
 	}
-	return ItemKey{Tenant: tenant, Namespace: JoinNamespace(ns), Key: key}, nil
+	return driver.ItemKey{Tenant: tenant, Namespace: JoinNamespace(ns), Key: key}, nil
 }
 
 func checkPage(limit, offset int) error {

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // itemStore is the ItemStore of an Engine's backend: it checks every
@@ -17,7 +19,7 @@ import (
 // indexed and asks the embedder for vectors before the backend sees
 // anything.
 type itemStore struct {
-	b   ItemBackend
+	b   driver.ItemBackend
 	e   *Engine
 	cfg itemConfig
 }
@@ -26,8 +28,8 @@ type itemStore struct {
 // need.
 type batchPlan struct {
 	now     int64
-	puts    []ItemRow
-	deletes []ItemKey
+	puts    []driver.ItemRow
+	deletes []driver.ItemKey
 	// putTexts are the texts to embed for each put (same order as puts).
 	putTexts [][]string
 	// reads: per op index, what the read needs.
@@ -39,7 +41,7 @@ type batchPlan struct {
 }
 
 type getPlan struct {
-	key       ItemKey
+	key       driver.ItemKey
 	noRefresh bool
 }
 
@@ -62,7 +64,7 @@ func (s *itemStore) Batch(ctx context.Context, ops []ItemOp) ([]ItemResult, erro
 		return nil, err
 	}
 	results := make([]ItemResult, len(ops))
-	var touch []ItemKey
+	var touch []driver.ItemKey
 	for i := range ops {
 		t, err := s.read(ctx, p, i, &results[i])
 		if err != nil {
@@ -94,8 +96,8 @@ func opError(n, i int, err error) error {
 // write of a key wins.
 func (s *itemStore) plan(ops []ItemOp) (*batchPlan, error) {
 	p := &batchPlan{now: s.e.now().UnixNano(), gets: map[int]getPlan{}, searches: map[int]*searchPlan{}, lists: map[int]ListNamespacesOp{}, queries: map[string][]float32{}}
-	writes := map[ItemKey]int{} // key → index in puts (≥ 0) or -1 for a delete
-	var order []ItemKey
+	writes := map[driver.ItemKey]int{} // key → index in puts (≥ 0) or -1 for a delete
+	var order []driver.ItemKey
 	for i, op := range ops {
 		if err := s.planOp(p, op, i, writes, &order); err != nil {
 			return nil, opError(len(ops), i, err)
@@ -114,8 +116,8 @@ func (s *itemStore) plan(ops []ItemOp) (*batchPlan, error) {
 	return p, nil
 }
 
-func (s *itemStore) planOp(p *batchPlan, op ItemOp, i int, writes map[ItemKey]int, order *[]ItemKey) error {
-	noteWrite := func(k ItemKey, j int) {
+func (s *itemStore) planOp(p *batchPlan, op ItemOp, i int, writes map[driver.ItemKey]int, order *[]driver.ItemKey) error {
+	noteWrite := func(k driver.ItemKey, j int) {
 		if _, seen := writes[k]; !seen {
 			*order = append(*order, k)
 		}
@@ -163,29 +165,29 @@ func (s *itemStore) planOp(p *batchPlan, op ItemOp, i int, writes map[ItemKey]in
 
 // putRow checks a put and makes its row (without vectors) and the texts
 // its index holds.
-func (s *itemStore) putRow(o PutOp, now int64) (ItemRow, []string, error) {
+func (s *itemStore) putRow(o PutOp, now int64) (driver.ItemRow, []string, error) {
 	k, err := checkItem(o.Tenant, o.Namespace, o.Key)
 	if err != nil {
-		return ItemRow{}, nil, err
+		return driver.ItemRow{}, nil, err
 	}
 	if o.Value == nil {
-		return ItemRow{}, nil, fmt.Errorf("%w: value is nil (DeleteOp deletes an item)", ErrInvalidArgument)
+		return driver.ItemRow{}, nil, fmt.Errorf("%w: value is nil (DeleteOp deletes an item)", ErrInvalidArgument)
 	}
 	if o.TTL < 0 {
-		return ItemRow{}, nil, fmt.Errorf("%w: ttl %s is negative", ErrInvalidArgument, o.TTL)
+		return driver.ItemRow{}, nil, fmt.Errorf("%w: ttl %s is negative", ErrInvalidArgument, o.TTL)
 	}
 	fields := s.cfg.fields
 	if o.Index != nil {
 		if fields, err = parseFieldPaths(o.Index, "index"); err != nil {
-			return ItemRow{}, nil, err
+			return driver.ItemRow{}, nil, err
 		}
 	}
 	raw, err := marshalPlain(o.Value)
 	if err != nil {
-		return ItemRow{}, nil, fmt.Errorf("%w: value: %v", ErrInvalidArgument, err)
+		return driver.ItemRow{}, nil, fmt.Errorf("%w: value: %v", ErrInvalidArgument, err)
 	}
 	raw = bytes.TrimSpace(raw)
-	row := ItemRow{ItemKey: k, Value: raw, CreatedAt: now, UpdatedAt: now, TTL: int64(o.TTL)}
+	row := driver.ItemRow{ItemKey: k, Value: raw, CreatedAt: now, UpdatedAt: now, TTL: int64(o.TTL)}
 	if o.TTL > 0 {
 		row.ExpiresAt = now + int64(o.TTL)
 	}
@@ -194,7 +196,7 @@ func (s *itemStore) putRow(o PutOp, now int64) (ItemRow, []string, error) {
 	}
 	value, err := decodeValue(raw)
 	if err != nil {
-		return ItemRow{}, nil, err
+		return driver.ItemRow{}, nil, err
 	}
 	var texts []string
 	for _, f := range fields {
@@ -295,7 +297,7 @@ func (s *itemStore) embed(ctx context.Context, p *batchPlan) error {
 
 // read answers op i of the plan into res and returns the keys whose time
 // to live the read refreshes.
-func (s *itemStore) read(ctx context.Context, p *batchPlan, i int, res *ItemResult) ([]ItemKey, error) {
+func (s *itemStore) read(ctx context.Context, p *batchPlan, i int, res *ItemResult) ([]driver.ItemKey, error) {
 	if g, ok := p.gets[i]; ok {
 		return s.get(ctx, p.now, g, res)
 	}
@@ -312,8 +314,8 @@ func (s *itemStore) read(ctx context.Context, p *batchPlan, i int, res *ItemResu
 	return nil, nil
 }
 
-func (s *itemStore) get(ctx context.Context, now int64, g getPlan, res *ItemResult) ([]ItemKey, error) {
-	rows, err := s.b.GetItems(ctx, []ItemKey{g.key}, now)
+func (s *itemStore) get(ctx context.Context, now int64, g getPlan, res *ItemResult) ([]driver.ItemKey, error) {
+	rows, err := s.b.GetItems(ctx, []driver.ItemKey{g.key}, now)
 	if err != nil || len(rows) == 0 {
 		return nil, err
 	}
@@ -323,13 +325,13 @@ func (s *itemStore) get(ctx context.Context, now int64, g getPlan, res *ItemResu
 	}
 	res.Item = &it
 	if rows[0].TTL > 0 && !g.noRefresh {
-		return []ItemKey{g.key}, nil
+		return []driver.ItemKey{g.key}, nil
 	}
 	return nil, nil
 }
 
 // itemOf decodes a row.
-func itemOf(r ItemRow) (Item, error) {
+func itemOf(r driver.ItemRow) (Item, error) {
 	v, err := decodeValue(r.Value)
 	m, ok := v.(map[string]any)
 	if err != nil || !ok {
@@ -350,9 +352,9 @@ func decodeValue(b []byte) (any, error) {
 
 // search runs one search: semantic when it has a query vector, else a
 // scan (full-text when it has terms) filtered and paged as it goes.
-func (s *itemStore) search(ctx context.Context, p *batchPlan, sp *searchPlan) ([]Item, []ItemKey, error) {
+func (s *itemStore) search(ctx context.Context, p *batchPlan, sp *searchPlan) ([]Item, []driver.ItemKey, error) {
 	o := sp.op
-	scan := ItemScan{Tenant: o.Tenant, Prefix: sp.prefix, Now: p.now, Terms: sp.terms}
+	scan := driver.ItemScan{Tenant: o.Tenant, Prefix: sp.prefix, Now: p.now, Terms: sp.terms}
 	if qv := p.queries[o.Query]; qv != nil {
 		return s.semantic(ctx, scan, sp, qv)
 	}
@@ -360,7 +362,7 @@ func (s *itemStore) search(ctx context.Context, p *batchPlan, sp *searchPlan) ([
 		return []Item{}, nil, nil // a query without a word matches nothing
 	}
 	out := []Item{}
-	var touch []ItemKey
+	var touch []driver.ItemKey
 	skipped := 0
 	for r, err := range s.b.ScanItems(ctx, scan) {
 		if err != nil {
@@ -393,14 +395,14 @@ func (s *itemStore) search(ctx context.Context, p *batchPlan, sp *searchPlan) ([
 
 type scored struct {
 	it    Item
-	key   ItemKey
+	key   driver.ItemKey
 	ttl   int64
 	score float64
 }
 
 // semantic ranks every item with vectors under the prefix that passes the
 // filter by the best cosine similarity of its vectors to the query's.
-func (s *itemStore) semantic(ctx context.Context, scan ItemScan, sp *searchPlan, qv []float32) ([]Item, []ItemKey, error) {
+func (s *itemStore) semantic(ctx context.Context, scan driver.ItemScan, sp *searchPlan, qv []float32) ([]Item, []driver.ItemKey, error) {
 	scan.Vectors = true
 	var hits []scored
 	for r, err := range s.b.ScanItems(ctx, scan) {
@@ -430,7 +432,7 @@ func (s *itemStore) semantic(ctx context.Context, scan ItemScan, sp *searchPlan,
 	hits = hits[min(o.Offset, len(hits)):]
 	hits = hits[:min(o.Limit, len(hits))]
 	out := make([]Item, 0, len(hits))
-	var touch []ItemKey
+	var touch []driver.ItemKey
 	for _, h := range hits {
 		h.it.Score = &h.score
 		out = append(out, h.it)

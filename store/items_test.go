@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 func decodeJSON(t testing.TB, s string) map[string]any {
@@ -109,7 +110,7 @@ func TestTerms(t *testing.T) {
 		"tab\tnew\nline":        "[tab new line]",
 		"quote\"d 'single' (p)": "[quote d single p]",
 	} {
-		if got := fmt.Sprint(store.Terms(in)); got != want {
+		if got := fmt.Sprint(driver.Terms(in)); got != want {
 			t.Errorf("Terms(%q) = %s, want %s", in, got, want)
 		}
 	}
@@ -117,15 +118,15 @@ func TestTerms(t *testing.T) {
 
 func TestVectors(t *testing.T) {
 	vs := [][]float32{{1, -2.5, 0}, {3, 4, 5e-7}}
-	got, err := store.DecodeVectors(store.EncodeVectors(vs))
+	got, err := driver.DecodeVectors(driver.EncodeVectors(vs))
 	if err != nil || fmt.Sprint(got) != fmt.Sprint(vs) {
 		t.Fatalf("round trip: %v, %v", got, err)
 	}
-	if b := store.EncodeVectors(nil); b != nil {
+	if b := driver.EncodeVectors(nil); b != nil {
 		t.Fatalf("no vectors: %x", b)
 	}
 	for _, bad := range [][]byte{{1}, {1, 0, 0, 0, 2, 0, 0, 0, 1, 2, 3}, {0, 0, 0, 0, 1, 0, 0, 0}} {
-		if _, err := store.DecodeVectors(bad); !errors.Is(err, store.ErrCorrupt) {
+		if _, err := driver.DecodeVectors(bad); !errors.Is(err, store.ErrCorrupt) {
 			t.Errorf("%x: %v", bad, err)
 		}
 	}
@@ -180,18 +181,18 @@ func FuzzCompileFilter(f *testing.F) {
 // FuzzDecodeVectors decodes any bytes: an error or vectors that encode
 // back to the same bytes.
 func FuzzDecodeVectors(f *testing.F) {
-	f.Add(store.EncodeVectors([][]float32{{1, 2}, {3, 4}}))
+	f.Add(driver.EncodeVectors([][]float32{{1, 2}, {3, 4}}))
 	f.Add([]byte{1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 128, 63})
 	f.Add([]byte{255, 255, 255, 255, 255, 255, 255, 255})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		vs, err := store.DecodeVectors(b)
+		vs, err := driver.DecodeVectors(b)
 		if err != nil {
 			if !errors.Is(err, store.ErrCorrupt) {
 				t.Fatalf("untyped error: %v", err)
 			}
 			return
 		}
-		if len(b) > 0 && !bytes.Equal(store.EncodeVectors(vs), b) {
+		if len(b) > 0 && !bytes.Equal(driver.EncodeVectors(vs), b) {
 			t.Fatalf("%x decodes to %v, which encodes otherwise", b, vs)
 		}
 	})

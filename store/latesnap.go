@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cairn-dev/cairn/state"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // Late snapshots. A snapshot is a whole state, encoded and compressed: on
@@ -29,7 +30,7 @@ const lateQueue = 64
 // lateJob is a snapshot to attach to a committed row.
 type lateJob struct {
 	key    headKey
-	row    Row // as committed: its checksum is the attach's condition
+	row    driver.Row // as committed: its checksum is the attach's condition
 	state  state.Doc
 	sealer rowSealer
 	// heal: the row was read by a load, its blobs opened; the worker
@@ -39,7 +40,7 @@ type lateJob struct {
 
 // lateSnaps runs the snapshot worker of an engine.
 type lateSnaps struct {
-	to   SnapshotAttacher
+	to   driver.SnapshotAttacher
 	jobs chan lateJob
 	done chan struct{}
 
@@ -55,7 +56,7 @@ type lateSnaps struct {
 }
 
 // healing claims a row for a heal; false when one is queued already.
-func (l *lateSnaps) healing(r Row) bool {
+func (l *lateSnaps) healing(r driver.Row) bool {
 	k := snapKey{r.Thread, r.Namespace, r.Seq}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -67,13 +68,13 @@ func (l *lateSnaps) healing(r Row) bool {
 }
 
 // healed releases a row healing claimed.
-func (l *lateSnaps) healed(r Row) {
+func (l *lateSnaps) healed(r driver.Row) {
 	l.mu.Lock()
 	delete(l.heals, snapKey{r.Thread, r.Namespace, r.Seq})
 	l.mu.Unlock()
 }
 
-func newLateSnaps(to SnapshotAttacher) *lateSnaps {
+func newLateSnaps(to driver.SnapshotAttacher) *lateSnaps {
 	l := &lateSnaps{to: to, jobs: make(chan lateJob, lateQueue), done: make(chan struct{}), heals: map[snapKey]bool{}}
 	l.idle = sync.NewCond(&l.mu)
 	return l
@@ -127,7 +128,7 @@ func (l *lateSnaps) close() {
 }
 
 // readOnly reports whether b says it was opened read-only.
-func readOnly(b Backend) bool {
+func readOnly(b driver.Backend) bool {
 	ro, ok := b.(interface{ ReadOnly() bool })
 	return ok && ro.ReadOnly()
 }
@@ -136,7 +137,7 @@ func readOnly(b Backend) bool {
 // with e.mu held (the worker updates the head it leaves only after).
 // False when the queue is full: the row keeps replaying from its base,
 // and the next row's policy asks again.
-func (e *Engine) queueLate(key headKey, row Row, d state.Doc, sealer rowSealer) bool {
+func (e *Engine) queueLate(key headKey, row driver.Row, d state.Doc, sealer rowSealer) bool {
 	row.Create, row.NewThread, row.Fence = nil, false, 0
 	return e.late.offer(lateJob{key: key, row: row, state: d, sealer: sealer})
 }
@@ -176,7 +177,7 @@ func (e *Engine) attach(j lateJob) {
 	r.Snapshot = j.sealer.sealSnapshot(e.encodeSnapshot(j.state))
 	r.HasSnapshot = true
 	r.Base, r.Since, r.BaseSize = r.Seq, 0, int64(len(r.Snapshot))
-	r.Sum = RowChecksum(&r)
+	r.Sum = driver.RowChecksum(&r)
 	ok, err := e.late.to.AttachSnapshot(context.Background(), r, old)
 	switch {
 	case errors.Is(err, ErrReadOnly):
@@ -207,7 +208,7 @@ func (e *Engine) attach(j lateJob) {
 // replayed, with the states the replay computed: the rows that name them
 // load from them once they are written. The worker reads each row again
 // as stored (asStored): the rows here hold their blobs opened.
-func (e *Engine) heal(chain []Row, states map[int64]state.Doc) {
+func (e *Engine) heal(chain []driver.Row, states map[int64]state.Doc) {
 	if e.late == nil || e.late.readOnly.Load() {
 		return
 	}
@@ -233,7 +234,7 @@ func (e *Engine) heal(chain []Row, states map[int64]state.Doc) {
 // snapshot; false when the row is gone or was written again.
 func (e *Engine) asStored(j lateJob) (lateJob, bool) {
 	ctx := context.Background()
-	rows, err := e.b.Rows(ctx, RowQuery{Thread: j.row.Thread, Namespace: j.row.Namespace, From: j.row.Seq, To: j.row.Seq})
+	rows, err := e.b.Rows(ctx, driver.RowQuery{Thread: j.row.Thread, Namespace: j.row.Namespace, From: j.row.Seq, To: j.row.Seq})
 	if err != nil || len(rows) != 1 || rows[0].Sum != j.row.Sum || rows[0].HasSnapshot {
 		return j, false
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/state"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // lateBackend is rowsBackend made safe for the snapshot worker, with
@@ -23,13 +24,13 @@ type lateBackend struct {
 	attempts int
 }
 
-func (b *lateBackend) Insert(ctx context.Context, r Row) error {
+func (b *lateBackend) Insert(ctx context.Context, r driver.Row) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.rowsBackend.Insert(ctx, r)
 }
 
-func (b *lateBackend) Rows(ctx context.Context, q RowQuery) ([]Row, error) {
+func (b *lateBackend) Rows(ctx context.Context, q driver.RowQuery) ([]driver.Row, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.rowsBackend.Rows(ctx, q)
@@ -37,16 +38,16 @@ func (b *lateBackend) Rows(ctx context.Context, q RowQuery) ([]Row, error) {
 
 // Thread returns the thread the first row created (an encrypted engine
 // reads its tenant).
-func (b *lateBackend) Thread(_ context.Context, id string) (ThreadRecord, error) {
+func (b *lateBackend) Thread(_ context.Context, id string) (driver.ThreadRecord, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.rows) == 0 || b.rows[0].Create == nil {
-		return ThreadRecord{}, ErrNotFound
+		return driver.ThreadRecord{}, ErrNotFound
 	}
 	return *b.rows[0].Create, nil
 }
 
-func (b *lateBackend) AttachSnapshot(_ context.Context, r Row, old uint32) (bool, error) {
+func (b *lateBackend) AttachSnapshot(_ context.Context, r driver.Row, old uint32) (bool, error) {
 	if b.gate != nil {
 		<-b.gate
 	}

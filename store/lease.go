@@ -2,9 +2,10 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
+
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // Lease says which process owns a thread's runs: the owner that acquired
@@ -40,16 +41,11 @@ var (
 	// ErrFenced: an append or a renewal carried a fencing token whose
 	// lease another owner has taken over; nothing was written. Errors that
 	// wrap it wrap ErrConflict too.
-	ErrFenced = errors.New("store: the lease was taken over (fenced)")
+	ErrFenced = driver.ErrFenced
 	// ErrLeaseHeld: another owner holds a live lease on the thread. Errors
 	// that wrap it wrap ErrConflict too.
-	ErrLeaseHeld = errors.New("store: the thread's lease is held by another owner")
+	ErrLeaseHeld = driver.ErrLeaseHeld
 )
-
-// FencedError builds the error of a fenced write.
-func FencedError(thread string, token, current int64) error {
-	return fmt.Errorf("%w: %w: thread %q: token %d, the lease now has %d", ErrConflict, ErrFenced, thread, token, current)
-}
 
 type fenceKey struct{}
 

@@ -5,27 +5,29 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // ThreadSort orders a thread listing. Ties are broken by thread id, in the
 // same direction.
-type ThreadSort uint8
+type ThreadSort = driver.ThreadSort
 
 // Orders of a thread listing.
 const (
 	// SortCreated: by creation time.
-	SortCreated ThreadSort = iota
+	SortCreated = driver.SortCreated
 	// SortUpdated: by the time of the root head (Thread.UpdatedAt).
-	SortUpdated
+	SortUpdated = driver.SortUpdated
 	// SortID: by thread id.
-	SortID
+	SortID = driver.SortID
 	// SortStatus: by status (error, idle, interrupted).
-	SortStatus
+	SortStatus = driver.SortStatus
 	// SortStatusAt: by the time the thread's status was set, which for an
 	// interrupted or failed thread is the time of its head; only with a
 	// Status filter of one status other than idle (the approvals inbox:
 	// interrupted, oldest first).
-	SortStatusAt
+	SortStatusAt = driver.SortStatusAt
 )
 
 // ThreadSearch selects, orders and pages threads through the store's
@@ -56,76 +58,6 @@ type ThreadSearch struct {
 	// Offset skips threads; Limit caps the listing (0: no cap, for
 	// listings the filters bound).
 	Offset, Limit int
-}
-
-// MetaFilter is one metadata filter as a backend applies it: the threads
-// that have the entry (Key, Value) in the metadata index; with Not, the
-// threads whose stored metadata has no top-level member Key (as it is,
-// not in its indexed form) or has it null.
-type MetaFilter struct {
-	Key, Value string
-	Not        bool
-}
-
-// Drive names the index a backend reads first for a ListQuery; the other
-// filters are checked on each thread it reads. The engine chooses it from
-// the store's counters: an index read in the listing's order when enough
-// of its threads match, else the smallest filter's threads, sorted.
-type Drive uint8
-
-// Drives.
-const (
-	// DriveOrder: the index of the listing's order (tenant first).
-	DriveOrder Drive = iota
-	// DriveIDs: the threads ListQuery.IDs names.
-	DriveIDs
-	// DriveMeta: the metadata index entries of ListQuery.Meta[0] (a
-	// filter without Not), which are in creation order.
-	DriveMeta
-	// DriveStatus: the status index (tenant, status, then creation time or
-	// the time of the status), which holds only the threads that are not
-	// idle.
-	DriveStatus
-)
-
-// ListQuery is a ThreadSearch as a backend answers it (Backend.ListThreads,
-// Backend.CountThreads): metadata filters in their indexed form, and the
-// index to read first.
-type ListQuery struct {
-	Tenant     string
-	AllTenants bool
-	Meta       []MetaFilter
-	IDs        []string // nil: any
-	Exclude    []string
-	Status     []ThreadStatus // nil: any
-	Sort       ThreadSort
-	Desc       bool
-	Offset     int
-	Limit      int // 0: no limit
-	Drive      Drive
-	// Window, with SortUpdated and DriveOrder, is how far (Unix
-	// nanoseconds) a thread's touch time may be from its head's time, both
-	// ways (2 × TouchSlack): a backend reads the threads whose touch time
-	// is within Window of the one at Offset+Limit in touch order, and
-	// orders those by their heads' times.
-	Window int64
-}
-
-// IndexCounts are the counters a backend keeps in step with its threads.
-type IndexCounts struct {
-	// Status counts the threads of each status.
-	Status map[ThreadStatus]int64
-	// Meta counts, for each filter asked for, the threads that have its
-	// entry (0 for a filter with Not, whose key has no entry of its own).
-	Meta []int64
-}
-
-func (c IndexCounts) total() int64 {
-	var n int64
-	for _, v := range c.Status {
-		n += v
-	}
-	return n
 }
 
 // ListThreads implements Store.
@@ -210,11 +142,11 @@ func (e *Engine) knownStatus(ctx context.Context, t *Thread) error {
 	if t.Head == 0 {
 		return nil
 	}
-	rows, err := e.rows(ctx, RowQuery{Thread: t.ID, Desc: true, Limit: 1})
+	rows, err := e.rows(ctx, driver.RowQuery{Thread: t.ID, Desc: true, Limit: 1})
 	if err != nil || len(rows) == 0 {
 		return err
 	}
-	t.Status, _ = RowThreadStatus(&rows[0])
+	t.Status, _ = driver.RowThreadStatus(&rows[0])
 	return nil
 }
 
@@ -233,7 +165,7 @@ func (e *Engine) CountThreads(ctx context.Context, s ThreadSearch) (int64, error
 	}
 	if len(q.Exclude) > 0 {
 		x := *q
-		x.IDs, x.Exclude, x.Drive = intersectIDs(q.IDs, q.Exclude), nil, DriveIDs
+		x.IDs, x.Exclude, x.Drive = intersectIDs(q.IDs, q.Exclude), nil, driver.DriveIDs
 		k, err := e.b.CountThreads(ctx, x)
 		if err != nil {
 			return 0, err
@@ -244,14 +176,14 @@ func (e *Engine) CountThreads(ctx context.Context, s ThreadSearch) (int64, error
 }
 
 // countFromCounters is the count the counters give, when they give it.
-func countFromCounters(q *ListQuery, c IndexCounts) (int64, bool) {
+func countFromCounters(q *driver.ListQuery, c driver.IndexCounts) (int64, bool) {
 	if q.IDs != nil {
 		return 0, false
 	}
 	switch {
 	case len(q.Meta) == 0:
 		if q.Status == nil {
-			return c.total(), true
+			return c.Total(), true
 		}
 		var n int64
 		for _, s := range q.Status {
@@ -260,7 +192,7 @@ func countFromCounters(q *ListQuery, c IndexCounts) (int64, bool) {
 		return n, true
 	case len(q.Meta) == 1 && q.Status == nil && c.Meta != nil:
 		if q.Meta[0].Not {
-			return c.total() - c.Meta[0], true
+			return c.Total() - c.Meta[0], true
 		}
 		return c.Meta[0], true
 	}
@@ -284,34 +216,34 @@ func intersectIDs(a, b []string) []string {
 // prepareSearch checks a search and turns it into a backend query with
 // its drive, and the counters it was planned from. A nil query means the
 // search selects nothing.
-func (e *Engine) prepareSearch(ctx context.Context, s ThreadSearch, count bool) (*ListQuery, IndexCounts, error) {
+func (e *Engine) prepareSearch(ctx context.Context, s ThreadSearch, count bool) (*driver.ListQuery, driver.IndexCounts, error) {
 	if e.closed.Load() {
-		return nil, IndexCounts{}, ErrClosed
+		return nil, driver.IndexCounts{}, ErrClosed
 	}
 	q, err := listQuery(s)
 	if err != nil {
-		return nil, IndexCounts{}, err
+		return nil, driver.IndexCounts{}, err
 	}
 	if q.IDs != nil && len(q.IDs) == 0 {
-		return nil, IndexCounts{}, nil
+		return nil, driver.IndexCounts{}, nil
 	}
 	plain := len(q.Meta) == 0 && q.IDs == nil && q.Status == nil
 	if plain && !count {
-		q.Drive = DriveOrder
+		q.Drive = driver.DriveOrder
 		q.Window = 2 * int64(TouchSlack)
-		return q, IndexCounts{}, nil
+		return q, driver.IndexCounts{}, nil
 	}
 	counted := countedEntries(q.Meta)
 	c, err := e.b.IndexCounts(ctx, q.Tenant, q.AllTenants, counted)
 	if err != nil {
-		return nil, IndexCounts{}, err
+		return nil, driver.IndexCounts{}, err
 	}
 	if c.Status[ThreadStatusUnknown] > 0 && q.Status != nil {
 		if _, err := e.ClassifyThreads(ctx); err != nil {
-			return nil, IndexCounts{}, err
+			return nil, driver.IndexCounts{}, err
 		}
 		if c, err = e.b.IndexCounts(ctx, q.Tenant, q.AllTenants, counted); err != nil {
-			return nil, IndexCounts{}, err
+			return nil, driver.IndexCounts{}, err
 		}
 	}
 	if plan(q, c, count) {
@@ -323,12 +255,12 @@ func (e *Engine) prepareSearch(ctx context.Context, s ThreadSearch, count bool) 
 // countedEntries are the entries whose counters plan a query's metadata
 // filters: a filter's own, or for a key absent or null the key's
 // MetaPresent entry (the threads that have the key).
-func countedEntries(meta []MetaFilter) []MetaFilter {
-	out := make([]MetaFilter, len(meta))
+func countedEntries(meta []driver.MetaFilter) []driver.MetaFilter {
+	out := make([]driver.MetaFilter, len(meta))
 	for i, f := range meta {
-		out[i] = MetaFilter{Key: f.Key, Value: f.Value}
+		out[i] = driver.MetaFilter{Key: f.Key, Value: f.Value}
 		if f.Not {
-			out[i] = MetaFilter{Key: indexForm(f.Key), Value: MetaPresent}
+			out[i] = driver.MetaFilter{Key: driver.IndexForm(f.Key), Value: driver.MetaPresent}
 		}
 	}
 	return out
@@ -336,7 +268,7 @@ func countedEntries(meta []MetaFilter) []MetaFilter {
 
 // listQuery checks a search and builds its backend query (drive not
 // chosen yet).
-func listQuery(s ThreadSearch) (*ListQuery, error) {
+func listQuery(s ThreadSearch) (*driver.ListQuery, error) {
 	if s.Offset < 0 || s.Limit < 0 {
 		return nil, fmt.Errorf("%w: offset %d, limit %d: must not be negative", ErrInvalidArgument, s.Offset, s.Limit)
 	}
@@ -351,7 +283,7 @@ func listQuery(s ThreadSearch) (*ListQuery, error) {
 	if s.Sort == SortStatusAt && (len(s.Status) != 1 || s.Status[0] == ThreadIdle) {
 		return nil, fmt.Errorf("%w: sorting by the time of the status needs a filter of one status, interrupted or error", ErrInvalidArgument)
 	}
-	q := &ListQuery{Tenant: s.Tenant, AllTenants: s.AllTenants, IDs: s.IDs, Exclude: s.Exclude, Sort: s.Sort, Desc: s.Desc, Offset: s.Offset, Limit: s.Limit}
+	q := &driver.ListQuery{Tenant: s.Tenant, AllTenants: s.AllTenants, IDs: s.IDs, Exclude: s.Exclude, Sort: s.Sort, Desc: s.Desc, Offset: s.Offset, Limit: s.Limit}
 	if len(s.Status) > 0 {
 		q.Status = slices.Compact(slices.Sorted(slices.Values(s.Status)))
 	}
@@ -361,14 +293,14 @@ func listQuery(s ThreadSearch) (*ListQuery, error) {
 	for _, k := range slices.Sorted(maps.Keys(s.Metadata)) {
 		v := s.Metadata[k]
 		if v == nil {
-			q.Meta = append(q.Meta, MetaFilter{Key: k, Not: true})
+			q.Meta = append(q.Meta, driver.MetaFilter{Key: k, Not: true})
 			continue
 		}
-		val, ok, err := scalarForm(v)
+		val, ok, err := driver.ScalarForm(v)
 		if err != nil || !ok {
 			return nil, fmt.Errorf("%w: metadata filter %q must be a JSON scalar (string, number, boolean or null)", ErrInvalidArgument, k)
 		}
-		q.Meta = append(q.Meta, MetaFilter{Key: indexForm(k), Value: val})
+		q.Meta = append(q.Meta, driver.MetaFilter{Key: driver.IndexForm(k), Value: val})
 	}
 	return q, nil
 }
@@ -379,7 +311,7 @@ func listQuery(s ThreadSearch) (*ListQuery, error) {
 // filter's threads and sorting them costs their number. The smaller wins,
 // so no listing reads more than about √(page end × threads) threads. It
 // reports true when the counters (exact) say no thread matches.
-func plan(q *ListQuery, c IndexCounts, count bool) (none bool) {
+func plan(q *driver.ListQuery, c driver.IndexCounts, count bool) (none bool) {
 	sz := sizes(q, c)
 	if sz.est == 0 {
 		return true
@@ -402,7 +334,7 @@ func plan(q *ListQuery, c IndexCounts, count bool) (none bool) {
 		}
 		return 2 * size
 	}
-	best, cost := DriveOrder, sorted(sz.n)
+	best, cost := driver.DriveOrder, sorted(sz.n)
 	if orderIndexed(q) {
 		cost = ordered(sz.n)
 	}
@@ -412,7 +344,7 @@ func plan(q *ListQuery, c IndexCounts, count bool) (none bool) {
 			c = ordered(sz.status)
 		}
 		if c < cost || q.Sort == SortStatusAt {
-			best, cost = DriveStatus, c
+			best, cost = driver.DriveStatus, c
 		}
 	}
 	for i, f := range q.Meta {
@@ -421,16 +353,16 @@ func plan(q *ListQuery, c IndexCounts, count bool) (none bool) {
 			c = ordered(sz.meta[i])
 		}
 		if !f.Not && !q.AllTenants && c < cost {
-			best, cost = DriveMeta, c
+			best, cost = driver.DriveMeta, c
 			q.Meta[0], q.Meta[i] = q.Meta[i], q.Meta[0]
 			sz.meta[0], sz.meta[i] = sz.meta[i], sz.meta[0]
 		}
 	}
 	if q.IDs != nil && int64(len(q.IDs)) < cost {
-		best = DriveIDs
+		best = driver.DriveIDs
 	}
 	q.Drive = best
-	if best == DriveOrder && q.Sort == SortUpdated {
+	if best == driver.DriveOrder && q.Sort == SortUpdated {
 		q.Window = 2 * int64(TouchSlack)
 	}
 	return false
@@ -446,8 +378,8 @@ type querySizes struct {
 	est       float64
 }
 
-func sizes(q *ListQuery, c IndexCounts) querySizes {
-	sz := querySizes{n: max(c.total(), 1), meta: make([]int64, len(q.Meta))}
+func sizes(q *driver.ListQuery, c driver.IndexCounts) querySizes {
+	sz := querySizes{n: max(c.Total(), 1), meta: make([]int64, len(q.Meta))}
 	sz.status = sz.n
 	if q.Status != nil {
 		sz.status = 0
@@ -477,7 +409,7 @@ func sizes(q *ListQuery, c IndexCounts) querySizes {
 // a tenant, by creation or touch time; by id (the primary key, its other
 // tenants' threads skipped); by the time of a status, for that status.
 // Across tenants, only by id.
-func orderIndexed(q *ListQuery) bool {
+func orderIndexed(q *driver.ListQuery) bool {
 	switch {
 	case q.AllTenants:
 		return q.Sort == SortID
@@ -491,7 +423,7 @@ func orderIndexed(q *ListQuery) bool {
 // that are not idle (interrupted, failed, unknown), selects the query's
 // statuses: they must all be of those (across tenants, only in the order
 // of the time of the status).
-func statusIndexed(q *ListQuery) bool {
+func statusIndexed(q *driver.ListQuery) bool {
 	if q.Status == nil || slices.Contains(q.Status, ThreadIdle) {
 		return false
 	}
@@ -500,7 +432,7 @@ func statusIndexed(q *ListQuery) bool {
 
 // statusOrdered reports whether the status index gives the listing's
 // order: by the time of the status, or for one status by creation time.
-func statusOrdered(q *ListQuery) bool {
+func statusOrdered(q *driver.ListQuery) bool {
 	if q.AllTenants || len(q.Status) != 1 {
 		return false
 	}
@@ -523,13 +455,13 @@ func (e *Engine) ClassifyThreads(ctx context.Context) (int, error) {
 			return n, err
 		}
 		for _, id := range ids {
-			rows, err := e.rows(ctx, RowQuery{Thread: id, Desc: true, Limit: 1})
+			rows, err := e.rows(ctx, driver.RowQuery{Thread: id, Desc: true, Limit: 1})
 			if err != nil {
 				return n, err
 			}
 			st, at := ThreadIdle, int64(0)
 			if len(rows) > 0 {
-				st, _ = RowThreadStatus(&rows[0])
+				st, _ = driver.RowThreadStatus(&rows[0])
 				at = rows[0].CreatedAt
 			}
 			if err := e.b.SetThreadStatus(ctx, id, st, at); err != nil {

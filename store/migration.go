@@ -3,44 +3,20 @@ package store
 import (
 	"context"
 	"fmt"
-	"io/fs"
-	"path"
-	"slices"
-	"strconv"
-	"strings"
+
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // Migration is one numbered step of a backend's layout: the store records
 // the number of the last one applied (its format version). SQL is the
 // embedded migration file; Go, when not empty, says what a Go step run
 // after the SQL does (work SQL cannot do, such as computing checksums).
-type Migration struct {
-	Version int
-	Name    string
-	SQL     string
-	Go      string
-}
+type Migration = driver.Migration
 
 // MigrationStatus is a migration and whether a store has it.
 type MigrationStatus struct {
 	Migration
 	Applied bool
-}
-
-// A MigratingDriver is a Driver whose stores have versioned layouts: a
-// read-write open applies the pending migrations itself (unless
-// OpenOptions.NoMigrate); a new store is made from the baseline, the
-// latest layout at once. `cairn migrate` reads them here.
-type MigratingDriver interface {
-	Driver
-	// Migrations lists the driver's migrations, oldest first, and the
-	// baseline.
-	Migrations() (list []Migration, baseline string)
-	// Version reads the format version of the store a URL names, changing
-	// nothing: 0 when there is no store there yet (ErrNotFound for a
-	// SQLite file that does not exist; ErrNotStore for another program's
-	// database).
-	Version(ctx context.Context, url string) (int, error)
 }
 
 // Layout is what MigrationsOf reports of a store: its version, the
@@ -55,31 +31,20 @@ type Layout struct {
 // anything. A scheme whose driver has no versioned layouts (memory:) is
 // ErrInvalidArgument.
 func MigrationsOf(ctx context.Context, url string) (Layout, error) {
-	d, err := driver(url)
+	d, err := driverOf(url)
 	if err != nil {
 		return Layout{}, err
 	}
 	if err := d.Check(url); err != nil {
 		return Layout{}, err
 	}
-	md, ok := d.(MigratingDriver)
+	md, ok := d.(driver.MigratingDriver)
 	if !ok {
 		return Layout{}, fmt.Errorf("%w: store URL %q: %s stores have no migrations", ErrInvalidArgument, url, Scheme(url))
 	}
 	list, baseline := md.Migrations()
 	v, err := md.Version(ctx, url)
 	return Layout{Version: v, Migrations: list, Baseline: baseline}, err
-}
-
-// Pending returns the migrations a store at version v lacks, oldest first.
-func Pending(list []Migration, v int) []Migration {
-	var out []Migration
-	for _, m := range list {
-		if m.Version > v {
-			out = append(out, m)
-		}
-	}
-	return out
 }
 
 // MigrationStatuses lists the migrations with whether a store at version v has them.
@@ -91,51 +56,8 @@ func MigrationStatuses(list []Migration, v int) []MigrationStatus {
 	return out
 }
 
-// LoadMigrations reads the numbered migration files of dir in fsys
-// ("0001_tables.sql", "0002_checksums.sql", …), with the Go steps goSteps
-// describes by version. Numbers must run 1, 2, 3, … without gaps.
-func LoadMigrations(fsys fs.FS, dir string, goSteps map[int]string) ([]Migration, error) {
-	entries, err := fs.ReadDir(fsys, dir)
-	if err != nil {
-		return nil, err
-	}
-	var out []Migration
-	for _, e := range entries {
-		num, name, ok := strings.Cut(strings.TrimSuffix(e.Name(), ".sql"), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || !strings.HasSuffix(e.Name(), ".sql") {
-			return nil, fmt.Errorf("%w: migration file %q: want NNNN_name.sql", ErrInvalidArgument, e.Name())
-		}
-		b, err := fs.ReadFile(fsys, path.Join(dir, e.Name()))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, Migration{Version: v, Name: name, SQL: string(b), Go: goSteps[v]})
-	}
-	slices.SortFunc(out, func(a, b Migration) int { return a.Version - b.Version })
-	for i, m := range out {
-		if m.Version != i+1 {
-			return nil, fmt.Errorf("%w: migration %d follows %d", ErrInvalidArgument, m.Version, i)
-		}
-	}
-	return out, nil
-}
-
-// MustLoadMigrations is LoadMigrations for files embedded in the binary:
-// they are part of the build, so an error is a bug and panics, as
-// template.Must does.
-func MustLoadMigrations(fsys fs.FS, dir string, goSteps map[int]string) []Migration {
-	list, err := LoadMigrations(fsys, dir, goSteps)
-	if err != nil {
-		panic(err)
-	}
-	return list
-}
+// Pending returns the migrations a store at version v lacks, oldest first.
+func Pending(list []Migration, v int) []Migration { return driver.Pending(list, v) }
 
 // Latest is the version of the newest migration.
-func Latest(list []Migration) int {
-	if len(list) == 0 {
-		return 0
-	}
-	return list[len(list)-1].Version
-}
+func Latest(list []Migration) int { return driver.Latest(list) }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"testing/fstest"
+
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 func TestLoadMigrations(t *testing.T) {
@@ -19,7 +21,7 @@ func TestLoadMigrations(t *testing.T) {
 		{"not SQL", fstest.MapFS{"m/0001_a.txt": {}}, nil, ErrInvalidArgument},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			list, err := LoadMigrations(tc.files, "m", map[int]string{2: "go"})
+			list, err := driver.LoadMigrations(tc.files, "m", map[int]string{2: "go"})
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("LoadMigrations = %v, want %v", err, tc.wantErr)
 			}

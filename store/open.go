@@ -3,21 +3,10 @@ package store
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
-	"sync"
-)
 
-// A Driver opens the stores of one URL scheme. Backends register theirs
-// when they are imported (Register), as database/sql drivers do: a
-// program links only the backends it imports.
-type Driver interface {
-	// Check validates a URL of the driver's scheme without opening or
-	// creating anything.
-	Check(url string) error
-	// Open opens the store the URL names.
-	Open(ctx context.Context, url string, o OpenOptions) (*Engine, error)
-}
+	"github.com/cairn-dev/cairn/store/driver"
+)
 
 // OpenOptions tune Open.
 type OpenOptions struct {
@@ -36,39 +25,9 @@ type OpenOptions struct {
 	NoMigrate bool
 }
 
-// drivers is the registry of URL schemes, filled by the backends' init
-// functions and read-only afterwards (as database/sql's).
-var drivers = struct {
-	sync.RWMutex
-	m map[string]Driver
-}{m: map[string]Driver{}}
-
-// Register makes a driver available under a URL scheme ("sqlite" for
-// "sqlite:PATH", "postgres" for "postgres://…"). It panics if the scheme
-// is registered twice or the driver is nil, as sql.Register does.
-func Register(scheme string, d Driver) {
-	drivers.Lock()
-	defer drivers.Unlock()
-	if d == nil {
-		panic("store: Register driver is nil")
-	}
-	if _, dup := drivers.m[scheme]; dup {
-		panic("store: Register called twice for scheme " + scheme)
-	}
-	drivers.m[scheme] = d
-}
-
-// Schemes lists the registered URL schemes, sorted.
-func Schemes() []string {
-	drivers.RLock()
-	defer drivers.RUnlock()
-	out := make([]string, 0, len(drivers.m))
-	for s := range drivers.m {
-		out = append(out, s)
-	}
-	slices.Sort(out)
-	return out
-}
+// Schemes lists the URL schemes of the backends the program imports
+// (their drivers registered them), sorted.
+func Schemes() []string { return driver.Schemes() }
 
 // Scheme returns a URL's scheme: the text before the first ':'.
 func Scheme(url string) string {
@@ -76,15 +35,13 @@ func Scheme(url string) string {
 	return s
 }
 
-// driver finds the driver of a URL's scheme.
-func driver(url string) (Driver, error) {
+// driverOf finds the driver of a URL's scheme.
+func driverOf(url string) (driver.Driver, error) {
 	scheme, _, ok := strings.Cut(url, ":")
 	if !ok || scheme == "" {
 		return nil, fmt.Errorf("%w: store URL %q needs a scheme (%s)", ErrInvalidArgument, url, strings.Join(Schemes(), ", "))
 	}
-	drivers.RLock()
-	d := drivers.m[scheme]
-	drivers.RUnlock()
+	d := driver.Lookup(scheme)
 	if d == nil {
 		return nil, fmt.Errorf("%w: store URL %q: unknown scheme %q (registered: %s)", ErrInvalidArgument, url, scheme, strings.Join(Schemes(), ", "))
 	}
@@ -94,7 +51,7 @@ func driver(url string) (Driver, error) {
 // CheckURL validates a store URL without opening anything: a registered
 // scheme, and a URL that scheme's driver accepts.
 func CheckURL(url string) error {
-	d, err := driver(url)
+	d, err := driverOf(url)
 	if err != nil {
 		return err
 	}
@@ -108,12 +65,16 @@ func CheckURL(url string) error {
 //	sqlite:PATH[?durability=strict]           (import store/sqlite)
 //	postgres://user@host:5432/db[?search_path=schema]  (import store/postgres)
 func Open(ctx context.Context, url string, o OpenOptions) (*Engine, error) {
-	d, err := driver(url)
+	d, err := driverOf(url)
 	if err != nil {
 		return nil, err
 	}
 	if err := d.Check(url); err != nil {
 		return nil, err
 	}
-	return d.Open(ctx, url, o)
+	b, err := d.Open(ctx, url, driver.OpenOptions{ReadOnly: o.ReadOnly, Durability: o.Durability, NoMigrate: o.NoMigrate, Logger: o.Store.Logger})
+	if err != nil {
+		return nil, err
+	}
+	return New(b, o.Store), nil
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 type fakeDriver struct{ opened *string }
@@ -16,14 +18,17 @@ func (fakeDriver) Check(url string) error {
 	return nil
 }
 
-func (d fakeDriver) Open(_ context.Context, url string, _ OpenOptions) (*Engine, error) {
+// errFakeOpened is what the fake driver's Open returns: the URL reached it.
+var errFakeOpened = errors.New("fake driver: opened")
+
+func (d fakeDriver) Open(_ context.Context, url string, _ driver.OpenOptions) (driver.Backend, error) {
 	*d.opened = url
-	return nil, nil
+	return nil, errFakeOpened
 }
 
 func TestRegistry(t *testing.T) {
 	var opened string
-	Register("fake-registry-test", fakeDriver{&opened})
+	driver.Register("fake-registry-test", fakeDriver{&opened})
 	if !slices.Contains(Schemes(), "fake-registry-test") {
 		t.Fatalf("Schemes() = %v", Schemes())
 	}
@@ -39,6 +44,9 @@ func TestRegistry(t *testing.T) {
 		t.Run(tc.url, func(t *testing.T) {
 			opened = ""
 			_, err := Open(context.Background(), tc.url, OpenOptions{})
+			if tc.wantErr == nil && errors.Is(err, errFakeOpened) {
+				err = nil
+			}
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("Open(%q) = %v, want %v", tc.url, err, tc.wantErr)
 			}
@@ -59,6 +67,6 @@ func TestRegistry(t *testing.T) {
 		}()
 		fn()
 	}
-	mustPanic("a second Register", func() { Register("fake-registry-test", fakeDriver{&opened}) })
-	mustPanic("a nil driver", func() { Register("fake-nil", nil) })
+	mustPanic("a second Register", func() { driver.Register("fake-registry-test", fakeDriver{&opened}) })
+	mustPanic("a nil driver", func() { driver.Register("fake-nil", nil) })
 }

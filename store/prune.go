@@ -7,6 +7,8 @@ import (
 	"errors"
 	"slices"
 	"time"
+
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // ThreadTTLKey is the thread metadata key that gives a thread its own time
@@ -140,7 +142,7 @@ func (e *Engine) busy(ctx context.Context, th Thread) (bool, error) {
 	if th.Head == 0 {
 		return false, nil
 	}
-	rows, err := e.rows(ctx, RowQuery{Thread: th.ID, From: th.Head, To: th.Head})
+	rows, err := e.rows(ctx, driver.RowQuery{Thread: th.ID, From: th.Head, To: th.Head})
 	if err != nil || len(rows) == 0 {
 		return false, err
 	}
@@ -155,7 +157,7 @@ func (e *Engine) pruneThread(ctx context.Context, thread string, keep int64, res
 		return err
 	}
 	pruned := false
-	gone := map[string][]SeqRange{}
+	gone := map[string][]driver.SeqRange{}
 	for _, nsr := range nss {
 		out, err := e.pruneNamespace(ctx, thread, nsr.Name, keep)
 		e.cache.dropThread(thread)
@@ -189,7 +191,7 @@ func (e *Engine) pruneThread(ctx context.Context, thread string, keep int64, res
 // of bytes stored; rebased rows given a snapshot, of rebasedBytes.
 type nsPruned struct {
 	n, bytes              int64
-	ranges                []SeqRange
+	ranges                []driver.SeqRange
 	rebased, rebasedBytes int64
 }
 
@@ -210,7 +212,7 @@ func (e *Engine) pruneNamespace(ctx context.Context, thread, ns string, keep int
 // transaction: the rows that go are deleted and the kept rows rebased
 // (see rebasePlan), unless the namespace changed since it was read.
 func (e *Engine) pruneOnce(ctx context.Context, thread, ns string, keep int64) (nsPruned, error) {
-	stored, err := e.storedRows(ctx, RowQuery{Thread: thread, Namespace: ns})
+	stored, err := e.storedRows(ctx, driver.RowQuery{Thread: thread, Namespace: ns})
 	if err != nil || len(stored) == 0 {
 		return nsPruned{}, err
 	}
@@ -235,8 +237,8 @@ func (e *Engine) pruneOnce(ctx context.Context, thread, ns string, keep int64) (
 
 // prunePlan is what a prune changes in one namespace.
 type prunePlan struct {
-	ranges []SeqRange // the rows that go
-	bytes  int64      // their stored size
+	ranges []driver.SeqRange // the rows that go
+	bytes  int64             // their stored size
 	// rebase maps each kept row whose state would replay through a row
 	// that goes to the row it replays from afterwards (rebasePlan); a row
 	// mapped to itself gets the snapshot of its own state.
@@ -245,9 +247,9 @@ type prunePlan struct {
 
 // planPrune plans the prune of rows (one namespace, ascending by seq) to
 // the newest keep checkpoints of each branch.
-func planPrune(rows []Row, keep int64) prunePlan {
-	at := func(seq int64) *Row {
-		i, ok := slices.BinarySearchFunc(rows, seq, func(r Row, s int64) int { return cmp.Compare(r.Seq, s) })
+func planPrune(rows []driver.Row, keep int64) prunePlan {
+	at := func(seq int64) *driver.Row {
+		i, ok := slices.BinarySearchFunc(rows, seq, func(r driver.Row, s int64) int { return cmp.Compare(r.Seq, s) })
 		if !ok {
 			return nil
 		}
@@ -268,7 +270,7 @@ func planPrune(rows []Row, keep int64) prunePlan {
 			p.ranges[n-1].To = r.Seq
 			continue
 		}
-		p.ranges = append(p.ranges, SeqRange{From: r.Seq, To: r.Seq})
+		p.ranges = append(p.ranges, driver.SeqRange{From: r.Seq, To: r.Seq})
 	}
 	if len(p.ranges) > 0 {
 		p.rebase = rebasePlan(rows, kept)
@@ -281,7 +283,7 @@ func planPrune(rows []Row, keep int64) prunePlan {
 // built on), and the checkpoint each kept failed or paused one resumes
 // from (Meta.StepOf) — its state is the one the step runs again on, its
 // pending writes the tasks that step finished.
-func keptRows(rows []Row, keep int64, at func(int64) *Row) map[int64]bool {
+func keptRows(rows []driver.Row, keep int64, at func(int64) *driver.Row) map[int64]bool {
 	built := make(map[int64]bool, len(rows))
 	for i := range rows {
 		built[rows[i].Parent] = true
@@ -311,7 +313,7 @@ func keptRows(rows []Row, keep int64, at func(int64) *Row) map[int64]bool {
 
 // stepOf is the Meta.StepOf of an opened row (0 when its metadata has
 // none).
-func stepOf(r *Row) int64 {
+func stepOf(r *driver.Row) int64 {
 	var m struct {
 		StepOf int64 `json:"step_of"`
 	}
@@ -329,7 +331,7 @@ func stepOf(r *Row) int64 {
 // maps to itself: it gets one. A row whose base is kept on its branch but
 // has no snapshot (a late snapshot not written) replays from that base's
 // own base, which this plan keeps on the branch or rebases in turn.
-func rebasePlan(rows []Row, kept map[int64]bool) map[int64]int64 {
+func rebasePlan(rows []driver.Row, kept map[int64]bool) map[int64]int64 {
 	root := make(map[int64]int64, len(kept))
 	anchor := make(map[int64]int64, len(kept))
 	out := map[int64]int64{}

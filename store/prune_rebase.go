@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // Rebasing. A prune keeps the newest N checkpoints of a branch and
@@ -20,7 +22,7 @@ import (
 // row it is to replay from): stored holds the namespace's rows as stored,
 // rows the same opened (both ascending by seq). It returns them with the
 // count and size of the snapshots it wrote in out.
-func (e *Engine) rebaseRows(ctx context.Context, stored, rows []Row, plan map[int64]int64) ([]Rebase, nsPruned, error) {
+func (e *Engine) rebaseRows(ctx context.Context, stored, rows []driver.Row, plan map[int64]int64) ([]driver.Rebase, nsPruned, error) {
 	var out nsPruned
 	if len(plan) == 0 {
 		return nil, out, nil
@@ -30,7 +32,7 @@ func (e *Engine) rebaseRows(ctx context.Context, stored, rows []Row, plan map[in
 	// baseSize: a snapshot's size.
 	since := map[int64]int64{}
 	baseSize := map[int64]int64{}
-	var rebase []Rebase
+	var rebase []driver.Rebase
 	for i := range rows {
 		r := &rows[i]
 		to, ok := plan[r.Seq]
@@ -57,15 +59,15 @@ func (e *Engine) rebaseRows(ctx context.Context, stored, rows []Row, plan map[in
 			nw.Base, nw.Since, nw.BaseSize = to, since[r.Parent]+int64(len(r.Patch)), baseSize[to]
 			since[r.Seq] = nw.Since
 		}
-		nw.Sum = RowChecksum(&nw)
-		rebase = append(rebase, Rebase{Row: nw, Old: stored[i].Sum})
+		nw.Sum = driver.RowChecksum(&nw)
+		rebase = append(rebase, driver.Rebase{Row: nw, Old: stored[i].Sum})
 	}
 	return rebase, out, nil
 }
 
 // rootSnapshot returns the stored snapshot blob of a kept row's state,
 // sealed for that row when the store is encrypted.
-func (e *Engine) rootSnapshot(ctx context.Context, r *Row) ([]byte, error) {
+func (e *Engine) rootSnapshot(ctx context.Context, r *driver.Row) ([]byte, error) {
 	cp, err := e.Load(ctx, LoadRequest{Thread: r.Thread, Namespace: r.Namespace, Seq: r.Seq})
 	if errors.Is(err, ErrNotFound) {
 		// Another prune deleted it meanwhile: plan again.
@@ -104,7 +106,7 @@ func (e *Engine) insertOn(ctx context.Context, cp Checkpoint, seq int64, parent 
 	if !errors.Is(err, ErrConflict) || cp.Parent == 0 {
 		return out, err
 	}
-	rows, rerr := e.storedRows(ctx, RowQuery{Thread: cp.Thread, Namespace: cp.Namespace, From: cp.Parent, To: cp.Parent})
+	rows, rerr := e.storedRows(ctx, driver.RowQuery{Thread: cp.Thread, Namespace: cp.Namespace, From: cp.Parent, To: cp.Parent})
 	if rerr != nil || len(rows) == 0 {
 		return out, err
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // check refuses a prune request that cannot be carried out.
@@ -32,7 +34,7 @@ func (e *Engine) trimRunLogs(ctx context.Context, t time.Time) (int64, error) {
 // to a checkpoint a prune deleted (gone: the deleted seq ranges of each
 // namespace): their events could no longer be rebuilt. A run still going
 // keeps its log. It returns how many logs went.
-func (e *Engine) dropRunLogs(ctx context.Context, thread string, gone map[string][]SeqRange) (int64, error) {
+func (e *Engine) dropRunLogs(ctx context.Context, thread string, gone map[string][]driver.SeqRange) (int64, error) {
 	if len(gone) == 0 {
 		return 0, nil
 	}
@@ -69,7 +71,7 @@ func (e *Engine) dropRunLogs(ctx context.Context, thread string, gone map[string
 
 // refersTo reports whether one of a run's events refers to a checkpoint
 // in gone.
-func refersTo(ctx context.Context, rl RunLog, run string, gone map[string][]SeqRange) (bool, error) {
+func refersTo(ctx context.Context, rl RunLog, run string, gone map[string][]driver.SeqRange) (bool, error) {
 	evs, err := rl.Events(ctx, run, 0, 0)
 	if err != nil {
 		return false, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 	"github.com/cairn-dev/cairn/store/inmem"
 )
 
@@ -18,7 +19,7 @@ import (
 // from the snapshot below it, as after a process that stopped first.
 type failingAttach struct{ *inmem.Backend }
 
-func (failingAttach) AttachSnapshot(context.Context, store.Row, uint32) (bool, error) {
+func (failingAttach) AttachSnapshot(context.Context, driver.Row, uint32) (bool, error) {
 	return false, errors.New("disk full")
 }
 
@@ -158,7 +159,7 @@ func TestPruneKeepsExactlyN(t *testing.T) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			ctx := context.Background()
 			rng := rand.New(rand.NewPCG(uint64(seed), 28))
-			var b store.Backend = inmem.New()
+			var b driver.Backend = inmem.New()
 			if seed%2 == 1 {
 				b = failingAttach{inmem.New()}
 			}

@@ -3,48 +3,9 @@ package store
 import (
 	"context"
 	"fmt"
+
+	"github.com/cairn-dev/cairn/store/driver"
 )
-
-// BlobRewriter is implemented by backends whose stored blobs Engine.Rekey
-// can rewrite in place (every built-in backend). Each rewrite is a
-// compare-and-swap: it happens only if the stored bytes are still those
-// that were read, so a rewrite never undoes a concurrent write.
-type BlobRewriter interface {
-	// RewriteRow replaces, in one transaction, the Meta, Patch, BaseSize
-	// and Sum of the row at old's key — and its snapshot with nw.Snapshot
-	// when that is not nil — if the stored row still has old's Sum and
-	// Patch (and the stored snapshot old.Snapshot). It reports whether it
-	// did.
-	RewriteRow(ctx context.Context, old, nw Row) (bool, error)
-	// ThreadWrites returns every pending write of a thread.
-	ThreadWrites(ctx context.Context, thread string) ([]StoredWrite, error)
-	// RewriteWrite replaces a pending write's data with nw if it is still
-	// w.Data.
-	RewriteWrite(ctx context.Context, w StoredWrite, nw []byte) (bool, error)
-	// RewriteRun replaces a run record's data if it is still old.
-	RewriteRun(ctx context.Context, id string, old, nw []byte) (bool, error)
-	// RewriteEvent replaces the data of event seq of a run's log if it is
-	// still old.
-	RewriteEvent(ctx context.Context, run string, seq int64, old, nw []byte) (bool, error)
-}
-
-// Vacuumer is implemented by backends that can rebuild their storage so
-// that bytes they freed are gone from it (SQLite: VACUUM and an emptied
-// WAL; PostgreSQL: VACUUM FULL of the store's tables, which locks each
-// while it runs). After Rekey encrypts a plaintext store, the plaintext it
-// replaced may otherwise stay in freed pages; after Prune, the history it
-// deleted.
-type Vacuumer interface {
-	Vacuum(ctx context.Context) error
-}
-
-// StoredWrite is a pending write as a backend stores it.
-type StoredWrite struct {
-	Thread, Namespace string
-	Seq               int64
-	Task              string
-	Data              []byte
-}
 
 // RekeyStats counts what Rekey did.
 type RekeyStats struct {
@@ -85,7 +46,7 @@ func (e *Engine) Rekey(ctx context.Context) (RekeyStats, error) {
 	if ring == nil {
 		return RekeyStats{}, fmt.Errorf("%w: rekey needs encryption keys (set %s)", ErrNoKey, EnvEncryptionKeys)
 	}
-	bw, ok := e.b.(BlobRewriter)
+	bw, ok := e.b.(driver.BlobRewriter)
 	if !ok {
 		return RekeyStats{}, fmt.Errorf("%w: this backend cannot rewrite its blobs", ErrInvalidArgument)
 	}
@@ -107,13 +68,13 @@ func (e *Engine) Rekey(ctx context.Context) (RekeyStats, error) {
 // rekeyer is one pass of Rekey.
 type rekeyer struct {
 	e    *Engine
-	bw   BlobRewriter
+	bw   driver.BlobRewriter
 	ring *Keyring
 	st   *RekeyStats
 }
 
 func (r *rekeyer) pass(ctx context.Context) error {
-	q := ThreadQuery{Limit: 100}
+	q := driver.ThreadQuery{Limit: 100}
 	for {
 		page, err := r.e.b.Threads(ctx, q)
 		if err != nil {
@@ -178,7 +139,7 @@ func (r *rekeyer) count(kind string, swapped bool, err error) error {
 	return nil
 }
 
-func (r *rekeyer) thread(ctx context.Context, t *ThreadRecord) error {
+func (r *rekeyer) thread(ctx context.Context, t *driver.ThreadRecord) error {
 	if err := verifyThread(t); err != nil {
 		return err
 	}
@@ -214,9 +175,9 @@ func (r *rekeyer) thread(ctx context.Context, t *ThreadRecord) error {
 
 const rekeyPage = 64
 
-func (r *rekeyer) namespace(ctx context.Context, t *ThreadRecord, ns string, head int64) error {
+func (r *rekeyer) namespace(ctx context.Context, t *driver.ThreadRecord, ns string, head int64) error {
 	for from := int64(1); from <= head; from += rekeyPage {
-		rows, err := r.e.b.Rows(ctx, RowQuery{Thread: t.ID, Namespace: ns, From: from, To: from + rekeyPage - 1, Snapshots: true})
+		rows, err := r.e.b.Rows(ctx, driver.RowQuery{Thread: t.ID, Namespace: ns, From: from, To: from + rekeyPage - 1, Snapshots: true})
 		if err != nil {
 			return err
 		}
@@ -229,7 +190,7 @@ func (r *rekeyer) namespace(ctx context.Context, t *ThreadRecord, ns string, hea
 	return nil
 }
 
-func (r *rekeyer) row(ctx context.Context, tenant string, old *Row) error {
+func (r *rekeyer) row(ctx context.Context, tenant string, old *driver.Row) error {
 	if err := verifyRow(old); err != nil {
 		return err
 	}
@@ -259,7 +220,7 @@ func (r *rekeyer) row(ctx context.Context, tenant string, old *Row) error {
 	if snap != nil {
 		nw.Snapshot, nw.BaseSize = snap, int64(len(snap))
 	}
-	nw.Sum = RowChecksum(&nw)
+	nw.Sum = driver.RowChecksum(&nw)
 	ok, err := r.bw.RewriteRow(ctx, *old, nw)
 	if err := r.count("checkpoints", ok, err); err != nil {
 		return err
@@ -272,7 +233,7 @@ func (r *rekeyer) row(ctx context.Context, tenant string, old *Row) error {
 
 // resealPatch returns a row's patch blob sealed with the newest key, its
 // metadata inside (joinMeta), or nil when it is already.
-func (r *rekeyer) resealPatch(b *binding, old *Row) ([]byte, error) {
+func (r *rekeyer) resealPatch(b *binding, old *driver.Row) ([]byte, error) {
 	if !isSealed(old.Patch) {
 		return r.ring.seal(b, joinMeta(old.Meta, old.Patch)), nil // a plaintext row
 	}

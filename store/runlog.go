@@ -205,7 +205,7 @@ func (c checkedRunLog) TrimEvents(ctx context.Context, endedBefore int64) (int64
 }
 
 // RunQueue records runs and queues them for workers in one transaction
-// (the PostgreSQL backend, over River).
+// (store/postgres/pgqueue, over River, for a PostgreSQL store).
 type RunQueue interface {
 	EnqueueRun(ctx context.Context, r RunRecord, assistant string) error
 	// CancelQueuedRun cancels a run's job, recording the action
@@ -231,16 +231,14 @@ type QueueStats struct {
 	Workers map[string]int
 }
 
-// RunQueueOf returns the run queue of a store whose backend has one;
-// ErrInvalidArgument otherwise (only PostgreSQL queues runs).
-func RunQueueOf(s Store) (RunQueue, error) {
-	if e, ok := s.(*Engine); ok {
-		if q, ok := e.b.(RunQueue); ok {
-			if e.crypt.ring != nil {
-				return sealedQueue{RunQueue: q, ring: e.crypt.ring}, nil
-			}
-			return q, nil
-		}
+// RunQueueFor returns q as the run queue of store s: the run records q
+// writes (EnqueueRun, RetryQueuedRun) are sealed as s seals its run log
+// (Options.Keyring), so that RunLogOf(s) reads them; q itself when s
+// seals nothing. A PostgreSQL store's queue is store/postgres/pgqueue's
+// (pgqueue.Of).
+func RunQueueFor(s Store, q RunQueue) RunQueue {
+	if e, ok := s.(*Engine); ok && e.crypt.ring != nil {
+		return sealedQueue{RunQueue: q, ring: e.crypt.ring}
 	}
-	return nil, fmt.Errorf("%w: runs are queued for workers on PostgreSQL stores only", ErrInvalidArgument)
+	return q
 }

@@ -1,57 +1,18 @@
 package store
 
-import (
-	"fmt"
-	"strings"
-)
+import "github.com/cairn-dev/cairn/store/driver"
 
-// Status is the outcome of a step.
-type Status uint8
+// Status is the outcome of a step: SUCCESS, PARTIAL, FAILED or
+// INTERRUPTED (String; ParseStatus reads the names, case-insensitive).
+type Status = driver.Status
 
 // Step statuses. The names follow the gate pipeline files.
 const (
-	StatusSuccess Status = iota + 1
-	StatusPartial
-	StatusFailed
-	StatusInterrupted
+	StatusSuccess     = driver.StatusSuccess
+	StatusPartial     = driver.StatusPartial
+	StatusFailed      = driver.StatusFailed
+	StatusInterrupted = driver.StatusInterrupted
 )
 
-var statusNames = [...]string{StatusSuccess: "SUCCESS", StatusPartial: "PARTIAL", StatusFailed: "FAILED", StatusInterrupted: "INTERRUPTED"}
-
-func (s Status) String() string {
-	if s.Valid() {
-		return statusNames[s]
-	}
-	return fmt.Sprintf("Status(%d)", uint8(s))
-}
-
-// Valid reports whether s is a known status.
-func (s Status) Valid() bool { return s >= StatusSuccess && s <= StatusInterrupted }
-
 // ParseStatus reads a status name (case-insensitive).
-func ParseStatus(name string) (Status, error) {
-	for i, n := range statusNames {
-		if n != "" && strings.EqualFold(n, name) {
-			return Status(i), nil
-		}
-	}
-	return 0, fmt.Errorf("%w: unknown status %q (SUCCESS, PARTIAL, FAILED, INTERRUPTED)", ErrInvalidArgument, name)
-}
-
-// MarshalText writes the status name.
-func (s Status) MarshalText() ([]byte, error) {
-	if !s.Valid() {
-		return nil, fmt.Errorf("%w: status %d", ErrInvalidArgument, uint8(s))
-	}
-	return []byte(s.String()), nil
-}
-
-// UnmarshalText reads a status name.
-func (s *Status) UnmarshalText(b []byte) error {
-	v, err := ParseStatus(string(b))
-	if err != nil {
-		return err
-	}
-	*s = v
-	return nil
-}
+func ParseStatus(name string) (Status, error) { return driver.ParseStatus(name) }

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/cairn-dev/cairn/state"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // Where a thread's bytes go. ThreadStorageOf reports, for one thread, the
@@ -15,11 +16,9 @@ import (
 // not the database's own page, index or TOAST overhead — by kind, by
 // namespace and by top-level state field (channel).
 
-// StoredRows counts stored rows and the bytes of their stored data.
-type StoredRows struct {
-	Count int64 `json:"count"`
-	Bytes int64 `json:"bytes"`
-}
+// StoredRows counts stored rows (Count) and the bytes of their stored
+// data (Bytes).
+type StoredRows = driver.StoredRows
 
 // CheckpointUsage is what a thread's checkpoint rows store: their patches
 // and metadata (Bytes is the two together) and the snapshots of the rows
@@ -81,27 +80,6 @@ type ThreadStorage struct {
 	Namespaces []NamespaceStorage `json:"namespaces"`
 }
 
-// ThreadUsage is what a backend counts for a thread beside its checkpoint
-// rows (StorageBackend).
-type ThreadUsage struct {
-	// PendingWrites by namespace.
-	PendingWrites map[string]StoredRows
-	// Runs are the thread's run records; RunEvents the events of their
-	// logs. Zero for a backend that keeps no run log.
-	Runs, RunEvents StoredRows
-}
-
-// StorageBackend is a Backend that measures what it keeps for a thread
-// beside its checkpoint rows, for ThreadStorageOf (every built-in backend
-// does). The engine walks the checkpoint rows itself, a page at a time.
-type StorageBackend interface {
-	// ThreadUsage counts a thread's pending writes (by namespace), runs
-	// and run events, and sums the lengths of their stored data (a write's
-	// update, a run's record, an event's data, as stored); ErrNotFound
-	// when the thread does not exist.
-	ThreadUsage(ctx context.Context, thread string) (ThreadUsage, error)
-}
-
 // StorageReporter is a Store that reports where a thread's bytes go.
 type StorageReporter interface {
 	ThreadStorage(ctx context.Context, thread string) (ThreadStorage, error)
@@ -127,7 +105,7 @@ func (e *Engine) ThreadStorage(ctx context.Context, thread string) (ThreadStorag
 	if err := e.check(thread, ""); err != nil {
 		return ThreadStorage{}, err
 	}
-	sb, ok := e.b.(StorageBackend)
+	sb, ok := e.b.(driver.StorageBackend)
 	if !ok {
 		return ThreadStorage{}, fmt.Errorf("%w: backend %T does not measure threads' storage", errors.ErrUnsupported, e.b)
 	}
@@ -206,7 +184,7 @@ func (e *Engine) measureNamespace(ctx context.Context, thread, ns string) (Names
 	mt := nsMeter{thread: thread, m: NamespaceStorage{Namespace: ns, Channels: map[string]ChannelUsage{}}}
 	stored := make([]int64, 0, storagePage)
 	for from := int64(1); ; {
-		rows, err := e.b.Rows(ctx, RowQuery{Thread: thread, Namespace: ns, From: from, Limit: storagePage})
+		rows, err := e.b.Rows(ctx, driver.RowQuery{Thread: thread, Namespace: ns, From: from, Limit: storagePage})
 		if err != nil {
 			return NamespaceStorage{}, err
 		}
@@ -236,7 +214,7 @@ func (e *Engine) measureNamespace(ctx context.Context, thread, ns string) (Names
 
 // openChecked checks rows read raw against their checksums and opens their
 // sealed blobs, as every read does.
-func (e *Engine) openChecked(ctx context.Context, rows []Row) error {
+func (e *Engine) openChecked(ctx context.Context, rows []driver.Row) error {
 	for i := range rows {
 		if err := verifyRow(&rows[i]); err != nil {
 			return e.diagnose(ctx, &rows[i], err)
@@ -247,7 +225,7 @@ func (e *Engine) openChecked(ctx context.Context, rows []Row) error {
 
 // row counts an opened row whose meta and patch columns stored bytes, and
 // shares its patch bytes out among the fields its operations change.
-func (mt *nsMeter) row(r *Row, stored int64) error {
+func (mt *nsMeter) row(r *driver.Row, stored int64) error {
 	c := &mt.m.Checkpoints
 	meta := int64(len(r.Meta))
 	c.Count++
@@ -270,7 +248,7 @@ func (mt *nsMeter) row(r *Row, stored int64) error {
 // among the fields of the state it holds. A row pruned since its page was
 // read is skipped.
 func (e *Engine) measureSnapshot(ctx context.Context, mt *nsMeter, seq int64) error {
-	rows, err := e.b.Rows(ctx, RowQuery{Thread: mt.thread, Namespace: mt.m.Namespace, From: seq, To: seq, Snapshots: true})
+	rows, err := e.b.Rows(ctx, driver.RowQuery{Thread: mt.thread, Namespace: mt.m.Namespace, From: seq, To: seq, Snapshots: true})
 	if err != nil || len(rows) == 0 {
 		return err
 	}

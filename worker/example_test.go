@@ -7,6 +7,7 @@ import (
 	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/postgres"
+	"github.com/cairn-dev/cairn/store/postgres/pgqueue"
 	"github.com/cairn-dev/cairn/worker"
 )
 
@@ -22,7 +23,7 @@ func Example() {
 	}
 	s := store.New(b, store.Options{})
 	defer s.Close()
-	if err := b.MigrateQueue(ctx); err != nil {
+	if err := pgqueue.Migrate(ctx, b); err != nil {
 		panic(err)
 	}
 	assistants, err := runs.LoadAssistants("agents", runs.AssistantConfig{})

@@ -19,6 +19,7 @@ import (
 	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/postgres"
+	"github.com/cairn-dev/cairn/store/postgres/pgqueue"
 )
 
 // Config configures a Worker.
@@ -97,7 +98,7 @@ func New(cfg Config) (*Worker, error) {
 	}
 	queues := map[string]river.QueueConfig{}
 	for _, id := range cfg.Assistants {
-		queues[postgres.QueueOf(id)] = river.QueueConfig{MaxWorkers: cfg.Concurrency}
+		queues[pgqueue.QueueOf(id)] = river.QueueConfig{MaxWorkers: cfg.Concurrency}
 	}
 	w.client, err = river.NewClient(riverpgxv5.New(cfg.Backend.Pool()), &river.Config{
 		ID: cfg.ID, Queues: queues, Workers: workers, Logger: cfg.Logger,
@@ -196,13 +197,13 @@ func (w *Worker) ID() string { return w.client.ID() }
 
 // runWorker is River's worker of run jobs.
 type runWorker struct {
-	river.WorkerDefaults[postgres.RunArgs]
+	river.WorkerDefaults[pgqueue.RunArgs]
 	w *Worker
 }
 
 // Work runs one queued run: the thread's oldest unfinished run first,
 // under the thread's lease.
-func (rw *runWorker) Work(ctx context.Context, job *river.Job[postgres.RunArgs]) error {
+func (rw *runWorker) Work(ctx context.Context, job *river.Job[pgqueue.RunArgs]) error {
 	w := rw.w
 	rec, err := w.runs.Run(ctx, job.Args.RunID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -250,7 +251,7 @@ func (rw *runWorker) Work(ctx context.Context, job *river.Job[postgres.RunArgs])
 // otherwise (the periodic look of a taken-over run) it is looked at again
 // at the next renewal.
 func (w *Worker) cancelled(ctx context.Context, runID string, cancel context.CancelCauseFunc, known bool) {
-	action, err := w.cfg.Backend.CancelledAs(context.WithoutCancel(ctx), runID)
+	action, err := pgqueue.CancelledAs(context.WithoutCancel(ctx), w.cfg.Backend, runID)
 	switch {
 	case err != nil && !known:
 		w.cfg.Logger.Debug("reading a run's cancellation failed; looked at again at the next renewal", "run", runID, "err", err)

@@ -66,12 +66,12 @@ func (a *app) benchWorkers(ctx context.Context, wb workersBench) error {
 	if err != nil {
 		return err
 	}
-	s, _, err := a.queueBackend(ctx, "cairn bench workers")
+	s, _, queue, err := a.queueBackend(ctx, "cairn bench workers")
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	srv, err := server.New(server.Config{Store: s, Assistants: list, Queue: true})
+	srv, err := server.New(server.Config{Store: s, Assistants: list, Queue: queue})
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/bench"
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // storeOptions are the engine options of the stores the CLI opens: the
@@ -48,7 +49,7 @@ func (a *app) rekeyCmd() *cobra.Command {
 				return err
 			}
 			defer s.Close()
-			vac, canVacuum := s.Backend().(store.Vacuumer)
+			vac, canVacuum := s.Backend().(driver.Vacuumer)
 			if vacuum && !canVacuum {
 				return usagef("--vacuum: the store %s keeps nothing to vacuum", a.shownStore())
 			}

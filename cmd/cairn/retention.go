@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // pruneFlags are cairn prune's flags.
@@ -65,7 +66,7 @@ func (a *app) pruneCmd() *cobra.Command {
 				return err
 			}
 			defer s.Close()
-			vac, canVacuum := s.Backend().(store.Vacuumer)
+			vac, canVacuum := s.Backend().(driver.Vacuumer)
 			if f.vacuum && !canVacuum {
 				return usagef("--vacuum: the store %s keeps nothing to vacuum", a.shownStore())
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/pgtest"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // TestServeRetention: a thread created through the API with a time to
@@ -147,7 +148,7 @@ func storedPieces(t *testing.T, url, thread string) [][]byte {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	rows, err := s.Backend().Rows(ctx, store.RowQuery{Thread: thread, From: 1, To: 1, Snapshots: true})
+	rows, err := s.Backend().Rows(ctx, driver.RowQuery{Thread: thread, From: 1, To: 1, Snapshots: true})
 	if err != nil || len(rows) != 1 {
 		t.Fatalf("checkpoint 1 of %s as stored: %v %d", thread, err, len(rows))
 	}

@@ -28,12 +28,12 @@ func (a *app) queueRunCLI(ctx context.Context, path string, f runFlags) error {
 	if err != nil {
 		return err
 	}
-	s, _, err := a.queueBackend(ctx, "cairn run --queue")
+	s, _, queue, err := a.queueBackend(ctx, "cairn run --queue")
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	svc, err := a.queueService(s, []runs.Assistant{as})
+	svc, err := a.queueService(s, queue, []runs.Assistant{as})
 	if err != nil {
 		return err
 	}
@@ -71,10 +71,6 @@ func queuedInput(f runFlags) (json.RawMessage, error) {
 // queueService is the run service of a command that queues runs, or acts
 // on queued ones, on the store's queue (no HTTP server: the service does
 // the work).
-func (a *app) queueService(s store.Store, list []runs.Assistant) (*runs.Service, error) {
-	q, err := store.RunQueueOf(s)
-	if err != nil {
-		return nil, err
-	}
+func (a *app) queueService(s store.Store, q store.RunQueue, list []runs.Assistant) (*runs.Service, error) {
 	return runs.New(runs.Config{Store: s, Assistants: list, Queue: q, Logger: a.logger})
 }

@@ -108,12 +108,12 @@ func (a *app) actOnQueuedRun(ctx context.Context, id string, retry bool) error {
 	if retry {
 		flag = "--retry"
 	}
-	s, _, err := a.queueBackend(ctx, "cairn runs "+flag)
+	s, _, queue, err := a.queueBackend(ctx, "cairn runs "+flag)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	svc, err := a.queueService(s, nil)
+	svc, err := a.queueService(s, queue, nil)
 	if err != nil {
 		return err
 	}

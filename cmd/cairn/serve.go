@@ -119,8 +119,9 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		}
 	}
 	var s *store.Engine
+	var queue store.RunQueue
 	if f.queue {
-		s, _, err = a.queueBackend(ctx, "cairn serve --queue")
+		s, _, queue, err = a.queueBackend(ctx, "cairn serve --queue")
 	} else {
 		s, err = a.open()
 	}
@@ -133,7 +134,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		return err
 	}
 	a.items = items // the agent files' memory tools use it too
-	sc := server.Config{Store: s, Assistants: list, Logger: a.logger, MaxBodyBytes: f.maxBody, RequestTimeout: f.timeout, RateLimit: f.rateLimit, Queue: f.queue, Items: items,
+	sc := server.Config{Store: s, Assistants: list, Logger: a.logger, MaxBodyBytes: f.maxBody, RequestTimeout: f.timeout, RateLimit: f.rateLimit, Queue: queue, Items: items,
 		AllowOrigins: f.origins()}
 	if indexKey != "" {
 		if sc.Redact, err = redact.New(redact.Config{}); err != nil {

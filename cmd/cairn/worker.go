@@ -15,6 +15,7 @@ import (
 	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/postgres"
+	"github.com/cairn-dev/cairn/store/postgres/pgqueue"
 	"github.com/cairn-dev/cairn/worker"
 )
 
@@ -50,25 +51,30 @@ func (a *app) workerCmd() *cobra.Command {
 }
 
 // queueBackend opens the --store as a PostgreSQL store with River's
-// tables migrated.
-func (a *app) queueBackend(ctx context.Context, what string) (*store.Engine, *postgres.Backend, error) {
+// tables migrated, and its run queue (pgqueue).
+func (a *app) queueBackend(ctx context.Context, what string) (*store.Engine, *postgres.Backend, store.RunQueue, error) {
 	if s := store.Scheme(a.storeURL); s != "postgres" && s != "postgresql" {
-		return nil, nil, usagef("%s needs a PostgreSQL store (--store postgres://…): runs are queued in its database", what)
+		return nil, nil, nil, usagef("%s needs a PostgreSQL store (--store postgres://…): runs are queued in its database", what)
 	}
 	s, err := a.open()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	b, ok := s.Backend().(*postgres.Backend)
 	if !ok {
 		s.Close()
-		return nil, nil, fmt.Errorf("%s: the store is not PostgreSQL", what)
+		return nil, nil, nil, fmt.Errorf("%s: the store is not PostgreSQL", what)
 	}
-	if err := b.MigrateQueue(ctx); err != nil {
+	if err := pgqueue.Migrate(ctx, b); err != nil {
 		s.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return s, b, nil
+	q, err := pgqueue.Of(s)
+	if err != nil {
+		s.Close()
+		return nil, nil, nil, err
+	}
+	return s, b, q, nil
 }
 
 func (a *app) work(ctx context.Context, f workerFlags) error {
@@ -92,7 +98,7 @@ func (a *app) work(ctx context.Context, f workerFlags) error {
 	if err != nil {
 		return err
 	}
-	s, b, err := a.queueBackend(ctx, "cairn worker")
+	s, b, _, err := a.queueBackend(ctx, "cairn worker")
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/cairn-dev/cairn/store"
 )
 
-// ExternalSeq implements store.ExternalIDIndex. The rows are in memory:
+// ExternalSeq implements driver.ExternalIDIndex. The rows are in memory:
 // it looks at them newest first, without a copy.
 func (b *Backend) ExternalSeq(_ context.Context, thread, ns, id string) (int64, error) {
 	b.mu.RLock()

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // Backend keeps rows in maps guarded by one lock.
@@ -20,17 +21,17 @@ type Backend struct {
 	runs    map[string]*run
 	keys    map[string]store.KeyRecord
 	leases  map[string]store.Lease
-	items   map[store.ItemKey]*itemRow // made on the first put
+	items   map[driver.ItemKey]*itemRow // made on the first put
 	idx     threadIndex
 }
 
 type thread struct {
-	rec    store.ThreadRecord
-	ns     map[string][]store.Row // ascending by seq (pruning leaves gaps)
+	rec    driver.ThreadRecord
+	ns     map[string][]driver.Row // ascending by seq (pruning leaves gaps)
 	writes map[writeKey][]store.Write
 	// entries are the thread's metadata index entries; statusAt the time
 	// its status was set (0 while idle).
-	entries  []store.MetaEntry
+	entries  []driver.MetaEntry
 	statusAt int64
 }
 
@@ -54,8 +55,8 @@ func (b *Backend) live() error {
 	return nil
 }
 
-// CreateThread implements store.Backend.
-func (b *Backend) CreateThread(_ context.Context, t store.ThreadRecord) error {
+// CreateThread implements driver.Backend.
+func (b *Backend) CreateThread(_ context.Context, t driver.ThreadRecord) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.live(); err != nil {
@@ -65,13 +66,13 @@ func (b *Backend) CreateThread(_ context.Context, t store.ThreadRecord) error {
 		return fmt.Errorf("%w: thread %q exists", store.ErrConflict, t.ID)
 	}
 	t.Metadata = bytes.Clone(t.Metadata)
-	th := &thread{rec: t, ns: map[string][]store.Row{}, writes: map[writeKey][]store.Write{}}
+	th := &thread{rec: t, ns: map[string][]driver.Row{}, writes: map[writeKey][]store.Write{}}
 	b.threads[t.ID] = th
 	b.idx.add(th)
 	return nil
 }
 
-func (b *Backend) record(t *thread) store.ThreadRecord {
+func (b *Backend) record(t *thread) driver.ThreadRecord {
 	rec := t.rec
 	rec.Metadata = bytes.Clone(rec.Metadata)
 	if rows := t.ns[""]; len(rows) > 0 {
@@ -80,22 +81,22 @@ func (b *Backend) record(t *thread) store.ThreadRecord {
 	return rec
 }
 
-// Thread implements store.Backend.
-func (b *Backend) Thread(_ context.Context, id string) (store.ThreadRecord, error) {
+// Thread implements driver.Backend.
+func (b *Backend) Thread(_ context.Context, id string) (driver.ThreadRecord, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if err := b.live(); err != nil {
-		return store.ThreadRecord{}, err
+		return driver.ThreadRecord{}, err
 	}
 	t, ok := b.threads[id]
 	if !ok {
-		return store.ThreadRecord{}, fmt.Errorf("%w: thread %q", store.ErrNotFound, id)
+		return driver.ThreadRecord{}, fmt.Errorf("%w: thread %q", store.ErrNotFound, id)
 	}
 	return b.record(t), nil
 }
 
-// Threads implements store.Backend.
-func (b *Backend) Threads(_ context.Context, q store.ThreadQuery) ([]store.ThreadRecord, error) {
+// Threads implements driver.Backend.
+func (b *Backend) Threads(_ context.Context, q driver.ThreadQuery) ([]driver.ThreadRecord, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if err := b.live(); err != nil {
@@ -108,13 +109,13 @@ func (b *Backend) Threads(_ context.Context, q store.ThreadQuery) ([]store.Threa
 		}
 	}
 	sort.Strings(ids)
-	var out []store.ThreadRecord
+	var out []driver.ThreadRecord
 	for _, id := range ids {
 		t := b.threads[id]
 		if q.Tenant != "" && t.rec.Tenant != q.Tenant {
 			continue
 		}
-		if !matches(&store.ListQuery{AllTenants: true, Meta: q.Meta}, t, nil, nil) {
+		if !matches(&driver.ListQuery{AllTenants: true, Meta: q.Meta}, t, nil, nil) {
 			continue
 		}
 		out = append(out, b.record(t))
@@ -125,7 +126,7 @@ func (b *Backend) Threads(_ context.Context, q store.ThreadQuery) ([]store.Threa
 	return out, nil
 }
 
-// DeleteThread implements store.Backend.
+// DeleteThread implements driver.Backend.
 func (b *Backend) DeleteThread(_ context.Context, id string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -146,8 +147,8 @@ func (b *Backend) DeleteThread(_ context.Context, id string) error {
 	return nil
 }
 
-// UpdateThread implements store.Backend.
-func (b *Backend) UpdateThread(_ context.Context, rec store.ThreadRecord) error {
+// UpdateThread implements driver.Backend.
+func (b *Backend) UpdateThread(_ context.Context, rec driver.ThreadRecord) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.live(); err != nil {
@@ -163,8 +164,8 @@ func (b *Backend) UpdateThread(_ context.Context, rec store.ThreadRecord) error 
 	return nil
 }
 
-// Insert implements store.Backend.
-func (b *Backend) Insert(_ context.Context, r store.Row) error {
+// Insert implements driver.Backend.
+func (b *Backend) Insert(_ context.Context, r driver.Row) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.live(); err != nil {
@@ -187,7 +188,7 @@ func (b *Backend) Insert(_ context.Context, r store.Row) error {
 	}
 	if r.Parent > 0 {
 		i, found := seqIndex(rows, r.Parent)
-		if !found || !store.BaseFits(&r, rows[i].Base) {
+		if !found || !driver.BaseFits(&r, rows[i].Base) {
 			return fmt.Errorf("%w: thread %q namespace %q has no checkpoint %d to extend (as the writer knows it)", store.ErrConflict, r.Thread, r.Namespace, r.Parent)
 		}
 	}
@@ -197,7 +198,7 @@ func (b *Backend) Insert(_ context.Context, r store.Row) error {
 		}
 		rec := *r.Create
 		rec.Metadata = bytes.Clone(rec.Metadata)
-		t = &thread{rec: rec, ns: map[string][]store.Row{}, writes: map[writeKey][]store.Write{}}
+		t = &thread{rec: rec, ns: map[string][]driver.Row{}, writes: map[writeKey][]store.Write{}}
 		b.threads[r.Thread] = t
 		b.idx.add(t)
 	}
@@ -211,12 +212,12 @@ func (b *Backend) Insert(_ context.Context, r store.Row) error {
 }
 
 // seqIndex returns the index of row seq in rows (ascending by seq).
-func seqIndex(rows []store.Row, seq int64) (int, bool) {
-	return slices.BinarySearchFunc(rows, seq, func(r store.Row, s int64) int { return cmp.Compare(r.Seq, s) })
+func seqIndex(rows []driver.Row, seq int64) (int, bool) {
+	return slices.BinarySearchFunc(rows, seq, func(r driver.Row, s int64) int { return cmp.Compare(r.Seq, s) })
 }
 
-// AttachSnapshot implements store.SnapshotAttacher.
-func (b *Backend) AttachSnapshot(_ context.Context, r store.Row, old uint32) (bool, error) {
+// AttachSnapshot implements driver.SnapshotAttacher.
+func (b *Backend) AttachSnapshot(_ context.Context, r driver.Row, old uint32) (bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.live(); err != nil {
@@ -234,15 +235,15 @@ func (b *Backend) AttachSnapshot(_ context.Context, r store.Row, old uint32) (bo
 }
 
 // rows returns the rows of a namespace; nil for a nil thread.
-func (t *thread) rows(ns string) []store.Row {
+func (t *thread) rows(ns string) []driver.Row {
 	if t == nil {
 		return nil
 	}
 	return t.ns[ns]
 }
 
-// Rows implements store.Backend.
-func (b *Backend) Rows(_ context.Context, q store.RowQuery) ([]store.Row, error) {
+// Rows implements driver.Backend.
+func (b *Backend) Rows(_ context.Context, q driver.RowQuery) ([]driver.Row, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if err := b.live(); err != nil {
@@ -266,7 +267,7 @@ func (b *Backend) Rows(_ context.Context, q store.RowQuery) ([]store.Row, error)
 	if q.Limit > 0 && q.Limit < n {
 		n = q.Limit
 	}
-	out := make([]store.Row, 0, n)
+	out := make([]driver.Row, 0, n)
 	for i := 0; i < n; i++ {
 		j := i
 		if q.Desc {
@@ -287,8 +288,8 @@ func (b *Backend) Rows(_ context.Context, q store.RowQuery) ([]store.Row, error)
 	return out, nil
 }
 
-// Namespaces implements store.Backend.
-func (b *Backend) Namespaces(_ context.Context, id string) ([]store.NamespaceRecord, error) {
+// Namespaces implements driver.Backend.
+func (b *Backend) Namespaces(_ context.Context, id string) ([]driver.NamespaceRecord, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if err := b.live(); err != nil {
@@ -298,18 +299,18 @@ func (b *Backend) Namespaces(_ context.Context, id string) ([]store.NamespaceRec
 	if !ok {
 		return nil, nil
 	}
-	var out []store.NamespaceRecord
+	var out []driver.NamespaceRecord
 	for ns, rows := range t.ns {
 		if len(rows) > 0 {
-			out = append(out, store.NamespaceRecord{Name: ns, Head: rows[len(rows)-1].Seq, Count: int64(len(rows))})
+			out = append(out, driver.NamespaceRecord{Name: ns, Head: rows[len(rows)-1].Seq, Count: int64(len(rows))})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
 
-// DeleteRanges implements store.Backend.
-func (b *Backend) DeleteRanges(_ context.Context, id, ns string, head int64, ranges []store.SeqRange, rebase []store.Rebase) (int64, error) {
+// DeleteRanges implements driver.Backend.
+func (b *Backend) DeleteRanges(_ context.Context, id, ns string, head int64, ranges []driver.SeqRange, rebase []driver.Rebase) (int64, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.live(); err != nil {
@@ -323,10 +324,10 @@ func (b *Backend) DeleteRanges(_ context.Context, id, ns string, head int64, ran
 		return 0, err
 	}
 	in := func(seq int64) bool {
-		return slices.ContainsFunc(ranges, func(r store.SeqRange) bool { return r.From <= seq && seq <= r.To })
+		return slices.ContainsFunc(ranges, func(r driver.SeqRange) bool { return r.From <= seq && seq <= r.To })
 	}
 	rows := t.ns[ns]
-	kept := slices.DeleteFunc(slices.Clone(rows), func(r store.Row) bool { return in(r.Seq) })
+	kept := slices.DeleteFunc(slices.Clone(rows), func(r driver.Row) bool { return in(r.Seq) })
 	t.ns[ns] = kept
 	if ns == "" && len(kept) == 0 {
 		b.idx.setStatus(t, store.ThreadIdle, 0)
@@ -340,7 +341,7 @@ func (b *Backend) DeleteRanges(_ context.Context, id, ns string, head int64, ran
 }
 
 // rebaseRows rewrites the rows of a prune's rebase, all or none.
-func rebaseRows(rows []store.Row, rebase []store.Rebase) error {
+func rebaseRows(rows []driver.Row, rebase []driver.Rebase) error {
 	at := make([]int, len(rebase))
 	for k, rb := range rebase {
 		i, ok := seqIndex(rows, rb.Row.Seq)
@@ -359,7 +360,7 @@ func rebaseRows(rows []store.Row, rebase []store.Rebase) error {
 	return nil
 }
 
-// PutWrites implements store.Backend.
+// PutWrites implements driver.Backend.
 func (b *Backend) PutWrites(_ context.Context, id, ns string, seq int64, ws []store.Write) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -386,7 +387,7 @@ func (b *Backend) PutWrites(_ context.Context, id, ns string, seq int64, ws []st
 	return nil
 }
 
-// Writes implements store.Backend.
+// Writes implements driver.Backend.
 func (b *Backend) Writes(_ context.Context, id, ns string, seq int64) ([]store.Write, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
@@ -404,7 +405,7 @@ func (b *Backend) Writes(_ context.Context, id, ns string, seq int64) ([]store.W
 	return out, nil
 }
 
-// Close implements store.Backend.
+// Close implements driver.Backend.
 func (b *Backend) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -413,11 +414,11 @@ func (b *Backend) Close() error {
 	return nil
 }
 
-var _ store.Backend = (*Backend)(nil)
+var _ driver.Backend = (*Backend)(nil)
 
 // Tamper lets fn change a stored row in place. It exists so tests can check
 // how the store reports damaged data; it reports whether the row exists.
-func (b *Backend) Tamper(thread, ns string, seq int64, fn func(*store.Row)) bool {
+func (b *Backend) Tamper(thread, ns string, seq int64, fn func(*driver.Row)) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	t, ok := b.threads[thread]
@@ -436,7 +437,7 @@ func (b *Backend) Tamper(thread, ns string, seq int64, fn func(*store.Row)) bool
 // TamperThread lets fn change a stored thread record in place, as Tamper
 // does for rows; a changed ID moves the thread. It reports whether the
 // thread exists.
-func (b *Backend) TamperThread(id string, fn func(*store.ThreadRecord)) bool {
+func (b *Backend) TamperThread(id string, fn func(*driver.ThreadRecord)) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	t, ok := b.threads[id]
@@ -464,7 +465,7 @@ func (b *Backend) MoveRow(from, to store.Ref) bool {
 		return false
 	}
 	rows := t.ns[from.Namespace]
-	i := slices.IndexFunc(rows, func(r store.Row) bool { return r.Seq == from.Seq })
+	i := slices.IndexFunc(rows, func(r driver.Row) bool { return r.Seq == from.Seq })
 	if i < 0 {
 		return false
 	}
@@ -472,7 +473,7 @@ func (b *Backend) MoveRow(from, to store.Ref) bool {
 	t.ns[from.Namespace] = slices.Delete(slices.Clone(rows), i, i+1)
 	dst, ok := b.threads[to.Thread]
 	if !ok {
-		dst = &thread{rec: store.ThreadRecord{ID: to.Thread}, ns: map[string][]store.Row{}, writes: map[writeKey][]store.Write{}}
+		dst = &thread{rec: driver.ThreadRecord{ID: to.Thread}, ns: map[string][]driver.Row{}, writes: map[writeKey][]store.Write{}}
 		b.threads[to.Thread] = dst
 		b.idx.add(dst)
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 	"github.com/cairn-dev/cairn/store/inmem"
 	"github.com/cairn-dev/cairn/store/storetest"
 )
@@ -13,7 +14,7 @@ func TestConformance(t *testing.T) {
 		Open: func(t *testing.T, o store.Options) store.Store { return inmem.Open(o) },
 		Corrupt: func(t *testing.T, s store.Store, ref store.Ref, column string) {
 			b := s.(*store.Engine).Backend().(*inmem.Backend)
-			ok := b.Tamper(ref.Thread, ref.Namespace, ref.Seq, func(r *store.Row) {
+			ok := b.Tamper(ref.Thread, ref.Namespace, ref.Seq, func(r *driver.Row) {
 				switch column {
 				case "patch":
 					r.Patch[len(r.Patch)-1] ^= 0x40
@@ -46,7 +47,7 @@ func edit(t *testing.T, s store.Store, ref store.Ref, column string, value any) 
 	ok := false
 	switch column {
 	case "thread.id", "thread.tenant", "thread.metadata", "thread.created_at":
-		ok = b.TamperThread(ref.Thread, func(r *store.ThreadRecord) {
+		ok = b.TamperThread(ref.Thread, func(r *driver.ThreadRecord) {
 			switch column {
 			case "thread.id":
 				r.ID = value.(string)
@@ -65,7 +66,7 @@ func edit(t *testing.T, s store.Store, ref store.Ref, column string, value any) 
 	case "seq":
 		ok = b.MoveRow(ref, store.Ref{Thread: ref.Thread, Namespace: ref.Namespace, Seq: ref.Seq + int64(inc)})
 	default:
-		ok = b.Tamper(ref.Thread, ref.Namespace, ref.Seq, func(r *store.Row) {
+		ok = b.Tamper(ref.Thread, ref.Namespace, ref.Seq, func(r *driver.Row) {
 			switch column {
 			case "parent":
 				add(&r.Parent)

@@ -8,13 +8,13 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // itemRow is an item as this backend keeps it: the row, and the words of
 // its text counted for full-text search.
 type itemRow struct {
-	row   store.ItemRow
+	row   driver.ItemRow
 	words map[string]int
 	n     int // words in the text
 }
@@ -23,22 +23,22 @@ func (r *itemRow) expired(now int64) bool { return r.row.ExpiresAt != 0 && r.row
 
 // copyRow returns a row callers may keep (vectors are never changed in
 // place, so they are shared).
-func (r *itemRow) copyRow() store.ItemRow {
+func (r *itemRow) copyRow() driver.ItemRow {
 	out := r.row
 	out.Value = bytes.Clone(r.row.Value)
 	out.Text = ""
 	return out
 }
 
-// WriteItems implements store.ItemBackend.
-func (b *Backend) WriteItems(_ context.Context, puts []store.ItemRow, deletes []store.ItemKey) error {
+// WriteItems implements driver.ItemBackend.
+func (b *Backend) WriteItems(_ context.Context, puts []driver.ItemRow, deletes []driver.ItemKey) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.live(); err != nil {
 		return err
 	}
 	if b.items == nil {
-		b.items = map[store.ItemKey]*itemRow{}
+		b.items = map[driver.ItemKey]*itemRow{}
 	}
 	for _, k := range deletes {
 		delete(b.items, k)
@@ -58,14 +58,14 @@ func (b *Backend) WriteItems(_ context.Context, puts []store.ItemRow, deletes []
 	return nil
 }
 
-// GetItems implements store.ItemBackend.
-func (b *Backend) GetItems(_ context.Context, keys []store.ItemKey, now int64) ([]store.ItemRow, error) {
+// GetItems implements driver.ItemBackend.
+func (b *Backend) GetItems(_ context.Context, keys []driver.ItemKey, now int64) ([]driver.ItemRow, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if err := b.live(); err != nil {
 		return nil, err
 	}
-	var out []store.ItemRow
+	var out []driver.ItemRow
 	for _, k := range keys {
 		if r, ok := b.items[k]; ok && !r.expired(now) {
 			out = append(out, r.copyRow())
@@ -79,13 +79,13 @@ func under(ns, prefix string) bool {
 	return prefix == "" || ns == prefix || strings.HasPrefix(ns, prefix+".")
 }
 
-// ScanItems implements store.ItemBackend: the rows are collected under
+// ScanItems implements driver.ItemBackend: the rows are collected under
 // the lock, then yielded without it.
-func (b *Backend) ScanItems(_ context.Context, q store.ItemScan) iter.Seq2[store.ItemRow, error] {
-	return func(yield func(store.ItemRow, error) bool) {
+func (b *Backend) ScanItems(_ context.Context, q driver.ItemScan) iter.Seq2[driver.ItemRow, error] {
+	return func(yield func(driver.ItemRow, error) bool) {
 		rows, err := b.scan(q)
 		if err != nil {
-			yield(store.ItemRow{}, err)
+			yield(driver.ItemRow{}, err)
 			return
 		}
 		for _, r := range rows {
@@ -96,13 +96,13 @@ func (b *Backend) ScanItems(_ context.Context, q store.ItemScan) iter.Seq2[store
 	}
 }
 
-func (b *Backend) scan(q store.ItemScan) ([]store.ItemRow, error) {
+func (b *Backend) scan(q driver.ItemScan) ([]driver.ItemRow, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if err := b.live(); err != nil {
 		return nil, err
 	}
-	var out []store.ItemRow
+	var out []driver.ItemRow
 	for k, r := range b.items {
 		if k.Tenant != q.Tenant || !under(k.Namespace, q.Prefix) || r.expired(q.Now) || (q.Vectors && len(r.row.Vectors) == 0) {
 			continue
@@ -118,7 +118,7 @@ func (b *Backend) scan(q store.ItemScan) ([]store.ItemRow, error) {
 		}
 		out = append(out, row)
 	}
-	slices.SortFunc(out, func(x, y store.ItemRow) int {
+	slices.SortFunc(out, func(x, y driver.ItemRow) int {
 		if len(q.Terms) > 0 {
 			if c := cmp.Compare(y.Score, x.Score); c != 0 {
 				return c
@@ -148,7 +148,7 @@ func (r *itemRow) match(terms []string) (float64, bool) {
 	return float64(hits) / float64(r.n), true
 }
 
-// ItemNamespaces implements store.ItemBackend.
+// ItemNamespaces implements driver.ItemBackend.
 func (b *Backend) ItemNamespaces(_ context.Context, tenant, prefix string, now int64) ([]string, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
@@ -169,8 +169,8 @@ func (b *Backend) ItemNamespaces(_ context.Context, tenant, prefix string, now i
 	return out, nil
 }
 
-// TouchItems implements store.ItemBackend.
-func (b *Backend) TouchItems(_ context.Context, keys []store.ItemKey, now int64) error {
+// TouchItems implements driver.ItemBackend.
+func (b *Backend) TouchItems(_ context.Context, keys []driver.ItemKey, now int64) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.live(); err != nil {
@@ -184,7 +184,7 @@ func (b *Backend) TouchItems(_ context.Context, keys []store.ItemKey, now int64)
 	return nil
 }
 
-// SweepItems implements store.ItemBackend.
+// SweepItems implements driver.ItemBackend.
 func (b *Backend) SweepItems(_ context.Context, now int64) (int64, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -201,4 +201,4 @@ func (b *Backend) SweepItems(_ context.Context, now int64) (int64, error) {
 	return n, nil
 }
 
-var _ store.ItemBackend = (*Backend)(nil)
+var _ driver.ItemBackend = (*Backend)(nil)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // Acquire implements store.LeaseStore.
@@ -34,7 +35,7 @@ func (b *Backend) Renew(_ context.Context, l store.Lease, ttl time.Duration) (st
 	}
 	cur := b.leases[l.Thread]
 	if cur.Token != l.Token {
-		return store.Lease{}, store.FencedError(l.Thread, l.Token, cur.Token)
+		return store.Lease{}, driver.FencedError(l.Thread, l.Token, cur.Token)
 	}
 	cur.ExpiresAt = time.Now().Add(ttl)
 	b.leases[l.Thread] = cur
@@ -50,7 +51,7 @@ func (b *Backend) Release(_ context.Context, l store.Lease) error {
 	}
 	cur := b.leases[l.Thread]
 	if cur.Token != l.Token {
-		return store.FencedError(l.Thread, l.Token, cur.Token)
+		return driver.FencedError(l.Thread, l.Token, cur.Token)
 	}
 	cur.ExpiresAt = time.Time{}
 	b.leases[l.Thread] = cur
@@ -70,12 +71,12 @@ func (b *Backend) Lease(_ context.Context, thread string) (store.Lease, error) {
 }
 
 // fenced checks a row's fencing token (b.mu held).
-func (b *Backend) fenced(r store.Row) error {
+func (b *Backend) fenced(r driver.Row) error {
 	if r.Fence == 0 {
 		return nil
 	}
 	if cur := b.leases[r.Thread].Token; cur != r.Fence {
-		return store.FencedError(r.Thread, r.Fence, cur)
+		return driver.FencedError(r.Thread, r.Fence, cur)
 	}
 	return nil
 }

@@ -8,10 +8,11 @@ import (
 	"sort"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
-// RewriteRow implements store.BlobRewriter.
-func (b *Backend) RewriteRow(_ context.Context, old, nw store.Row) (bool, error) {
+// RewriteRow implements driver.BlobRewriter.
+func (b *Backend) RewriteRow(_ context.Context, old, nw driver.Row) (bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.live(); err != nil {
@@ -37,8 +38,8 @@ func (b *Backend) RewriteRow(_ context.Context, old, nw store.Row) (bool, error)
 	return true, nil
 }
 
-// ThreadWrites implements store.BlobRewriter.
-func (b *Backend) ThreadWrites(_ context.Context, id string) ([]store.StoredWrite, error) {
+// ThreadWrites implements driver.BlobRewriter.
+func (b *Backend) ThreadWrites(_ context.Context, id string) ([]driver.StoredWrite, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if err := b.live(); err != nil {
@@ -48,17 +49,17 @@ func (b *Backend) ThreadWrites(_ context.Context, id string) ([]store.StoredWrit
 	if !ok {
 		return nil, nil
 	}
-	var out []store.StoredWrite
+	var out []driver.StoredWrite
 	for k, ws := range t.writes {
 		for _, w := range ws {
-			out = append(out, store.StoredWrite{Thread: id, Namespace: k.ns, Seq: k.seq, Task: w.Task, Data: bytes.Clone(w.Update)})
+			out = append(out, driver.StoredWrite{Thread: id, Namespace: k.ns, Seq: k.seq, Task: w.Task, Data: bytes.Clone(w.Update)})
 		}
 	}
 	return out, nil
 }
 
-// RewriteWrite implements store.BlobRewriter.
-func (b *Backend) RewriteWrite(_ context.Context, w store.StoredWrite, nw []byte) (bool, error) {
+// RewriteWrite implements driver.BlobRewriter.
+func (b *Backend) RewriteWrite(_ context.Context, w driver.StoredWrite, nw []byte) (bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.live(); err != nil {
@@ -77,7 +78,7 @@ func (b *Backend) RewriteWrite(_ context.Context, w store.StoredWrite, nw []byte
 	return true, nil
 }
 
-// RewriteRun implements store.BlobRewriter.
+// RewriteRun implements driver.BlobRewriter.
 func (b *Backend) RewriteRun(_ context.Context, id string, old, nw []byte) (bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -92,7 +93,7 @@ func (b *Backend) RewriteRun(_ context.Context, id string, old, nw []byte) (bool
 	return true, nil
 }
 
-// RewriteEvent implements store.BlobRewriter.
+// RewriteEvent implements driver.BlobRewriter.
 func (b *Backend) RewriteEvent(_ context.Context, run string, seq int64, old, nw []byte) (bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -114,35 +115,35 @@ func (b *Backend) RewriteEvent(_ context.Context, run string, seq int64, old, nw
 	return true, nil
 }
 
-var _ store.BlobRewriter = (*Backend)(nil)
+var _ driver.BlobRewriter = (*Backend)(nil)
 
-// StoredItems implements store.ItemRewriter.
-func (b *Backend) StoredItems(_ context.Context, after store.ItemKey, limit int) ([]store.ItemRow, error) {
+// StoredItems implements driver.ItemRewriter.
+func (b *Backend) StoredItems(_ context.Context, after driver.ItemKey, limit int) ([]driver.ItemRow, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if err := b.live(); err != nil {
 		return nil, err
 	}
-	keys := make([]store.ItemKey, 0, len(b.items))
+	keys := make([]driver.ItemKey, 0, len(b.items))
 	for k := range b.items {
 		if compareItemKeys(k, after) > 0 {
 			keys = append(keys, k)
 		}
 	}
 	slices.SortFunc(keys, compareItemKeys)
-	out := make([]store.ItemRow, 0, min(limit, len(keys)))
+	out := make([]driver.ItemRow, 0, min(limit, len(keys)))
 	for _, k := range keys[:min(limit, len(keys))] {
-		out = append(out, store.ItemRow{ItemKey: k, Value: bytes.Clone(b.items[k].row.Value)})
+		out = append(out, driver.ItemRow{ItemKey: k, Value: bytes.Clone(b.items[k].row.Value)})
 	}
 	return out, nil
 }
 
-func compareItemKeys(a, b store.ItemKey) int {
+func compareItemKeys(a, b driver.ItemKey) int {
 	return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Key, b.Key))
 }
 
-// RewriteItem implements store.ItemRewriter.
-func (b *Backend) RewriteItem(_ context.Context, k store.ItemKey, old, nw []byte) (bool, error) {
+// RewriteItem implements driver.ItemRewriter.
+func (b *Backend) RewriteItem(_ context.Context, k driver.ItemKey, old, nw []byte) (bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.live(); err != nil {
@@ -156,4 +157,4 @@ func (b *Backend) RewriteItem(_ context.Context, k store.ItemKey, old, nw []byte
 	return true, nil
 }
 
-var _ store.ItemRewriter = (*Backend)(nil)
+var _ driver.ItemRewriter = (*Backend)(nil)

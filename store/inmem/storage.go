@@ -5,21 +5,22 @@ import (
 	"fmt"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
-// ThreadUsage implements store.StorageBackend: the lengths of a thread's
+// ThreadUsage implements driver.StorageBackend: the lengths of a thread's
 // pending writes' updates, its runs' records and their events' data.
-func (b *Backend) ThreadUsage(_ context.Context, thread string) (store.ThreadUsage, error) {
+func (b *Backend) ThreadUsage(_ context.Context, thread string) (driver.ThreadUsage, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if err := b.live(); err != nil {
-		return store.ThreadUsage{}, err
+		return driver.ThreadUsage{}, err
 	}
 	t, ok := b.threads[thread]
 	if !ok {
-		return store.ThreadUsage{}, fmt.Errorf("%w: thread %q", store.ErrNotFound, thread)
+		return driver.ThreadUsage{}, fmt.Errorf("%w: thread %q", store.ErrNotFound, thread)
 	}
-	u := store.ThreadUsage{PendingWrites: map[string]store.StoredRows{}}
+	u := driver.ThreadUsage{PendingWrites: map[string]store.StoredRows{}}
 	for k, ws := range t.writes {
 		if len(ws) == 0 {
 			continue
@@ -47,4 +48,4 @@ func (b *Backend) ThreadUsage(_ context.Context, thread string) (store.ThreadUsa
 	return u, nil
 }
 
-var _ store.StorageBackend = (*Backend)(nil)
+var _ driver.StorageBackend = (*Backend)(nil)

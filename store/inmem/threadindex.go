@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // The thread index in memory: the threads of each tenant, the threads of
@@ -43,7 +44,7 @@ func (x *threadIndex) add(t *thread) {
 	if t.rec.Status == 0 {
 		t.rec.Status = store.ThreadIdle
 	}
-	t.entries, _ = store.IndexEntries(t.rec.Metadata) // stored metadata is valid JSON
+	t.entries, _ = driver.IndexEntries(t.rec.Metadata) // stored metadata is valid JSON
 	set := x.tenants[t.rec.Tenant]
 	if set == nil {
 		set = map[string]*thread{}
@@ -92,8 +93,8 @@ func (x *threadIndex) setStatus(t *thread, st store.ThreadStatus, at int64) {
 	x.totals[totalKey{t.rec.Tenant, st}]++
 }
 
-func (t *thread) has(e store.MetaEntry) bool {
-	_, ok := slices.BinarySearchFunc(t.entries, e, func(a, b store.MetaEntry) int {
+func (t *thread) has(e driver.MetaEntry) bool {
+	_, ok := slices.BinarySearchFunc(t.entries, e, func(a, b driver.MetaEntry) int {
 		if c := strings.Compare(a.Key, b.Key); c != 0 {
 			return c
 		}
@@ -111,7 +112,7 @@ func (t *thread) headAt() int64 {
 }
 
 // matches checks every filter of q on a thread.
-func matches(q *store.ListQuery, t *thread, ids, exclude map[string]bool) bool {
+func matches(q *driver.ListQuery, t *thread, ids, exclude map[string]bool) bool {
 	switch {
 	case !q.AllTenants && t.rec.Tenant != q.Tenant,
 		q.Status != nil && !slices.Contains(q.Status, t.rec.Status),
@@ -125,7 +126,7 @@ func matches(q *store.ListQuery, t *thread, ids, exclude map[string]bool) bool {
 			if !absentOrNull(t.rec.Metadata, f.Key) {
 				return false
 			}
-		} else if !t.has(store.MetaEntry{Key: f.Key, Value: f.Value}) {
+		} else if !t.has(driver.MetaEntry{Key: f.Key, Value: f.Value}) {
 			return false
 		}
 	}
@@ -156,7 +157,7 @@ func idSet(ids []string) map[string]bool {
 
 // selected returns the threads q selects, in no order: it reads the
 // smallest set its filters name.
-func (b *Backend) selected(q *store.ListQuery) []*thread {
+func (b *Backend) selected(q *driver.ListQuery) []*thread {
 	ids, exclude := idSet(q.IDs), idSet(q.Exclude)
 	var from map[string]*thread
 	if q.AllTenants {
@@ -187,7 +188,7 @@ func (b *Backend) selected(q *store.ListQuery) []*thread {
 }
 
 // sortKey is what a listing orders threads by (then by id).
-func sortKey(q *store.ListQuery, t *thread) int64 {
+func sortKey(q *driver.ListQuery, t *thread) int64 {
 	switch q.Sort {
 	case store.SortUpdated:
 		return t.headAt()
@@ -201,8 +202,8 @@ func sortKey(q *store.ListQuery, t *thread) int64 {
 	return t.rec.CreatedAt
 }
 
-// ListThreads implements store.ThreadIndex.
-func (b *Backend) ListThreads(_ context.Context, q store.ListQuery) ([]store.ThreadRecord, error) {
+// ListThreads implements driver.ThreadIndex.
+func (b *Backend) ListThreads(_ context.Context, q driver.ListQuery) ([]driver.ThreadRecord, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if err := b.live(); err != nil {
@@ -223,15 +224,15 @@ func (b *Backend) ListThreads(_ context.Context, q store.ListQuery) ([]store.Thr
 	if q.Limit > 0 {
 		ts = ts[:min(q.Limit, len(ts))]
 	}
-	out := make([]store.ThreadRecord, len(ts))
+	out := make([]driver.ThreadRecord, len(ts))
 	for i, t := range ts {
 		out[i] = b.record(t)
 	}
 	return out, nil
 }
 
-// CountThreads implements store.ThreadIndex.
-func (b *Backend) CountThreads(_ context.Context, q store.ListQuery) (int64, error) {
+// CountThreads implements driver.ThreadIndex.
+func (b *Backend) CountThreads(_ context.Context, q driver.ListQuery) (int64, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if err := b.live(); err != nil {
@@ -240,14 +241,14 @@ func (b *Backend) CountThreads(_ context.Context, q store.ListQuery) (int64, err
 	return int64(len(b.selected(&q))), nil
 }
 
-// IndexCounts implements store.ThreadIndex.
-func (b *Backend) IndexCounts(_ context.Context, tenant string, all bool, meta []store.MetaFilter) (store.IndexCounts, error) {
+// IndexCounts implements driver.ThreadIndex.
+func (b *Backend) IndexCounts(_ context.Context, tenant string, all bool, meta []driver.MetaFilter) (driver.IndexCounts, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if err := b.live(); err != nil {
-		return store.IndexCounts{}, err
+		return driver.IndexCounts{}, err
 	}
-	c := store.IndexCounts{Status: map[store.ThreadStatus]int64{}}
+	c := driver.IndexCounts{Status: map[store.ThreadStatus]int64{}}
 	for k, n := range b.idx.totals {
 		if all || k.tenant == tenant {
 			c.Status[k.status] += n
@@ -263,13 +264,13 @@ func (b *Backend) IndexCounts(_ context.Context, tenant string, all bool, meta [
 	return c, nil
 }
 
-// UnclassifiedThreads implements store.ThreadIndex: a memory store never
+// UnclassifiedThreads implements driver.ThreadIndex: a memory store never
 // has a thread of unknown status.
 func (b *Backend) UnclassifiedThreads(context.Context, string, int) ([]string, error) {
 	return nil, nil
 }
 
-// SetThreadStatus implements store.ThreadIndex.
+// SetThreadStatus implements driver.ThreadIndex.
 func (b *Backend) SetThreadStatus(_ context.Context, id string, st store.ThreadStatus, at int64) error {
 	if !st.Valid() {
 		return fmt.Errorf("%w: thread status %d", store.ErrInvalidArgument, st)

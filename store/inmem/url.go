@@ -5,25 +5,26 @@ import (
 	"fmt"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // The scheme is inmem; memory, its earlier name, still opens it.
 func init() {
-	store.Register("inmem", driver{})
-	store.Register("memory", driver{})
+	driver.Register("inmem", urlDriver{})
+	driver.Register("memory", urlDriver{})
 }
 
-// driver opens "inmem:" URLs (store.Open; "memory:" too): a new, empty
+// urlDriver opens "inmem:" URLs (store.Open; "memory:" too): a new, empty
 // in-process store each time.
-type driver struct{}
+type urlDriver struct{}
 
-func (driver) Check(raw string) error {
+func (urlDriver) Check(raw string) error {
 	if raw != "inmem:" && raw != "memory:" {
 		return fmt.Errorf("%w: store URL %q: inmem takes no path or options", store.ErrInvalidArgument, raw)
 	}
 	return nil
 }
 
-func (driver) Open(_ context.Context, _ string, o store.OpenOptions) (*store.Engine, error) {
-	return Open(o.Store), nil
+func (urlDriver) Open(context.Context, string, driver.OpenOptions) (driver.Backend, error) {
+	return New(), nil
 }

@@ -7,13 +7,14 @@ import (
 	"strings"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 	"github.com/jackc/pgx/v5"
 )
 
-// Insert implements store.Backend: the row, its snapshot and (for a first
+// Insert implements driver.Backend: the row, its snapshot and (for a first
 // row) the thread record go in one transaction, sent as one batch. A seq
 // that exists, or a parent that does not, is ErrConflict.
-func (b *Backend) Insert(ctx context.Context, r store.Row) error {
+func (b *Backend) Insert(ctx context.Context, r driver.Row) error {
 	if err := b.writable(); err != nil {
 		return err
 	}
@@ -26,9 +27,9 @@ func (b *Backend) Insert(ctx context.Context, r store.Row) error {
 	return b.insertOne(ctx, r)
 }
 
-// AttachSnapshot implements store.SnapshotAttacher: the row's new
+// AttachSnapshot implements driver.SnapshotAttacher: the row's new
 // bookkeeping and its snapshot in one transaction, sent as one batch.
-func (b *Backend) AttachSnapshot(ctx context.Context, r store.Row, old uint32) (bool, error) {
+func (b *Backend) AttachSnapshot(ctx context.Context, r driver.Row, old uint32) (bool, error) {
 	if err := b.writable(); err != nil {
 		return false, err
 	}
@@ -62,11 +63,11 @@ func (b *Backend) GroupStats() GroupStats {
 }
 
 // insertOne appends a row in a transaction of its own.
-func (b *Backend) insertOne(ctx context.Context, r store.Row) error {
+func (b *Backend) insertOne(ctx context.Context, r driver.Row) error {
 	return wrap(b.insertTx(ctx, r), "insert", r.Thread)
 }
 
-func (b *Backend) insertTx(ctx context.Context, r store.Row) error {
+func (b *Backend) insertTx(ctx context.Context, r driver.Row) error {
 	return b.inTx(ctx, "insert", r.Thread, func(tx pgx.Tx) error {
 		batch := &pgx.Batch{}
 		create := r.Create != nil && r.Seq == 1
@@ -129,8 +130,8 @@ func (b *Backend) insertTx(ctx context.Context, r store.Row) error {
 	})
 }
 
-// Rows implements store.Backend.
-func (b *Backend) Rows(ctx context.Context, q store.RowQuery) ([]store.Row, error) {
+// Rows implements driver.Backend.
+func (b *Backend) Rows(ctx context.Context, q driver.RowQuery) ([]driver.Row, error) {
 	var sb strings.Builder
 	sb.WriteString(`SELECT seq, parent, base, has_snapshot, since, base_size, status, created_at, meta, patch, crc, coalesce(ext_id, '')`)
 	sb.WriteString(` FROM cairn_checkpoints WHERE thread = $1 AND ns = $2 AND seq >= $3`)
@@ -153,9 +154,9 @@ func (b *Backend) Rows(ctx context.Context, q store.RowQuery) ([]store.Row, erro
 		return nil, wrap(err, "checkpoints", q.Thread)
 	}
 	defer rows.Close()
-	var out []store.Row
+	var out []driver.Row
 	for rows.Next() {
-		r := store.Row{Thread: q.Thread, Namespace: q.Namespace}
+		r := driver.Row{Thread: q.Thread, Namespace: q.Namespace}
 		var status int16
 		var sum int64
 		if err := rows.Scan(&r.Seq, &r.Parent, &r.Base, &r.HasSnapshot, &r.Since, &r.BaseSize, &status, &r.CreatedAt, &r.Meta, &r.Patch, &sum, &r.ExternalID); err != nil {
@@ -167,7 +168,7 @@ func (b *Backend) Rows(ctx context.Context, q store.RowQuery) ([]store.Row, erro
 			r.Patch = []byte{}
 		}
 		if int16(r.Status) != status || sum != int64(r.Sum) {
-			r.Sum = ^store.RowChecksum(&r) // what was read is not what was written
+			r.Sum = ^driver.RowChecksum(&r) // what was read is not what was written
 		}
 		out = append(out, r)
 	}
@@ -182,7 +183,7 @@ func (b *Backend) Rows(ctx context.Context, q store.RowQuery) ([]store.Row, erro
 	return out, nil
 }
 
-func (b *Backend) fillSnapshots(ctx context.Context, q store.RowQuery, out []store.Row) error {
+func (b *Backend) fillSnapshots(ctx context.Context, q driver.RowQuery, out []driver.Row) error {
 	idx := map[int64]int{}
 	var seqs []int64
 	for i := range out {
@@ -210,21 +211,21 @@ func (b *Backend) fillSnapshots(ctx context.Context, q store.RowQuery, out []sto
 	return wrap(rows.Err(), "snapshots", q.Thread)
 }
 
-// Namespaces implements store.Backend.
-func (b *Backend) Namespaces(ctx context.Context, thread string) ([]store.NamespaceRecord, error) {
+// Namespaces implements driver.Backend.
+func (b *Backend) Namespaces(ctx context.Context, thread string) ([]driver.NamespaceRecord, error) {
 	rows, err := b.pool.Query(ctx, `SELECT ns, max(seq), count(*) FROM cairn_checkpoints WHERE thread = $1 GROUP BY ns ORDER BY ns COLLATE "C"`, thread)
 	if err != nil {
 		return nil, wrap(err, "namespaces", thread)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.NamespaceRecord, error) {
-		var r store.NamespaceRecord
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (driver.NamespaceRecord, error) {
+		var r driver.NamespaceRecord
 		err := row.Scan(&r.Name, &r.Head, &r.Count)
 		return r, err
 	})
 	return out, wrap(err, "namespaces", thread)
 }
 
-// PutWrites implements store.Backend.
+// PutWrites implements driver.Backend.
 func (b *Backend) PutWrites(ctx context.Context, thread, ns string, seq int64, ws []store.Write) error {
 	if err := b.writable(); err != nil {
 		return err
@@ -248,7 +249,7 @@ func (b *Backend) PutWrites(ctx context.Context, thread, ns string, seq int64, w
 	})
 }
 
-// Writes implements store.Backend.
+// Writes implements driver.Backend.
 func (b *Backend) Writes(ctx context.Context, thread, ns string, seq int64) ([]store.Write, error) {
 	rows, err := b.pool.Query(ctx, `SELECT task, node, data FROM cairn_writes WHERE thread = $1 AND ns = $2 AND seq = $3 ORDER BY task`, thread, ns, seq)
 	if err != nil {

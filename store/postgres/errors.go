@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -60,7 +61,7 @@ func classified(err error) bool {
 // two happened is then unknown, and the writer tries again once the
 // server is back (a stale head it would then see as a conflict, a
 // takeover as fenced).
-func (b *Backend) fencedOr(ctx context.Context, r store.Row, conflict error) error {
+func (b *Backend) fencedOr(ctx context.Context, r driver.Row, conflict error) error {
 	if r.Fence == 0 {
 		return conflict
 	}
@@ -69,7 +70,7 @@ func (b *Backend) fencedOr(ctx context.Context, r store.Row, conflict error) err
 	case err != nil:
 		return wrap(err, "lease", r.Thread)
 	case cur.Token != r.Fence:
-		return store.FencedError(r.Thread, r.Fence, cur.Token)
+		return driver.FencedError(r.Thread, r.Fence, cur.Token)
 	}
 	return conflict
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/cairn-dev/cairn/store"
 )
 
-// ExternalSeq implements store.ExternalIDIndex, through the index
+// ExternalSeq implements driver.ExternalIDIndex, through the index
 // cairn_checkpoints_ext_id of format 8.
 func (b *Backend) ExternalSeq(ctx context.Context, thread, ns, id string) (int64, error) {
 	var seq int64

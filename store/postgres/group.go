@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // Group commit: appends that arrive while others are committing wait and
@@ -24,7 +25,7 @@ import (
 
 // insertJob is one append waiting for its batch.
 type insertJob struct {
-	row  store.Row
+	row  driver.Row
 	done chan error
 }
 
@@ -49,7 +50,7 @@ type GroupStats struct {
 // insert queues a row and returns its outcome, once its batch has
 // committed. Once queued the row is written: a caller could not tell
 // whether it committed had it stopped waiting, so it waits for the answer.
-func (g *grouper) insert(r store.Row) error {
+func (g *grouper) insert(r driver.Row) error {
 	g.mu.Lock()
 	if g.running == 0 && len(g.queue) == 0 {
 		// Alone: the plain single-row transaction, in the caller's
@@ -140,7 +141,7 @@ func (g *grouper) fallback(batch []*insertJob) {
 // ErrConflict), or the error that failed the transaction.
 func (g *grouper) commit(batch []*insertJob) ([]error, error) {
 	ctx := context.Background()
-	rows := make([]store.Row, len(batch))
+	rows := make([]driver.Row, len(batch))
 	for i, j := range batch {
 		rows[i] = j.row
 	}
@@ -200,7 +201,7 @@ type writtenKey struct {
 
 // levelsOf splits a batch's row indexes into levels: a row whose parent
 // is an earlier row of the batch goes one level after it.
-func levelsOf(rows []store.Row) [][]int {
+func levelsOf(rows []driver.Row) [][]int {
 	at := map[rowKey]int{}
 	level := make([]int, len(rows))
 	var out [][]int
@@ -218,7 +219,7 @@ func levelsOf(rows []store.Row) [][]int {
 }
 
 // queueThread adds the INSERT of a row's new thread (with its index).
-func queueThread(pb *pgx.Batch, r store.Row) error {
+func queueThread(pb *pgx.Batch, r driver.Row) error {
 	if r.Create != nil && r.Seq == 1 {
 		args, err := createArgs(r.Create)
 		if err != nil {
@@ -232,7 +233,7 @@ func queueThread(pb *pgx.Batch, r store.Row) error {
 // queueCheckpoints adds one INSERT of the checkpoints of a level: each
 // written if its parent exists and its seq is free (and, for a new thread,
 // if the thread is the one its row created); RETURNING says which were.
-func queueCheckpoints(pb *pgx.Batch, rows []store.Row, lv []int) {
+func queueCheckpoints(pb *pgx.Batch, rows []driver.Row, lv []int) {
 	n := len(lv)
 	var (
 		thread, ns                                          = make([]string, n), make([]string, n)
@@ -272,7 +273,7 @@ func queueCheckpoints(pb *pgx.Batch, rows []store.Row, lv []int) {
 
 // queueSnapshot adds a row's snapshot, written if the checkpoint is this
 // row's (its checksum).
-func queueSnapshot(pb *pgx.Batch, r store.Row) {
+func queueSnapshot(pb *pgx.Batch, r driver.Row) {
 	if r.HasSnapshot {
 		pb.Queue(`INSERT INTO cairn_snapshots (thread, ns, seq, data)
 			SELECT $1::text, $2::text, $3::bigint, $4::bytea
@@ -284,7 +285,7 @@ func queueSnapshot(pb *pgx.Batch, r store.Row) {
 // readBatch reads the batch's results in the order they were queued and
 // sets each row's outcome: nil, or ErrConflict. It returns the error that
 // fails the transaction.
-func readBatch(res pgx.BatchResults, rows []store.Row, levels [][]int, errs []error) error {
+func readBatch(res pgx.BatchResults, rows []driver.Row, levels [][]int, errs []error) error {
 	for i, r := range rows {
 		if r.Create == nil || r.Seq != 1 {
 			continue

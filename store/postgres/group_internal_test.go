@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/pgtest"
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // TestGroupSameKey: two rows of one batch extend the same head (writers
@@ -21,13 +22,13 @@ func TestGroupSameKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	row := func(seq, parent, at int64, patch string) store.Row {
-		r := store.Row{Thread: "race", Seq: seq, Parent: parent, Status: store.StatusSuccess, CreatedAt: at, Patch: []byte(patch), Base: 1}
+	row := func(seq, parent, at int64, patch string) driver.Row {
+		r := driver.Row{Thread: "race", Seq: seq, Parent: parent, Status: store.StatusSuccess, CreatedAt: at, Patch: []byte(patch), Base: 1}
 		if seq == 1 {
-			r.Create = &store.ThreadRecord{ID: "race", CreatedAt: at}
-			r.Create.Sum = store.ThreadChecksum(r.Create)
+			r.Create = &driver.ThreadRecord{ID: "race", CreatedAt: at}
+			r.Create.Sum = driver.ThreadChecksum(r.Create)
 		}
-		r.Sum = store.RowChecksum(&r)
+		r.Sum = driver.RowChecksum(&r)
 		return r
 	}
 	if err := b.Insert(ctx, row(1, 0, 1, "first")); err != nil {

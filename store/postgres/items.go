@@ -8,16 +8,16 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // encodeItemValue is the one place an item's value is turned into the
 // bytes of its value column (today the JSON as it is); k is the item it
 // belongs to.
-func encodeItemValue(_ store.ItemKey, v []byte) ([]byte, error) { return v, nil }
+func encodeItemValue(_ driver.ItemKey, v []byte) ([]byte, error) { return v, nil }
 
 // decodeItemValue undoes encodeItemValue.
-func decodeItemValue(_ store.ItemKey, b []byte) ([]byte, error) { return b, nil }
+func decodeItemValue(_ driver.ItemKey, b []byte) ([]byte, error) { return b, nil }
 
 // putItemSQL writes a row, keeping the CreatedAt of the row it replaces
 // unless that one had expired; its words become a tsvector of the
@@ -28,8 +28,8 @@ const putItemSQL = `INSERT INTO cairn_items (tenant, ns, key, value, created_at,
 		created_at = CASE WHEN cairn_items.expires_at > 0 AND cairn_items.expires_at <= EXCLUDED.updated_at THEN EXCLUDED.created_at ELSE cairn_items.created_at END,
 		updated_at = EXCLUDED.updated_at, ttl = EXCLUDED.ttl, expires_at = EXCLUDED.expires_at, text_index = EXCLUDED.text_index, vectors = EXCLUDED.vectors`
 
-// WriteItems implements store.ItemBackend, in one transaction.
-func (b *Backend) WriteItems(ctx context.Context, puts []store.ItemRow, deletes []store.ItemKey) error {
+// WriteItems implements driver.ItemBackend, in one transaction.
+func (b *Backend) WriteItems(ctx context.Context, puts []driver.ItemRow, deletes []driver.ItemKey) error {
 	if err := b.writable(); err != nil {
 		return err
 	}
@@ -42,7 +42,7 @@ func (b *Backend) WriteItems(ctx context.Context, puts []store.ItemRow, deletes 
 		if err != nil {
 			return err
 		}
-		batch.Queue(putItemSQL, r.Tenant, r.Namespace, r.Key, val, r.CreatedAt, r.UpdatedAt, r.TTL, r.ExpiresAt, r.Text, store.EncodeVectors(r.Vectors))
+		batch.Queue(putItemSQL, r.Tenant, r.Namespace, r.Key, val, r.CreatedAt, r.UpdatedAt, r.TTL, r.ExpiresAt, r.Text, driver.EncodeVectors(r.Vectors))
 	}
 	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error { return tx.SendBatch(ctx, batch).Close() })
 	return wrap(err, "write items", "")
@@ -51,8 +51,8 @@ func (b *Backend) WriteItems(ctx context.Context, puts []store.ItemRow, deletes 
 const itemColumns = `tenant, ns, key, value, created_at, updated_at, ttl, expires_at`
 
 // scanItem reads itemColumns, then the vectors and the score when asked.
-func scanItem(rows pgx.Rows, vectors, score bool) (store.ItemRow, error) {
-	var r store.ItemRow
+func scanItem(rows pgx.Rows, vectors, score bool) (driver.ItemRow, error) {
+	var r driver.ItemRow
 	dest := []any{&r.Tenant, &r.Namespace, &r.Key, &r.Value, &r.CreatedAt, &r.UpdatedAt, &r.TTL, &r.ExpiresAt}
 	var vb []byte
 	if vectors {
@@ -70,13 +70,13 @@ func scanItem(rows pgx.Rows, vectors, score bool) (store.ItemRow, error) {
 	if r.Value, err = decodeItemValue(r.ItemKey, r.Value); err != nil {
 		return r, err
 	}
-	r.Vectors, err = store.DecodeVectors(vb)
+	r.Vectors, err = driver.DecodeVectors(vb)
 	return r, err
 }
 
-// GetItems implements store.ItemBackend.
-func (b *Backend) GetItems(ctx context.Context, keys []store.ItemKey, now int64) ([]store.ItemRow, error) {
-	var out []store.ItemRow
+// GetItems implements driver.ItemBackend.
+func (b *Backend) GetItems(ctx context.Context, keys []driver.ItemKey, now int64) ([]driver.ItemRow, error) {
+	var out []driver.ItemRow
 	for _, k := range keys {
 		rows, err := b.pool.Query(ctx, `SELECT `+itemColumns+` FROM cairn_items WHERE tenant = $1 AND ns = $2 AND key = $3 AND (expires_at = 0 OR expires_at > $4)`, k.Tenant, k.Namespace, k.Key, now)
 		if err != nil {
@@ -106,7 +106,7 @@ const prefixCond = ` AND ns >= $%d AND ns < $%d || '/' AND (ns = $%d OR starts_w
 
 // scanQuery builds a scan's query and arguments: the unexpired rows of
 // the tenant at or below the prefix.
-func scanQuery(q store.ItemScan) (string, []any) {
+func scanQuery(q driver.ItemScan) (string, []any) {
 	args := []any{q.Tenant, q.Now}
 	var sb strings.Builder
 	sb.WriteString(`SELECT ` + itemColumns)
@@ -136,20 +136,20 @@ func scanQuery(q store.ItemScan) (string, []any) {
 	return sb.String(), args
 }
 
-// ScanItems implements store.ItemBackend.
-func (b *Backend) ScanItems(ctx context.Context, q store.ItemScan) iter.Seq2[store.ItemRow, error] {
-	return func(yield func(store.ItemRow, error) bool) {
+// ScanItems implements driver.ItemBackend.
+func (b *Backend) ScanItems(ctx context.Context, q driver.ItemScan) iter.Seq2[driver.ItemRow, error] {
+	return func(yield func(driver.ItemRow, error) bool) {
 		text, args := scanQuery(q)
 		rows, err := b.pool.Query(ctx, text, args...)
 		if err != nil {
-			yield(store.ItemRow{}, wrap(err, "items", ""))
+			yield(driver.ItemRow{}, wrap(err, "items", ""))
 			return
 		}
 		defer rows.Close()
 		for rows.Next() {
 			r, err := scanItem(rows, q.Vectors, len(q.Terms) > 0)
 			if err != nil {
-				yield(store.ItemRow{}, wrap(err, "items", ""))
+				yield(driver.ItemRow{}, wrap(err, "items", ""))
 				return
 			}
 			if !yield(r, nil) {
@@ -157,12 +157,12 @@ func (b *Backend) ScanItems(ctx context.Context, q store.ItemScan) iter.Seq2[sto
 			}
 		}
 		if err := rows.Err(); err != nil {
-			yield(store.ItemRow{}, wrap(err, "items", ""))
+			yield(driver.ItemRow{}, wrap(err, "items", ""))
 		}
 	}
 }
 
-// ItemNamespaces implements store.ItemBackend.
+// ItemNamespaces implements driver.ItemBackend.
 func (b *Backend) ItemNamespaces(ctx context.Context, tenant, prefix string, now int64) ([]string, error) {
 	text, args := `SELECT DISTINCT ns FROM cairn_items WHERE tenant = $1 AND (expires_at = 0 OR expires_at > $2)`, []any{tenant, now}
 	if prefix != "" {
@@ -177,8 +177,8 @@ func (b *Backend) ItemNamespaces(ctx context.Context, tenant, prefix string, now
 	return out, wrap(err, "item namespaces", "")
 }
 
-// TouchItems implements store.ItemBackend.
-func (b *Backend) TouchItems(ctx context.Context, keys []store.ItemKey, now int64) error {
+// TouchItems implements driver.ItemBackend.
+func (b *Backend) TouchItems(ctx context.Context, keys []driver.ItemKey, now int64) error {
 	if err := b.writable(); err != nil {
 		return err
 	}
@@ -192,7 +192,7 @@ func (b *Backend) TouchItems(ctx context.Context, keys []store.ItemKey, now int6
 // sweepBatch is how many expired items one sweep statement deletes.
 const sweepBatch = 1000
 
-// SweepItems implements store.ItemBackend, in statements of at most 1000
+// SweepItems implements driver.ItemBackend, in statements of at most 1000
 // rows.
 func (b *Backend) SweepItems(ctx context.Context, now int64) (int64, error) {
 	if err := b.writable(); err != nil {
@@ -211,4 +211,4 @@ func (b *Backend) SweepItems(ctx context.Context, now int64) (int64, error) {
 	}
 }
 
-var _ store.ItemBackend = (*Backend)(nil)
+var _ driver.ItemBackend = (*Backend)(nil)

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // Acquire implements store.LeaseStore: one statement, so two owners
@@ -85,7 +86,7 @@ func (b *Backend) fencedError(ctx context.Context, thread string, token int64) e
 	if err != nil {
 		return err
 	}
-	return store.FencedError(thread, token, cur.Token)
+	return driver.FencedError(thread, token, cur.Token)
 }
 
 var _ store.LeaseStore = (*Backend)(nil)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -26,7 +27,7 @@ var (
 	//go:embed schema.sql
 	baseline string
 
-	migrations = store.MustLoadMigrations(migrationFiles, "migrations", map[int]string{
+	migrations = driver.MustLoadMigrations(migrationFiles, "migrations", map[int]string{
 		2: "computes the checksum of every thread and checkpoint row",
 		6: "fills the thread index: each thread's status and touch time from its head, its metadata entries, the counters",
 		7: "refuses a thread whose key another thread has, before the rows are renamed; gives each renamed thread and checkpoint row the checksum of its new name, and moves its counts to the shard of its new name",
@@ -165,9 +166,9 @@ func addChecksums(ctx context.Context, tx pgx.Tx) error {
 	if err != nil {
 		return err
 	}
-	var threads []store.ThreadRecord
+	var threads []driver.ThreadRecord
 	for rows.Next() {
-		var t store.ThreadRecord
+		var t driver.ThreadRecord
 		var meta *string
 		if err := rows.Scan(&t.ID, &t.Tenant, &meta, &t.CreatedAt); err != nil {
 			rows.Close()
@@ -182,7 +183,7 @@ func addChecksums(ctx context.Context, tx pgx.Tx) error {
 		return rows.Err()
 	}
 	for i := range threads {
-		if _, err := tx.Exec(ctx, `UPDATE threads SET crc = $1 WHERE id = $2`, int64(store.ThreadChecksum(&threads[i])), threads[i].ID); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE threads SET crc = $1 WHERE id = $2`, int64(driver.ThreadChecksum(&threads[i])), threads[i].ID); err != nil {
 			return err
 		}
 	}
@@ -190,16 +191,16 @@ func addChecksums(ctx context.Context, tx pgx.Tx) error {
 }
 
 func sumCheckpoints(ctx context.Context, tx pgx.Tx) error {
-	var last store.Row
+	var last driver.Row
 	for {
 		rows, err := tx.Query(ctx, `SELECT thread, ns, seq, parent, base, since, base_size, status, created_at, has_snapshot, meta, patch
 			FROM checkpoints WHERE (thread, ns, seq) > ($1, $2, $3) ORDER BY thread, ns, seq LIMIT 512`, last.Thread, last.Namespace, last.Seq)
 		if err != nil {
 			return err
 		}
-		var page []store.Row
+		var page []driver.Row
 		for rows.Next() {
-			var r store.Row
+			var r driver.Row
 			var status int16
 			if err := rows.Scan(&r.Thread, &r.Namespace, &r.Seq, &r.Parent, &r.Base, &r.Since, &r.BaseSize, &status, &r.CreatedAt, &r.HasSnapshot, &r.Meta, &r.Patch); err != nil {
 				rows.Close()
@@ -214,7 +215,7 @@ func sumCheckpoints(ctx context.Context, tx pgx.Tx) error {
 		batch := &pgx.Batch{}
 		for i := range page {
 			r := &page[i]
-			batch.Queue(`UPDATE checkpoints SET crc = $1 WHERE thread = $2 AND ns = $3 AND seq = $4`, int64(store.RowChecksum(r)), r.Thread, r.Namespace, r.Seq)
+			batch.Queue(`UPDATE checkpoints SET crc = $1 WHERE thread = $2 AND ns = $3 AND seq = $4`, int64(driver.RowChecksum(r)), r.Thread, r.Namespace, r.Seq)
 		}
 		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 			return err

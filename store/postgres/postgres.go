@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -37,12 +38,11 @@ type Options struct {
 	CommitLanes int
 }
 
-// Backend is a store.Backend on PostgreSQL.
+// Backend is a driver.Backend on PostgreSQL.
 type Backend struct {
 	pool     *pgxpool.Pool
 	readOnly bool
 	group    *grouper // nil: each append its own transaction
-	queue    inserter
 }
 
 // Open connects to dsn (a postgres:// URL or key=value string; pgx passes
@@ -134,10 +134,10 @@ func OpenStore(ctx context.Context, dsn string, opts Options, sopts store.Option
 // over it then writes no late snapshots).
 func (b *Backend) ReadOnly() bool { return b.readOnly }
 
-// Close implements store.Backend.
+// Close implements driver.Backend.
 func (b *Backend) Close() error {
 	b.pool.Close()
 	return nil
 }
 
-var _ store.Backend = (*Backend)(nil)
+var _ driver.Backend = (*Backend)(nil)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -12,13 +13,13 @@ import (
 // its thread (the second is a hash of the thread's id).
 const pruneLockClass = "7262466"
 
-// DeleteRanges implements store.Backend. It checks that the namespace did
+// DeleteRanges implements driver.Backend. It checks that the namespace did
 // not grow once more after it has locked the rows it rewrites and deletes:
 // an insert holds a lock on its parent row until it commits (Insert), so
 // one on a parent this prune changes either committed first — and that
 // check sees its row — or waits, and then finds its parent changed or
 // gone.
-func (b *Backend) DeleteRanges(ctx context.Context, thread, ns string, head int64, ranges []store.SeqRange, rebase []store.Rebase) (int64, error) {
+func (b *Backend) DeleteRanges(ctx context.Context, thread, ns string, head int64, ranges []driver.SeqRange, rebase []driver.Rebase) (int64, error) {
 	if err := b.writable(); err != nil {
 		return 0, err
 	}
@@ -61,7 +62,7 @@ func (b *Backend) DeleteRanges(ctx context.Context, thread, ns string, head int6
 			return fmt.Errorf("%w: thread %q namespace %q grew while it was pruned (head %d)", store.ErrConflict, thread, ns, head)
 		}
 		if ns == "" {
-			_, err := tx.Exec(ctx, emptiedSQL, thread, int16(store.ShardOf(thread, shards)))
+			_, err := tx.Exec(ctx, emptiedSQL, thread, int16(driver.ShardOf(thread, shards)))
 			return err
 		}
 		return nil
@@ -69,9 +70,9 @@ func (b *Backend) DeleteRanges(ctx context.Context, thread, ns string, head int6
 	return n, wrap(err, "prune", thread)
 }
 
-// rebaseRows rewrites the kept rows of a prune (store.Rebase), inside its
+// rebaseRows rewrites the kept rows of a prune (driver.Rebase), inside its
 // transaction: a row changed since it was read fails the prune.
-func rebaseRows(ctx context.Context, tx pgx.Tx, rebase []store.Rebase) error {
+func rebaseRows(ctx context.Context, tx pgx.Tx, rebase []driver.Rebase) error {
 	if len(rebase) == 0 {
 		return nil
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // errNotSwapped rolls a rewrite back when the stored bytes changed.
@@ -42,8 +42,8 @@ func (b *Backend) swap(ctx context.Context, thread string, stmts ...swapStmt) (b
 	return err == nil, err
 }
 
-// RewriteRow implements store.BlobRewriter.
-func (b *Backend) RewriteRow(ctx context.Context, old, nw store.Row) (bool, error) {
+// RewriteRow implements driver.BlobRewriter.
+func (b *Backend) RewriteRow(ctx context.Context, old, nw driver.Row) (bool, error) {
 	stmts := []swapStmt{{`UPDATE cairn_checkpoints SET meta = $1, patch = $2, base_size = $3, crc = $4 WHERE thread = $5 AND ns = $6 AND seq = $7 AND crc = $8 AND patch = $9`,
 		[]any{nw.Meta, nw.Patch, nw.BaseSize, int64(nw.Sum), old.Thread, old.Namespace, old.Seq, int64(old.Sum), old.Patch}}}
 	if nw.Snapshot != nil {
@@ -53,16 +53,16 @@ func (b *Backend) RewriteRow(ctx context.Context, old, nw store.Row) (bool, erro
 	return b.swap(ctx, old.Thread, stmts...)
 }
 
-// ThreadWrites implements store.BlobRewriter.
-func (b *Backend) ThreadWrites(ctx context.Context, thread string) ([]store.StoredWrite, error) {
+// ThreadWrites implements driver.BlobRewriter.
+func (b *Backend) ThreadWrites(ctx context.Context, thread string) ([]driver.StoredWrite, error) {
 	rows, err := b.pool.Query(ctx, `SELECT ns, seq, task, data FROM cairn_writes WHERE thread = $1 ORDER BY ns, seq, task`, thread)
 	if err != nil {
 		return nil, wrap(err, "pending writes", thread)
 	}
 	defer rows.Close()
-	var out []store.StoredWrite
+	var out []driver.StoredWrite
 	for rows.Next() {
-		w := store.StoredWrite{Thread: thread}
+		w := driver.StoredWrite{Thread: thread}
 		if err := rows.Scan(&w.Namespace, &w.Seq, &w.Task, &w.Data); err != nil {
 			return nil, wrap(err, "pending writes", thread)
 		}
@@ -71,35 +71,35 @@ func (b *Backend) ThreadWrites(ctx context.Context, thread string) ([]store.Stor
 	return out, wrap(rows.Err(), "pending writes", thread)
 }
 
-// RewriteWrite implements store.BlobRewriter.
-func (b *Backend) RewriteWrite(ctx context.Context, w store.StoredWrite, nw []byte) (bool, error) {
+// RewriteWrite implements driver.BlobRewriter.
+func (b *Backend) RewriteWrite(ctx context.Context, w driver.StoredWrite, nw []byte) (bool, error) {
 	return b.swap(ctx, w.Thread, swapStmt{`UPDATE cairn_writes SET data = $1 WHERE thread = $2 AND ns = $3 AND seq = $4 AND task = $5 AND data = $6`,
 		[]any{nw, w.Thread, w.Namespace, w.Seq, w.Task, w.Data}})
 }
 
-// RewriteRun implements store.BlobRewriter.
+// RewriteRun implements driver.BlobRewriter.
 func (b *Backend) RewriteRun(ctx context.Context, id string, old, nw []byte) (bool, error) {
 	return b.swap(ctx, "", swapStmt{`UPDATE cairn_runs SET data = $1 WHERE id = $2 AND data = $3`, []any{nw, id, old}})
 }
 
-// RewriteEvent implements store.BlobRewriter.
+// RewriteEvent implements driver.BlobRewriter.
 func (b *Backend) RewriteEvent(ctx context.Context, run string, seq int64, old, nw []byte) (bool, error) {
 	return b.swap(ctx, "", swapStmt{`UPDATE cairn_run_events SET data = $1 WHERE run = $2 AND seq = $3 AND data = $4`, []any{nw, run, seq, old}})
 }
 
-var _ store.BlobRewriter = (*Backend)(nil)
+var _ driver.BlobRewriter = (*Backend)(nil)
 
-// StoredItems implements store.ItemRewriter.
-func (b *Backend) StoredItems(ctx context.Context, after store.ItemKey, limit int) ([]store.ItemRow, error) {
+// StoredItems implements driver.ItemRewriter.
+func (b *Backend) StoredItems(ctx context.Context, after driver.ItemKey, limit int) ([]driver.ItemRow, error) {
 	rows, err := b.pool.Query(ctx, `SELECT tenant, ns, key, value FROM cairn_items WHERE (tenant, ns, key) > ($1, $2, $3) ORDER BY tenant, ns, key LIMIT $4`,
 		after.Tenant, after.Namespace, after.Key, limit)
 	if err != nil {
 		return nil, wrap(err, "items", "")
 	}
 	defer rows.Close()
-	var out []store.ItemRow
+	var out []driver.ItemRow
 	for rows.Next() {
-		var r store.ItemRow
+		var r driver.ItemRow
 		if err := rows.Scan(&r.Tenant, &r.Namespace, &r.Key, &r.Value); err != nil {
 			return nil, wrap(err, "items", "")
 		}
@@ -111,8 +111,8 @@ func (b *Backend) StoredItems(ctx context.Context, after store.ItemKey, limit in
 	return out, wrap(rows.Err(), "items", "")
 }
 
-// RewriteItem implements store.ItemRewriter.
-func (b *Backend) RewriteItem(ctx context.Context, k store.ItemKey, old, nw []byte) (bool, error) {
+// RewriteItem implements driver.ItemRewriter.
+func (b *Backend) RewriteItem(ctx context.Context, k driver.ItemKey, old, nw []byte) (bool, error) {
 	oldVal, err := encodeItemValue(k, old)
 	if err != nil {
 		return false, err
@@ -124,9 +124,9 @@ func (b *Backend) RewriteItem(ctx context.Context, k store.ItemKey, old, nw []by
 	return b.swap(ctx, "", swapStmt{`UPDATE cairn_items SET value = $1 WHERE tenant = $2 AND ns = $3 AND key = $4 AND value = $5`, []any{nwVal, k.Tenant, k.Namespace, k.Key, oldVal}})
 }
 
-var _ store.ItemRewriter = (*Backend)(nil)
+var _ driver.ItemRewriter = (*Backend)(nil)
 
-// Vacuum implements store.Vacuumer: VACUUM FULL rewrites the store's
+// Vacuum implements driver.Vacuumer: VACUUM FULL rewrites the store's
 // tables, so that no dead row version — the rows a prune deleted, the
 // plaintext an encrypting rekey replaced — is left in their files. It
 // locks each table while it rewrites it: the other processes' reads and
@@ -139,4 +139,4 @@ func (b *Backend) Vacuum(ctx context.Context) error {
 	return wrap(err, "vacuum", "")
 }
 
-var _ store.Vacuumer = (*Backend)(nil)
+var _ driver.Vacuumer = (*Backend)(nil)

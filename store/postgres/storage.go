@@ -7,13 +7,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
-// ThreadUsage implements store.StorageBackend, in one read-only
+// ThreadUsage implements driver.StorageBackend, in one read-only
 // REPEATABLE READ transaction (a consistent view). octet_length is the
 // bytes of the stored value, before PostgreSQL's own compression (TOAST).
-func (b *Backend) ThreadUsage(ctx context.Context, thread string) (store.ThreadUsage, error) {
-	u := store.ThreadUsage{PendingWrites: map[string]store.StoredRows{}}
+func (b *Backend) ThreadUsage(ctx context.Context, thread string) (driver.ThreadUsage, error) {
+	u := driver.ThreadUsage{PendingWrites: map[string]store.StoredRows{}}
 	err := pgx.BeginTxFunc(ctx, b.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var n int
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM cairn_threads WHERE id = $1`, thread).Scan(&n); err != nil {
@@ -41,9 +42,9 @@ func (b *Backend) ThreadUsage(ctx context.Context, thread string) (store.ThreadU
 		return wrap(err, "run events", thread)
 	})
 	if err != nil {
-		return store.ThreadUsage{}, wrap(err, "storage", thread)
+		return driver.ThreadUsage{}, wrap(err, "storage", thread)
 	}
 	return u, nil
 }
 
-var _ store.StorageBackend = (*Backend)(nil)
+var _ driver.StorageBackend = (*Backend)(nil)

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // Migration 7 keeps each tenant's thread under its key, tenant/id
@@ -15,7 +16,7 @@ import (
 // it refuse a rename onto a thread that exists, give the renamed threads
 // and rows the checksums of their new names, and move their counts to the
 // shards of their new names (a thread's counters are kept in the shard
-// its id gives, store.ShardOf).
+// its id gives, driver.ShardOf).
 
 // keyPage is how many renamed threads, and how many rows of one, a Go
 // step of migration 7 reads at a time.
@@ -34,7 +35,7 @@ func checkTenantKeys(ctx context.Context, tx pgx.Tx) error {
 	case err != nil:
 		return err
 	}
-	return store.KeyTakenError(tenant, id)
+	return driver.KeyTakenError(tenant, id)
 }
 
 // keyed is a thread migration 7 renamed.
@@ -96,7 +97,7 @@ func keyedPage(ctx context.Context, tx pgx.Tx, after string) ([]keyed, error) {
 // sumKeyedThread moves the checksums of a renamed thread's record and
 // rows to its new name, and notes its moves between shards.
 func sumKeyedThread(ctx context.Context, tx pgx.Tx, k keyed, mv *shardMoves) error {
-	t := store.ThreadRecord{ID: k.new}
+	t := driver.ThreadRecord{ID: k.new}
 	var meta *string
 	var sum int64
 	var status int16
@@ -107,7 +108,7 @@ func sumKeyedThread(ctx context.Context, tx pgx.Tx, k keyed, mv *shardMoves) err
 		t.Metadata = []byte(*meta)
 	}
 	if sum == int64(uint32(sum)) { // else it is damaged, and stays so
-		if _, err := tx.Exec(ctx, `UPDATE cairn_threads SET crc = $1 WHERE id = $2`, int64(store.MovedThreadChecksum(&t, k.old, uint32(sum))), k.new); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE cairn_threads SET crc = $1 WHERE id = $2`, int64(driver.MovedThreadChecksum(&t, k.old, uint32(sum))), k.new); err != nil {
 			return err
 		}
 	}
@@ -119,12 +120,12 @@ func sumKeyedThread(ctx context.Context, tx pgx.Tx, k keyed, mv *shardMoves) err
 
 // note records a renamed thread's counts moving from the shard of its
 // old name to that of its new one.
-func (mv *shardMoves) note(t store.ThreadRecord, old string, status int16) error {
-	from, to := int16(store.ShardOf(old, shards)), int16(store.ShardOf(t.ID, shards))
+func (mv *shardMoves) note(t driver.ThreadRecord, old string, status int16) error {
+	from, to := int16(driver.ShardOf(old, shards)), int16(driver.ShardOf(t.ID, shards))
 	if from == to {
 		return nil
 	}
-	entries, err := store.IndexEntries(t.Metadata)
+	entries, err := driver.IndexEntries(t.Metadata)
 	if err != nil {
 		return err
 	}
@@ -156,7 +157,7 @@ func (mv *shardMoves) apply(ctx context.Context, tx pgx.Tx) error {
 // sumKeyedRows moves the checksums of a renamed thread's checkpoint rows
 // to its new name, a page at a time.
 func sumKeyedRows(ctx context.Context, tx pgx.Tx, k keyed) error {
-	last := store.Row{Thread: k.new}
+	last := driver.Row{Thread: k.new}
 	for {
 		page, sums, err := keyedRows(ctx, tx, last)
 		if err != nil {
@@ -169,7 +170,7 @@ func sumKeyedRows(ctx context.Context, tx pgx.Tx, k keyed) error {
 				continue // damaged, and stays so
 			}
 			batch.Queue(`UPDATE cairn_checkpoints SET crc = $1 WHERE thread = $2 AND ns = $3 AND seq = $4`,
-				int64(store.MovedRowChecksum(r, k.old, uint32(sums[i]))), r.Thread, r.Namespace, r.Seq)
+				int64(driver.MovedRowChecksum(r, k.old, uint32(sums[i]))), r.Thread, r.Namespace, r.Seq)
 		}
 		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 			return err
@@ -183,17 +184,17 @@ func sumKeyedRows(ctx context.Context, tx pgx.Tx, k keyed) error {
 
 // keyedRows reads the page of a thread's checkpoint rows after last, as
 // Rows reads them, with their stored checksums.
-func keyedRows(ctx context.Context, tx pgx.Tx, last store.Row) ([]store.Row, []int64, error) {
+func keyedRows(ctx context.Context, tx pgx.Tx, last driver.Row) ([]driver.Row, []int64, error) {
 	rows, err := tx.Query(ctx, `SELECT ns, seq, parent, base, since, base_size, status, created_at, has_snapshot, meta, patch, crc
 		FROM cairn_checkpoints WHERE thread = $1 AND (ns, seq) > ($2, $3) ORDER BY ns, seq LIMIT $4`, last.Thread, last.Namespace, last.Seq, keyPage)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer rows.Close()
-	var page []store.Row
+	var page []driver.Row
 	var sums []int64
 	for rows.Next() {
-		r := store.Row{Thread: last.Thread}
+		r := driver.Row{Thread: last.Thread}
 		var status int16
 		var sum int64
 		if err := rows.Scan(&r.Namespace, &r.Seq, &r.Parent, &r.Base, &r.Since, &r.BaseSize, &status, &r.CreatedAt, &r.HasSnapshot, &r.Meta, &r.Patch, &sum); err != nil {

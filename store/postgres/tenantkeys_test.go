@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/pgtest"
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 	"github.com/cairn-dev/cairn/store/postgres"
 	"github.com/cairn-dev/cairn/store/storetest"
 )
@@ -119,8 +120,8 @@ func TestUpgradeFormat6(t *testing.T) {
 func checkShards(t *testing.T, dsn string) {
 	t.Helper()
 	const shards = 16 // the backend's
-	want := int64(store.ShardOf(storetest.TenantKey, shards))
-	if store.ShardOf(storetest.TenantThread, shards) == int(want) {
+	want := int64(driver.ShardOf(storetest.TenantKey, shards))
+	if driver.ShardOf(storetest.TenantThread, shards) == int(want) {
 		t.Fatal("the fixture's id and key share a shard: the test proves nothing")
 	}
 	if got := query(t, dsn, `SELECT shard::bigint FROM cairn_thread_totals WHERE tenant = $1 AND n <> 0`, storetest.Tenant); len(got) != 1 || got[0] != want {

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // The thread index (format 6): each thread's status, status time and
@@ -35,7 +36,7 @@ type execer interface {
 
 // entryColumns splits metadata entries into their keys and values (the
 // arrays unnest reads).
-func entryColumns(entries []store.MetaEntry) (keys, values []string) {
+func entryColumns(entries []driver.MetaEntry) (keys, values []string) {
 	keys, values = make([]string, len(entries)), make([]string, len(entries))
 	for i, e := range entries {
 		keys[i], values[i] = e.Key, e.Value
@@ -51,20 +52,20 @@ const createThreadSQL = `WITH ins AS (
 		INSERT INTO cairn_threads (id, tenant, metadata, created_at, crc, touched_at) VALUES ($1, $2, $3::jsonb, $4::bigint, $5, $4::bigint)
 		ON CONFLICT DO NOTHING RETURNING id, tenant, created_at),
 	e AS (SELECT * FROM unnest($6::text[], $7::text[]) AS e(key, value)),
-	m AS (INSERT INTO cairn_thread_meta (tenant, key, value, created_at, thread) SELECT ins.tenant, e.key, e.value, ins.created_at, ins.id FROM ins, e WHERE e.value <> '` + store.MetaPresent + `'),
+	m AS (INSERT INTO cairn_thread_meta (tenant, key, value, created_at, thread) SELECT ins.tenant, e.key, e.value, ins.created_at, ins.id FROM ins, e WHERE e.value <> '` + driver.MetaPresent + `'),
 	c AS (INSERT INTO cairn_thread_counts (tenant, key, value, shard, n) SELECT ins.tenant, e.key, e.value, $8::smallint, 1 FROM ins, e ORDER BY e.key, e.value
 		ON CONFLICT (tenant, key, value, shard) DO UPDATE SET n = cairn_thread_counts.n + 1)
 	INSERT INTO cairn_thread_totals (tenant, status, shard, n) SELECT ins.tenant, 2, $8::smallint, 1 FROM ins
 	ON CONFLICT (tenant, status, shard) DO UPDATE SET n = cairn_thread_totals.n + 1`
 
 // createArgs are the arguments of createThreadSQL for a record.
-func createArgs(t *store.ThreadRecord) ([]any, error) {
-	entries, err := store.IndexEntries(t.Metadata)
+func createArgs(t *driver.ThreadRecord) ([]any, error) {
+	entries, err := driver.IndexEntries(t.Metadata)
 	if err != nil {
 		return nil, err
 	}
 	keys, values := entryColumns(entries)
-	return []any{t.ID, t.Tenant, nullJSON(t.Metadata), t.CreatedAt, int64(t.Sum), keys, values, int16(store.ShardOf(t.ID, shards))}, nil
+	return []any{t.ID, t.Tenant, nullJSON(t.Metadata), t.CreatedAt, int64(t.Sum), keys, values, int16(driver.ShardOf(t.ID, shards))}, nil
 }
 
 // moveTotals ends a statement whose CTE upd returns a thread's tenant,
@@ -94,11 +95,11 @@ func statusAt(st store.ThreadStatus, at int64) int64 {
 }
 
 // queueHead queues headSQL for a row that sets its thread's head.
-func queueHead(pb *pgx.Batch, r store.Row) bool {
+func queueHead(pb *pgx.Batch, r driver.Row) bool {
 	if r.Head == nil || r.Namespace != "" {
 		return false
 	}
-	pb.Queue(headSQL, r.Thread, r.Seq, int64(r.Sum), int16(r.Head.Status), statusAt(r.Head.Status, r.CreatedAt), r.CreatedAt, int16(store.ShardOf(r.Thread, shards)))
+	pb.Queue(headSQL, r.Thread, r.Seq, int64(r.Sum), int16(r.Head.Status), statusAt(r.Head.Status, r.CreatedAt), r.CreatedAt, int16(driver.ShardOf(r.Thread, shards)))
 	return true
 }
 
@@ -117,15 +118,15 @@ const classifySQL = `WITH old AS (SELECT id, tenant, status FROM cairn_threads W
 
 // applyEntries adds a thread's metadata entries to the index and their
 // counters (sign 1), or takes them out (-1).
-func applyEntries(ctx context.Context, db execer, t store.ThreadRecord, entries []store.MetaEntry, sign int64) error {
+func applyEntries(ctx context.Context, db execer, t driver.ThreadRecord, entries []driver.MetaEntry, sign int64) error {
 	if len(entries) == 0 {
 		return nil
 	}
 	keys, values := entryColumns(entries)
-	shard := int16(store.ShardOf(t.ID, shards))
+	shard := int16(driver.ShardOf(t.ID, shards))
 	if sign > 0 {
 		if _, err := db.Exec(ctx, `INSERT INTO cairn_thread_meta (tenant, key, value, created_at, thread)
-			SELECT $1, e.key, e.value, $2, $3 FROM unnest($4::text[], $5::text[]) AS e(key, value) WHERE e.value <> '`+store.MetaPresent+`' ON CONFLICT DO NOTHING`, t.Tenant, t.CreatedAt, t.ID, keys, values); err != nil {
+			SELECT $1, e.key, e.value, $2, $3 FROM unnest($4::text[], $5::text[]) AS e(key, value) WHERE e.value <> '`+driver.MetaPresent+`' ON CONFLICT DO NOTHING`, t.Tenant, t.CreatedAt, t.ID, keys, values); err != nil {
 			return err
 		}
 	} else if _, err := db.Exec(ctx, `DELETE FROM cairn_thread_meta WHERE tenant = $1 AND created_at = $2 AND thread = $3
@@ -147,8 +148,8 @@ func applyEntries(ctx context.Context, db execer, t store.ThreadRecord, entries 
 
 // lockThread reads a thread's record for an update of it (its row
 // locked); false when there is none.
-func lockThread(ctx context.Context, tx pgx.Tx, id string) (store.ThreadRecord, bool, error) {
-	t := store.ThreadRecord{ID: id}
+func lockThread(ctx context.Context, tx pgx.Tx, id string) (driver.ThreadRecord, bool, error) {
+	t := driver.ThreadRecord{ID: id}
 	var meta *string
 	var st int16
 	err := tx.QueryRow(ctx, `SELECT tenant, metadata::text, created_at, status FROM cairn_threads WHERE id = $1 FOR UPDATE`, id).Scan(&t.Tenant, &meta, &t.CreatedAt, &st)
@@ -169,25 +170,25 @@ func unindexThread(ctx context.Context, tx pgx.Tx, id string) error {
 	if err != nil || !ok {
 		return err
 	}
-	entries, err := store.IndexEntries(t.Metadata)
+	entries, err := driver.IndexEntries(t.Metadata)
 	if err != nil {
 		return err
 	}
 	if err := applyEntries(ctx, tx, t, entries, -1); err != nil {
 		return err
 	}
-	_, err = tx.Exec(ctx, `UPDATE cairn_thread_totals SET n = n - 1 WHERE tenant = $1 AND status = $2 AND shard = $3`, t.Tenant, int16(t.Status), int16(store.ShardOf(id, shards)))
+	_, err = tx.Exec(ctx, `UPDATE cairn_thread_totals SET n = n - 1 WHERE tenant = $1 AND status = $2 AND shard = $3`, t.Tenant, int16(t.Status), int16(driver.ShardOf(id, shards)))
 	return err
 }
 
-// UpdateThread implements store.Backend: the metadata index follows the
+// UpdateThread implements driver.Backend: the metadata index follows the
 // new metadata (the old entries read from the stored row, locked, in the
 // same transaction).
-func (b *Backend) UpdateThread(ctx context.Context, t store.ThreadRecord) error {
+func (b *Backend) UpdateThread(ctx context.Context, t driver.ThreadRecord) error {
 	if err := b.writable(); err != nil {
 		return err
 	}
-	after, err := store.IndexEntries(t.Metadata)
+	after, err := driver.IndexEntries(t.Metadata)
 	if err != nil {
 		return err
 	}
@@ -212,7 +213,7 @@ func retryDeadlock(fn func() error) error {
 
 // updateThread replaces a thread's metadata and moves its index entries,
 // in tx.
-func updateThread(ctx context.Context, tx pgx.Tx, t store.ThreadRecord, after []store.MetaEntry) error {
+func updateThread(ctx context.Context, tx pgx.Tx, t driver.ThreadRecord, after []driver.MetaEntry) error {
 	old, ok, err := lockThread(ctx, tx, t.ID)
 	if err != nil {
 		return err
@@ -220,11 +221,11 @@ func updateThread(ctx context.Context, tx pgx.Tx, t store.ThreadRecord, after []
 	if !ok {
 		return fmt.Errorf("%w: thread %q", store.ErrNotFound, t.ID)
 	}
-	before, err := store.IndexEntries(old.Metadata)
+	before, err := driver.IndexEntries(old.Metadata)
 	if err != nil {
 		return err
 	}
-	gone, added := store.DiffEntries(before, after)
+	gone, added := driver.DiffEntries(before, after)
 	if err := applyEntries(ctx, tx, old, gone, -1); err != nil {
 		return err
 	}
@@ -235,7 +236,7 @@ func updateThread(ctx context.Context, tx pgx.Tx, t store.ThreadRecord, after []
 	return err
 }
 
-// SetThreadStatus implements store.ThreadIndex.
+// SetThreadStatus implements driver.ThreadIndex.
 func (b *Backend) SetThreadStatus(ctx context.Context, id string, st store.ThreadStatus, at int64) error {
 	if err := b.writable(); err != nil {
 		return err
@@ -243,11 +244,11 @@ func (b *Backend) SetThreadStatus(ctx context.Context, id string, st store.Threa
 	if !st.Valid() {
 		return fmt.Errorf("%w: thread status %d", store.ErrInvalidArgument, st)
 	}
-	_, err := b.pool.Exec(ctx, classifySQL, id, int16(st), statusAt(st, at), int16(store.ShardOf(id, shards)))
+	_, err := b.pool.Exec(ctx, classifySQL, id, int16(st), statusAt(st, at), int16(driver.ShardOf(id, shards)))
 	return wrap(err, "classify", id)
 }
 
-// UnclassifiedThreads implements store.ThreadIndex.
+// UnclassifiedThreads implements driver.ThreadIndex.
 func (b *Backend) UnclassifiedThreads(ctx context.Context, after string, limit int) ([]string, error) {
 	rows, err := b.pool.Query(ctx, `SELECT id FROM cairn_threads WHERE id > $1 AND status = 0 ORDER BY id LIMIT $2`, after, limit)
 	if err != nil {
@@ -257,19 +258,19 @@ func (b *Backend) UnclassifiedThreads(ctx context.Context, after string, limit i
 	return ids, wrap(err, "thread list", after)
 }
 
-// IndexCounts implements store.ThreadIndex: each counter is the sum of
+// IndexCounts implements driver.ThreadIndex: each counter is the sum of
 // its shards. Across tenants it sums the status counters and gives no
 // metadata counts (Meta is nil).
-func (b *Backend) IndexCounts(ctx context.Context, tenant string, all bool, meta []store.MetaFilter) (store.IndexCounts, error) {
+func (b *Backend) IndexCounts(ctx context.Context, tenant string, all bool, meta []driver.MetaFilter) (driver.IndexCounts, error) {
 	q, args := `SELECT status, sum(n)::bigint FROM cairn_thread_totals WHERE tenant = $1 GROUP BY status`, []any{tenant}
 	if all {
 		q, args = `SELECT status, sum(n)::bigint FROM cairn_thread_totals GROUP BY status`, nil
 	}
 	rows, err := b.pool.Query(ctx, q, args...)
 	if err != nil {
-		return store.IndexCounts{}, wrap(err, "thread counts", "")
+		return driver.IndexCounts{}, wrap(err, "thread counts", "")
 	}
-	c := store.IndexCounts{Status: map[store.ThreadStatus]int64{}}
+	c := driver.IndexCounts{Status: map[store.ThreadStatus]int64{}}
 	for rows.Next() {
 		var st int16
 		var n int64
@@ -292,18 +293,18 @@ func (b *Backend) IndexCounts(ctx context.Context, tenant string, all bool, meta
 	return c, nil
 }
 
-// ListThreads implements store.ThreadIndex: one query that reads the
+// ListThreads implements driver.ThreadIndex: one query that reads the
 // page's ids (with their sort keys) through the indexes, then the page's
 // records. PostgreSQL's planner chooses the indexes; the query's shape
 // follows q.Drive (the metadata index joined first for DriveMeta).
-func (b *Backend) ListThreads(ctx context.Context, q store.ListQuery) ([]store.ThreadRecord, error) {
+func (b *Backend) ListThreads(ctx context.Context, q driver.ListQuery) ([]driver.ThreadRecord, error) {
 	text, args := listSQL(q)
 	rows, err := b.pool.Query(ctx, text, args...)
 	if err != nil {
 		return nil, wrap(err, "thread list", "")
 	}
 	defer rows.Close()
-	var out []store.ThreadRecord
+	var out []driver.ThreadRecord
 	for rows.Next() {
 		r, err := b.scanThread(rows)
 		if err != nil {
@@ -314,8 +315,8 @@ func (b *Backend) ListThreads(ctx context.Context, q store.ListQuery) ([]store.T
 	return out, wrap(rows.Err(), "thread list", "")
 }
 
-// CountThreads implements store.ThreadIndex.
-func (b *Backend) CountThreads(ctx context.Context, q store.ListQuery) (int64, error) {
+// CountThreads implements driver.ThreadIndex.
+func (b *Backend) CountThreads(ctx context.Context, q driver.ListQuery) (int64, error) {
 	var w pgWhere
 	from := w.from(q)
 	var n int64
@@ -333,15 +334,15 @@ func (w *pgWhere) p(v any) string {
 	return "$" + strconv.Itoa(len(w.args))
 }
 
-func metaDriven(q store.ListQuery) bool { return q.Drive == store.DriveMeta && !q.AllTenants }
+func metaDriven(q driver.ListQuery) bool { return q.Drive == driver.DriveMeta && !q.AllTenants }
 
 // from is the FROM clause: the metadata index joined first for
 // DriveMeta, the ids for DriveIDs.
-func (w *pgWhere) from(q store.ListQuery) string {
+func (w *pgWhere) from(q driver.ListQuery) string {
 	switch {
 	case metaDriven(q):
 		return `FROM cairn_thread_meta m JOIN cairn_threads t ON t.id = m.thread WHERE m.tenant = ` + w.p(q.Tenant) + ` AND m.key = ` + w.p(q.Meta[0].Key) + ` AND m.value = ` + w.p(q.Meta[0].Value)
-	case q.Drive == store.DriveIDs:
+	case q.Drive == driver.DriveIDs:
 		return `FROM cairn_threads t WHERE t.id = ANY(` + w.p(q.IDs) + `::text[])`
 	}
 	return `FROM cairn_threads t WHERE true`
@@ -349,7 +350,7 @@ func (w *pgWhere) from(q store.ListQuery) string {
 
 // where is the rest of the WHERE clause: every filter the FROM does not
 // apply.
-func (w *pgWhere) where(q store.ListQuery) string {
+func (w *pgWhere) where(q driver.ListQuery) string {
 	var sb strings.Builder
 	if !q.AllTenants {
 		sb.WriteString(` AND t.tenant = ` + w.p(q.Tenant))
@@ -377,7 +378,7 @@ func (w *pgWhere) where(q store.ListQuery) string {
 		}
 		sb.WriteString(` AND EXISTS (SELECT 1 FROM cairn_thread_meta x WHERE x.tenant = t.tenant AND x.key = ` + w.p(f.Key) + ` AND x.value = ` + w.p(f.Value) + ` AND x.created_at = t.created_at AND x.thread = t.id)`)
 	}
-	if q.IDs != nil && q.Drive != store.DriveIDs {
+	if q.IDs != nil && q.Drive != driver.DriveIDs {
 		sb.WriteString(` AND t.id = ANY(` + w.p(q.IDs) + `::text[])`)
 	}
 	if len(q.Exclude) > 0 {
@@ -390,7 +391,7 @@ func (w *pgWhere) where(q store.ListQuery) string {
 const headAt = `COALESCE((SELECT c.created_at FROM cairn_checkpoints c WHERE c.thread = t.id AND c.ns = '' ORDER BY c.seq DESC LIMIT 1), t.created_at)`
 
 // sortKey is the expression a listing orders by (then by id).
-func sortKey(q store.ListQuery) string {
+func sortKey(q driver.ListQuery) string {
 	switch q.Sort {
 	case store.SortUpdated:
 		return headAt
@@ -409,7 +410,7 @@ func sortKey(q store.ListQuery) string {
 
 // listSQL is the query of a page: the page's ids in order, read with only
 // their sort keys, then the page's records.
-func listSQL(q store.ListQuery) (string, []any) {
+func listSQL(q driver.ListQuery) (string, []any) {
 	var w pgWhere
 	dir := ""
 	if q.Desc {
@@ -425,7 +426,7 @@ func listSQL(q store.ListQuery) (string, []any) {
 		order = "id" + dir
 	}
 	inner := `SELECT ` + id + ` AS id, ` + sortKey(q) + ` AS k ` + w.from(q) + w.where(q)
-	if q.Sort == store.SortUpdated && q.Drive == store.DriveOrder && q.Limit > 0 && !q.AllTenants {
+	if q.Sort == store.SortUpdated && q.Drive == driver.DriveOrder && q.Limit > 0 && !q.AllTenants {
 		inner += window(&w, q)
 	}
 	var limit any
@@ -439,8 +440,8 @@ func listSQL(q store.ListQuery) (string, []any) {
 
 // window keeps, for a listing by head time read in touch order, the
 // threads whose touch time is within q.Window of the one at the page's
-// end in touch order (store.ListQuery.Window).
-func window(w *pgWhere, q store.ListQuery) string {
+// end in touch order (driver.ListQuery.Window).
+func window(w *pgWhere, q driver.ListQuery) string {
 	probe := pgWhere{args: w.args}
 	text := `SELECT t.touched_at ` + probe.from(q) + probe.where(q)
 	bound, edge, op, dir := "-4611686018427387904", " - ", ">=", " DESC"
@@ -477,7 +478,7 @@ func fillIndex(ctx context.Context, tx pgx.Tx) error {
 			st, touched := store.ThreadIdle, it.rec.CreatedAt
 			if it.has {
 				var known bool
-				if st, known = store.RowThreadStatus(&it.head); !known {
+				if st, known = driver.RowThreadStatus(&it.head); !known {
 					st = store.ThreadStatusUnknown
 				}
 				touched = it.head.CreatedAt
@@ -485,14 +486,14 @@ func fillIndex(ctx context.Context, tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, `UPDATE cairn_threads SET status = $1, status_at = $2, touched_at = $3 WHERE id = $4`, int16(st), statusAt(st, touched), touched, it.rec.ID); err != nil {
 				return err
 			}
-			entries, err := store.IndexEntries(it.rec.Metadata)
+			entries, err := driver.IndexEntries(it.rec.Metadata)
 			if err != nil {
 				return fmt.Errorf("thread %q: %w", it.rec.ID, err)
 			}
 			if err := applyEntries(ctx, tx, it.rec, entries, 1); err != nil {
 				return err
 			}
-			totals[total{it.rec.Tenant, st, int16(store.ShardOf(it.rec.ID, shards))}]++
+			totals[total{it.rec.Tenant, st, int16(driver.ShardOf(it.rec.ID, shards))}]++
 		}
 		if len(page) < 512 {
 			break
@@ -510,8 +511,8 @@ func fillIndex(ctx context.Context, tx pgx.Tx) error {
 // indexedThread is a thread as fillIndex reads it: its record and its
 // root head's status, time, metadata and the first byte of its patch.
 type indexedThread struct {
-	rec  store.ThreadRecord
-	head store.Row
+	rec  driver.ThreadRecord
+	head driver.Row
 	has  bool
 }
 

@@ -8,11 +8,12 @@ import (
 	"strings"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 	"github.com/jackc/pgx/v5"
 )
 
-// CreateThread implements store.Backend.
-func (b *Backend) CreateThread(ctx context.Context, t store.ThreadRecord) error {
+// CreateThread implements driver.Backend.
+func (b *Backend) CreateThread(ctx context.Context, t driver.ThreadRecord) error {
 	if err := b.writable(); err != nil {
 		return err
 	}
@@ -43,8 +44,8 @@ const threadColumns = `t.id, t.tenant, t.metadata::text, t.created_at,
 
 func (b *Backend) threadColumns() string { return threadColumns + `, t.crc, t.status` }
 
-func (b *Backend) scanThread(row pgx.Row) (store.ThreadRecord, error) {
-	var r store.ThreadRecord
+func (b *Backend) scanThread(row pgx.Row) (driver.ThreadRecord, error) {
+	var r driver.ThreadRecord
 	var meta *string
 	var sum int64
 	var st int16
@@ -57,13 +58,13 @@ func (b *Backend) scanThread(row pgx.Row) (store.ThreadRecord, error) {
 	}
 	r.Sum = uint32(sum)
 	if sum != int64(r.Sum) {
-		r.Sum = ^store.ThreadChecksum(&r)
+		r.Sum = ^driver.ThreadChecksum(&r)
 	}
 	return r, nil
 }
 
-// Thread implements store.Backend.
-func (b *Backend) Thread(ctx context.Context, id string) (store.ThreadRecord, error) {
+// Thread implements driver.Backend.
+func (b *Backend) Thread(ctx context.Context, id string) (driver.ThreadRecord, error) {
 	r, err := b.scanThread(b.pool.QueryRow(ctx, `SELECT `+b.threadColumns()+` FROM cairn_threads t WHERE t.id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, fmt.Errorf("%w: thread %q", store.ErrNotFound, id)
@@ -71,9 +72,9 @@ func (b *Backend) Thread(ctx context.Context, id string) (store.ThreadRecord, er
 	return r, wrap(err, "thread", id)
 }
 
-// Threads implements store.Backend. Metadata filters are lookups in the
+// Threads implements driver.Backend. Metadata filters are lookups in the
 // metadata index, with keys and values as parameters.
-func (b *Backend) Threads(ctx context.Context, q store.ThreadQuery) ([]store.ThreadRecord, error) {
+func (b *Backend) Threads(ctx context.Context, q driver.ThreadQuery) ([]driver.ThreadRecord, error) {
 	var sb strings.Builder
 	sb.WriteString(`SELECT ` + b.threadColumns() + ` FROM cairn_threads t WHERE t.id > $1`)
 	args := []any{q.After}
@@ -82,7 +83,7 @@ func (b *Backend) Threads(ctx context.Context, q store.ThreadQuery) ([]store.Thr
 		sb.WriteString(` AND t.tenant = $` + strconv.Itoa(len(args)))
 	}
 	w := pgWhere{args: args}
-	sb.WriteString(w.where(store.ListQuery{AllTenants: true, Meta: q.Meta}))
+	sb.WriteString(w.where(driver.ListQuery{AllTenants: true, Meta: q.Meta}))
 	args = w.args
 	sb.WriteString(` ORDER BY t.id`)
 	if q.Limit > 0 {
@@ -94,7 +95,7 @@ func (b *Backend) Threads(ctx context.Context, q store.ThreadQuery) ([]store.Thr
 		return nil, wrap(err, "thread list", q.After)
 	}
 	defer rows.Close()
-	var out []store.ThreadRecord
+	var out []driver.ThreadRecord
 	for rows.Next() {
 		r, err := b.scanThread(rows)
 		if err != nil {
@@ -105,7 +106,7 @@ func (b *Backend) Threads(ctx context.Context, q store.ThreadQuery) ([]store.Thr
 	return out, wrap(rows.Err(), "thread list", q.After)
 }
 
-// DeleteThread implements store.Backend.
+// DeleteThread implements driver.Backend.
 func (b *Backend) DeleteThread(ctx context.Context, id string) error {
 	if err := b.writable(); err != nil {
 		return err

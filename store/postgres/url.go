@@ -6,20 +6,21 @@ import (
 	"strings"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 func init() {
-	store.Register("postgres", driver{})
-	store.Register("postgresql", driver{})
+	driver.Register("postgres", urlDriver{})
+	driver.Register("postgresql", urlDriver{})
 }
 
-// driver opens "postgres://user@host:port/db[?search_path=schema]" URLs
+// urlDriver opens "postgres://user@host:port/db[?search_path=schema]" URLs
 // (store.Open); the URL is handed to pgx as it is.
-type driver struct{}
+type urlDriver struct{}
 
-func (driver) Check(raw string) error {
+func (urlDriver) Check(raw string) error {
 	_, rest, _ := strings.Cut(raw, ":")
 	if !strings.HasPrefix(rest, "//") {
 		return fmt.Errorf("%w: store URL %q: want postgres://user@host:port/database", store.ErrInvalidArgument, raw)
@@ -27,17 +28,21 @@ func (driver) Check(raw string) error {
 	return nil
 }
 
-func (driver) Open(ctx context.Context, raw string, o store.OpenOptions) (*store.Engine, error) {
-	return OpenStore(ctx, raw, Options{ReadOnly: o.ReadOnly, NoMigrate: o.NoMigrate, Logger: o.Store.Logger}, o.Store)
+func (urlDriver) Open(ctx context.Context, raw string, o driver.OpenOptions) (driver.Backend, error) {
+	b, err := Open(ctx, raw, Options{ReadOnly: o.ReadOnly, NoMigrate: o.NoMigrate, Logger: o.Logger})
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
-// Migrations lists the migrations and the baseline (store.MigratingDriver).
-func (driver) Migrations() ([]store.Migration, string) { return migrations, baseline }
+// Migrations lists the migrations and the baseline (driver.MigratingDriver).
+func (urlDriver) Migrations() ([]store.Migration, string) { return migrations, baseline }
 
 // Version reads the format version of the store in the database (and
 // search path) a URL names, changing nothing: 0 when there is none
-// (store.MigratingDriver).
-func (driver) Version(ctx context.Context, raw string) (int, error) {
+// (driver.MigratingDriver).
+func (urlDriver) Version(ctx context.Context, raw string) (int, error) {
 	cfg, err := pgxpool.ParseConfig(raw)
 	if err != nil {
 		return 0, fmt.Errorf("%w: postgres DSN: %v", store.ErrInvalidArgument, err)

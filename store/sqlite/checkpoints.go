@@ -7,11 +7,12 @@ import (
 	"strconv"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// Insert implements store.Backend.
-func (b *Backend) Insert(ctx context.Context, r store.Row) error {
+// Insert implements driver.Backend.
+func (b *Backend) Insert(ctx context.Context, r driver.Row) error {
 	if r.Seq < 1 || r.Seq > maxSeq || r.Parent < 0 || r.Parent >= r.Seq {
 		return fmt.Errorf("%w: thread %q namespace %q: checkpoint %d on parent %d: a SQLite store holds checkpoints 1 to %d, each after its parent", store.ErrInvalidArgument, r.Thread, r.Namespace, r.Seq, r.Parent, maxSeq)
 	}
@@ -25,7 +26,7 @@ func (b *Backend) Insert(ctx context.Context, r store.Row) error {
 }
 
 // insert runs the statements of Insert inside the batch transaction.
-func (b *Backend) insert(ctx context.Context, c *sql.Conn, r store.Row) error {
+func (b *Backend) insert(ctx context.Context, c *sql.Conn, r driver.Row) error {
 	if err := checkFence(ctx, c, r); err != nil {
 		return err
 	}
@@ -67,9 +68,9 @@ func (b *Backend) insert(ctx context.Context, c *sql.Conn, r store.Row) error {
 	return nil
 }
 
-// AttachSnapshot implements store.SnapshotAttacher: the row's new
+// AttachSnapshot implements driver.SnapshotAttacher: the row's new
 // bookkeeping and its snapshot, in the writer's next transaction.
-func (b *Backend) AttachSnapshot(ctx context.Context, r store.Row, old uint32) (bool, error) {
+func (b *Backend) AttachSnapshot(ctx context.Context, r driver.Row, old uint32) (bool, error) {
 	var ok bool
 	err := b.doSized(ctx, len(r.Snapshot), func(ctx context.Context, c *sql.Conn) error {
 		res, err := b.attachRow.ExecContext(ctx, r.Base, r.Since, r.BaseSize, int64(r.Sum), r.Thread, r.Namespace, r.Seq, int64(old))
@@ -89,7 +90,7 @@ func (b *Backend) AttachSnapshot(ctx context.Context, r store.Row, old uint32) (
 }
 
 // createThread creates the thread record a first row carries.
-func (b *Backend) createThread(ctx context.Context, c *sql.Conn, r store.Row) error {
+func (b *Backend) createThread(ctx context.Context, c *sql.Conn, r driver.Row) error {
 	t := r.Create
 	if t == nil || r.Seq != 1 {
 		return nil
@@ -126,8 +127,8 @@ const maxSeq = 1<<32 - 1
 // inLane is the SQL that joins a lane l to all its rows c.
 var inLane = laneRows("1", strconv.Itoa(maxSeq))
 
-// DeleteRanges implements store.Backend.
-func (b *Backend) DeleteRanges(ctx context.Context, thread, ns string, head int64, ranges []store.SeqRange, rebase []store.Rebase) (int64, error) {
+// DeleteRanges implements driver.Backend.
+func (b *Backend) DeleteRanges(ctx context.Context, thread, ns string, head int64, ranges []driver.SeqRange, rebase []driver.Rebase) (int64, error) {
 	var n int64
 	size := 0
 	for _, rb := range rebase {
@@ -167,9 +168,9 @@ func (b *Backend) DeleteRanges(ctx context.Context, thread, ns string, head int6
 	return n, err
 }
 
-// rebase rewrites the kept rows of a prune (store.Rebase), inside its
+// rebase rewrites the kept rows of a prune (driver.Rebase), inside its
 // transaction: a row changed since it was read fails the prune.
-func (b *Backend) rebase(ctx context.Context, c *sql.Conn, rebase []store.Rebase) error {
+func (b *Backend) rebase(ctx context.Context, c *sql.Conn, rebase []driver.Rebase) error {
 	for _, rb := range rebase {
 		r, has := rb.Row, 0
 		if r.HasSnapshot {

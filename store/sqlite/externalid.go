@@ -13,7 +13,7 @@ const externalSeqQuery = `SELECT c.id - (l.id << 32) FROM lanes l JOIN checkpoin
 	ON c.ext_id = ?1 AND c.id BETWEEN (l.id << 32) + 1 AND (l.id << 32) + 4294967295
 	WHERE l.thread = ?2 AND l.ns = ?3 ORDER BY c.id DESC LIMIT 1`
 
-// ExternalSeq implements store.ExternalIDIndex.
+// ExternalSeq implements driver.ExternalIDIndex.
 func (b *Backend) ExternalSeq(ctx context.Context, thread, ns, id string) (int64, error) {
 	if b.noExtIDs {
 		return 0, fmt.Errorf("%w: %s is of a format before 8, which keeps no external ids (cairn migrate up)", store.ErrUnsupportedFormat, b.path)

@@ -7,21 +7,21 @@ import (
 	"iter"
 	"strings"
 
-	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // encodeItemValue is the one place an item's value is turned into the
 // bytes of its value column (today the JSON as it is); k is the item it
 // belongs to.
-func encodeItemValue(_ store.ItemKey, v []byte) ([]byte, error) { return v, nil }
+func encodeItemValue(_ driver.ItemKey, v []byte) ([]byte, error) { return v, nil }
 
 // decodeItemValue undoes encodeItemValue.
-func decodeItemValue(_ store.ItemKey, b []byte) ([]byte, error) { return b, nil }
+func decodeItemValue(_ driver.ItemKey, b []byte) ([]byte, error) { return b, nil }
 
-// WriteItems implements store.ItemBackend: one transaction (a savepoint
+// WriteItems implements driver.ItemBackend: one transaction (a savepoint
 // in the writer's batch) deletes and writes the rows and their full-text
 // index entries.
-func (b *Backend) WriteItems(ctx context.Context, puts []store.ItemRow, deletes []store.ItemKey) error {
+func (b *Backend) WriteItems(ctx context.Context, puts []driver.ItemRow, deletes []driver.ItemKey) error {
 	return b.do(ctx, func(ctx context.Context, c *sql.Conn) error {
 		return savepoint(ctx, c, func() error {
 			for _, k := range deletes {
@@ -39,7 +39,7 @@ func (b *Backend) WriteItems(ctx context.Context, puts []store.ItemRow, deletes 
 	})
 }
 
-func deleteItem(ctx context.Context, c *sql.Conn, k store.ItemKey) error {
+func deleteItem(ctx context.Context, c *sql.Conn, k driver.ItemKey) error {
 	var id int64
 	err := c.QueryRowContext(ctx, `DELETE FROM items WHERE tenant = ? AND ns = ? AND key = ? RETURNING id`, k.Tenant, k.Namespace, k.Key).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -54,7 +54,7 @@ func deleteItem(ctx context.Context, c *sql.Conn, k store.ItemKey) error {
 
 // putItem writes a row, keeping the CreatedAt of the row it replaces
 // unless that one had expired, and replaces its full-text entry.
-func putItem(ctx context.Context, c *sql.Conn, r *store.ItemRow) error {
+func putItem(ctx context.Context, c *sql.Conn, r *driver.ItemRow) error {
 	val, err := encodeItemValue(r.ItemKey, r.Value)
 	if err != nil {
 		return err
@@ -65,7 +65,7 @@ func putItem(ctx context.Context, c *sql.Conn, r *store.ItemRow) error {
 			created_at = CASE WHEN items.expires_at > 0 AND items.expires_at <= excluded.updated_at THEN excluded.created_at ELSE items.created_at END,
 			updated_at = excluded.updated_at, ttl = excluded.ttl, expires_at = excluded.expires_at, vectors = excluded.vectors
 		RETURNING id`,
-		r.Tenant, r.Namespace, r.Key, val, r.CreatedAt, r.UpdatedAt, r.TTL, r.ExpiresAt, nullBytes(store.EncodeVectors(r.Vectors))).Scan(&id)
+		r.Tenant, r.Namespace, r.Key, val, r.CreatedAt, r.UpdatedAt, r.TTL, r.ExpiresAt, nullBytes(driver.EncodeVectors(r.Vectors))).Scan(&id)
 	if err != nil {
 		return err
 	}
@@ -84,8 +84,8 @@ func putItem(ctx context.Context, c *sql.Conn, r *store.ItemRow) error {
 const itemColumns = `i.tenant, i.ns, i.key, i.value, i.created_at, i.updated_at, i.ttl, i.expires_at`
 
 // scanItem reads itemColumns, then the vectors and score when asked.
-func scanItem(rows *sql.Rows, vectors, score bool) (store.ItemRow, error) {
-	var r store.ItemRow
+func scanItem(rows *sql.Rows, vectors, score bool) (driver.ItemRow, error) {
+	var r driver.ItemRow
 	dest := []any{&r.Tenant, &r.Namespace, &r.Key, &r.Value, &r.CreatedAt, &r.UpdatedAt, &r.TTL, &r.ExpiresAt}
 	var vb []byte
 	if vectors {
@@ -101,16 +101,16 @@ func scanItem(rows *sql.Rows, vectors, score bool) (store.ItemRow, error) {
 	if r.Value, err = decodeItemValue(r.ItemKey, r.Value); err != nil {
 		return r, err
 	}
-	r.Vectors, err = store.DecodeVectors(vb)
+	r.Vectors, err = driver.DecodeVectors(vb)
 	return r, err
 }
 
-// GetItems implements store.ItemBackend.
-func (b *Backend) GetItems(ctx context.Context, keys []store.ItemKey, now int64) ([]store.ItemRow, error) {
+// GetItems implements driver.ItemBackend.
+func (b *Backend) GetItems(ctx context.Context, keys []driver.ItemKey, now int64) ([]driver.ItemRow, error) {
 	if b.noItems {
 		return nil, nil
 	}
-	var out []store.ItemRow
+	var out []driver.ItemRow
 	for _, k := range keys {
 		rows, err := b.query(ctx, `SELECT `+itemColumns+` FROM items i WHERE i.tenant = ? AND i.ns = ? AND i.key = ? AND (i.expires_at = 0 OR i.expires_at > ?)`, k.Tenant, k.Namespace, k.Key, now)
 		if err != nil {
@@ -141,7 +141,7 @@ const prefixCond = ` AND i.ns >= ?2 AND i.ns < ?2 || '/' AND (i.ns = ?2 OR subst
 
 // scanQuery builds the query of a scan: ?1 tenant, ?2 prefix, ?3 now,
 // ?4 the full-text match.
-func scanQuery(q store.ItemScan) string {
+func scanQuery(q driver.ItemScan) string {
 	var sb strings.Builder
 	sb.WriteString(`SELECT ` + itemColumns)
 	if q.Vectors {
@@ -175,9 +175,9 @@ func matchExpr(terms []string) string {
 	return `"` + strings.Join(terms, `" "`) + `"`
 }
 
-// ScanItems implements store.ItemBackend.
-func (b *Backend) ScanItems(ctx context.Context, q store.ItemScan) iter.Seq2[store.ItemRow, error] {
-	return func(yield func(store.ItemRow, error) bool) {
+// ScanItems implements driver.ItemBackend.
+func (b *Backend) ScanItems(ctx context.Context, q driver.ItemScan) iter.Seq2[driver.ItemRow, error] {
+	return func(yield func(driver.ItemRow, error) bool) {
 		if b.noItems {
 			return
 		}
@@ -187,14 +187,14 @@ func (b *Backend) ScanItems(ctx context.Context, q store.ItemScan) iter.Seq2[sto
 		}
 		rows, err := b.query(ctx, scanQuery(q), args...)
 		if err != nil {
-			yield(store.ItemRow{}, b.readErr(err, "", "", 0, "items"))
+			yield(driver.ItemRow{}, b.readErr(err, "", "", 0, "items"))
 			return
 		}
 		defer rows.Close()
 		for rows.Next() {
 			r, err := scanItem(rows, q.Vectors, len(q.Terms) > 0)
 			if err != nil {
-				yield(store.ItemRow{}, b.readErr(err, "", "", 0, "items"))
+				yield(driver.ItemRow{}, b.readErr(err, "", "", 0, "items"))
 				return
 			}
 			if !yield(r, nil) {
@@ -202,12 +202,12 @@ func (b *Backend) ScanItems(ctx context.Context, q store.ItemScan) iter.Seq2[sto
 			}
 		}
 		if err := rows.Err(); err != nil {
-			yield(store.ItemRow{}, b.readErr(err, "", "", 0, "items"))
+			yield(driver.ItemRow{}, b.readErr(err, "", "", 0, "items"))
 		}
 	}
 }
 
-// ItemNamespaces implements store.ItemBackend.
+// ItemNamespaces implements driver.ItemBackend.
 func (b *Backend) ItemNamespaces(ctx context.Context, tenant, prefix string, now int64) ([]string, error) {
 	if b.noItems {
 		return nil, nil
@@ -233,8 +233,8 @@ func (b *Backend) ItemNamespaces(ctx context.Context, tenant, prefix string, now
 	return out, b.readErr(rows.Err(), "", "", 0, "item namespaces")
 }
 
-// TouchItems implements store.ItemBackend.
-func (b *Backend) TouchItems(ctx context.Context, keys []store.ItemKey, now int64) error {
+// TouchItems implements driver.ItemBackend.
+func (b *Backend) TouchItems(ctx context.Context, keys []driver.ItemKey, now int64) error {
 	return b.do(ctx, func(ctx context.Context, c *sql.Conn) error {
 		for _, k := range keys {
 			if _, err := c.ExecContext(ctx, `UPDATE items SET expires_at = ? + ttl WHERE tenant = ? AND ns = ? AND key = ? AND ttl > 0 AND expires_at > ?`,
@@ -249,7 +249,7 @@ func (b *Backend) TouchItems(ctx context.Context, keys []store.ItemKey, now int6
 // sweepBatch is how many expired items one sweep transaction deletes.
 const sweepBatch = 500
 
-// SweepItems implements store.ItemBackend: expired rows go in
+// SweepItems implements driver.ItemBackend: expired rows go in
 // transactions of at most 500, so a large sweep does not hold the writer.
 func (b *Backend) SweepItems(ctx context.Context, now int64) (int64, error) {
 	var total int64
@@ -287,4 +287,4 @@ func (b *Backend) SweepItems(ctx context.Context, now int64) (int64, error) {
 	}
 }
 
-var _ store.ItemBackend = (*Backend)(nil)
+var _ driver.ItemBackend = (*Backend)(nil)

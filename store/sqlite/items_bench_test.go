@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 	"github.com/cairn-dev/cairn/store/sqlite"
 )
 
@@ -20,7 +21,7 @@ func (hashEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error
 	out := make([][]float32, len(texts))
 	for i, t := range texts {
 		v := make([]float32, 256)
-		for _, w := range store.Terms(t) {
+		for _, w := range driver.Terms(t) {
 			h := fnv.New32a()
 			h.Write([]byte(w))
 			s := h.Sum32()

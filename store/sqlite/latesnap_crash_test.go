@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/crashtest"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 	"github.com/cairn-dev/cairn/store/sqlite"
 )
 
@@ -161,11 +162,11 @@ func TestKillWithLateSnapshots(t *testing.T) {
 func unattach(t *testing.T, s *store.Engine, path string) {
 	t.Helper()
 	ctx := context.Background()
-	rows, err := s.Backend().Rows(ctx, store.RowQuery{Thread: "l"})
+	rows, err := s.Backend().Rows(ctx, driver.RowQuery{Thread: "l"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r *store.Row
+	var r *driver.Row
 	for i := len(rows) - 1; i > 0 && r == nil; i-- {
 		if rows[i].HasSnapshot {
 			r = &rows[i]
@@ -176,7 +177,7 @@ func unattach(t *testing.T, s *store.Engine, path string) {
 	}
 	parent := rows[r.Seq-2]
 	r.HasSnapshot, r.Base, r.Since, r.BaseSize = false, parent.Base, parent.Since+int64(len(r.Patch)), parent.BaseSize
-	r.Sum = store.RowChecksum(r)
+	r.Sum = driver.RowChecksum(r)
 	db, err := sql.Open("sqlite", "file:"+path)
 	if err != nil {
 		t.Fatal(err)

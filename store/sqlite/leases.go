@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // currentLease reads a thread's lease on c (zero token: none).
@@ -56,7 +57,7 @@ func (b *Backend) Renew(ctx context.Context, l store.Lease, ttl time.Duration) (
 			return err
 		}
 		if cur.Token != l.Token {
-			return store.FencedError(l.Thread, l.Token, cur.Token)
+			return driver.FencedError(l.Thread, l.Token, cur.Token)
 		}
 		cur.ExpiresAt = time.Now().Add(ttl)
 		out = cur
@@ -78,7 +79,7 @@ func (b *Backend) Release(ctx context.Context, l store.Lease) error {
 			if err != nil {
 				return err
 			}
-			return store.FencedError(l.Thread, l.Token, cur.Token)
+			return driver.FencedError(l.Thread, l.Token, cur.Token)
 		}
 		return nil
 	})
@@ -92,7 +93,7 @@ func (b *Backend) Lease(ctx context.Context, thread string) (store.Lease, error)
 
 // checkFence refuses a fenced row whose lease has another token (inside
 // the write transaction, so no take-over can slip in before the commit).
-func checkFence(ctx context.Context, c *sql.Conn, r store.Row) error {
+func checkFence(ctx context.Context, c *sql.Conn, r driver.Row) error {
 	if r.Fence == 0 {
 		return nil
 	}
@@ -101,7 +102,7 @@ func checkFence(ctx context.Context, c *sql.Conn, r store.Row) error {
 		return err
 	}
 	if cur.Token != r.Fence {
-		return store.FencedError(r.Thread, r.Fence, cur.Token)
+		return driver.FencedError(r.Thread, r.Fence, cur.Token)
 	}
 	return nil
 }

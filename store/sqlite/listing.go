@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // The indexes of threads (schema.sql), by what they order; the status
@@ -28,11 +29,11 @@ func (b *Backend) errNoIndex() error {
 	return fmt.Errorf("%w: %s has no thread index (format 6): open it read-write once, or run cairn migrate up", store.ErrMigrationNeeded, b.path)
 }
 
-// IndexCounts implements store.ThreadIndex. Across tenants it sums the
+// IndexCounts implements driver.ThreadIndex. Across tenants it sums the
 // status counters and gives no metadata counts (Meta is nil).
-func (b *Backend) IndexCounts(ctx context.Context, tenant string, all bool, meta []store.MetaFilter) (store.IndexCounts, error) {
+func (b *Backend) IndexCounts(ctx context.Context, tenant string, all bool, meta []driver.MetaFilter) (driver.IndexCounts, error) {
 	if b.noIndex {
-		return store.IndexCounts{}, b.errNoIndex()
+		return driver.IndexCounts{}, b.errNoIndex()
 	}
 	q := `SELECT status, n FROM thread_totals WHERE tenant = ?`
 	args := []any{tenant}
@@ -41,9 +42,9 @@ func (b *Backend) IndexCounts(ctx context.Context, tenant string, all bool, meta
 	}
 	rows, err := b.query(ctx, q, args...)
 	if err != nil {
-		return store.IndexCounts{}, b.readErr(err, "", "", 0, "thread counts")
+		return driver.IndexCounts{}, b.readErr(err, "", "", 0, "thread counts")
 	}
-	c := store.IndexCounts{Status: map[store.ThreadStatus]int64{}}
+	c := driver.IndexCounts{Status: map[store.ThreadStatus]int64{}}
 	for rows.Next() {
 		var st int
 		var n int64
@@ -67,10 +68,10 @@ func (b *Backend) IndexCounts(ctx context.Context, tenant string, all bool, meta
 	return c, nil
 }
 
-// ListThreads implements store.ThreadIndex: one query, which reads the
+// ListThreads implements driver.ThreadIndex: one query, which reads the
 // page's ids through q.Drive's index (INDEXED BY, or the metadata index
 // as the outer loop of a CROSS JOIN) and then the page's records.
-func (b *Backend) ListThreads(ctx context.Context, q store.ListQuery) ([]store.ThreadRecord, error) {
+func (b *Backend) ListThreads(ctx context.Context, q driver.ListQuery) ([]driver.ThreadRecord, error) {
 	if b.noIndex {
 		return nil, b.errNoIndex()
 	}
@@ -80,7 +81,7 @@ func (b *Backend) ListThreads(ctx context.Context, q store.ListQuery) ([]store.T
 		return nil, b.readErr(err, "", "", 0, "thread list")
 	}
 	defer rows.Close()
-	var out []store.ThreadRecord
+	var out []driver.ThreadRecord
 	for rows.Next() {
 		r, err := b.scanThread(rows)
 		if err != nil {
@@ -91,8 +92,8 @@ func (b *Backend) ListThreads(ctx context.Context, q store.ListQuery) ([]store.T
 	return out, b.readErr(rows.Err(), "", "", 0, "thread list")
 }
 
-// CountThreads implements store.ThreadIndex.
-func (b *Backend) CountThreads(ctx context.Context, q store.ListQuery) (int64, error) {
+// CountThreads implements driver.ThreadIndex.
+func (b *Backend) CountThreads(ctx context.Context, q driver.ListQuery) (int64, error) {
 	if b.noIndex {
 		return 0, b.errNoIndex()
 	}
@@ -123,15 +124,15 @@ func jsonList(ids []string) string {
 }
 
 // from is the FROM clause that reads q.Drive's index first.
-func (w *sqlWhere) from(q store.ListQuery) string {
+func (w *sqlWhere) from(q driver.ListQuery) string {
 	switch q.Drive {
-	case store.DriveMeta:
+	case driver.DriveMeta:
 		if !q.AllTenants {
 			return `FROM thread_meta m CROSS JOIN threads t ON t.id = m.thread WHERE m.tenant = ` + w.p(q.Tenant) + ` AND m.key = ` + w.p(q.Meta[0].Key) + ` AND m.value = ` + w.p(q.Meta[0].Value)
 		}
-	case store.DriveIDs:
+	case driver.DriveIDs:
 		return `FROM threads t WHERE t.id IN (SELECT value FROM json_each(` + w.p(jsonList(q.IDs)) + `))`
-	case store.DriveStatus:
+	case driver.DriveStatus:
 		return `FROM threads t INDEXED BY ` + statusIndex(q) + ` WHERE 1`
 	}
 	if q.AllTenants || q.Sort == store.SortID {
@@ -143,15 +144,15 @@ func (w *sqlWhere) from(q store.ListQuery) string {
 // byKey reports whether a query reads threads by primary key (the ids, the
 // metadata index's thread, or id order), so that their other columns are
 // written +col: SQLite then uses no other index for them.
-func byKey(q store.ListQuery) bool {
-	return q.Drive == store.DriveIDs || (q.Drive == store.DriveMeta && !q.AllTenants) || (q.Drive == store.DriveOrder && q.Sort == store.SortID)
+func byKey(q driver.ListQuery) bool {
+	return q.Drive == driver.DriveIDs || (q.Drive == driver.DriveMeta && !q.AllTenants) || (q.Drive == driver.DriveOrder && q.Sort == store.SortID)
 }
 
 // where is the rest of the WHERE clause: every filter the drive does not
 // apply. With the ids or the metadata index first, the thread's own
 // columns are written +col, so that SQLite looks threads up by id and
 // not through another index.
-func (w *sqlWhere) where(q store.ListQuery) string {
+func (w *sqlWhere) where(q driver.ListQuery) string {
 	var sb strings.Builder
 	col := "t."
 	if byKey(q) {
@@ -174,7 +175,7 @@ func (w *sqlWhere) where(q store.ListQuery) string {
 		}
 	}
 	for i, f := range q.Meta {
-		if i == 0 && q.Drive == store.DriveMeta && !q.AllTenants {
+		if i == 0 && q.Drive == driver.DriveMeta && !q.AllTenants {
 			continue
 		}
 		if f.Not {
@@ -183,7 +184,7 @@ func (w *sqlWhere) where(q store.ListQuery) string {
 		}
 		sb.WriteString(` AND EXISTS (SELECT 1 FROM thread_meta x WHERE x.tenant = t.tenant AND x.key = ` + w.p(f.Key) + ` AND x.value = ` + w.p(f.Value) + ` AND x.created_at = t.created_at AND x.thread = t.id)`)
 	}
-	if q.IDs != nil && q.Drive != store.DriveIDs {
+	if q.IDs != nil && q.Drive != driver.DriveIDs {
 		sb.WriteString(` AND +t.id IN (SELECT value FROM json_each(` + w.p(jsonList(q.IDs)) + `))`)
 	}
 	if len(q.Exclude) > 0 {
@@ -194,7 +195,7 @@ func (w *sqlWhere) where(q store.ListQuery) string {
 
 // orderIndex is the index of a listing's order within a tenant (by id:
 // the primary key, which from leaves unnamed).
-func orderIndex(q store.ListQuery) string {
+func orderIndex(q driver.ListQuery) string {
 	switch q.Sort {
 	case store.SortUpdated:
 		return idxTouched
@@ -205,7 +206,7 @@ func orderIndex(q store.ListQuery) string {
 }
 
 // statusIndex is the status index that suits a listing's order.
-func statusIndex(q store.ListQuery) string {
+func statusIndex(q driver.ListQuery) string {
 	if q.Sort == store.SortStatusAt {
 		return idxStatusAt
 	}
@@ -216,7 +217,7 @@ func statusIndex(q store.ListQuery) string {
 var headAt = `COALESCE((SELECT c.created_at ` + threadHead + `), t.created_at)`
 
 // sortKey is the expression a listing orders by (then by id).
-func sortKey(q store.ListQuery) string {
+func sortKey(q driver.ListQuery) string {
 	switch q.Sort {
 	case store.SortUpdated:
 		return headAt
@@ -227,7 +228,7 @@ func sortKey(q store.ListQuery) string {
 	case store.SortStatusAt:
 		return "t.status_at"
 	}
-	if q.Drive == store.DriveMeta && !q.AllTenants {
+	if q.Drive == driver.DriveMeta && !q.AllTenants {
 		return "m.created_at" // the metadata index's order
 	}
 	return "t.created_at"
@@ -237,14 +238,14 @@ func sortKey(q store.ListQuery) string {
 // through the drive's index with only their sort keys (a sort, when the
 // index does not give the order, holds small rows), then the page's
 // records.
-func listSQL(q store.ListQuery) (string, []any) {
+func listSQL(q driver.ListQuery) (string, []any) {
 	var w sqlWhere
 	dir := ""
 	if q.Desc {
 		dir = " DESC"
 	}
 	id := "t.id"
-	if q.Drive == store.DriveMeta && !q.AllTenants {
+	if q.Drive == driver.DriveMeta && !q.AllTenants {
 		id = "m.thread"
 	}
 	// By id, the id is the key: ordering by both would sort.
@@ -253,7 +254,7 @@ func listSQL(q store.ListQuery) (string, []any) {
 		order = "id" + dir
 	}
 	inner := `SELECT ` + id + ` AS id, ` + sortKey(q) + ` AS k ` + w.from(q) + w.where(q)
-	if q.Sort == store.SortUpdated && q.Drive == store.DriveOrder && q.Limit > 0 && !q.AllTenants {
+	if q.Sort == store.SortUpdated && q.Drive == driver.DriveOrder && q.Limit > 0 && !q.AllTenants {
 		inner += window(&w, q)
 	}
 	limit := int64(q.Limit)
@@ -269,7 +270,7 @@ func listSQL(q store.ListQuery) (string, []any) {
 // threads whose touch time is within q.Window of the one at the page's
 // end in touch order: every thread of the page is among them (a head's
 // time is within half the window of its thread's touch time).
-func window(w *sqlWhere, q store.ListQuery) string {
+func window(w *sqlWhere, q driver.ListQuery) string {
 	var probe sqlWhere
 	probe.args = w.args[:0:0]
 	text := `SELECT t.touched_at ` + probe.from(q) + probe.where(q)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // The layout: numbered migrations (migrations/NNNN_name.sql, each
@@ -29,7 +30,7 @@ var (
 	//go:embed schema.sql
 	baseline string
 
-	migrations = store.MustLoadMigrations(migrationFiles, "migrations", map[int]string{
+	migrations = driver.MustLoadMigrations(migrationFiles, "migrations", map[int]string{
 		2: "computes the checksum of every thread and checkpoint row",
 		5: "checks that every seq fits in 32 bits, before the rows are copied",
 		6: "fills the thread index: each thread's status and touch time from its head, its metadata entries, the counters",
@@ -329,9 +330,9 @@ func (b *Backend) sumThreads(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		var page []store.ThreadRecord
+		var page []driver.ThreadRecord
 		for rows.Next() {
-			var t store.ThreadRecord
+			var t driver.ThreadRecord
 			if err := rows.Scan(&t.ID, &t.Tenant, &t.Metadata, &t.CreatedAt); err != nil {
 				rows.Close()
 				return err
@@ -343,7 +344,7 @@ func (b *Backend) sumThreads(ctx context.Context) error {
 			return err
 		}
 		for i := range page {
-			if _, err := b.conn.ExecContext(ctx, `UPDATE threads SET crc = ? WHERE id = ?`, int64(store.ThreadChecksum(&page[i])), page[i].ID); err != nil {
+			if _, err := b.conn.ExecContext(ctx, `UPDATE threads SET crc = ? WHERE id = ?`, int64(driver.ThreadChecksum(&page[i])), page[i].ID); err != nil {
 				return err
 			}
 		}
@@ -355,16 +356,16 @@ func (b *Backend) sumThreads(ctx context.Context) error {
 }
 
 func (b *Backend) sumCheckpoints(ctx context.Context) error {
-	var last store.Row
+	var last driver.Row
 	for {
 		rows, err := b.conn.QueryContext(ctx, `SELECT thread, ns, seq, parent, base, since, base_size, status, created_at, has_snapshot, meta, patch
 			FROM checkpoints WHERE (thread, ns, seq) > (?, ?, ?) ORDER BY thread, ns, seq LIMIT ?`, last.Thread, last.Namespace, last.Seq, upgradePage)
 		if err != nil {
 			return err
 		}
-		var page []store.Row
+		var page []driver.Row
 		for rows.Next() {
-			var r store.Row
+			var r driver.Row
 			var status int64
 			if err := rows.Scan(&r.Thread, &r.Namespace, &r.Seq, &r.Parent, &r.Base, &r.Since, &r.BaseSize, &status, &r.CreatedAt, &r.HasSnapshot, &r.Meta, &r.Patch); err != nil {
 				rows.Close()
@@ -379,7 +380,7 @@ func (b *Backend) sumCheckpoints(ctx context.Context) error {
 		}
 		for i := range page {
 			r := &page[i]
-			if _, err := b.conn.ExecContext(ctx, `UPDATE checkpoints SET crc = ? WHERE thread = ? AND ns = ? AND seq = ?`, int64(store.RowChecksum(r)), r.Thread, r.Namespace, r.Seq); err != nil {
+			if _, err := b.conn.ExecContext(ctx, `UPDATE checkpoints SET crc = ? WHERE thread = ? AND ns = ? AND seq = ?`, int64(driver.RowChecksum(r)), r.Thread, r.Namespace, r.Seq); err != nil {
 				return err
 			}
 		}

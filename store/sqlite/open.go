@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
@@ -77,7 +78,7 @@ type Options struct {
 	NoMigrate bool
 }
 
-// Backend is a store.Backend on one SQLite file.
+// Backend is a driver.Backend on one SQLite file.
 type Backend struct {
 	log   *slog.Logger
 	path  string
@@ -239,7 +240,7 @@ func (b *Backend) prepareWrites(ctx context.Context) error {
 		// The parent must exist: a writer whose idea of the thread is stale
 		// (the thread was deleted and started again elsewhere) must not leave
 		// a row that points at nothing, nor a writer whose idea of the
-		// parent is older than a prune that rebased it (store.BaseFits: the
+		// parent is older than a prune that rebased it (driver.BaseFits: the
 		// row's base must be the parent's, the parent, or the row itself).
 		// Without its parent the row's patch
 		// is NULL, which the NOT NULL column refuses (insert reports it as
@@ -394,4 +395,4 @@ func (b *Backend) Sizes() (db, wal int64) {
 	return db, wal
 }
 
-var _ store.Backend = (*Backend)(nil)
+var _ driver.Backend = (*Backend)(nil)

@@ -8,7 +8,7 @@ import (
 	"github.com/cairn-dev/cairn/store"
 )
 
-// PutWrites implements store.Backend.
+// PutWrites implements driver.Backend.
 func (b *Backend) PutWrites(ctx context.Context, thread, ns string, seq int64, ws []store.Write) error {
 	return b.do(ctx, func(ctx context.Context, c *sql.Conn) error {
 		var exists int
@@ -30,7 +30,7 @@ func (b *Backend) PutWrites(ctx context.Context, thread, ns string, seq int64, w
 	})
 }
 
-// Writes implements store.Backend.
+// Writes implements driver.Backend.
 func (b *Backend) Writes(ctx context.Context, thread, ns string, seq int64) ([]store.Write, error) {
 	rows, err := b.read.QueryContext(ctx, `SELECT task, node, data FROM writes WHERE thread = ? AND ns = ? AND seq = ? ORDER BY task`, thread, ns, seq)
 	if err != nil {

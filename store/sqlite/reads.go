@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // query runs a read through a statement prepared once per query text (the
@@ -38,7 +39,7 @@ func (b *Backend) prepare(ctx context.Context, text string) error {
 // rowsQuery builds the query text and arguments of a RowQuery. The text
 // depends only on the query's flags and the file's format, so there are
 // few distinct texts and each is prepared once.
-func rowsQuery(q store.RowQuery, legacy, noLanes, noExtIDs bool) (string, []any) {
+func rowsQuery(q driver.RowQuery, legacy, noLanes, noExtIDs bool) (string, []any) {
 	if noLanes {
 		return oldRowsQuery(q, legacy)
 	}
@@ -59,7 +60,7 @@ func rowsQuery(q store.RowQuery, legacy, noLanes, noExtIDs bool) (string, []any)
 }
 
 // oldRowsQuery is rowsQuery on a file of a format before 5.
-func oldRowsQuery(q store.RowQuery, legacy bool) (string, []any) {
+func oldRowsQuery(q driver.RowQuery, legacy bool) (string, []any) {
 	var sb strings.Builder
 	sb.WriteString(`SELECT c.seq, c.parent, c.base, c.has_snapshot, c.since, c.base_size, c.status, c.created_at, c.meta, c.patch`)
 	if legacy {
@@ -78,7 +79,7 @@ func oldRowsQuery(q store.RowQuery, legacy bool) (string, []any) {
 }
 
 // orderLimit ends a rows query: its order by key and its limit.
-func orderLimit(sb *strings.Builder, q store.RowQuery, key string, args []any) (string, []any) {
+func orderLimit(sb *strings.Builder, q driver.RowQuery, key string, args []any) (string, []any) {
 	sb.WriteString(` ORDER BY ` + key)
 	if q.Desc {
 		sb.WriteString(` DESC`)
@@ -95,7 +96,7 @@ const snapshotsQuery = `SELECT seq, data FROM snapshots WHERE thread = ? AND ns 
 // prepareReads prepares the statements that loading a checkpoint uses, so
 // the first load does not pay for them.
 func (b *Backend) prepareReads(ctx context.Context) error {
-	for _, q := range []store.RowQuery{
+	for _, q := range []driver.RowQuery{
 		{Desc: true, Limit: 1},
 		{From: 1, To: 1},
 		{From: 1, To: 2},
@@ -109,8 +110,8 @@ func (b *Backend) prepareReads(ctx context.Context) error {
 	return b.prepare(ctx, snapshotsQuery)
 }
 
-// Rows implements store.Backend.
-func (b *Backend) Rows(ctx context.Context, q store.RowQuery) ([]store.Row, error) {
+// Rows implements driver.Backend.
+func (b *Backend) Rows(ctx context.Context, q driver.RowQuery) ([]driver.Row, error) {
 	text, args := rowsQuery(q, b.legacy, b.noLanes, b.noExtIDs)
 	at := q.From
 	if q.To > 0 {
@@ -121,12 +122,12 @@ func (b *Backend) Rows(ctx context.Context, q store.RowQuery) ([]store.Row, erro
 		return nil, b.readErr(err, q.Thread, q.Namespace, at, "checkpoints")
 	}
 	defer rows.Close()
-	var out []store.Row
+	var out []driver.Row
 	if q.Limit > 0 {
-		out = make([]store.Row, 0, q.Limit)
+		out = make([]driver.Row, 0, q.Limit)
 	}
 	for rows.Next() {
-		r := store.Row{Thread: q.Thread, Namespace: q.Namespace}
+		r := driver.Row{Thread: q.Thread, Namespace: q.Namespace}
 		var status, has, sum int64
 		var ext sql.NullString
 		if err := rows.Scan(&r.Seq, &r.Parent, &r.Base, &has, &r.Since, &r.BaseSize, &status, &r.CreatedAt, &r.Meta, &r.Patch, &sum, &ext); err != nil {
@@ -136,9 +137,9 @@ func (b *Backend) Rows(ctx context.Context, q store.RowQuery) ([]store.Row, erro
 		r.HasSnapshot = has == 1
 		r.Sum, r.ExternalID = uint32(sum), ext.String
 		if status != int64(r.Status) || (has != 0 && has != 1) || sum != int64(r.Sum) {
-			r.Sum = ^store.RowChecksum(&r) // what was read is not what was written
+			r.Sum = ^driver.RowChecksum(&r) // what was read is not what was written
 		} else if b.legacy {
-			r.Sum = store.RowChecksum(&r)
+			r.Sum = driver.RowChecksum(&r)
 		}
 		if r.Patch == nil {
 			r.Patch = []byte{}
@@ -158,7 +159,7 @@ func (b *Backend) Rows(ctx context.Context, q store.RowQuery) ([]store.Row, erro
 
 // fillSnapshots reads the snapshots of the rows that have one, in one
 // range query.
-func (b *Backend) fillSnapshots(ctx context.Context, q store.RowQuery, out []store.Row) error {
+func (b *Backend) fillSnapshots(ctx context.Context, q driver.RowQuery, out []driver.Row) error {
 	idx := map[int64]int{}
 	lo, hi := int64(-1), int64(-1)
 	for i := range out {
@@ -191,8 +192,8 @@ func (b *Backend) fillSnapshots(ctx context.Context, q store.RowQuery, out []sto
 	return b.readErr(rows.Err(), q.Thread, q.Namespace, lo, "snapshots")
 }
 
-// Namespaces implements store.Backend.
-func (b *Backend) Namespaces(ctx context.Context, thread string) ([]store.NamespaceRecord, error) {
+// Namespaces implements driver.Backend.
+func (b *Backend) Namespaces(ctx context.Context, thread string) ([]driver.NamespaceRecord, error) {
 	q := `SELECT l.ns, max(c.id) - (l.id << 32), count(*) FROM lanes l JOIN checkpoints c ON ` + inLane + ` WHERE l.thread = ? GROUP BY l.ns ORDER BY l.ns`
 	if b.noLanes {
 		q = `SELECT ns, max(seq), count(*) FROM checkpoints WHERE thread = ? GROUP BY ns ORDER BY ns`
@@ -202,9 +203,9 @@ func (b *Backend) Namespaces(ctx context.Context, thread string) ([]store.Namesp
 		return nil, b.readErr(err, thread, "", 0, "namespaces")
 	}
 	defer rows.Close()
-	var out []store.NamespaceRecord
+	var out []driver.NamespaceRecord
 	for rows.Next() {
-		var r store.NamespaceRecord
+		var r driver.NamespaceRecord
 		if err := rows.Scan(&r.Name, &r.Head, &r.Count); err != nil {
 			return nil, b.readErr(err, thread, "", 0, "namespaces")
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // errNotSwapped rolls a rewrite back when the stored bytes changed.
@@ -40,8 +41,8 @@ type swapStmt struct {
 	args []any
 }
 
-// RewriteRow implements store.BlobRewriter.
-func (b *Backend) RewriteRow(ctx context.Context, old, nw store.Row) (bool, error) {
+// RewriteRow implements driver.BlobRewriter.
+func (b *Backend) RewriteRow(ctx context.Context, old, nw driver.Row) (bool, error) {
 	stmts := []swapStmt{{`UPDATE checkpoints SET meta = ?1, patch = ?2, base_size = ?3, crc = ?4 WHERE id = ` + laneKey("?5", "?6") + ` + ?7 AND crc = ?8 AND patch = ?9`,
 		[]any{nullBytes(nw.Meta), nw.Patch, nw.BaseSize, int64(nw.Sum), old.Thread, old.Namespace, old.Seq, int64(old.Sum), old.Patch}}}
 	if nw.Snapshot != nil {
@@ -51,16 +52,16 @@ func (b *Backend) RewriteRow(ctx context.Context, old, nw store.Row) (bool, erro
 	return b.swap(ctx, stmts...)
 }
 
-// ThreadWrites implements store.BlobRewriter.
-func (b *Backend) ThreadWrites(ctx context.Context, thread string) ([]store.StoredWrite, error) {
+// ThreadWrites implements driver.BlobRewriter.
+func (b *Backend) ThreadWrites(ctx context.Context, thread string) ([]driver.StoredWrite, error) {
 	rows, err := b.read.QueryContext(ctx, `SELECT ns, seq, task, data FROM writes WHERE thread = ? ORDER BY ns, seq, task`, thread)
 	if err != nil {
 		return nil, b.readErr(err, thread, "", 0, "pending writes")
 	}
 	defer rows.Close()
-	var out []store.StoredWrite
+	var out []driver.StoredWrite
 	for rows.Next() {
-		w := store.StoredWrite{Thread: thread}
+		w := driver.StoredWrite{Thread: thread}
 		if err := rows.Scan(&w.Namespace, &w.Seq, &w.Task, &w.Data); err != nil {
 			return nil, b.readErr(err, thread, "", 0, "pending writes")
 		}
@@ -69,26 +70,26 @@ func (b *Backend) ThreadWrites(ctx context.Context, thread string) ([]store.Stor
 	return out, b.readErr(rows.Err(), thread, "", 0, "pending writes")
 }
 
-// RewriteWrite implements store.BlobRewriter.
-func (b *Backend) RewriteWrite(ctx context.Context, w store.StoredWrite, nw []byte) (bool, error) {
+// RewriteWrite implements driver.BlobRewriter.
+func (b *Backend) RewriteWrite(ctx context.Context, w driver.StoredWrite, nw []byte) (bool, error) {
 	return b.swap(ctx, swapStmt{`UPDATE writes SET data = ? WHERE thread = ? AND ns = ? AND seq = ? AND task = ? AND data = ?`,
 		[]any{nw, w.Thread, w.Namespace, w.Seq, w.Task, w.Data}})
 }
 
-// RewriteRun implements store.BlobRewriter.
+// RewriteRun implements driver.BlobRewriter.
 func (b *Backend) RewriteRun(ctx context.Context, id string, old, nw []byte) (bool, error) {
 	return b.swap(ctx, swapStmt{`UPDATE runs SET data = ? WHERE id = ? AND data = ?`, []any{nw, id, old}})
 }
 
-// RewriteEvent implements store.BlobRewriter.
+// RewriteEvent implements driver.BlobRewriter.
 func (b *Backend) RewriteEvent(ctx context.Context, run string, seq int64, old, nw []byte) (bool, error) {
 	return b.swap(ctx, swapStmt{`UPDATE run_events SET data = ? WHERE run = ? AND seq = ? AND data = ?`, []any{nw, run, seq, old}})
 }
 
-var _ store.BlobRewriter = (*Backend)(nil)
+var _ driver.BlobRewriter = (*Backend)(nil)
 
-// StoredItems implements store.ItemRewriter.
-func (b *Backend) StoredItems(ctx context.Context, after store.ItemKey, limit int) ([]store.ItemRow, error) {
+// StoredItems implements driver.ItemRewriter.
+func (b *Backend) StoredItems(ctx context.Context, after driver.ItemKey, limit int) ([]driver.ItemRow, error) {
 	if b.noItems {
 		return nil, nil
 	}
@@ -98,9 +99,9 @@ func (b *Backend) StoredItems(ctx context.Context, after store.ItemKey, limit in
 		return nil, b.readErr(err, "", "", 0, "items")
 	}
 	defer rows.Close()
-	var out []store.ItemRow
+	var out []driver.ItemRow
 	for rows.Next() {
-		var r store.ItemRow
+		var r driver.ItemRow
 		if err := rows.Scan(&r.Tenant, &r.Namespace, &r.Key, &r.Value); err != nil {
 			return nil, b.readErr(err, "", "", 0, "items")
 		}
@@ -112,8 +113,8 @@ func (b *Backend) StoredItems(ctx context.Context, after store.ItemKey, limit in
 	return out, b.readErr(rows.Err(), "", "", 0, "items")
 }
 
-// RewriteItem implements store.ItemRewriter.
-func (b *Backend) RewriteItem(ctx context.Context, k store.ItemKey, old, nw []byte) (bool, error) {
+// RewriteItem implements driver.ItemRewriter.
+func (b *Backend) RewriteItem(ctx context.Context, k driver.ItemKey, old, nw []byte) (bool, error) {
 	oldVal, err := encodeItemValue(k, old)
 	if err != nil {
 		return false, err
@@ -125,9 +126,9 @@ func (b *Backend) RewriteItem(ctx context.Context, k store.ItemKey, old, nw []by
 	return b.swap(ctx, swapStmt{`UPDATE items SET value = ? WHERE tenant = ? AND ns = ? AND key = ? AND value = ?`, []any{nwVal, k.Tenant, k.Namespace, k.Key, oldVal}})
 }
 
-var _ store.ItemRewriter = (*Backend)(nil)
+var _ driver.ItemRewriter = (*Backend)(nil)
 
-// Vacuum implements store.Vacuumer: it rebuilds the database file and
+// Vacuum implements driver.Vacuumer: it rebuilds the database file and
 // empties its WAL, so that no freed page — such as the plaintext blobs
 // an encrypting rekey replaced — is left in either. Writers wait while it
 // runs (it holds the write connection outside any transaction).
@@ -164,4 +165,4 @@ func (b *Backend) Vacuum(ctx context.Context) error {
 	return nil
 }
 
-var _ store.Vacuumer = (*Backend)(nil)
+var _ driver.Vacuumer = (*Backend)(nil)

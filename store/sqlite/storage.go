@@ -6,49 +6,50 @@ import (
 	"fmt"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
-// ThreadUsage implements store.StorageBackend, in one read transaction (a
+// ThreadUsage implements driver.StorageBackend, in one read transaction (a
 // consistent view): SQLite's length() of a blob reads its size from the
 // row's header, not the blob's pages.
-func (b *Backend) ThreadUsage(ctx context.Context, thread string) (store.ThreadUsage, error) {
+func (b *Backend) ThreadUsage(ctx context.Context, thread string) (driver.ThreadUsage, error) {
 	tx, err := b.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return store.ThreadUsage{}, b.readErr(err, thread, "", 0, "storage")
+		return driver.ThreadUsage{}, b.readErr(err, thread, "", 0, "storage")
 	}
 	defer func() { _ = tx.Rollback() }()
 	var n int
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM threads WHERE id = ?`, thread).Scan(&n); err != nil {
-		return store.ThreadUsage{}, b.readErr(err, thread, "", 0, "thread")
+		return driver.ThreadUsage{}, b.readErr(err, thread, "", 0, "thread")
 	}
 	if n == 0 {
-		return store.ThreadUsage{}, fmt.Errorf("%w: thread %q", store.ErrNotFound, thread)
+		return driver.ThreadUsage{}, fmt.Errorf("%w: thread %q", store.ErrNotFound, thread)
 	}
-	u := store.ThreadUsage{PendingWrites: map[string]store.StoredRows{}}
+	u := driver.ThreadUsage{PendingWrites: map[string]store.StoredRows{}}
 	rows, err := tx.QueryContext(ctx, `SELECT ns, count(*), coalesce(sum(length(data)), 0) FROM writes WHERE thread = ? GROUP BY ns`, thread)
 	if err != nil {
-		return store.ThreadUsage{}, b.readErr(err, thread, "", 0, "pending writes")
+		return driver.ThreadUsage{}, b.readErr(err, thread, "", 0, "pending writes")
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var ns string
 		var w store.StoredRows
 		if err := rows.Scan(&ns, &w.Count, &w.Bytes); err != nil {
-			return store.ThreadUsage{}, b.readErr(err, thread, "", 0, "pending writes")
+			return driver.ThreadUsage{}, b.readErr(err, thread, "", 0, "pending writes")
 		}
 		u.PendingWrites[ns] = w
 	}
 	if err := rows.Err(); err != nil {
-		return store.ThreadUsage{}, b.readErr(err, thread, "", 0, "pending writes")
+		return driver.ThreadUsage{}, b.readErr(err, thread, "", 0, "pending writes")
 	}
 	if ok, err := b.hasRuns(ctx, tx); err != nil || !ok {
 		return u, b.readErr(err, thread, "", 0, "runs")
 	}
 	if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(length(data)), 0) FROM runs WHERE thread = ?`, thread).Scan(&u.Runs.Count, &u.Runs.Bytes); err != nil {
-		return store.ThreadUsage{}, b.readErr(err, thread, "", 0, "runs")
+		return driver.ThreadUsage{}, b.readErr(err, thread, "", 0, "runs")
 	}
 	if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(length(e.data)), 0) FROM runs r JOIN run_events e ON e.run = r.id WHERE r.thread = ?`, thread).Scan(&u.RunEvents.Count, &u.RunEvents.Bytes); err != nil {
-		return store.ThreadUsage{}, b.readErr(err, thread, "", 0, "run events")
+		return driver.ThreadUsage{}, b.readErr(err, thread, "", 0, "run events")
 	}
 	return u, nil
 }
@@ -64,4 +65,4 @@ func (b *Backend) hasRuns(ctx context.Context, tx *sql.Tx) (bool, error) {
 	return n > 0, err
 }
 
-var _ store.StorageBackend = (*Backend)(nil)
+var _ driver.StorageBackend = (*Backend)(nil)

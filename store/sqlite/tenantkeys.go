@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // Migration 7 keeps each tenant's thread under its key, tenant/id
@@ -27,7 +28,7 @@ func (b *Backend) checkTenantKeys(ctx context.Context) error {
 	case err != nil:
 		return err
 	}
-	return store.KeyTakenError(tenant, id)
+	return driver.KeyTakenError(tenant, id)
 }
 
 // keyed is a thread migration 7 renamed.
@@ -76,13 +77,13 @@ func (b *Backend) keyedPage(ctx context.Context, after string) ([]keyed, error) 
 // sumKeyedThread moves the checksums of a renamed thread's record and
 // rows to its new name.
 func (b *Backend) sumKeyedThread(ctx context.Context, k keyed) error {
-	t := store.ThreadRecord{ID: k.new}
+	t := driver.ThreadRecord{ID: k.new}
 	var sum int64
 	if err := b.conn.QueryRowContext(ctx, `SELECT tenant, metadata, created_at, crc FROM threads WHERE id = ?`, k.new).Scan(&t.Tenant, &t.Metadata, &t.CreatedAt, &sum); err != nil {
 		return err
 	}
 	if sum == int64(uint32(sum)) { // else it is damaged, and stays so
-		if _, err := b.conn.ExecContext(ctx, `UPDATE threads SET crc = ? WHERE id = ?`, int64(store.MovedThreadChecksum(&t, k.old, uint32(sum))), k.new); err != nil {
+		if _, err := b.conn.ExecContext(ctx, `UPDATE threads SET crc = ? WHERE id = ?`, int64(driver.MovedThreadChecksum(&t, k.old, uint32(sum))), k.new); err != nil {
 			return err
 		}
 	}
@@ -133,7 +134,7 @@ func (b *Backend) sumKeyedLane(ctx context.Context, k keyed, l lane) error {
 			if r.sum != int64(uint32(r.sum)) {
 				continue // damaged, and stays so
 			}
-			sum := store.MovedRowChecksum(&r.row, k.old, uint32(r.sum))
+			sum := driver.MovedRowChecksum(&r.row, k.old, uint32(r.sum))
 			if _, err := b.conn.ExecContext(ctx, `UPDATE checkpoints SET crc = ? WHERE id = ?`, int64(sum), r.id); err != nil {
 				return err
 			}
@@ -149,7 +150,7 @@ func (b *Backend) sumKeyedLane(ctx context.Context, k keyed, l lane) error {
 // Rows reads it, and its stored checksum.
 type storedRow struct {
 	id  int64
-	row store.Row
+	row driver.Row
 	sum int64
 }
 
@@ -162,7 +163,7 @@ func (b *Backend) lanePage(ctx context.Context, thread string, l lane, first, la
 	defer rows.Close()
 	var page []storedRow
 	for rows.Next() {
-		sr := storedRow{row: store.Row{Thread: thread, Namespace: l.ns}}
+		sr := storedRow{row: driver.Row{Thread: thread, Namespace: l.ns}}
 		r := &sr.row
 		var status, has int64
 		if err := rows.Scan(&sr.id, &r.Parent, &r.Base, &r.Since, &r.BaseSize, &status, &r.CreatedAt, &has, &r.Meta, &r.Patch, &sr.sum); err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // The thread index (format 6): each thread's status, status time and
@@ -65,8 +66,8 @@ func statusAt(st store.ThreadStatus, at int64) int64 {
 
 // indexThread adds a new thread (tenant, metadata, creation time, status)
 // to the metadata index and the counters (sign 1), or takes it out (-1).
-func (b *Backend) indexThread(ctx context.Context, t store.ThreadRecord, sign int64) error {
-	entries, err := store.IndexEntries(t.Metadata)
+func (b *Backend) indexThread(ctx context.Context, t driver.ThreadRecord, sign int64) error {
+	entries, err := driver.IndexEntries(t.Metadata)
 	if err != nil {
 		return err
 	}
@@ -83,13 +84,13 @@ func (b *Backend) indexThread(ctx context.Context, t store.ThreadRecord, sign in
 
 // indexEntries adds a thread's metadata entries (sign 1) or takes them
 // out (-1), with their counters.
-func (b *Backend) indexEntries(ctx context.Context, t store.ThreadRecord, entries []store.MetaEntry, sign int64) error {
+func (b *Backend) indexEntries(ctx context.Context, t driver.ThreadRecord, entries []driver.MetaEntry, sign int64) error {
 	for _, e := range entries {
 		st := b.ix.insertMeta
 		if sign < 0 {
 			st = b.ix.deleteMeta
 		}
-		if e.Value == store.MetaPresent {
+		if e.Value == driver.MetaPresent {
 			st = nil // counted, not indexed
 		}
 		if st != nil {
@@ -154,12 +155,12 @@ func (b *Backend) rootEmptied(ctx context.Context, c *sql.Conn, id string) error
 	return b.setHead(ctx, id, store.ThreadIdle, 0, false)
 }
 
-// UpdateThread implements store.Backend: the metadata index follows the
+// UpdateThread implements driver.Backend: the metadata index follows the
 // new metadata (the old entries read from the stored row, in the same
 // transaction).
-func (b *Backend) UpdateThread(ctx context.Context, t store.ThreadRecord) error {
+func (b *Backend) UpdateThread(ctx context.Context, t driver.ThreadRecord) error {
 	return b.do(ctx, func(ctx context.Context, c *sql.Conn) error {
-		var old store.ThreadRecord
+		var old driver.ThreadRecord
 		err := c.QueryRowContext(ctx, `SELECT tenant, metadata, created_at FROM threads WHERE id = ?`, t.ID).Scan(&old.Tenant, &old.Metadata, &old.CreatedAt)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("%w: thread %q", store.ErrNotFound, t.ID)
@@ -168,17 +169,17 @@ func (b *Backend) UpdateThread(ctx context.Context, t store.ThreadRecord) error 
 			return err
 		}
 		old.ID = t.ID
-		before, err := store.IndexEntries(old.Metadata)
+		before, err := driver.IndexEntries(old.Metadata)
 		if err != nil {
 			return err
 		}
-		after, err := store.IndexEntries(t.Metadata)
+		after, err := driver.IndexEntries(t.Metadata)
 		if err != nil {
 			return err
 		}
 		// Nothing is written before this point, and a failure after it
 		// fails the whole batch: no savepoint is needed.
-		gone, added := store.DiffEntries(before, after)
+		gone, added := driver.DiffEntries(before, after)
 		if err := b.indexEntries(ctx, old, gone, -1); err != nil {
 			return err
 		}
@@ -190,7 +191,7 @@ func (b *Backend) UpdateThread(ctx context.Context, t store.ThreadRecord) error 
 	})
 }
 
-// SetThreadStatus implements store.ThreadIndex.
+// SetThreadStatus implements driver.ThreadIndex.
 func (b *Backend) SetThreadStatus(ctx context.Context, id string, st store.ThreadStatus, at int64) error {
 	if !st.Valid() {
 		return fmt.Errorf("%w: thread status %d", store.ErrInvalidArgument, st)
@@ -208,7 +209,7 @@ func (b *Backend) SetThreadStatus(ctx context.Context, id string, st store.Threa
 	})
 }
 
-// UnclassifiedThreads implements store.ThreadIndex.
+// UnclassifiedThreads implements driver.ThreadIndex.
 func (b *Backend) UnclassifiedThreads(ctx context.Context, after string, limit int) ([]string, error) {
 	if b.noIndex {
 		return nil, nil
@@ -232,7 +233,7 @@ func (b *Backend) UnclassifiedThreads(ctx context.Context, after string, limit i
 // unindexThread takes a thread about to be deleted out of the metadata
 // index and the counters.
 func (b *Backend) unindexThread(ctx context.Context, c *sql.Conn, id string) error {
-	t := store.ThreadRecord{ID: id}
+	t := driver.ThreadRecord{ID: id}
 	var st int
 	err := c.QueryRowContext(ctx, `SELECT tenant, metadata, created_at, status FROM threads WHERE id = ?`, id).Scan(&t.Tenant, &t.Metadata, &t.CreatedAt, &st)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -272,8 +273,8 @@ func (b *Backend) addThreadColumns(ctx context.Context) error {
 // indexedThread is a thread as fillIndex reads it: its record and its
 // root head's status, time, metadata and the first byte of its patch.
 type indexedThread struct {
-	rec  store.ThreadRecord
-	head store.Row
+	rec  driver.ThreadRecord
+	head driver.Row
 	has  bool
 }
 
@@ -329,7 +330,7 @@ func (b *Backend) fillIndex(ctx context.Context) error {
 			st, touched := store.ThreadIdle, it.rec.CreatedAt
 			if it.has {
 				var known bool
-				if st, known = store.RowThreadStatus(&it.head); !known {
+				if st, known = driver.RowThreadStatus(&it.head); !known {
 					st = store.ThreadStatusUnknown
 				}
 				touched = it.head.CreatedAt
@@ -337,7 +338,7 @@ func (b *Backend) fillIndex(ctx context.Context) error {
 			if _, err := b.conn.ExecContext(ctx, `UPDATE threads SET status = ?, status_at = ?, touched_at = ? WHERE id = ?`, int(st), statusAt(st, touched), touched, it.rec.ID); err != nil {
 				return err
 			}
-			entries, err := store.IndexEntries(it.rec.Metadata)
+			entries, err := driver.IndexEntries(it.rec.Metadata)
 			if err != nil {
 				return fmt.Errorf("thread %q: %w", it.rec.ID, err)
 			}

@@ -8,10 +8,11 @@ import (
 	"strings"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
-// CreateThread implements store.Backend.
-func (b *Backend) CreateThread(ctx context.Context, t store.ThreadRecord) error {
+// CreateThread implements driver.Backend.
+func (b *Backend) CreateThread(ctx context.Context, t driver.ThreadRecord) error {
 	// An existing thread is refused before anything is written, and a
 	// failure after it fails the whole batch: no savepoint is needed.
 	return b.do(ctx, func(ctx context.Context, c *sql.Conn) error {
@@ -68,8 +69,8 @@ func (b *Backend) threadColumns() string {
 	return listColumns
 }
 
-func (b *Backend) scanThread(sc interface{ Scan(...any) error }) (store.ThreadRecord, error) {
-	var r store.ThreadRecord
+func (b *Backend) scanThread(sc interface{ Scan(...any) error }) (driver.ThreadRecord, error) {
+	var r driver.ThreadRecord
 	var sum int64
 	var err error
 	if b.noIndex {
@@ -81,13 +82,13 @@ func (b *Backend) scanThread(sc interface{ Scan(...any) error }) (store.ThreadRe
 	}
 	r.Sum = uint32(sum)
 	if b.legacy {
-		r.Sum = store.ThreadChecksum(&r)
+		r.Sum = driver.ThreadChecksum(&r)
 	}
 	return r, err
 }
 
-// Thread implements store.Backend.
-func (b *Backend) Thread(ctx context.Context, id string) (store.ThreadRecord, error) {
+// Thread implements driver.Backend.
+func (b *Backend) Thread(ctx context.Context, id string) (driver.ThreadRecord, error) {
 	r, err := b.scanThread(b.read.QueryRowContext(ctx, `SELECT `+b.threadColumns()+` FROM threads t WHERE t.id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, fmt.Errorf("%w: thread %q", store.ErrNotFound, id)
@@ -104,8 +105,8 @@ const metadataMatch = ` AND EXISTS (SELECT 1 FROM json_each(t.metadata) j WHERE 
 // filter), on a file without the metadata index.
 const metadataAbsent = ` AND NOT EXISTS (SELECT 1 FROM json_each(t.metadata) j WHERE j.key = ? AND j.type <> 'null')`
 
-// Threads implements store.Backend.
-func (b *Backend) Threads(ctx context.Context, q store.ThreadQuery) ([]store.ThreadRecord, error) {
+// Threads implements driver.Backend.
+func (b *Backend) Threads(ctx context.Context, q driver.ThreadQuery) ([]driver.ThreadRecord, error) {
 	var sb strings.Builder
 	sb.WriteString(`SELECT ` + b.threadColumns() + ` FROM threads t WHERE t.id > ?`)
 	args := []any{q.After}
@@ -125,7 +126,7 @@ func (b *Backend) Threads(ctx context.Context, q store.ThreadQuery) ([]store.Thr
 		}
 	} else {
 		w := sqlWhere{args: args}
-		sb.WriteString(w.where(store.ListQuery{AllTenants: true, Meta: q.Meta}))
+		sb.WriteString(w.where(driver.ListQuery{AllTenants: true, Meta: q.Meta}))
 		args = w.args
 	}
 	sb.WriteString(` ORDER BY t.id`)
@@ -138,7 +139,7 @@ func (b *Backend) Threads(ctx context.Context, q store.ThreadQuery) ([]store.Thr
 		return nil, b.readErr(err, q.After, "", 0, "thread list")
 	}
 	defer rows.Close()
-	var out []store.ThreadRecord
+	var out []driver.ThreadRecord
 	for rows.Next() {
 		r, err := b.scanThread(rows)
 		if err != nil {
@@ -149,7 +150,7 @@ func (b *Backend) Threads(ctx context.Context, q store.ThreadQuery) ([]store.Thr
 	return out, b.readErr(rows.Err(), q.After, "", 0, "thread list")
 }
 
-// DeleteThread implements store.Backend.
+// DeleteThread implements driver.Backend.
 func (b *Backend) DeleteThread(ctx context.Context, id string) error {
 	return b.do(ctx, func(ctx context.Context, c *sql.Conn) error {
 		return savepoint(ctx, c, func() error {

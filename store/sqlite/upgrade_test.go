@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 	"github.com/cairn-dev/cairn/store/sqlite"
 	"github.com/cairn-dev/cairn/store/sqlite/sqlitetest"
 	"github.com/cairn-dev/cairn/store/storetest"
@@ -387,7 +388,7 @@ func TestSeqRange(t *testing.T) {
 	s := openAt(t, filepath.Join(t.TempDir(), "r.db"))
 	defer s.Close()
 	b := s.(*store.Engine).Backend()
-	for _, r := range []store.Row{
+	for _, r := range []driver.Row{
 		{Thread: "r", Seq: 1 << 32, Parent: 1<<32 - 1, Patch: []byte{}},
 		{Thread: "r", Seq: 0, Patch: []byte{}},
 		{Thread: "r", Seq: 3, Parent: 3, Patch: []byte{}},

@@ -7,23 +7,24 @@ import (
 	"strings"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
-func init() { store.Register("sqlite", driver{}) }
+func init() { driver.Register("sqlite", urlDriver{}) }
 
 // DefaultURL is the store the CLI and the examples use when none is given:
 // a SQLite file in .cairn/ under the working directory.
 const DefaultURL = "sqlite:.cairn/state.db"
 
-// driver opens "sqlite:PATH[?durability=sync|strict]" URLs (store.Open).
-type driver struct{}
+// urlDriver opens "sqlite:PATH[?durability=sync|strict]" URLs (store.Open).
+type urlDriver struct{}
 
-func (driver) Check(raw string) error {
+func (urlDriver) Check(raw string) error {
 	_, _, err := ParseURL(raw)
 	return err
 }
 
-func (driver) Open(ctx context.Context, raw string, o store.OpenOptions) (*store.Engine, error) {
+func (urlDriver) Open(ctx context.Context, raw string, o driver.OpenOptions) (driver.Backend, error) {
 	path, dur, err := ParseURL(raw)
 	if err != nil {
 		return nil, err
@@ -33,7 +34,11 @@ func (driver) Open(ctx context.Context, raw string, o store.OpenOptions) (*store
 			return nil, err
 		}
 	}
-	return OpenStore(ctx, path, Options{Durability: dur, ReadOnly: o.ReadOnly, NoMigrate: o.NoMigrate, Logger: o.Store.Logger}, o.Store)
+	b, err := Open(ctx, path, Options{Durability: dur, ReadOnly: o.ReadOnly, NoMigrate: o.NoMigrate, Logger: o.Logger})
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // ParseURL reads a "sqlite:PATH[?durability=sync|strict]" store URL: the
@@ -64,13 +69,13 @@ func ParseURL(raw string) (path string, d Durability, err error) {
 	return path, d, nil
 }
 
-// Migrations lists the migrations and the baseline (store.MigratingDriver).
-func (driver) Migrations() ([]store.Migration, string) { return migrations, newStoreSQL() }
+// Migrations lists the migrations and the baseline (driver.MigratingDriver).
+func (urlDriver) Migrations() ([]store.Migration, string) { return migrations, newStoreSQL() }
 
 // Version reads the format version of the file a URL names, opening it
-// read-only (store.MigratingDriver): 0 for an empty database, or one a crash
+// read-only (driver.MigratingDriver): 0 for an empty database, or one a crash
 // left half-created, which a read-write open finishes creating.
-func (driver) Version(ctx context.Context, raw string) (int, error) {
+func (urlDriver) Version(ctx context.Context, raw string) (int, error) {
 	path, _, err := ParseURL(raw)
 	if err != nil {
 		return 0, err

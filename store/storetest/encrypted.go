@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // TestKeyring returns a keyring of test keys n, …: key i is 32 bytes of
@@ -31,7 +32,7 @@ func TestKeyring(t testing.TB, n ...byte) *store.Keyring {
 // the harness opens gets a keyring unless the test gives one), then the
 // tests of encryption itself: blobs moved between rows refused, plaintext
 // refused, no key, rotation and Rekey. The backend must implement
-// store.BlobRewriter.
+// driver.BlobRewriter.
 func RunEncrypted(t *testing.T, h Harness) {
 	ring := TestKeyring(t, 1)
 	eh := h
@@ -61,7 +62,7 @@ func RunEncrypted(t *testing.T, h Harness) {
 // pending writes, a run and its events.
 type encFixture struct {
 	s  *store.Engine
-	bw store.BlobRewriter
+	bw driver.BlobRewriter
 }
 
 func newEncFixture(t *testing.T, h Harness) *encFixture {
@@ -69,9 +70,9 @@ func newEncFixture(t *testing.T, h Harness) *encFixture {
 	ctx := context.Background()
 	s := h.Open(t, store.Options{Keyring: TestKeyring(t, 1), SnapshotCache: -1}).(*store.Engine)
 	t.Cleanup(func() { _ = s.Close() })
-	bw, ok := s.Backend().(store.BlobRewriter)
+	bw, ok := s.Backend().(driver.BlobRewriter)
 	if !ok {
-		t.Fatalf("%T does not implement store.BlobRewriter", s.Backend())
+		t.Fatalf("%T does not implement driver.BlobRewriter", s.Backend())
 	}
 	for _, th := range []struct{ id, tenant string }{{"ea", "acme"}, {"eb", "other"}} {
 		if _, err := s.CreateThread(ctx, store.Thread{ID: th.id, Tenant: th.tenant}); err != nil {
@@ -106,9 +107,9 @@ func newEncFixture(t *testing.T, h Harness) *encFixture {
 }
 
 // raw reads a stored row as the backend keeps it.
-func (f *encFixture) raw(t *testing.T, thread string, seq int64) store.Row {
+func (f *encFixture) raw(t *testing.T, thread string, seq int64) driver.Row {
 	t.Helper()
-	rows, err := f.s.Backend().Rows(context.Background(), store.RowQuery{Thread: thread, From: seq, To: seq, Snapshots: true})
+	rows, err := f.s.Backend().Rows(context.Background(), driver.RowQuery{Thread: thread, From: seq, To: seq, Snapshots: true})
 	if err != nil || len(rows) != 1 {
 		t.Fatalf("raw row %s@%d: %v %v", thread, seq, rows, err)
 	}
@@ -117,9 +118,9 @@ func (f *encFixture) raw(t *testing.T, thread string, seq int64) store.Row {
 
 // put stores row nw in place of old, with a checksum that fits: only the
 // encryption can tell.
-func (f *encFixture) put(t *testing.T, old, nw store.Row) store.Row {
+func (f *encFixture) put(t *testing.T, old, nw driver.Row) driver.Row {
 	t.Helper()
-	nw.Sum = store.RowChecksum(&nw)
+	nw.Sum = driver.RowChecksum(&nw)
 	if ok, err := f.bw.RewriteRow(context.Background(), old, nw); err != nil || !ok {
 		t.Fatalf("rewrite row: %v %v", ok, err)
 	}
@@ -131,12 +132,12 @@ func testEncryption(t *testing.T, h Harness) {
 	f := newEncFixture(t, h)
 	for _, tc := range []struct {
 		name string
-		edit func(nw *store.Row)
+		edit func(nw *driver.Row)
 	}{
-		{"patch from another seq", func(nw *store.Row) { nw.Patch = f.raw(t, "ea", 3).Patch }},
-		{"patch from another thread and tenant", func(nw *store.Row) { nw.Patch = f.raw(t, "eb", 2).Patch }},
-		{"plaintext patch", func(nw *store.Row) { nw.Patch = rawBlob([]byte(`[]`)) }},
-		{"plaintext metadata", func(nw *store.Row) { nw.Meta = []byte(`{"source":"step"}`) }},
+		{"patch from another seq", func(nw *driver.Row) { nw.Patch = f.raw(t, "ea", 3).Patch }},
+		{"patch from another thread and tenant", func(nw *driver.Row) { nw.Patch = f.raw(t, "eb", 2).Patch }},
+		{"plaintext patch", func(nw *driver.Row) { nw.Patch = rawBlob([]byte(`[]`)) }},
+		{"plaintext metadata", func(nw *driver.Row) { nw.Meta = []byte(`{"source":"step"}`) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			old := f.raw(t, "ea", 2)
@@ -233,7 +234,7 @@ func testSwappedWrite(t *testing.T, f *encFixture) {
 
 // checkNoKey reads an encrypted store through an engine without keys:
 // every read of a blob fails with ErrNoKey, never returns ciphertext.
-func checkNoKey(t *testing.T, b store.Backend, thread string) {
+func checkNoKey(t *testing.T, b driver.Backend, thread string) {
 	ctx := context.Background()
 	plain := store.New(b, store.Options{}) // shares the backend: not closed
 	if _, err := plain.Load(ctx, store.LoadRequest{Thread: thread}); !errors.Is(err, store.ErrNoKey) {
@@ -269,11 +270,11 @@ func checkNoKey(t *testing.T, b store.Backend, thread string) {
 
 func testSwappedItem(t *testing.T, f *encFixture) {
 	ctx := context.Background()
-	ir, ok := f.s.Backend().(store.ItemRewriter)
+	ir, ok := f.s.Backend().(driver.ItemRewriter)
 	if !ok {
-		t.Fatalf("%T does not implement store.ItemRewriter", f.s.Backend())
+		t.Fatalf("%T does not implement driver.ItemRewriter", f.s.Backend())
 	}
-	items, err := ir.StoredItems(ctx, store.ItemKey{}, 10)
+	items, err := ir.StoredItems(ctx, driver.ItemKey{}, 10)
 	if err != nil || len(items) != 2 || items[0].Tenant != "acme" {
 		t.Fatalf("stored items: %v %v", items, err)
 	}

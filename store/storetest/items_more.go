@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // WordEmbedder is a deterministic store.Embedder for tests: a text's
@@ -38,7 +39,7 @@ func (e *WordEmbedder) Embed(_ context.Context, texts []string) ([][]float32, er
 	out := make([][]float32, len(texts))
 	for i, t := range texts {
 		v := make([]float32, len(Vocabulary)+e.Extra)
-		for _, w := range store.Terms(t) {
+		for _, w := range driver.Terms(t) {
 			for j, voc := range Vocabulary {
 				if w == voc {
 					v[j]++

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // openEngine opens a store of h, skipping the test unless it is an engine.
@@ -20,14 +21,14 @@ func openEngine(t *testing.T, h Harness) (store.Store, *store.Engine) {
 }
 
 // testLateSnapshots: on a backend that attaches snapshots after their
-// rows commit (store.SnapshotAttacher), the engine's late snapshots land on
+// rows commit (driver.SnapshotAttacher), the engine's late snapshots land on
 // rows past the first with their bookkeeping rewritten, every checkpoint
 // rebuilds before and after, and an attach whose row no longer has the
 // checksum it names writes nothing.
 func testLateSnapshots(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s, e := openEngine(t, h)
-	at, ok := e.Backend().(store.SnapshotAttacher)
+	at, ok := e.Backend().(driver.SnapshotAttacher)
 	if !ok {
 		t.Skip("the backend writes snapshots inside their commits")
 	}
@@ -37,11 +38,11 @@ func testLateSnapshots(t *testing.T, h Harness) {
 	}
 	m.checkAll() // before the worker is done
 	e.WaitSnapshots()
-	rows, err := e.Backend().Rows(ctx, store.RowQuery{Thread: "late", Snapshots: true})
+	rows, err := e.Backend().Rows(ctx, driver.RowQuery{Thread: "late", Snapshots: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var late *store.Row
+	var late *driver.Row
 	for i := range rows {
 		r := &rows[i]
 		if r.HasSnapshot && (r.Base != r.Seq || r.Since != 0 || r.BaseSize != int64(len(r.Snapshot))) {
@@ -69,7 +70,7 @@ func testLateSnapshots(t *testing.T, h Harness) {
 	if written, err := at.AttachSnapshot(ctx, gone, gone.Sum); err != nil || written {
 		t.Fatalf("attach to a missing row: written %v, %v", written, err)
 	}
-	after, err := e.Backend().Rows(ctx, store.RowQuery{Thread: "late", From: stale.Seq, To: stale.Seq})
+	after, err := e.Backend().Rows(ctx, driver.RowQuery{Thread: "late", From: stale.Seq, To: stale.Seq})
 	if err != nil || len(after) != 1 || after[0].HasSnapshot != rows[len(rows)-1].HasSnapshot || after[0].Sum != rows[len(rows)-1].Sum {
 		t.Fatalf("row %d after the stale attaches: %+v, %v", stale.Seq, after, err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // marker returns a random string that no stored byte holds by chance.
@@ -106,8 +107,8 @@ type oldData struct {
 // (sealed, in an encrypted store).
 func storedOldData(t *testing.T, d *dataThread) oldData {
 	t.Helper()
-	b := d.s.(interface{ Backend() store.Backend }).Backend()
-	rows, err := b.Rows(context.Background(), store.RowQuery{Thread: d.id, From: 1, To: 1, Snapshots: true})
+	b := d.s.(interface{ Backend() driver.Backend }).Backend()
+	rows, err := b.Rows(context.Background(), driver.RowQuery{Thread: d.id, From: 1, To: 1, Snapshots: true})
 	if err != nil || len(rows) != 1 || len(rows[0].Snapshot) < 32 {
 		t.Fatalf("checkpoint 1 as stored: %v %d rows", err, len(rows))
 	}
@@ -175,7 +176,7 @@ func testPruneDeletesOldData(t *testing.T, h Harness) {
 	if left := d.check(t); fmt.Sprint(left) != "[3 4 5 6]" || res.Checkpoints != 2 || res.Rebased != 2 || res.RebasedBytes <= 0 || res.Threads != 1 {
 		t.Fatalf("keep-last 2 left %v: %+v", left, res)
 	}
-	if v, ok := s.(interface{ Backend() store.Backend }).Backend().(store.Vacuumer); ok {
+	if v, ok := s.(interface{ Backend() driver.Backend }).Backend().(driver.Vacuumer); ok {
 		if err := v.Vacuum(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // storageFixture is a thread whose every stored byte the test knows from
@@ -163,7 +164,7 @@ type expected struct {
 func (f *storageFixture) expect(thread, ns string, meta int64) expected {
 	f.t.Helper()
 	ctx := context.Background()
-	rows, err := f.s.Backend().Rows(ctx, store.RowQuery{Thread: thread, Namespace: ns, Snapshots: true})
+	rows, err := f.s.Backend().Rows(ctx, driver.RowQuery{Thread: thread, Namespace: ns, Snapshots: true})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -376,7 +377,7 @@ func (f *storageFixture) checkErrors(t *testing.T, h Harness) {
 	if got, err := store.ThreadStorageOf(ctx, f.s, empty.ID); err != nil || got.TotalBytes != 0 || len(got.Namespaces) != 0 || got.Channels == nil {
 		t.Errorf("an empty thread: %+v, %v", got, err)
 	}
-	type plain struct{ store.Backend } // a backend that does not measure
+	type plain struct{ driver.Backend } // a backend that does not measure
 	if _, err := store.New(plain{f.s.Backend()}, store.Options{}).ThreadStorage(ctx, "st"); !errors.Is(err, errors.ErrUnsupported) {
 		t.Errorf("a backend that does not measure: %v", err)
 	}
