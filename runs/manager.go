@@ -351,14 +351,6 @@ type Outcome struct {
 	fixed json.RawMessage
 }
 
-// bytes is the outcome as one text.
-func (o *Outcome) bytes() json.RawMessage {
-	if o.fixed != nil {
-		return o.fixed
-	}
-	return o.head.State.AppendJSON(nil)
-}
-
 // write writes the outcome to w.
 func (o *Outcome) write(w io.Writer) error {
 	if o.fixed != nil {
