@@ -134,57 +134,6 @@ func (d *Data) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-type Command struct {
-	Resume json.RawMessage `json:"resume"`
-	Update json.RawMessage `json:"update"`
-	Goto   json.RawMessage `json:"goto"`
-}
-
-// RunConfig is a run's config as clients send it (LangGraph's
-// RunnableConfig): configurable reaches the run's nodes
-// (flow.RunConfigOf); metadata and tags are kept with the run.
-type RunConfig struct {
-	Tags           []string       `json:"tags"`
-	Metadata       map[string]any `json:"metadata,omitempty"`
-	RecursionLimit int            `json:"recursion_limit"`
-	Configurable   map[string]any `json:"configurable"`
-	RunName        string         `json:"run_name"`
-	MaxConcurrency int            `json:"max_concurrency"`
-}
-
-// Request is the body of every run-creating endpoint.
-type Request struct {
-	AssistantID       string            `json:"assistant_id"`
-	Input             json.RawMessage   `json:"input"`
-	Command           *Command          `json:"command"`
-	Config            *RunConfig        `json:"config"`
-	Context           json.RawMessage   `json:"context"`
-	Metadata          map[string]any    `json:"metadata"`
-	StreamMode        StringList        `json:"stream_mode"`
-	StreamSubgraphs   bool              `json:"stream_subgraphs"`
-	StreamResumable   bool              `json:"stream_resumable"`
-	FeedbackKeys      json.RawMessage   `json:"feedback_keys"`
-	InterruptBefore   StringList        `json:"interrupt_before"`
-	InterruptAfter    StringList        `json:"interrupt_after"`
-	Checkpoint        *CheckpointConfig `json:"checkpoint"`
-	CheckpointID      string            `json:"checkpoint_id"`
-	Webhook           json.RawMessage   `json:"webhook"`
-	MultitaskStrategy string            `json:"multitask_strategy"`
-	OnCompletion      string            `json:"on_completion"`
-	OnDisconnect      string            `json:"on_disconnect"`
-	AfterSeconds      *float64          `json:"after_seconds"`
-	IfNotExists       string            `json:"if_not_exists"`
-	CheckpointDuring  *bool             `json:"checkpoint_during"`
-	Durability        string            `json:"durability"`
-	StrictResume      *bool             `json:"strict_resume"`
-	LangsmithTracer   json.RawMessage   `json:"langsmith_tracer"`
-	// approval: set by the answer endpoint, never by a client's body.
-	approval *flow.Approval
-	// Deliver: the caller answers with the run's outcome (a stream or a
-	// wait), so a stateless run's thread is kept until it has (Run.Deliver).
-	Deliver bool `json:"-"`
-}
-
 // OneOf checks an enumerated field.
 func OneOf(path, v string, allowed ...string) error {
 	if v == "" || slices.Contains(allowed, v) {
@@ -564,32 +513,6 @@ func (m *runManager) forkAt(ctx context.Context, thread string, seq int64) error
 	}
 	_, err = m.s.store.Fork(ctx, store.ForkRequest{Thread: thread, At: seq})
 	return err
-}
-
-// CheckpointConfig names a checkpoint as clients send it.
-type CheckpointConfig struct {
-	ThreadID      string         `json:"thread_id"`
-	CheckpointNS  string         `json:"checkpoint_ns"`
-	CheckpointID  string         `json:"checkpoint_id"`
-	CheckpointMap map[string]any `json:"checkpoint_map"`
-}
-
-// StringList is a JSON string or array of strings (stream_mode,
-// interrupt_before accept both).
-type StringList []string
-
-func (l *StringList) UnmarshalJSON(b []byte) error {
-	var s string
-	if json.Unmarshal(b, &s) == nil {
-		*l = StringList{s}
-		return nil
-	}
-	var ss []string
-	if err := json.Unmarshal(b, &ss); err != nil {
-		return errors.New("want a string or an array of strings")
-	}
-	*l = ss
-	return nil
 }
 
 // Unsupported refuses API fields Cairn does not implement when a request

@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"encoding/binary"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -87,9 +89,11 @@ func TestHistoryAfterPrune(t *testing.T) {
 // SQLite file holding 121 checkpoints. Whenever cairn history then lists
 // the head (121) and exits 0, it lists the whole history unchanged: a
 // flipped bit that makes SQLite skip or repeat rows below the head is
-// reported as damage (exit 1, with what to do). Rows lost above the head
-// leave a consistent chain, which a walk cannot tell from a shorter
-// history: PRAGMA integrity_check finds them.
+// reported as damage (exit 1, with what to do) — but for two losses a
+// walk cannot tell from a history that holds together, which PRAGMA
+// integrity_check finds: rows lost above the head (a shorter history),
+// and a run of rows lost right below a row that holds its own snapshot
+// (what a prune leaves: its oldest kept checkpoint, re-based).
 func TestHistoryFindsFlippedBits(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "h.db")
@@ -105,6 +109,8 @@ func TestHistoryFindsFlippedBits(t *testing.T) {
 	}
 	env := map[string]string{"CAIRN_STORE": "sqlite:" + path}
 	_, want, _ := cli(t, env, "history", "0")
+	snapshots := snapshotSeqs(t, env)
+	boundaries := 0
 	content := int(binary.BigEndian.Uint16(clean[start+5 : start+7]))
 	caught := 0
 	for b := content; b < pageSize; b++ {
@@ -125,6 +131,8 @@ func TestHistoryFindsFlippedBits(t *testing.T) {
 				}
 			case code != 0:
 				t.Fatalf("byte %d bit %d: exit %d %s", b, bit, code, errOut)
+			case strings.Contains(out, "\n121 ") && out != want && lostBelowSnapshot(listedSeqs(want), listedSeqs(out), snapshots):
+				boundaries++
 			case strings.Contains(out, "\n121 ") && out != want:
 				t.Errorf("byte %d bit %d: history lists the head and exits 0, but not the whole history:\n%s", b, bit, out)
 			}
@@ -133,7 +141,68 @@ func TestHistoryFindsFlippedBits(t *testing.T) {
 	if caught == 0 {
 		t.Fatal("no flipped bit was reported as a damaged history")
 	}
-	t.Logf("%d flipped bits reported as a damaged history", caught)
+	t.Logf("%d flipped bits reported as a damaged history; %d lost rows right below a snapshot, as a prune would", caught, boundaries)
+}
+
+// snapshotSeqs are the checkpoints of thread 0 that hold their own
+// snapshot.
+func snapshotSeqs(t *testing.T, env map[string]string) map[int64]bool {
+	t.Helper()
+	out, _ := mustCLI(t, env, "history", "0", "--json")
+	var cps []struct {
+		Seq      int64 `json:"seq"`
+		Snapshot bool  `json:"snapshot"`
+	}
+	if err := json.Unmarshal([]byte(out), &cps); err != nil {
+		t.Fatal(err)
+	}
+	out2 := map[int64]bool{}
+	for _, cp := range cps {
+		if cp.Snapshot {
+			out2[cp.Seq] = true
+		}
+	}
+	return out2
+}
+
+// listedSeqs are the seqs a cairn history table lists, in order.
+func listedSeqs(table string) []int64 {
+	var out []int64
+	for _, line := range strings.Split(table, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if n, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// lostBelowSnapshot reports whether got is want without one run of
+// consecutive seqs, right below a seq that holds its own snapshot.
+func lostBelowSnapshot(want, got []int64, snapshots map[int64]bool) bool {
+	listed := map[int64]bool{}
+	for _, s := range got {
+		listed[s] = true
+	}
+	var lost []int64
+	for _, s := range want {
+		if !listed[s] {
+			lost = append(lost, s)
+		}
+	}
+	if len(lost) == 0 || len(got)+len(lost) != len(want) {
+		return false
+	}
+	for i := 1; i < len(lost); i++ {
+		if lost[i] != lost[i-1]-1 { // want is newest first
+			return false
+		}
+	}
+	above := lost[0] + 1
+	return snapshots[above] && listed[above]
 }
 
 // pageStart is the file offset of a table's root page.
