@@ -384,15 +384,17 @@ func (s *Service) Create(ctx context.Context, threadID string, q Request) (*Run,
 // (a thread that names none takes it), and a new run of an agent file's
 // chain may not abandon an unfinished one unless the client asked to
 // replace it (multitask strategy interrupt or rollback). A run that
-// continues the thread (no input, a command, a checkpoint), a thread busy
-// with a run this one waits behind (the rule applies when it starts), a
+// continues the thread (no input, a command, a checkpoint), a thread that
+// held no checkpoint when the run was asked for or is busy with a run
+// this one waits behind (the rule applies when it starts: its first run
+// may have committed since), a
 // pipeline (it goes on where it stopped) and a Go graph (LangGraph's rule:
 // new input runs from the head) continue.
 func (s *Service) mayStart(ctx context.Context, th store.Thread, a Assistant, k Kwargs, strategy string) error {
 	info := a.Info()
 	q := agentfile.StartRequest{Thread: th.ID, Kind: info.Kind, File: info.File, Adopt: true,
 		Abandon: strategy == "interrupt" || strategy == "rollback"}
-	q.Continue = info.File == "" || info.Kind == agentfile.KindPipeline || isNull(k.Input) || k.CheckpointID != "" || (th.Head != 0 && s.Busy(ctx, th.ID))
+	q.Continue = info.File == "" || info.Kind == agentfile.KindPipeline || isNull(k.Input) || k.CheckpointID != "" || th.Head == 0 || s.Busy(ctx, th.ID)
 	_, err := agentfile.CheckStart(ctx, s.store, q)
 	se, ok := errors.AsType[*agentfile.StartError](err)
 	switch {
