@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -179,9 +180,11 @@ func sharedRuns(t *testing.T, a, b tenantCaller) {
 		if got := c.must(200, "GET", "/threads/t-shared/storage", ""); field(t, got, "thread_id") != "t-shared" {
 			t.Fatalf("storage as %s: %s", c.name, got)
 		}
-		if got := c.must(200, "POST", "/threads/t-shared/copy", ""); field(t, got, "thread_id") == "t-shared" {
+		got := c.must(200, "POST", "/threads/t-shared/copy", "")
+		if field(t, got, "thread_id") == "t-shared" {
 			t.Fatalf("copy as %s: %s", c.name, got)
 		}
+		sameHistory(t, c, "t-shared", field(t, got, "thread_id"))
 	}
 	for _, c := range []tenantCaller{a, b} {
 		modes := `"stream_mode": ["values", "updates", "messages-tuple", "debug", "checkpoints", "tasks"]`
@@ -218,6 +221,23 @@ func sharedRuns(t *testing.T, a, b tenantCaller) {
 	a.must(200, "GET", "/threads/t-shared/runs/"+field(t, answered, "run_id")+"/join", "")
 	if got := b.must(200, "GET", "/threads/t-shared", ""); !strings.Contains(got, `"interrupted"`) {
 		t.Fatalf("globex's thread after acme's answer: %s", got)
+	}
+}
+
+// sameHistory fails unless the copy holds as many checkpoints as the
+// thread it was copied from, the whole history, with the same values.
+func sameHistory(t *testing.T, c tenantCaller, orig, copied string) {
+	t.Helper()
+	var a, b []map[string]any
+	_ = json.Unmarshal([]byte(c.must(200, "POST", "/threads/"+orig+"/history", `{"limit": 100}`)), &a)
+	_ = json.Unmarshal([]byte(c.must(200, "POST", "/threads/"+copied+"/history", `{"limit": 100}`)), &b)
+	if len(a) < 3 || len(a) != len(b) {
+		t.Fatalf("the copy as %s has %d checkpoints, the thread %d", c.name, len(b), len(a))
+	}
+	for i := range a {
+		if !reflect.DeepEqual(a[i]["values"], b[i]["values"]) {
+			t.Fatalf("checkpoint %d of the copy as %s: %v, was %v", i, c.name, b[i]["values"], a[i]["values"])
+		}
 	}
 }
 

@@ -62,6 +62,10 @@ type PutOp struct {
 	// last written or read (reads refresh it unless they say NoRefresh).
 	// An expired item is never returned, and a sweep deletes it.
 	TTL time.Duration
+	// IfAbsent makes the batch fail with ErrConflict, writing nothing,
+	// when an item is stored under the key already (a writer claims a
+	// key that racing writers may claim too).
+	IfAbsent bool
 }
 
 // DeleteOp deletes an item; deleting one that does not exist is not an

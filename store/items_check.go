@@ -64,7 +64,18 @@ func ValidateItemKey(key string) error {
 	return nil
 }
 
+// SystemTenant is the tenant under which Cairn keeps data of one kind
+// ("assistants") for tenant as items: "assistants#acme". No tenant id
+// holds a "#", so no API key's tenant reads or writes them through the
+// item API, and each tenant's are its own.
+func SystemTenant(kind, tenant string) string {
+	return kind + "#" + tenant
+}
+
 func validateTenant(tenant string) error {
+	if kind, of, ok := strings.Cut(tenant, "#"); ok && kind == "assistants" {
+		tenant = of // a system tenant (SystemTenant)
+	}
 	if tenant == "" {
 		return nil
 	}

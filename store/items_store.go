@@ -133,6 +133,12 @@ func (s *itemStore) planOp(p *batchPlan, op ItemOp, i int, writes map[driver.Ite
 		if err != nil {
 			return err
 		}
+		if prev, seen := writes[row.ItemKey]; seen && row.IfAbsent {
+			if prev >= 0 {
+				return fmt.Errorf("%w: item %q in namespace %q is put twice, the second time if absent", ErrConflict, o.Key, JoinNamespace(o.Namespace))
+			}
+			row.IfAbsent = false // deleted earlier in the batch
+		}
 		p.puts, p.putTexts = append(p.puts, row), append(p.putTexts, texts)
 		noteWrite(row.ItemKey, len(p.puts)-1)
 	case DeleteOp:
@@ -187,7 +193,7 @@ func (s *itemStore) putRow(o PutOp, now int64) (driver.ItemRow, []string, error)
 		return driver.ItemRow{}, nil, fmt.Errorf("%w: value: %v", ErrInvalidArgument, err)
 	}
 	raw = bytes.TrimSpace(raw)
-	row := driver.ItemRow{ItemKey: k, Value: raw, CreatedAt: now, UpdatedAt: now, TTL: int64(o.TTL)}
+	row := driver.ItemRow{ItemKey: k, Value: raw, CreatedAt: now, UpdatedAt: now, TTL: int64(o.TTL), IfAbsent: o.IfAbsent}
 	if o.TTL > 0 {
 		row.ExpiresAt = now + int64(o.TTL)
 	}

@@ -29,6 +29,10 @@ type ItemRow struct {
 	Vectors [][]float32
 	// Score is the full-text rank of a row a text scan returned.
 	Score float64
+	// IfAbsent makes the write fail with ErrConflict, and the whole
+	// transaction write nothing, when a row of its key exists (expired
+	// or not). Written, never read back.
+	IfAbsent bool
 }
 
 // ItemScan selects the rows of one tenant under a namespace prefix,
@@ -53,7 +57,8 @@ type ItemScan struct {
 type ItemBackend interface {
 	// WriteItems writes and deletes items in one transaction. A put
 	// replaces the row of its key, keeping its CreatedAt unless that row
-	// had expired at the put's UpdatedAt.
+	// had expired at the put's UpdatedAt; a put IfAbsent fails with
+	// ErrConflict instead, and nothing is written.
 	WriteItems(ctx context.Context, puts []ItemRow, deletes []ItemKey) error
 	// GetItems returns the unexpired rows among keys (in any order).
 	GetItems(ctx context.Context, keys []ItemKey, now int64) ([]ItemRow, error)

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"fmt"
 	"iter"
 	"slices"
 	"strings"
 
+	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/driver"
 )
 
@@ -39,6 +41,11 @@ func (b *Backend) WriteItems(_ context.Context, puts []driver.ItemRow, deletes [
 	}
 	if b.items == nil {
 		b.items = map[driver.ItemKey]*itemRow{}
+	}
+	for _, p := range puts {
+		if _, ok := b.items[p.ItemKey]; ok && p.IfAbsent && !slices.Contains(deletes, p.ItemKey) {
+			return fmt.Errorf("%w: item %q in namespace %q exists", store.ErrConflict, p.Key, p.Namespace)
+		}
 	}
 	for _, k := range deletes {
 		delete(b.items, k)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/driver"
 )
 
@@ -42,9 +43,16 @@ func (b *Backend) WriteItems(ctx context.Context, puts []driver.ItemRow, deletes
 		if err != nil {
 			return err
 		}
-		batch.Queue(putItemSQL, r.Tenant, r.Namespace, r.Key, val, r.CreatedAt, r.UpdatedAt, r.TTL, r.ExpiresAt, r.Text, driver.EncodeVectors(r.Vectors))
+		q := putItemSQL
+		if r.IfAbsent {
+			q = putItemSQL[:strings.Index(putItemSQL, "ON CONFLICT")]
+		}
+		batch.Queue(q, r.Tenant, r.Namespace, r.Key, val, r.CreatedAt, r.UpdatedAt, r.TTL, r.ExpiresAt, r.Text, driver.EncodeVectors(r.Vectors))
 	}
 	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error { return tx.SendBatch(ctx, batch).Close() })
+	if isUnique(err) {
+		return fmt.Errorf("%w: an item written if absent exists: %w", store.ErrConflict, err)
+	}
 	return wrap(err, "write items", "")
 }
 

@@ -4,9 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"iter"
 	"strings"
 
+	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/driver"
 )
 
@@ -60,12 +62,26 @@ func putItem(ctx context.Context, c *sql.Conn, r *driver.ItemRow) error {
 		return err
 	}
 	var id int64
+	if r.IfAbsent {
+		err = c.QueryRowContext(ctx, `INSERT INTO items (tenant, ns, key, value, created_at, updated_at, ttl, expires_at, vectors) VALUES (?,?,?,?,?,?,?,?,?) RETURNING id`,
+			r.Tenant, r.Namespace, r.Key, val, r.CreatedAt, r.UpdatedAt, r.TTL, r.ExpiresAt, nullBytes(driver.EncodeVectors(r.Vectors))).Scan(&id)
+		if isConstraint(err) {
+			return fmt.Errorf("%w: item %q in namespace %q exists", store.ErrConflict, r.Key, r.Namespace)
+		}
+		return putItemText(ctx, c, id, r.Text, err)
+	}
 	err = c.QueryRowContext(ctx, `INSERT INTO items (tenant, ns, key, value, created_at, updated_at, ttl, expires_at, vectors) VALUES (?,?,?,?,?,?,?,?,?)
 		ON CONFLICT (tenant, ns, key) DO UPDATE SET value = excluded.value,
 			created_at = CASE WHEN items.expires_at > 0 AND items.expires_at <= excluded.updated_at THEN excluded.created_at ELSE items.created_at END,
 			updated_at = excluded.updated_at, ttl = excluded.ttl, expires_at = excluded.expires_at, vectors = excluded.vectors
 		RETURNING id`,
 		r.Tenant, r.Namespace, r.Key, val, r.CreatedAt, r.UpdatedAt, r.TTL, r.ExpiresAt, nullBytes(driver.EncodeVectors(r.Vectors))).Scan(&id)
+	return putItemText(ctx, c, id, r.Text, err)
+}
+
+// putItemText replaces the full-text entry of row id, once its write
+// (whose error is err) succeeded.
+func putItemText(ctx context.Context, c *sql.Conn, id int64, text string, err error) error {
 	if err != nil {
 		return err
 	}
@@ -74,10 +90,10 @@ func putItem(ctx context.Context, c *sql.Conn, r *driver.ItemRow) error {
 	if _, err := c.ExecContext(ctx, `DELETE FROM item_text WHERE rowid = ?`, id); err != nil {
 		return err
 	}
-	if r.Text == "" {
+	if text == "" {
 		return nil
 	}
-	_, err = c.ExecContext(ctx, `INSERT INTO item_text (rowid, text) VALUES (?, ?)`, id, r.Text)
+	_, err = c.ExecContext(ctx, `INSERT INTO item_text (rowid, text) VALUES (?, ?)`, id, text)
 	return err
 }
 

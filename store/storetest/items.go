@@ -32,6 +32,7 @@ func testItems(t *testing.T, h Harness) {
 		{"Batch", testItemBatch},
 		{"InvalidInput", testItemInvalid},
 		{"Reopen", testItemReopen},
+		{"IfAbsent", testItemIfAbsent},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
 	}

@@ -324,3 +324,39 @@ func testItemReopen(t *testing.T, h Harness) {
 		t.Fatalf("a closed store: %v", err)
 	}
 }
+
+// testItemIfAbsent: a put IfAbsent claims a key once; a second claim is
+// ErrConflict and its whole batch writes nothing; a delete in the same
+// batch frees the key. A system tenant's items are apart from the
+// tenant's own.
+func testItemIfAbsent(t *testing.T, h Harness) {
+	ctx := context.Background()
+	_, is, _ := openItems(t, h)
+	sys := store.SystemTenant("assistants", "acme")
+	claim := store.PutOp{Tenant: sys, Namespace: []string{"versions", "a1"}, Key: "1", Value: map[string]any{"v": "first"}, IfAbsent: true}
+	if _, err := is.Batch(ctx, []store.ItemOp{claim}); err != nil {
+		t.Fatal(err)
+	}
+	second := claim
+	second.Value = map[string]any{"v": "second"}
+	other := store.PutOp{Tenant: sys, Namespace: []string{"current"}, Key: "a1", Value: map[string]any{"v": "second"}}
+	if _, err := is.Batch(ctx, []store.ItemOp{other, second}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("a second claim: %v, want ErrConflict", err)
+	}
+	if it, err := is.Get(ctx, store.GetOp{Tenant: sys, Namespace: []string{"current"}, Key: "a1"}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a refused batch wrote %v (%v)", it, err)
+	}
+	if _, err := is.Batch(ctx, []store.ItemOp{store.DeleteOp{Tenant: sys, Namespace: claim.Namespace, Key: "1"}, second}); err != nil {
+		t.Fatalf("a claim after a delete in its batch: %v", err)
+	}
+	it, err := is.Get(ctx, store.GetOp{Tenant: sys, Namespace: claim.Namespace, Key: "1"})
+	if err != nil || it.Value["v"] != "second" {
+		t.Fatalf("the claimed item: %v, %v", it, err)
+	}
+	if items, err := is.Search(ctx, store.SearchOp{Tenant: "acme", Limit: 10}); err != nil || len(items) != 0 {
+		t.Fatalf("tenant acme sees its system items: %v, %v", items, err)
+	}
+	if err := is.Put(ctx, store.PutOp{Tenant: "other#acme", Namespace: []string{"x"}, Key: "k", Value: map[string]any{}}); !errors.Is(err, store.ErrInvalidID) {
+		t.Fatalf("an unknown system kind: %v, want ErrInvalidID", err)
+	}
+}
