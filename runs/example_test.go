@@ -108,3 +108,33 @@ func ExampleGraph_factory() {
 	// Output:
 	// {"said":"hello"}
 }
+
+// An assistant made from a served graph carries its own config; each
+// update is a new version.
+func ExampleService_CreateAssistant() {
+	ctx := context.Background()
+	g, err := flow.NewGraph(state.MustSchema(state.WithField("x", state.ReducerReplace))).
+		AddNode("n", func(context.Context, state.Doc) (state.Update, error) { return state.Update{"x": 1}, nil }).
+		AddEdge(flow.START, "n").Compile()
+	if err != nil {
+		panic(err)
+	}
+	svc, err := runs.New(runs.Config{Store: inmem.Open(store.Options{}), Assistants: []runs.Assistant{&runs.Graph{ID: "g", Graph: g}}})
+	if err != nil {
+		panic(err)
+	}
+	a, err := svc.CreateAssistant(ctx, runs.AssistantCreate{AssistantID: "g-fast", GraphID: "g", Config: map[string]any{"configurable": map[string]any{"model": "small"}}})
+	if err != nil {
+		panic(err)
+	}
+	if _, err := svc.PatchAssistant(ctx, a.AssistantID, runs.AssistantPatch{Metadata: map[string]any{"team": "search"}}); err != nil {
+		panic(err)
+	}
+	vs, _ := svc.AssistantVersions(ctx, "g-fast", nil, 10, 0)
+	for _, v := range vs {
+		fmt.Println(v.Version, v.Config["configurable"], v.Metadata)
+	}
+	// Output:
+	// 2 map[model:small] map[team:search]
+	// 1 map[model:small] map[]
+}

@@ -78,7 +78,7 @@ func (s *Service) Events(lr *Run, rec store.RunRecord, after int64, attempt int)
 	}
 	st := &storedSource{s: s, rec: rec, after: after, attempt: attempt, settled: after == 0, redact: true}
 	if d, err := DataOf(rec); err == nil {
-		st.redact = s.RedactsFor(d.AssistantID)
+		st.redact = s.RedactsFor(d.Graph())
 	}
 	return st.next
 }

@@ -506,11 +506,11 @@ func (m *runManager) recoverRun(ctx context.Context, rec store.RunRecord) error 
 	if err != nil {
 		return err
 	}
-	prior, err := storedEvents(ctx, m.s.runlog, rec.ID, rec.Thread, m.s.RedactsFor(d.AssistantID), 0, 0)
+	prior, err := storedEvents(ctx, m.s.runlog, rec.ID, rec.Thread, m.s.RedactsFor(d.Graph()), 0, 0)
 	if err != nil {
 		return err
 	}
-	a, ok := m.s.assistants[d.AssistantID]
+	a, ok := m.s.assistants[d.Graph()]
 	if !ok {
 		d.Error, d.ErrorType = fmt.Sprintf("assistant %q is no longer served", d.AssistantID), "RunError"
 		rec.Status = StatusError

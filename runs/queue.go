@@ -39,7 +39,7 @@ func (s *Service) enqueue(ctx context.Context, lr *Run) error {
 		}
 	}
 	lr.rec.Data = raw(lr.data)
-	return s.queue.EnqueueRun(ctx, lr.rec, lr.data.AssistantID)
+	return s.queue.EnqueueRun(ctx, lr.rec, lr.data.Graph())
 }
 
 // ErrCancelled, as the cause of the context Execute runs under (a worker
@@ -122,11 +122,11 @@ func (s *Service) Execute(ctx context.Context, runID string) error {
 	if err != nil {
 		return err
 	}
-	a, ok := s.assistants[d.AssistantID]
+	a, ok := s.assistants[d.Graph()]
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrNotMine, d.AssistantID)
 	}
-	prior, err := storedEvents(ctx, s.runlog, rec.ID, rec.Thread, s.RedactsFor(d.AssistantID), 0, 0)
+	prior, err := storedEvents(ctx, s.runlog, rec.ID, rec.Thread, s.RedactsFor(d.Graph()), 0, 0)
 	if err != nil {
 		return err
 	}

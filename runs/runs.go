@@ -31,7 +31,11 @@ func Terminal(status string) bool { return status != StatusPending && status != 
 
 // Data is what a run's record keeps besides its indexed columns.
 type Data struct {
-	AssistantID       string         `json:"assistant_id"`
+	AssistantID string `json:"assistant_id"`
+	// GraphID is the graph of an assistant a client made
+	// (CreateAssistant); empty when AssistantID is a system assistant's,
+	// its graph's id.
+	GraphID           string         `json:"graph_id,omitempty"`
 	Metadata          map[string]any `json:"metadata,omitempty"`
 	MultitaskStrategy string         `json:"multitask_strategy,omitempty"`
 	Kwargs            Kwargs         `json:"kwargs"`
@@ -144,18 +148,29 @@ func OneOf(path, v string, allowed ...string) error {
 
 // check validates the request against its assistant and returns the
 // run's kwargs; nothing is created before it passes.
-func (q *Request) check(s *Service) (Assistant, Kwargs, error) {
+func (q *Request) check(ctx context.Context, s *Service) (Assistant, Kwargs, *AssistantRecord, error) {
 	var k Kwargs
 	if err := Unsupported(map[string]json.RawMessage{"webhook": q.Webhook, "feedback_keys": q.FeedbackKeys}); err != nil {
-		return nil, k, err
+		return nil, k, nil, err
 	}
 	if q.AssistantID == "" {
-		return nil, k, invalid("$.assistant_id", "required (one of %s)", strings.Join(s.order, ", "))
+		return nil, k, nil, invalid("$.assistant_id", "required (one of %s)", strings.Join(s.order, ", "))
 	}
-	a, ok := s.assistants[q.AssistantID]
-	if !ok {
-		return nil, k, newError(ErrNotFound, "No assistant found for %q. Make sure the assistant ID is for a valid assistant or a valid graph ID (have %s).", q.AssistantID, strings.Join(s.order, ", "))
+	a, rec, err := s.resolve(ctx, q.AssistantID)
+	if err != nil {
+		return nil, k, nil, err
 	}
+	k, err = q.kwargs(a)
+	if err == nil && rec != nil {
+		k.Config, k.Context = rec.runConfig(k.Config), rec.runContext(k.Context)
+	}
+	return a, k, rec, err
+}
+
+// kwargs checks the request against its assistant and makes the run's
+// kwargs.
+func (q *Request) kwargs(a Assistant) (Kwargs, error) {
+	var k Kwargs
 	for _, e := range []error{
 		OneOf("$.multitask_strategy", q.MultitaskStrategy, "reject", "interrupt", "rollback", "enqueue"),
 		OneOf("$.on_completion", q.OnCompletion, "delete", "keep"),
@@ -164,7 +179,7 @@ func (q *Request) check(s *Service) (Assistant, Kwargs, error) {
 		OneOf("$.durability", q.Durability, "sync", "async", "exit"),
 	} {
 		if e != nil {
-			return nil, k, e
+			return k, e
 		}
 	}
 	modes := []string(q.StreamMode)
@@ -173,14 +188,14 @@ func (q *Request) check(s *Service) (Assistant, Kwargs, error) {
 	}
 	for i, m := range modes {
 		if _, ok := apiModes[m]; !ok {
-			return nil, k, invalid(fmt.Sprintf("$.stream_mode[%d]", i), "%q: want values, updates, messages, messages-tuple, custom, checkpoints, tasks or debug", m)
+			return k, invalid(fmt.Sprintf("$.stream_mode[%d]", i), "%q: want values, updates, messages, messages-tuple, custom, checkpoints, tasks or debug", m)
 		}
 	}
 	if err := checkContext(q.Context); err != nil {
-		return nil, k, err
+		return k, err
 	}
 	if a := q.AfterSeconds; a != nil && (*a < 0 || *a > maxAfterSeconds) {
-		return nil, k, invalid("$.after_seconds", "%g: want 0 to %d seconds", *a, maxAfterSeconds)
+		return k, invalid("$.after_seconds", "%g: want 0 to %d seconds", *a, maxAfterSeconds)
 	}
 	k = Kwargs{Input: q.Input, Command: q.Command, Config: q.Config, Context: q.Context, StreamMode: modes, StreamSubgraphs: q.StreamSubgraphs,
 		OnDisconnect: cmp.Or(q.OnDisconnect, "continue"), OnCompletion: q.OnCompletion, Durability: q.Durability, Approval: q.approval}
@@ -191,15 +206,15 @@ func (q *Request) check(s *Service) (Assistant, Kwargs, error) {
 		k.Durability = "exit"
 	}
 	if err := q.checkInterrupts(a, &k); err != nil {
-		return nil, k, err
+		return k, err
 	}
 	if err := checkInput(a, q.Input); err != nil {
-		return nil, k, err
+		return k, err
 	}
 	if err := q.checkCommand(&k); err != nil {
-		return nil, k, err
+		return k, err
 	}
-	return a, k, nil
+	return k, nil
 }
 
 // maxAfterSeconds bounds after_seconds (a day).
@@ -299,6 +314,9 @@ func (q *Request) checkCommand(k *Kwargs) error {
 	return nil
 }
 
+// Graph is the id of the graph the run runs: its system assistant's.
+func (d Data) Graph() string { return cmp.Or(d.GraphID, d.AssistantID) }
+
 // DataOf reads what a run's record keeps besides its indexed columns.
 func DataOf(rec store.RunRecord) (Data, error) {
 	var d Data
@@ -311,12 +329,15 @@ func DataOf(rec store.RunRecord) (Data, error) {
 // Create checks a run request, creates what it needs (the thread, if
 // asked) and hands the run to the manager.
 func (s *Service) Create(ctx context.Context, threadID string, q Request) (*Run, error) {
-	a, k, err := q.check(s)
+	a, k, stored, err := q.check(ctx, s)
 	if err != nil {
 		return nil, err
 	}
 	tenant := TenantOf(ctx)
 	d := Data{AssistantID: a.Info().ID, Metadata: q.Metadata, MultitaskStrategy: cmp.Or(q.MultitaskStrategy, "reject"), Kwargs: k, Attempt: 1}
+	if stored != nil {
+		d.AssistantID, d.GraphID = stored.AssistantID, stored.GraphID
+	}
 	d.Kwargs.Input = s.redact.JSON(d.Kwargs.Input)
 	if !isNull(d.Kwargs.Context) {
 		d.Kwargs.Context = s.redact.JSON(d.Kwargs.Context)
@@ -332,9 +353,9 @@ func (s *Service) Create(ctx context.Context, threadID string, q Request) (*Run,
 	var th store.Thread
 	if threadID == "" {
 		d.Temporary = k.OnCompletion != "keep"
-		th, err = s.store.CreateThread(ctx, store.Thread{ID: ThreadKey(ctx, uuid.NewString()), Tenant: tenant, Metadata: s.ThreadMetadata(nil, a)})
+		th, err = s.store.CreateThread(ctx, store.Thread{ID: ThreadKey(ctx, uuid.NewString()), Tenant: tenant, Metadata: s.ThreadMetadata(nil, a, d.AssistantID)})
 	} else if th, err = s.Thread(ctx, threadID); err != nil && q.IfNotExists == "create" && errors.Is(err, store.ErrNotFound) {
-		th, err = s.store.CreateThread(ctx, store.Thread{ID: ThreadKey(ctx, threadID), Tenant: tenant, Metadata: s.ThreadMetadata(nil, a)})
+		th, err = s.store.CreateThread(ctx, store.Thread{ID: ThreadKey(ctx, threadID), Tenant: tenant, Metadata: s.ThreadMetadata(nil, a, d.AssistantID)})
 		if errors.Is(err, store.ErrConflict) {
 			th, err = s.Thread(ctx, threadID)
 		}
@@ -350,7 +371,7 @@ func (s *Service) Create(ctx context.Context, threadID string, q Request) (*Run,
 	if err := s.mayStart(ctx, th, a, k, d.MultitaskStrategy); err != nil {
 		return nil, err
 	}
-	if err := s.adoptThread(ctx, &th, a); err != nil {
+	if err := s.adoptThread(ctx, &th, a, d.AssistantID); err != nil {
 		return nil, err
 	}
 	d.FromSeq = th.Head
@@ -409,7 +430,7 @@ func (s *Service) mayStart(ctx context.Context, th store.Thread, a Assistant, k 
 
 // ThreadMetadata is the metadata a thread of assistant a carries, so that
 // the server and the CLI know what runs on it.
-func (s *Service) ThreadMetadata(md map[string]any, a Assistant) map[string]any {
+func (s *Service) ThreadMetadata(md map[string]any, a Assistant, assistantID string) map[string]any {
 	out := map[string]any{}
 	for k, v := range md {
 		out[k] = v
@@ -421,7 +442,7 @@ func (s *Service) ThreadMetadata(md map[string]any, a Assistant) map[string]any 
 		}
 	}
 	set("graph_id", info.ID)
-	set("assistant_id", info.ID)
+	set("assistant_id", cmp.Or(assistantID, info.ID))
 	if info.File != "" {
 		set(agentfile.MetaKind, info.Kind)
 		set(agentfile.MetaFile, info.File)
@@ -431,8 +452,8 @@ func (s *Service) ThreadMetadata(md map[string]any, a Assistant) map[string]any 
 
 // adoptThread records the assistant in the thread's metadata when it names
 // none (mayStart has checked that the thread may take it).
-func (s *Service) adoptThread(ctx context.Context, th *store.Thread, a Assistant) error {
-	md := s.ThreadMetadata(th.Metadata, a)
+func (s *Service) adoptThread(ctx context.Context, th *store.Thread, a Assistant, assistantID string) error {
+	md := s.ThreadMetadata(th.Metadata, a, assistantID)
 	if len(md) == len(th.Metadata) {
 		return nil
 	}

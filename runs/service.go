@@ -36,6 +36,9 @@ type Config struct {
 	// Execute runs a queued run. Streams, waits and joins then follow the
 	// run through the store.
 	Queue store.RunQueue
+	// Items keeps the assistants clients make (CreateAssistant), under
+	// each tenant's store.SystemTenant (nil: store.ItemsOf(Store)).
+	Items store.ItemStore
 }
 
 // Service runs the runs of assistants on threads: it creates them (or
@@ -54,6 +57,8 @@ type Service struct {
 	runs       *runManager
 	queue      store.RunQueue // nil: runs run in this process
 	expiries   *expiries
+	registry   registry
+	started    time.Time
 }
 
 // ErrConfig: the service's configuration is unusable.
@@ -93,6 +98,11 @@ func New(cfg Config) (*Service, error) {
 		s.order = append(s.order, id)
 	}
 	slices.Sort(s.order)
+	items := cfg.Items
+	if items == nil {
+		items, _ = store.ItemsOf(cfg.Store) // nil: a store without items serves system assistants alone
+	}
+	s.registry, s.started = registry{items: items}, cfg.Now()
 	s.runs = newRunManager(s)
 	s.expiries = &expiries{s: s, due: map[string]expiry{}}
 	return s, nil

@@ -161,7 +161,7 @@ func (s *Service) ThreadAssistant(ctx context.Context, th store.Thread) (Assista
 	if len(recs) > 0 {
 		var d Data
 		if err := json.Unmarshal(recs[0].Data, &d); err == nil {
-			if a, ok := s.assistants[d.AssistantID]; ok {
+			if a, ok := s.assistants[d.Graph()]; ok {
 				return a, nil
 			}
 		}

@@ -56,7 +56,7 @@ func statusOf(err error) int {
 		return http.StatusConflict
 	case errors.Is(err, lgsaver.ErrInvalidInput):
 		return http.StatusUnprocessableEntity
-	case errors.Is(err, runs.ErrBusy), errors.Is(err, runs.ErrState), errors.Is(err, store.ErrConflict),
+	case errors.Is(err, runs.ErrBusy), errors.Is(err, runs.ErrState), errors.Is(err, runs.ErrExists), errors.Is(err, store.ErrConflict),
 		errors.Is(err, agentfile.ErrUnfinished), errors.Is(err, agentfile.ErrOtherFile), errors.Is(err, pipeline.ErrFinished):
 		return http.StatusConflict
 	case errors.Is(err, runs.ErrInvalidInput), errors.Is(err, store.ErrInvalidArgument), errors.Is(err, store.ErrInvalidID),

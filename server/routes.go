@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/cairn-dev/cairn/flow"
@@ -19,9 +20,14 @@ func (s *Server) routes() []route {
 		{method: "GET", path: "/info", summary: "Server information", open: true, handler: s.info},
 		{method: "GET", path: "/openapi.json", summary: "This API's OpenAPI document", open: true, handler: s.openapi},
 
+		{method: "POST", path: "/assistants", summary: "Create an assistant from a graph (its config, context, name and metadata)", handler: s.createAssistant},
 		{method: "POST", path: "/assistants/search", summary: "Search assistants", handler: s.searchAssistants},
 		{method: "POST", path: "/assistants/count", summary: "Count assistants", handler: s.countAssistants},
 		{method: "GET", path: "/assistants/{assistant_id}", summary: "Get an assistant", handler: s.getAssistant},
+		{method: "PATCH", path: "/assistants/{assistant_id}", summary: "Update an assistant: a new version, its latest", handler: s.patchAssistant},
+		{method: "DELETE", path: "/assistants/{assistant_id}", summary: "Delete an assistant and its versions (delete_threads: its threads too)", handler: s.deleteAssistant},
+		{method: "POST", path: "/assistants/{assistant_id}/versions", summary: "An assistant's versions, newest first", handler: s.assistantVersions},
+		{method: "POST", path: "/assistants/{assistant_id}/latest", summary: "Make one of an assistant's versions its latest", handler: s.setLatestAssistant},
 		{method: "GET", path: "/assistants/{assistant_id}/graph", summary: "An assistant's graph (nodes and edges)", handler: s.assistantGraph},
 		{method: "GET", path: "/assistants/{assistant_id}/schemas", summary: "An assistant's state schemas", handler: s.assistantSchemas},
 		{method: "GET", path: "/assistants/{assistant_id}/subgraphs", summary: "An assistant's subgraphs", handler: s.assistantSubgraphs},
@@ -84,98 +90,131 @@ func (s *Server) info(w http.ResponseWriter, _ *http.Request) error {
 	return nil
 }
 
-func (s *Server) assistantView(a runs.Assistant) apiAssistant {
-	info := a.Info()
-	md := map[string]any{}
-	for k, v := range info.Metadata {
-		md[k] = v
-	}
-	md["created_by"] = "system"
-	at := runs.APITime(info.CreatedAt)
-	if at == "" {
-		at = runs.APITime(s.started)
-	}
-	return apiAssistant{AssistantID: info.ID, GraphID: info.ID, Config: map[string]any{}, Context: map[string]any{}, CreatedAt: at, UpdatedAt: at,
-		Metadata: md, Version: 1, Name: info.Name, Description: info.Description}
-}
-
-func (s *Server) assistant(id string) (runs.Assistant, error) {
-	a, ok := s.svc.Assistant(id)
-	if !ok {
-		return nil, notFound("assistant %q not found (have %s)", id, strings.Join(s.svc.AssistantIDs(), ", "))
-	}
-	return a, nil
-}
-
-type assistantSearch struct {
-	Metadata  map[string]any `json:"metadata"`
-	GraphID   string         `json:"graph_id"`
-	Name      string         `json:"name"`
-	Limit     *int           `json:"limit"`
-	Offset    int            `json:"offset"`
-	SortBy    string         `json:"sort_by"`
-	SortOrder string         `json:"sort_order"`
-	Select    []string       `json:"select"`
-}
-
-func (s *Server) findAssistants(q assistantSearch) []apiAssistant {
-	var out []apiAssistant
-	for _, id := range s.svc.AssistantIDs() {
-		a, _ := s.svc.Assistant(id)
-		v := s.assistantView(a)
-		if (q.GraphID != "" && v.GraphID != q.GraphID) || (q.Name != "" && !strings.Contains(v.Name, q.Name)) || !metadataMatch(v.Metadata, q.Metadata) {
-			continue
-		}
-		out = append(out, v)
-	}
-	if q.SortOrder == "desc" {
-		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-			out[i], out[j] = out[j], out[i]
-		}
-	}
-	return out
+func (s *Server) assistant(r *http.Request) (runs.Assistant, error) {
+	return s.svc.AssistantGraph(r.Context(), r.PathValue("assistant_id"))
 }
 
 func (s *Server) searchAssistants(w http.ResponseWriter, r *http.Request) error {
-	var q assistantSearch
+	var q runs.AssistantSearch
 	if err := decodeBody(r, &q); err != nil {
 		return err
 	}
-	if err := runs.OneOf("$.sort_by", q.SortBy, "assistant_id", "graph_id", "name", "created_at", "updated_at"); err != nil {
+	out, total, err := s.svc.SearchAssistants(r.Context(), q)
+	if err != nil {
 		return err
 	}
-	if err := runs.OneOf("$.sort_order", q.SortOrder, "asc", "desc"); err != nil {
-		return err
+	w.Header().Set("X-Pagination-Total", strconv.Itoa(total))
+	if next := q.Offset + len(out); next < total {
+		w.Header().Set("X-Pagination-Next", strconv.Itoa(next))
 	}
-	out := s.findAssistants(q)
-	limit := 10
-	if q.Limit != nil {
-		limit = *q.Limit
-	}
-	if limit < 0 || q.Offset < 0 {
-		return unprocessable("$.limit", "limit and offset must not be negative")
-	}
-	out = out[min(q.Offset, len(out)):]
-	out = out[:min(limit, len(out))]
 	writeJSON(w, http.StatusOK, selectFields(out, q.Select))
 	return nil
 }
 
 func (s *Server) countAssistants(w http.ResponseWriter, r *http.Request) error {
-	var q assistantSearch
+	var q runs.AssistantSearch
 	if err := decodeBody(r, &q); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, len(s.findAssistants(q)))
+	q.Limit, q.Offset = new(0), 0
+	_, total, err := s.svc.SearchAssistants(r.Context(), q)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, total)
 	return nil
 }
 
 func (s *Server) getAssistant(w http.ResponseWriter, r *http.Request) error {
-	a, err := s.assistant(r.PathValue("assistant_id"))
+	a, err := s.svc.GetAssistant(r.Context(), r.PathValue("assistant_id"))
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, s.assistantView(a))
+	writeJSON(w, http.StatusOK, a)
+	return nil
+}
+
+func (s *Server) createAssistant(w http.ResponseWriter, r *http.Request) error {
+	var q runs.AssistantCreate
+	if err := decodeBody(r, &q); err != nil {
+		return err
+	}
+	a, err := s.svc.CreateAssistant(r.Context(), q)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, a)
+	return nil
+}
+
+func (s *Server) patchAssistant(w http.ResponseWriter, r *http.Request) error {
+	var p runs.AssistantPatch
+	if err := decodeBody(r, &p); err != nil {
+		return err
+	}
+	a, err := s.svc.PatchAssistant(r.Context(), r.PathValue("assistant_id"), p)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, a)
+	return nil
+}
+
+func (s *Server) deleteAssistant(w http.ResponseWriter, r *http.Request) error {
+	threads := false
+	if v := r.URL.Query().Get("delete_threads"); v != "" {
+		var err error
+		if threads, err = strconv.ParseBool(v); err != nil {
+			return unprocessable("delete_threads", "%q: want true or false", v)
+		}
+	}
+	id := r.PathValue("assistant_id")
+	if err := s.svc.DeleteAssistant(r.Context(), id, threads); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, []string{id})
+	return nil
+}
+
+func (s *Server) assistantVersions(w http.ResponseWriter, r *http.Request) error {
+	var q struct {
+		Limit    *int           `json:"limit"`
+		Offset   int            `json:"offset"`
+		Metadata map[string]any `json:"metadata"`
+	}
+	if err := decodeBody(r, &q); err != nil {
+		return err
+	}
+	limit := 10
+	if q.Limit != nil {
+		limit = *q.Limit
+	}
+	if limit < 1 || limit > 1000 || q.Offset < 0 {
+		return unprocessable("$.limit", "limit %d, offset %d: want a limit of 1 to 1000 and an offset of at least 0", limit, q.Offset)
+	}
+	out, err := s.svc.AssistantVersions(r.Context(), r.PathValue("assistant_id"), q.Metadata, limit, q.Offset)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) setLatestAssistant(w http.ResponseWriter, r *http.Request) error {
+	var q struct {
+		Version *int `json:"version"`
+	}
+	if err := decodeBody(r, &q); err != nil {
+		return err
+	}
+	if q.Version == nil || *q.Version < 1 {
+		return unprocessable("$.version", "required: a version number from 1")
+	}
+	a, err := s.svc.SetLatestVersion(r.Context(), r.PathValue("assistant_id"), *q.Version)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, a)
 	return nil
 }
 
@@ -183,7 +222,7 @@ func (s *Server) getAssistant(w http.ResponseWriter, r *http.Request) error {
 // edges with source and target; a router's edges are conditional, to each
 // node it may choose (those its assistant names, or every node).
 func (s *Server) assistantGraph(w http.ResponseWriter, r *http.Request) error {
-	a, err := s.assistant(r.PathValue("assistant_id"))
+	a, err := s.assistant(r)
 	if err != nil {
 		return err
 	}
@@ -219,7 +258,7 @@ func (s *Server) assistantGraph(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) assistantSchemas(w http.ResponseWriter, r *http.Request) error {
-	a, err := s.assistant(r.PathValue("assistant_id"))
+	a, err := s.assistant(r)
 	if err != nil {
 		return err
 	}
@@ -239,7 +278,7 @@ func (s *Server) assistantSchemas(w http.ResponseWriter, r *http.Request) error 
 }
 
 func (s *Server) assistantSubgraphs(w http.ResponseWriter, r *http.Request) error {
-	if _, err := s.assistant(r.PathValue("assistant_id")); err != nil {
+	if _, err := s.assistant(r); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{})

@@ -83,7 +83,8 @@ func (c tenantCaller) must(want int, method, path, body string) string {
 
 // TestTenantsOwnTheirIDs: two tenants use the same thread ids on every
 // route that takes or creates one — threads, runs (also created by
-// if_not_exists), copies, state, history, storage, interrupts and their
+// if_not_exists), assistants made from a graph (ids, versions, runs),
+// copies, state, history, storage, interrupts and their
 // answers, searches, the LangGraph checkpointer (put, get, list, copy,
 // delete, prune) — on every backend: each has its own thread, neither
 // sees or touches the other's, and no answer names the other tenant or
@@ -96,6 +97,7 @@ func TestTenantsOwnTheirIDs(t *testing.T) {
 			sharedRuns(t, a, b)
 			sharedCheckpointer(t, a, b)
 			sharedDelete(t, a, b)
+			sharedAssistants(t, a, b)
 		})
 	}
 }
@@ -276,4 +278,41 @@ func sharedDelete(t *testing.T, a, b tenantCaller) {
 	if got := b.must(200, "GET", "/threads/t-shared", ""); !strings.Contains(got, `"owner":"globex"`) {
 		t.Fatalf("globex's thread after acme re-created its own: %s", got)
 	}
+}
+
+// sharedAssistants: both tenants make an assistant of the same id; each
+// sees, updates, runs and deletes its own, never the other's, and a
+// search lists the system assistants and the caller's alone.
+func sharedAssistants(t *testing.T, a, b tenantCaller) {
+	for _, c := range []tenantCaller{a, b} {
+		c.must(200, "POST", "/assistants", `{"assistant_id": "asst-shared", "graph_id": "drafts", "name": "`+c.name+`", "metadata": {"owner": "`+c.name+`"}}`)
+	}
+	a.must(200, "PATCH", "/assistants/asst-shared", `{"metadata": {"v": 2}}`)
+	for _, c := range []tenantCaller{a, b} {
+		if got := c.must(200, "GET", "/assistants/asst-shared", ""); field(t, got, "name") != c.name {
+			t.Fatalf("%s reads %s", c.name, got)
+		}
+		var list []map[string]any
+		_ = json.Unmarshal([]byte(c.must(200, "POST", "/assistants/search", `{"limit": 100}`)), &list)
+		if len(list) != 2 {
+			t.Fatalf("%s lists %v (want drafts and its own)", c.name, list)
+		}
+		for _, x := range list {
+			if md, _ := x["metadata"].(map[string]any); md["owner"] != nil && md["owner"] != c.name {
+				t.Fatalf("%s lists the other's assistant: %v", c.name, x)
+			}
+		}
+		c.must(200, "POST", "/threads/t-asst/runs/wait", `{"assistant_id": "asst-shared", "input": {}, "if_not_exists": "create"}`)
+	}
+	var versions []map[string]any
+	_ = json.Unmarshal([]byte(b.must(200, "POST", "/assistants/asst-shared/versions", `{}`)), &versions)
+	if len(versions) != 1 {
+		t.Fatalf("globex's assistant has %d versions; acme's update touched it", len(versions))
+	}
+	a.must(200, "DELETE", "/assistants/asst-shared?delete_threads=true", "")
+	a.must(404, "GET", "/assistants/asst-shared", "")
+	a.must(404, "GET", "/threads/t-asst", "")
+	b.must(200, "GET", "/assistants/asst-shared", "")
+	b.must(200, "GET", "/threads/t-asst", "")
+	b.must(200, "DELETE", "/assistants/asst-shared", "")
 }

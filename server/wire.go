@@ -11,19 +11,6 @@ import (
 // The shapes below are those of the LangGraph Platform API as its SDKs
 // read them (snake_case, times as RFC 3339 strings, ids as strings).
 
-type apiAssistant struct {
-	AssistantID string         `json:"assistant_id"`
-	GraphID     string         `json:"graph_id"`
-	Config      map[string]any `json:"config"`
-	Context     map[string]any `json:"context"`
-	CreatedAt   string         `json:"created_at"`
-	UpdatedAt   string         `json:"updated_at"`
-	Metadata    map[string]any `json:"metadata"`
-	Version     int            `json:"version"`
-	Name        string         `json:"name"`
-	Description string         `json:"description"`
-}
-
 type apiThread struct {
 	ThreadID       string                      `json:"thread_id"`
 	CreatedAt      string                      `json:"created_at"`

@@ -229,7 +229,8 @@ func TestServeSweepsExpiredItems(t *testing.T) {
 	}
 }
 
-// TestLangGraphSDKRunConfig runs server/sdktest/config.test.mjs, written
+// TestLangGraphSDKRunConfig runs server/sdktest/config.test.mjs and
+// assistants.test.mjs (assistant CRUD, versions, config into runs), written
 // with the official LangGraph JS SDK, against a real cairn serve whose
 // agent file namespaces its memory by the run's config and context.
 func TestLangGraphSDKRunConfig(t *testing.T) {
@@ -248,5 +249,5 @@ func TestLangGraphSDKRunConfig(t *testing.T) {
 		}
 	}
 	p := startServe(t, "--assistants", assistants, "--store", "sqlite://"+filepath.Join(t.TempDir(), "serve.db"))
-	runNode(t, node, dir, []string{"CAIRN_URL=" + p.url}, "--test", "config.test.mjs")
+	runNode(t, node, dir, []string{"CAIRN_URL=" + p.url}, "--test", "config.test.mjs", "assistants.test.mjs")
 }
