@@ -108,6 +108,9 @@ type Graph struct {
 	// interrupts and its durability.
 	Options  flow.Options
 	Metadata map[string]any
+	// Types describe the graph's schemas (GET /assistants/{id}/schemas)
+	// beyond what its reducers say.
+	Types GraphTypes
 
 	drawOnce sync.Once
 	drawn    *flow.Compiled

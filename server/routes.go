@@ -262,18 +262,12 @@ func (s *Server) assistantSchemas(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	info := a.Info()
-	props := map[string]any{}
-	for _, f := range info.StateFields {
-		props[f] = map[string]any{}
+	sc, err := runs.AssistantSchemas(a)
+	if err != nil {
+		return err
 	}
-	st := map[string]any{"title": info.ID, "type": "object", "properties": props}
-	var input any = st
-	if info.Kind == "agent" {
-		input = map[string]any{"title": "input", "description": "The agent's input: a string is text, anything else JSON"}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"graph_id": info.ID, "input_schema": input, "output_schema": st, "state_schema": st,
-		"config_schema": nil, "context_schema": nil})
+	writeJSON(w, http.StatusOK, map[string]any{"graph_id": a.Info().ID, "input_schema": sc.Input, "output_schema": sc.Output, "state_schema": sc.State,
+		"config_schema": sc.Config, "context_schema": sc.Context})
 	return nil
 }
 

@@ -27,6 +27,13 @@ test("the chat assistant's graph and schemas show its messages state", async () 
   const s = await client.assistants.getSchemas("chat");
   assert.deepEqual(Object.keys(s.state_schema.properties), ["messages"]);
   assert.deepEqual(Object.keys(s.input_schema.properties), ["messages"]);
+  const messages = s.state_schema.properties.messages;
+  assert.equal(messages.langgraph_type, "messages", "front ends find the conversation by langgraph_type");
+  assert.equal(messages.type, "array");
+  const ref = messages.items.$ref.replace("#/definitions/", "");
+  const kinds = s.state_schema.definitions[ref].oneOf.map((o) => s.state_schema.definitions[o.$ref.replace("#/definitions/", "")].properties.type.const);
+  assert.deepEqual(kinds.sort(), ["ai", "human", "system", "tool"]);
+  assert.equal(s.state_schema.$schema, "http://json-schema.org/draft-07/schema#");
 });
 
 test("three turns: the conversation grows, the reply's tokens stream first", async () => {

@@ -1,0 +1,77 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/runs"
+	"github.com/cairn-dev/cairn/state"
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/inmem"
+)
+
+// typedState, typedConfig and typedContext are a Go graph's types, as a
+// LangGraph app declares its state, config and context schemas.
+type typedState struct {
+	Count int      `json:"count"`
+	Notes []string `json:"notes"`
+}
+
+type typedConfig struct {
+	ModelName string `json:"model_name"`
+}
+
+type typedContext struct {
+	Org string `json:"org"`
+}
+
+// TestSchemasFromTypes: a Go graph's schemas come from its reducers and
+// its Go types — typed state fields, a messages field as LangGraph marks
+// it, config and context schemas — in draft 07; a graph without types
+// still types what its reducers say.
+func TestSchemasFromTypes(t *testing.T) {
+	schema := state.MustSchema(state.WithField("count", state.ReducerAdd), state.WithField("notes", state.ReducerAppend),
+		state.WithField("messages", state.ReducerMessages), state.WithField("free", state.ReducerReplace))
+	g, err := flow.NewGraph(schema).AddNode("n", func(context.Context, state.Doc) (state.Update, error) { return nil, nil }).
+		AddEdge(flow.START, "n").Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	typed := &runs.Graph{ID: "typed", Graph: g, Types: runs.GraphTypes{State: typedState{}, Config: typedConfig{}, Context: &typedContext{}}}
+	plain := &runs.Graph{ID: "plain", Graph: g}
+	ts0 := newServer(t, inmem.Open(store.Options{}), typed, plain)
+	type doc = map[string]any
+	get := func(id string) doc { return ts0.json("GET", "/assistants/"+id+"/schemas", nil, 200) }
+	prop := func(d doc, schema, field string) doc {
+		p, _ := d[schema].(doc)["properties"].(doc)[field].(doc)
+		return p
+	}
+	ts, ps := get("typed"), get("plain")
+	for _, tc := range []struct {
+		name      string
+		got, want any
+	}{
+		{"typed count", prop(ts, "state_schema", "count")["type"], "integer"},
+		{"typed notes (a nil slice is null)", prop(ts, "state_schema", "notes")["type"], []string{"null", "array"}},
+		{"messages marked", prop(ts, "state_schema", "messages")["langgraph_type"], "messages"},
+		{"untyped free field", len(prop(ts, "state_schema", "free")), 0},
+		{"config", prop(ts, "config_schema", "model_name")["type"], "string"},
+		{"context", prop(ts, "context_schema", "org")["type"], "string"},
+		{"draft 07", ts["config_schema"].(doc)["$schema"], "http://json-schema.org/draft-07/schema#"},
+		{"input is the state", prop(ts, "input_schema", "count")["type"], "integer"},
+		{"reducer add", prop(ps, "state_schema", "count")["type"], "number"},
+		{"reducer append", prop(ps, "state_schema", "notes")["type"], "array"},
+		{"no config type", ps["config_schema"], nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if b, _ := json.Marshal(tc.got); string(b) != func() string { w, _ := json.Marshal(tc.want); return string(w) }() {
+				t.Fatalf("got %s, want %v", b, tc.want)
+			}
+		})
+	}
+	if defs, _ := ts["state_schema"].(doc)["definitions"].(doc); defs["BaseMessage"] == nil {
+		t.Fatalf("no message definitions: %v", ts["state_schema"])
+	}
+}
