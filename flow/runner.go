@@ -351,6 +351,12 @@ func (r *Runner) UpdateState(ctx context.Context, thread string, upd state.Updat
 	meta := store.Meta{Source: sourceUpdate, Usage: head.Meta.Usage}
 	setRunStart(&meta, usageOf(head.Meta)) // what runs after an outside update is a new run
 	setTasks(&meta, r.schedule(next))
+	if len(next) > 0 && store.ThreadStatusOf(head) == store.ThreadInterrupted {
+		// An edit at a pause leaves the thread paused, as a static pause
+		// is, until a resume runs what is scheduled (LangGraph's thread
+		// stays interrupted after update_state).
+		meta.StopReason = string(state.StopInterrupt)
+	}
 	return r.s.Append(ctx, store.Checkpoint{Thread: thread, Namespace: r.opts.Namespace, Parent: head.Seq, Nodes: []string{asNode}, Patch: patch, State: doc, Meta: meta})
 }
 

@@ -45,6 +45,11 @@ test("an edit at the pause, without asNode, is written as draft and a run with n
   assert.equal(state.metadata.source, "update");
   assert.deepEqual(state.metadata.cairn.nodes, ["draft"]);
   assert.equal(state.values.steps.draft, EDIT);
+  await client.threads.update(thread, { metadata: { modified: true } });
+  const edited = await client.threads.get(thread);
+  assert.equal(edited.status, "interrupted", "the thread stays paused after the edit, until a run sends it");
+  assert.equal(edited.metadata.modified, true);
+  assert.ok((await client.threads.search({ status: "interrupted", limit: 1000 })).some((t) => t.thread_id === thread), "listings by status agree");
 
   const done = await client.runs.wait(thread, "approval", { input: null });
   assert.equal(done.steps.draft, EDIT, "the edit is kept");
