@@ -383,10 +383,10 @@ func TestPipelineRacingProcesses(t *testing.T) {
 	}
 	t.Run("sqlite", func(t *testing.T) {
 		dir := t.TempDir()
-		racePipeline(t, "sqlite:"+filepath.Join(dir, "state.db"), 30)
+		racePipeline(t, "sqlite:"+filepath.Join(dir, "state.db"), 16)
 	})
 	t.Run("postgres", func(t *testing.T) {
-		racePipeline(t, postgresSchema(t), 15)
+		racePipeline(t, postgresSchema(t), 8)
 	})
 }
 
