@@ -156,7 +156,7 @@ func TestLangGraphSDK(t *testing.T) { sdkSuiteOnStores(t, "sdk.test.mjs") }
 // sdkSuiteOnStores runs a suite of server/sdktest against a real cairn
 // serve of examples/serve: on SQLite, and on PostgreSQL when
 // CAIRN_TEST_POSTGRES names a server.
-func sdkSuiteOnStores(t *testing.T, suite string) {
+func sdkSuiteOnStores(t *testing.T, suites ...string) {
 	node, dir := sdkSuite(t)
 	stores := map[string]func(t *testing.T) string{
 		"sqlite": func(t *testing.T) string { return "sqlite://" + filepath.Join(t.TempDir(), "serve.db") },
@@ -168,7 +168,7 @@ func sdkSuiteOnStores(t *testing.T, suite string) {
 	for _, name := range []string{"sqlite", "postgres"} {
 		t.Run(name, func(t *testing.T) {
 			p := startServe(t, "--assistants", filepath.Join("..", "..", "examples", "serve"), "--store", stores[name](t))
-			runNode(t, node, dir, []string{"CAIRN_URL=" + p.url}, "--test", suite)
+			runNode(t, node, dir, []string{"CAIRN_URL=" + p.url}, append([]string{"--test"}, suites...)...)
 		})
 	}
 }
@@ -188,7 +188,7 @@ func TestLangGraphSDKTenants(t *testing.T) {
 // installed (npm ci, from the committed lockfile) if they are not yet.
 func sdkSuite(t *testing.T) (node, dir string) {
 	t.Helper()
-	return nodeSuite(t, filepath.Join("server", "sdktest"), "@langchain", "langgraph-sdk")
+	return nodeSuite(t, filepath.Join("server", "sdktest"), "@langchain", "langgraph") // the last package added: an older install runs npm ci again
 }
 
 // nodeSuite returns node and the folder rel (from the repository's root)
