@@ -103,16 +103,19 @@ func (r *Runner) newRun(ctx context.Context, thread string, ro []RunOptions) (*r
 }
 
 // meta completes a checkpoint's metadata. The run id goes on the first
-// checkpoint of a run and on those where it stopped short, which is enough
-// to tell runs apart in history without repeating it on every step.
+// checkpoint of a run, on those where it stopped short, and every
+// runStartEvery steps, which is enough to tell which run wrote a step
+// (RunOfCheckpoint walks back at most that far) without repeating it on
+// every step.
 func (r *Runner) meta(run *run, m store.Meta) store.Meta {
 	u := run.currentUsage()
 	m.Usage = &u
-	if !run.idWritten || m.StopReason != "" || (u.Steps-run.base.Steps)%runStartEvery == 0 {
+	mark := !run.idWritten || m.StopReason != "" || (u.Steps-run.base.Steps)%runStartEvery == 0
+	if mark {
 		// Where a resume after a crash finds the run's start quickly.
 		setRunStart(&m, run.base)
 	}
-	if !run.idWritten || m.StopReason != "" {
+	if mark {
 		m.RunID = run.id
 		run.idWritten = true
 	}

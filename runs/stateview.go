@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"strconv"
 
 	"github.com/cairn-dev/cairn/flow"
@@ -167,4 +168,92 @@ func (s *Service) ThreadAssistant(ctx context.Context, th store.Thread) (Assista
 		}
 	}
 	return nil, newError(ErrState, "thread %q names no assistant (metadata graph_id) and has no run; start a run first", APIThreadID(th.ID))
+}
+
+// RunMetadata returns a lookup of what a thread's runs add to the
+// metadata of the checkpoints they wrote, as LangGraph's checkpoints
+// carry their run's: its assistant_id and graph_id, its config.metadata
+// and its request's metadata (which wins). A checkpoint's run is the one
+// RunOfCheckpoint finds; each run is read once; a run whose record is
+// gone adds nothing.
+func (s *Service) RunMetadata(ctx context.Context, th store.Thread, ns string) func(cp store.Checkpoint) map[string]any {
+	seen := map[string]map[string]any{}
+	runOf := s.checkpointRuns(ctx, th.ID, ns)
+	return func(cp store.Checkpoint) map[string]any {
+		id := runOf(cp)
+		if md, ok := seen[id]; ok || id == "" {
+			return md
+		}
+		var md map[string]any
+		if rec, err := s.runlog.Run(ctx, id); err == nil && rec.Thread == th.ID && rec.Tenant == TenantOf(ctx) {
+			if d, err := DataOf(rec); err == nil {
+				md = map[string]any{"run_id": id, "assistant_id": d.AssistantID, "graph_id": d.Graph()}
+				if c := d.Kwargs.Config; c != nil {
+					maps.Copy(md, c.Metadata)
+				}
+				maps.Copy(md, d.Metadata)
+			}
+		}
+		seen[id] = md
+		return md
+	}
+}
+
+// runMarkEvery bounds how far back a checkpoint's run is named: the
+// runner names it on a run's first checkpoint, where it stops, and every
+// 256 steps (flow's runStartEvery).
+const runMarkEvery = 256
+
+// checkpointRuns returns a lookup of the run that wrote a checkpoint: the
+// run it names, else the one its nearest ancestor names (walking parent
+// links, at most runMarkEvery steps back); none for a checkpoint an
+// outside update or a fork wrote. What a walk learns is kept, so a page
+// of history walks once.
+func (s *Service) checkpointRuns(ctx context.Context, thread, ns string) func(cp store.Checkpoint) string {
+	known := map[int64]string{}
+	outside := func(cp store.Checkpoint) bool { return cp.Meta.Source == "update" || cp.Meta.Source == "fork" }
+	return func(cp store.Checkpoint) string {
+		if id, ok := known[cp.Seq]; ok {
+			return id
+		}
+		if cp.Meta.RunID != "" || outside(cp) || cp.Parent == 0 {
+			known[cp.Seq] = cp.Meta.RunID
+			return cp.Meta.RunID
+		}
+		path, want, id := []int64{cp.Seq}, cp.Parent, ""
+		for c, err := range s.store.History(ctx, store.HistoryRequest{Thread: thread, Namespace: ns, Before: cp.Seq}) {
+			if err != nil || len(path) > runMarkEvery+1 {
+				break
+			}
+			if c.Seq != want {
+				continue // another branch
+			}
+			if v, ok := known[c.Seq]; ok {
+				id = v
+				break
+			}
+			if c.Meta.RunID != "" || outside(c) {
+				id = c.Meta.RunID
+				break
+			}
+			path, want = append(path, c.Seq), c.Parent
+			if want == 0 {
+				break
+			}
+		}
+		for _, p := range path {
+			known[p] = id
+		}
+		return id
+	}
+}
+
+// AddRunMetadata adds to a state's metadata the members of its run's it
+// lacks (the checkpoint's own keys win).
+func (v *State) AddRunMetadata(md map[string]any) {
+	for k, x := range md {
+		if _, ok := v.Metadata[k]; !ok {
+			v.Metadata[k] = x
+		}
+	}
 }

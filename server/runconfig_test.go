@@ -204,3 +204,55 @@ func TestAfterSeconds(t *testing.T) {
 	ts.json("POST", "/threads/t1/runs/wait", map[string]any{"assistant_id": "late", "input": map[string]any{}}, 200)
 	ts.json("POST", "/threads/t1/runs", map[string]any{"assistant_id": "late", "after_seconds": -1}, 422)
 }
+
+// TestRunMetadataOnCheckpoints: every checkpoint a run wrote carries its
+// run's metadata and id in the API's history and state — a long run's
+// 300th step too, though the store names the run only every 256 steps —
+// and an outside update's checkpoint carries none.
+func TestRunMetadataOnCheckpoints(t *testing.T) {
+	schema := state.MustSchema(state.WithField("n", state.ReducerAdd))
+	g, err := flow.NewGraph(schema).
+		AddNode("again", func(context.Context, state.Doc) (state.Update, error) { return state.Update{"n": 1}, nil }).
+		AddEdge(flow.START, "again").
+		AddRouter("again", func(_ context.Context, s state.Doc) ([]flow.Target, error) {
+			var n int
+			_ = s.Get("n", &n)
+			if n >= 300 {
+				return []flow.Target{{Node: flow.END}}, nil
+			}
+			return []flow.Target{{Node: "again"}}, nil
+		}).Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := newServer(t, inmem.Open(store.Options{}), &runs.Graph{ID: "loop", Graph: g})
+	ts.json("POST", "/threads", map[string]any{"thread_id": "long"}, 200)
+	ts.json("POST", "/threads/long/runs/wait", map[string]any{"assistant_id": "loop", "input": map[string]any{}, "metadata": map[string]any{"batch": "b1"},
+		"config": map[string]any{"recursion_limit": 1000, "metadata": map[string]any{"team": "search"}}}, 200)
+	ts.json("POST", "/threads/long/state", map[string]any{"values": map[string]any{"n": 1}, "as_node": "again"}, 200)
+	_, body := ts.do("POST", "/threads/long/history", map[string]any{"limit": 400})
+	var hist []map[string]any
+	if err := json.Unmarshal(body, &hist); err != nil {
+		t.Fatal(err)
+	}
+	if len(hist) < 300 {
+		t.Fatalf("%d checkpoints", len(hist))
+	}
+	if md := hist[0]["metadata"].(map[string]any); md["source"] != "update" || md["batch"] != nil {
+		t.Fatalf("the update's checkpoint: %v", md)
+	}
+	run := ""
+	for i, h := range hist[1:] {
+		md := h["metadata"].(map[string]any)
+		if run == "" {
+			run, _ = md["run_id"].(string)
+		}
+		if md["batch"] != "b1" || md["team"] != "search" || md["run_id"] != run || md["graph_id"] != "loop" || md["assistant_id"] != "loop" {
+			t.Fatalf("checkpoint %d from the head: %v", i+1, md)
+		}
+	}
+	_, body = ts.do("POST", "/threads/long/history", map[string]any{"limit": 1000, "metadata": map[string]any{"batch": "b1"}})
+	if err := json.Unmarshal(body, &hist); err != nil || len(hist) < 300 {
+		t.Fatalf("the history filtered by the run's metadata: %d, %v", len(hist), err)
+	}
+}

@@ -63,6 +63,7 @@ func (s *Server) threadState(ctx context.Context, w http.ResponseWriter, threadI
 		return err
 	}
 	v := runs.StateView(cp)
+	v.AddRunMetadata(s.svc.RunMetadata(ctx, th, ns)(cp))
 	if subgraphs {
 		if err := s.addSubgraphs(ctx, &v, th.ID, ns); err != nil {
 			return err
@@ -312,6 +313,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, q historyReques
 	if len(q.Metadata) == 0 {
 		req.Limit = limit
 	}
+	runMD := s.svc.RunMetadata(ctx, th, ns)
 	for cp, err := range s.store.History(ctx, req) {
 		if errors.Is(err, store.ErrNotFound) {
 			break
@@ -320,6 +322,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, q historyReques
 			return err
 		}
 		v := runs.StateView(cp)
+		v.AddRunMetadata(runMD(cp))
 		if !metadataMatch(v.Metadata, q.Metadata) {
 			continue
 		}

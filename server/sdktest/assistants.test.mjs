@@ -149,3 +149,28 @@ test("delete with its threads", async () => {
   await assert.rejects(client.threads.get(named.thread_id), status(404));
   assert.equal((await client.threads.get(other.thread_id)).thread_id, other.thread_id);
 });
+
+test("a run's metadata is on its checkpoints, and the history filters by it", async () => {
+  const thread = await client.threads.create();
+  await client.runs.wait(thread.thread_id, "memo", { input: "first", config: { configurable: { user_id: "eve" } } });
+  const run = await client.runs.wait(thread.thread_id, "memo", {
+    input: "second",
+    metadata: { run_metadata: "second" },
+    config: { configurable: { user_id: "eve" }, metadata: { from_config: "yes" } },
+  });
+  assert.ok(run);
+  const all = await client.threads.getHistory(thread.thread_id, { limit: 100 });
+  const mine = await client.threads.getHistory(thread.thread_id, { limit: 100, metadata: { run_metadata: "second" } });
+  assert.ok(mine.length > 0 && mine.length < all.length, `${mine.length} of ${all.length}`);
+  const runs = await client.runs.list(thread.thread_id);
+  const second = runs.find((r) => r.metadata?.run_metadata === "second");
+  for (const h of mine) {
+    assert.equal(h.metadata.run_id, second.run_id);
+    assert.equal(h.metadata.from_config, "yes");
+    assert.equal(h.metadata.assistant_id, "memo");
+    assert.equal(h.metadata.graph_id, "memo");
+  }
+  const state = await client.threads.getState(thread.thread_id);
+  assert.equal(state.metadata.run_metadata, "second", "the head state carries its run metadata: " + JSON.stringify(state.metadata));
+  assert.ok(all.some((h) => h.metadata.run_id && h.metadata.run_id !== second.run_id && h.metadata.run_metadata === undefined));
+});
