@@ -288,28 +288,44 @@ func (r *Runner) Resume(ctx context.Context, thread string, value any, ro ...Run
 		}
 	}
 	run.skipBefore = pauseSeen(head)
-	if head.Status == store.StatusInterrupted {
+	if pausedAt(head) {
 		if a, ok := approvalOf(value); ok {
 			if done, res, err := r.approve(ctx, run, head, a); done {
 				return res, err
 			}
 		}
-		if value != nil {
-			b, err := json.Marshal(value)
-			if err != nil {
-				return Result{}, fmt.Errorf("%w: resume value: %v", store.ErrInvalidArgument, err)
-			}
-			run.resume = b
-			var ip struct {
-				Node string `json:"node"`
-			}
-			_ = json.Unmarshal(head.Meta.Interrupt, &ip)
-			run.resumeNode = ip.Node
-		}
+	}
+	if err := resumeValue(run, head, value); err != nil {
+		return Result{}, err
 	}
 	r.emit(Event{Kind: EventRunStart, RunID: run.id, Thread: thread, Seq: run.head})
 	r.log(ctx, slog.LevelInfo, "run resume", run, slog.Int64("head", run.head), slog.String("status", head.Status.String()))
 	return r.loop(ctx, run)
+}
+
+// pausedAt reports whether a Resume from head answers a pause: an
+// INTERRUPTED head, or an update written at a pause (UpdateState).
+func pausedAt(head store.Checkpoint) bool {
+	return head.Status == store.StatusInterrupted || (head.Meta.Source == sourceUpdate && head.Meta.StopReason == string(state.StopInterrupt))
+}
+
+// resumeValue gives a Resume's value to the node the pause names: the
+// node that asked (its Interrupt returns the value), or the node a pause
+// before a step — or an update at a pause — waits for.
+func resumeValue(run *run, head store.Checkpoint, value any) error {
+	if value == nil || !pausedAt(head) {
+		return nil
+	}
+	var ip struct {
+		Node string `json:"node"`
+	}
+	_ = json.Unmarshal(head.Meta.Interrupt, &ip)
+	b, err := json.Marshal(value)
+	if err != nil {
+		return fmt.Errorf("%w: resume value: %v", store.ErrInvalidArgument, err)
+	}
+	run.resume, run.resumeNode = b, ip.Node
+	return nil
 }
 
 // pauseSeen reports whether a Resume from head runs its first step
@@ -348,16 +364,32 @@ func (r *Runner) UpdateState(ctx context.Context, thread string, upd state.Updat
 	if err != nil {
 		return store.Checkpoint{}, err
 	}
-	meta := store.Meta{Source: sourceUpdate, Usage: head.Meta.Usage}
+	meta := store.Meta{Source: sourceUpdate, Usage: head.Meta.Usage, RunID: updateRunOf(ctx)}
 	setRunStart(&meta, usageOf(head.Meta)) // what runs after an outside update is a new run
 	setTasks(&meta, r.schedule(next))
-	if len(next) > 0 && store.ThreadStatusOf(head) == store.ThreadInterrupted {
-		// An edit at a pause leaves the thread paused, as a static pause
-		// is, until a resume runs what is scheduled (LangGraph's thread
-		// stays interrupted after update_state).
+	if ts := tasksOf(meta); len(ts) > 0 && store.ThreadStatusOf(head) == store.ThreadInterrupted {
+		// An edit at a pause leaves the thread paused before what is
+		// scheduled, as a static pause is, until a resume runs it
+		// (LangGraph's thread stays interrupted after update_state).
 		meta.StopReason = string(state.StopInterrupt)
+		meta.Interrupt, _ = json.Marshal(map[string]string{"before": ts[0].Node, "node": ts[0].Node})
 	}
 	return r.s.Append(ctx, store.Checkpoint{Thread: thread, Namespace: r.opts.Namespace, Parent: head.Seq, Nodes: []string{asNode}, Patch: patch, State: doc, Meta: meta})
+}
+
+type updateRunKey struct{}
+
+// WithUpdateRun makes the checkpoint UpdateState writes with the returned
+// context name run id: an update a run applies before it goes on
+// (LangGraph's Command(update=…)), which a resume of that run after a
+// crash must find applied.
+func WithUpdateRun(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, updateRunKey{}, id)
+}
+
+func updateRunOf(ctx context.Context) string {
+	id, _ := ctx.Value(updateRunKey{}).(string)
+	return id
 }
 
 // UpdateStateAt applies an update to the state of checkpoint seq as if

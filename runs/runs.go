@@ -260,8 +260,11 @@ func (q *Request) checkInterrupts(a Assistant, k *Kwargs) error {
 // thread at its pause); update and other goto targets answer 422. An
 // input beside it must be empty (null or {}), as front ends send it.
 func checkCommand(c *Command, input json.RawMessage) error {
-	if err := Unsupported(map[string]json.RawMessage{"command.update": c.Update}); err != nil {
-		return err
+	if !isNull(c.Update) {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(c.Update, &obj) != nil {
+			return invalid("$.command.update", "want an object of state fields, not %.40s", strings.TrimSpace(string(c.Update)))
+		}
 	}
 	if in := strings.Join(strings.Fields(string(input)), ""); in != "" && in != "null" && in != "{}" {
 		return invalid("$.command", "send input or a command, not both (an input of {} or null goes with a command)")
@@ -349,6 +352,11 @@ func (s *Service) Create(ctx context.Context, threadID string, q Request) (*Run,
 	}
 	if d.Kwargs.Command != nil {
 		d.Kwargs.Command.Resume = s.redact.JSON(d.Kwargs.Command.Resume)
+	}
+	if c := k.Command; c != nil && !isNull(c.Update) {
+		if err := s.checkUpdatable(ctx, threadID); err != nil {
+			return nil, err
+		}
 	}
 	var th store.Thread
 	if threadID == "" {
@@ -492,6 +500,11 @@ func (m *runManager) spec(ctx context.Context, lr *Run) (RunSpec, error) {
 	}
 	if c := k.Command; c != nil {
 		spec.Resume = true
+		if !isNull(c.Update) && !lr.started {
+			if err := m.applyUpdate(ctx, lr, c.Update); err != nil {
+				return spec, err
+			}
+		}
 		if !isNull(c.Goto) { // checked: "__end__"
 			return spec, m.endThread(ctx, lr.rec.Thread)
 		}

@@ -38,7 +38,8 @@ func TestCommandsFromFrontEnds(t *testing.T) {
 		{"command": map[string]any{"goto": map[string]any{"node": "write", "input": 1}}},
 		{"command": map[string]any{"goto": []string{"__end__", "write"}}},
 		{"command": map[string]any{"goto": "__end__", "resume": true}},
-		{"command": map[string]any{"update": map[string]any{"drafts": "x"}}},
+		{"command": map[string]any{"update": "x"}},
+		{"command": map[string]any{"update": []any{[]string{"drafts", "x"}}}},
 	} {
 		bad["assistant_id"] = "drafts"
 		if code, b := ts.do("POST", "/threads/resolve/runs/wait", bad); code != 422 {
@@ -107,5 +108,67 @@ func TestInterruptShapes(t *testing.T) {
 	evs = ts.stream("POST", "/threads/static2/runs/stream", map[string]any{"assistant_id": "drafts", "input": map[string]any{}, "interrupt_before": []string{"approve"}, "stream_mode": []string{"updates"}}, "", nil)
 	if last := string(evs[len(evs)-1].Data); last != `{"__interrupt__":[]}` {
 		t.Fatalf("stream at a static pause: %s", last)
+	}
+}
+
+// TestCommandUpdate: command.update (LangGraph's Command(update=…)) as a
+// run's input: beside resume at a node's interrupt, the update is applied
+// and the node gets the answer; alone at the interrupt, the node asks
+// again; on a finished thread it changes the state and runs nothing;
+// with goto __end__ it changes the state and ends the thread. What has no
+// state to update, or is not an object of fields, is a 422 that creates
+// nothing.
+func TestCommandUpdate(t *testing.T) {
+	var calls atomic.Int64
+	ts := newServer(t, inmem.Open(store.Options{}), approvalGraph(t, &calls, 0))
+	paused := func(id string) {
+		ts.json("POST", "/threads", map[string]any{"thread_id": id}, 200)
+		ts.json("POST", "/threads/"+id+"/runs/wait", map[string]any{"assistant_id": "drafts", "input": map[string]any{}}, 200)
+	}
+	run := func(id string, cmd map[string]any) map[string]any {
+		return ts.json("POST", "/threads/"+id+"/runs/wait", map[string]any{"assistant_id": "drafts", "command": cmd}, 200)
+	}
+	drafts := func(out map[string]any) string { return fmt.Sprint(out["drafts"]) }
+	status := func(id string) any { return ts.json("GET", "/threads/"+id, nil, 200)["status"] }
+
+	paused("both")
+	before := calls.Load()
+	out := run("both", map[string]any{"update": map[string]any{"drafts": "edited"}, "resume": true})
+	if out["approved"] != true || drafts(out) != "[draft 1 draft 2 draft 3 edited]" || calls.Load() != before || status("both") != "idle" {
+		t.Fatalf("update and resume: %v (write ran %d more times), %v", out, calls.Load()-before, status("both"))
+	}
+	out = run("both", map[string]any{"update": map[string]any{"approved": false}})
+	if out["approved"] != false || calls.Load() != before || status("both") != "idle" {
+		t.Fatalf("update of a finished thread: %v", out)
+	}
+	if next := ts.json("GET", "/threads/both/state", nil, 200)["next"]; fmt.Sprint(next) != "[]" {
+		t.Fatalf("next after an update of a finished thread: %v", next)
+	}
+
+	paused("alone")
+	out = run("alone", map[string]any{"update": map[string]any{"drafts": "x"}})
+	if _, asks := out["__interrupt__"]; !asks || drafts(out) != "[draft 1 draft 2 draft 3 x]" || status("alone") != "interrupted" {
+		t.Fatalf("update alone at the interrupt: %v, %v", out, status("alone"))
+	}
+	out = run("alone", map[string]any{"update": map[string]any{"drafts": "y"}, "goto": "__end__"})
+	if _, ran := out["approved"]; ran || status("alone") != "idle" {
+		t.Fatalf("update and goto __end__: %v, %v", out, status("alone"))
+	}
+	if st := ts.json("GET", "/threads/alone/state", nil, 200); !strings.Contains(fmt.Sprint(st["values"]), "y]") {
+		t.Fatalf("the update before goto __end__ is lost: %v", st["values"])
+	}
+
+	ts.json("POST", "/threads", map[string]any{"thread_id": "empty"}, 200)
+	for i, bad := range []struct{ path, thread string }{{"/threads/empty/runs/wait", "empty"}, {"/threads/nope/runs/wait", "nope"}, {"/runs/wait", ""}} {
+		body := map[string]any{"assistant_id": "drafts", "if_not_exists": "create", "command": map[string]any{"update": map[string]any{"drafts": "x"}}}
+		if bad.thread == "" {
+			delete(body, "if_not_exists")
+		}
+		if code, b := ts.do("POST", bad.path, body); code != 422 || !strings.Contains(string(b), "$.command.update") {
+			t.Fatalf("update %d with no state: %d %s", i, code, b)
+		}
+	}
+	if code, _ := ts.do("GET", "/threads/nope", nil); code != 404 {
+		t.Fatalf("a refused update made its thread: %d", code)
 	}
 }

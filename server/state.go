@@ -6,10 +6,8 @@ import (
 	"errors"
 	"net/http"
 	"reflect"
-	"slices"
 	"strconv"
 
-	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
@@ -162,7 +160,7 @@ func (s *Server) updateState(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	asNode, err := s.defaultNode(ctx, th, at, req.AsNode, a)
+	asNode, err := s.svc.DefaultNode(ctx, th, at, req.AsNode, a)
 	if err != nil {
 		return err
 	}
@@ -173,58 +171,6 @@ func (s *Server) updateState(w http.ResponseWriter, r *http.Request) error {
 	ref := runs.NewCheckpointRef(th.ID, "", cp.Seq)
 	writeJSON(w, http.StatusOK, map[string]any{"checkpoint": ref, "configurable": ref})
 	return nil
-}
-
-// defaultNode is the node an update is written as: the one asked for,
-// or the node that wrote the state of the checkpoint it applies to, as
-// LangGraph's update_state chooses it (START when none did; refused when
-// several did in one step).
-func (s *Server) defaultNode(ctx context.Context, th store.Thread, at int64, asNode string, a runs.Assistant) (string, error) {
-	nodes := a.Info().Nodes
-	if asNode != "" {
-		if asNode != flow.START && !slices.Contains(nodes, asNode) {
-			return "", unprocessable("$.as_node", "%q is not a node of assistant %q (%v)", asNode, a.Info().ID, nodes)
-		}
-		return asNode, nil
-	}
-	if th.Head == 0 {
-		return flow.START, nil
-	}
-	cp, err := s.loadState(ctx, th.ID, "", at)
-	if err != nil {
-		return "", err
-	}
-	w, err := s.writers(ctx, cp)
-	if err != nil {
-		return "", err
-	}
-	switch {
-	case len(w) > 1:
-		return "", unprocessable("$.as_node", "the state of checkpoint %s was written by the nodes %q in one step: name the node the update is written as", runs.CheckpointID(cp.Seq), w)
-	case len(w) == 1 && slices.Contains(nodes, w[0]):
-		return w[0], nil
-	}
-	return flow.START, nil
-}
-
-// writers are the nodes that wrote a checkpoint's state (START, the
-// input, only when no node did: the steps an exit-durability checkpoint
-// holds follow it). A pause, an interrupt or a failed step wrote nothing:
-// its state is that of the checkpoint its step read (Meta.StepOf), whose
-// writers they are — there LangGraph's thread stands, and the node that
-// paused runs again after the update.
-func (s *Server) writers(ctx context.Context, cp store.Checkpoint) ([]string, error) {
-	if (cp.Status == store.StatusInterrupted || cp.Status == store.StatusFailed) && cp.Meta.StepOf > 0 && cp.Meta.StepOf != cp.Seq {
-		src, err := s.store.Load(ctx, store.LoadRequest{Thread: cp.Thread, Namespace: cp.Namespace, Seq: cp.Meta.StepOf})
-		if err != nil {
-			return nil, err
-		}
-		cp.Nodes = src.Nodes
-	}
-	if len(cp.Nodes) > 1 {
-		return slices.DeleteFunc(slices.Clone(cp.Nodes), func(n string) bool { return n == flow.START }), nil
-	}
-	return cp.Nodes, nil
 }
 
 type historyRequest struct {
