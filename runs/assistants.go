@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -180,6 +181,9 @@ func (g *Graph) Run(ctx context.Context, spec RunSpec) (flow.Result, error) {
 		if err := json.Unmarshal(spec.Input, &upd); err != nil {
 			return flow.Result{}, invalid("$.input", "a graph's input is an object of state fields: %v", err)
 		}
+	}
+	if keep := inputFields(g.Types.Input); keep != nil {
+		maps.DeleteFunc(upd, func(k string, _ any) bool { return !keep[k] }) // as LangGraph reads input through its input schema
 	}
 	return streamResult(r.Stream(ctx, spec.Thread, upd, so))
 }

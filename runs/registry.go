@@ -221,7 +221,8 @@ func (s *Service) systemRecord(a Assistant) AssistantRecord {
 	if info.Description == "" {
 		desc = nil
 	}
-	return AssistantRecord{AssistantID: info.ID, GraphID: info.ID, Config: map[string]any{}, Context: map[string]any{}, Metadata: md,
+	def := s.cfg.Defaults[info.ID]
+	return AssistantRecord{AssistantID: info.ID, GraphID: info.ID, Config: emptyIfNil(def.Config), Context: emptyIfNil(def.Context), Metadata: md,
 		Name: cmp.Or(info.Name, info.ID), Description: desc, Version: 1, CreatedAt: at, UpdatedAt: at}
 }
 
@@ -483,6 +484,10 @@ func containsJSON(have, want any) bool {
 // one the caller's tenant made (then its record too).
 func (s *Service) resolve(ctx context.Context, id string) (Assistant, *AssistantRecord, error) {
 	if a, ok := s.assistants[id]; ok {
+		if _, ok := s.cfg.Defaults[id]; ok {
+			rec := s.systemRecord(a)
+			return a, &rec, nil
+		}
 		return a, nil, nil
 	}
 	rec, err := s.registry.get(ctx, id)
@@ -495,6 +500,11 @@ func (s *Service) resolve(ctx context.Context, id string) (Assistant, *Assistant
 	a, ok := s.assistants[rec.GraphID]
 	if !ok {
 		return nil, nil, newError(ErrState, "assistant %q runs graph %q, which this server no longer serves (%s)", id, rec.GraphID, strings.Join(s.order, ", "))
+	}
+	if def, ok := s.cfg.Defaults[rec.GraphID]; ok {
+		base := AssistantRecord{Config: def.Config, Context: def.Context}
+		rec.Config = toValueMap(base.runConfig(configOf(rec.Config)))
+		rec.Context = merged(def.Context, rec.Context)
 	}
 	return a, &rec, nil
 }
@@ -549,4 +559,63 @@ func merged(base, over map[string]any) map[string]any {
 func (s *Service) AssistantGraph(ctx context.Context, id string) (Assistant, error) {
 	a, _, err := s.resolve(ctx, id)
 	return a, err
+}
+
+// GraphDefaults are a graph's default config and context (Config.Defaults).
+type GraphDefaults struct {
+	Config  map[string]any `json:"config"`
+	Context map[string]any `json:"context"`
+}
+
+// configOf reads a stored config as a RunConfig (nil when it is empty).
+func configOf(m map[string]any) *RunConfig {
+	if len(m) == 0 {
+		return nil
+	}
+	var c RunConfig
+	if b, err := json.Marshal(m); err == nil {
+		_ = json.Unmarshal(b, &c) // a stored config that is not a RunConfig adds nothing
+	}
+	return &c
+}
+
+// toValueMap is a RunConfig as a stored config's map (empty for nil).
+func toValueMap(c *RunConfig) map[string]any {
+	out := map[string]any{}
+	if c == nil {
+		return out
+	}
+	b, _ := json.Marshal(c) // a RunConfig always marshals
+	_ = json.Unmarshal(b, &out)
+	return out
+}
+
+// ParseGraphDefaults reads graphs' default configs as LangGraph's
+// LANGGRAPH_CONFIG holds them: an object by graph id of configs
+// (configurable, tags, metadata, recursion_limit…), each whose "context"
+// member is the graph's default context.
+func ParseGraphDefaults(data []byte) (map[string]GraphDefaults, error) {
+	var raw map[string]map[string]any
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, invalid("$", "want an object of configs by graph id: %v", err)
+	}
+	out := map[string]GraphDefaults{}
+	for id, cfg := range raw {
+		d := GraphDefaults{Config: maps.Clone(cfg)}
+		if c, ok := cfg["context"]; ok {
+			m, isObj := c.(map[string]any)
+			if !isObj && c != nil {
+				return nil, invalid("$."+id+".context", "want an object (the graph's default context)")
+			}
+			d.Context = m
+			delete(d.Config, "context")
+		}
+		if cc, ok := d.Config["configurable"]; ok {
+			if _, isObj := cc.(map[string]any); !isObj && cc != nil {
+				return nil, invalid("$."+id+".configurable", "want an object")
+			}
+		}
+		out[id] = d
+	}
+	return out, nil
 }

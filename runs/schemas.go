@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"github.com/cairn-dev/cairn/state"
 	"github.com/google/jsonschema-go/jsonschema"
@@ -126,8 +127,9 @@ func chatSchemas(title string) Schemas {
 
 // GraphTypes are Go values whose types describe a Graph's schemas (each
 // may be nil): State's JSON fields type the state's fields; Input and
-// Output the run's input and output (default: the state); Config the
-// run's config.configurable; Context its context.
+// Output the run's input and output (default: the state) — a run's input
+// keeps only Input's fields, as LangGraph reads input through its input
+// schema; Config the run's config.configurable; Context its context.
 type GraphTypes struct {
 	State, Input, Output, Config, Context any
 }
@@ -191,4 +193,34 @@ func AssistantSchemas(a Assistant) (Schemas, error) {
 		out.Input = map[string]any{"$schema": draft07, "title": "input", "description": "The agent's input: a string is text, anything else JSON"}
 	}
 	return out, nil
+}
+
+// inputFields are the JSON field names of a struct type's value (nil for
+// nil or a value that is not a struct).
+func inputFields(v any) map[string]bool {
+	if v == nil {
+		return nil
+	}
+	t := reflect.TypeOf(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	out := map[string]bool{}
+	for f := range t.Fields() {
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch name {
+		case "-":
+			continue
+		case "":
+			name = f.Name
+		}
+		out[name] = true
+	}
+	return out
 }

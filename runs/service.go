@@ -36,6 +36,10 @@ type Config struct {
 	// Execute runs a queued run. Streams, waits and joins then follow the
 	// run through the store.
 	Queue store.RunQueue
+	// Defaults are each graph's default config and context (by graph
+	// id), under every run of its assistants: LangGraph's
+	// LANGGRAPH_CONFIG. A system assistant shows them as its own.
+	Defaults map[string]GraphDefaults
 	// Items keeps the assistants clients make (CreateAssistant), under
 	// each tenant's store.SystemTenant (nil: store.ItemsOf(Store)).
 	Items store.ItemStore
@@ -84,6 +88,11 @@ func New(cfg Config) (*Service, error) {
 	if s.redact == nil {
 		if s.redact, err = redact.New(redact.Config{}); err != nil {
 			return nil, err
+		}
+	}
+	for id := range cfg.Defaults {
+		if !slices.ContainsFunc(cfg.Assistants, func(a Assistant) bool { return a.Info().ID == id }) {
+			return nil, fmt.Errorf("%w: defaults for graph %q, which is not served", ErrConfig, id)
 		}
 	}
 	for _, a := range cfg.Assistants {

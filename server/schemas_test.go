@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/cairn-dev/cairn/flow"
@@ -73,5 +74,31 @@ func TestSchemasFromTypes(t *testing.T) {
 	}
 	if defs, _ := ts["state_schema"].(doc)["definitions"].(doc); defs["BaseMessage"] == nil {
 		t.Fatalf("no message definitions: %v", ts["state_schema"])
+	}
+}
+
+// TestInputThroughInputType: a graph with an input type reads a run's
+// input through it, as LangGraph reads input through its input schema:
+// keys outside it are dropped, not stored; without one, every key is kept.
+func TestInputThroughInputType(t *testing.T) {
+	schema := state.MustSchema(state.WithField("count", state.ReducerAdd))
+	g, err := flow.NewGraph(schema).AddNode("n", func(context.Context, state.Doc) (state.Update, error) { return state.Update{"count": 1}, nil }).
+		AddEdge(flow.START, "n").Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type input struct {
+		Count int `json:"count"`
+	}
+	ts := newServer(t, inmem.Open(store.Options{}), &runs.Graph{ID: "typed", Graph: g, Types: runs.GraphTypes{Input: input{}}}, &runs.Graph{ID: "open", Graph: g})
+	for _, tc := range []struct {
+		id, want string
+	}{{"typed", `map[count:3]`}, {"open", `map[count:3 extra:x]`}} {
+		t.Run(tc.id, func(t *testing.T) {
+			out := ts.json("POST", "/runs/wait", map[string]any{"assistant_id": tc.id, "input": map[string]any{"count": 2, "extra": "x"}}, 200)
+			if got := fmt.Sprint(out); got != tc.want {
+				t.Fatalf("state %s, want %s", got, tc.want)
+			}
+		})
 	}
 }

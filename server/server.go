@@ -54,6 +54,9 @@ type Config struct {
 	// this process: the store's run queue (pgqueue.Of, PostgreSQL).
 	// Streams, waits and joins then follow the run through the store.
 	Queue store.RunQueue
+	// Defaults are graphs' default config and context (runs.Config.Defaults;
+	// cairn serve reads them from LANGGRAPH_CONFIG).
+	Defaults map[string]runs.GraphDefaults
 	// Items is the long-term memory store the /store routes serve, each
 	// request scoped to its tenant. Nil: the store's own items
 	// (store.ItemsOf, full-text search; give one made with store.WithIndex
@@ -96,7 +99,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	rc := runs.Config{Store: cfg.Store, Assistants: cfg.Assistants, Logger: cfg.Logger, Redact: cfg.Redact, Now: cfg.Now, ExpiryCheck: cfg.ExpiryCheck, Queue: cfg.Queue}
+	rc := runs.Config{Store: cfg.Store, Assistants: cfg.Assistants, Logger: cfg.Logger, Redact: cfg.Redact, Now: cfg.Now, ExpiryCheck: cfg.ExpiryCheck, Queue: cfg.Queue,
+		Defaults: cfg.Defaults}
 	cfg.MaxBodyBytes = cmp.Or(cfg.MaxBodyBytes, 1<<20)
 	cfg.RequestTimeout = cmp.Or(cfg.RequestTimeout, 30*time.Second)
 	cfg.Heartbeat = cmp.Or(cfg.Heartbeat, 5*time.Second)

@@ -248,6 +248,17 @@ func TestLangGraphSDKRunConfig(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p := startServe(t, "--assistants", assistants, "--store", "sqlite://"+filepath.Join(t.TempDir(), "serve.db"))
+	// Bad graph defaults stop the server before it opens the store.
+	db := filepath.Join(t.TempDir(), "serve.db")
+	for _, bad := range []string{`{"memo": 1}`, `{"memo": {"context": "x"}}`, `{"nosuch": {}}`} {
+		code, _, errOut := cli(t, map[string]string{"LANGGRAPH_CONFIG": bad}, "serve", "--addr", "127.0.0.1:0", "--assistants", assistants, "--store", "sqlite://"+db)
+		if code == 0 || !strings.Contains(errOut, "LANGGRAPH_CONFIG") && !strings.Contains(errOut, "nosuch") {
+			t.Fatalf("LANGGRAPH_CONFIG %s: exit %d, %s", bad, code, errOut)
+		}
+	}
+	// A graph's defaults, as LangGraph's LANGGRAPH_CONFIG gives them.
+	cmd := cairnProcess(t, []string{`LANGGRAPH_CONFIG={"memo": {"configurable": {"user_id": "default-user"}, "context": {"org": "default-org"}}}`},
+		"serve", "--addr", "127.0.0.1:0", "--assistants", assistants, "--store", "sqlite://"+db)
+	p := startServeCmd(t, cmd)
 	runNode(t, node, dir, []string{"CAIRN_URL=" + p.url}, "--test", "config.test.mjs", "assistants.test.mjs")
 }

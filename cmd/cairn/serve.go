@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -108,6 +109,13 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	if err := f.check(); err != nil {
 		return err
 	}
+	var defaults map[string]runs.GraphDefaults
+	if v := a.getenv("LANGGRAPH_CONFIG"); v != "" {
+		var err error
+		if defaults, err = runs.ParseGraphDefaults([]byte(v)); err != nil {
+			return usagef("LANGGRAPH_CONFIG: %v", err)
+		}
+	}
 	index, indexKey, err := a.memoryIndex(f.memory)
 	if err != nil {
 		return err
@@ -116,6 +124,11 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	if f.assistants != "none" {
 		if list, err = a.loadAssistants(f.assistants, f.safeDir); err != nil {
 			return err
+		}
+	}
+	for id := range defaults {
+		if !slices.ContainsFunc(list, func(x runs.Assistant) bool { return x.Info().ID == id }) {
+			return usagef("LANGGRAPH_CONFIG: defaults for graph %q, which --assistants %s does not serve", id, f.assistants)
 		}
 	}
 	var s *store.Engine
@@ -136,6 +149,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	a.items = items // the agent files' memory tools use it too
 	sc := server.Config{Store: s, Assistants: list, Logger: a.logger, MaxBodyBytes: f.maxBody, RequestTimeout: f.timeout, RateLimit: f.rateLimit, Queue: queue, Items: items,
 		AllowOrigins: f.origins()}
+	sc.Defaults = defaults
 	if indexKey != "" {
 		if sc.Redact, err = redact.New(redact.Config{}); err != nil {
 			return err

@@ -32,3 +32,15 @@ test("a context that is not an object is refused, naming it", async () => {
   const runs = await client.runs.list(thread.thread_id);
   assert.equal(runs.length, 0, "nothing was stored");
 });
+
+test("a graph's defaults (LANGGRAPH_CONFIG) go under each run's config and context", async () => {
+  const memo = await client.assistants.get("memo");
+  assert.deepEqual(memo.config, { configurable: { user_id: "default-user" } });
+  assert.deepEqual(memo.context, { org: "default-org" });
+  const thread = await client.threads.create();
+  await client.runs.wait(thread.thread_id, "memo", { input: "remember my tea" });
+  assert.equal((await client.store.getItem(["notes", "default-user", "default-org"], "tea"))?.value?.text, "green");
+  const t2 = await client.threads.create();
+  await client.runs.wait(t2.thread_id, "memo", { input: "remember my tea", context: { org: "initech" } });
+  assert.equal((await client.store.getItem(["notes", "default-user", "initech"], "tea"))?.value?.text, "green", "the run's context wins, the default configurable stays");
+});
