@@ -230,7 +230,7 @@ func (s *Server) assistantGraph(w http.ResponseWriter, r *http.Request) error {
 	type node struct {
 		ID   string `json:"id"`
 		Type string `json:"type"`
-		Data string `json:"data"`
+		Data any    `json:"data"` // a node's: {id, name}, as LangGraph draws a runnable
 	}
 	type edge struct {
 		Source      string `json:"source"`
@@ -239,7 +239,7 @@ func (s *Server) assistantGraph(w http.ResponseWriter, r *http.Request) error {
 	}
 	nodes := []node{{ID: flow.START, Type: "schema", Data: flow.START}}
 	for _, n := range info.Nodes {
-		nodes = append(nodes, node{ID: n, Type: "runnable", Data: n})
+		nodes = append(nodes, node{ID: n, Type: "runnable", Data: map[string]any{"id": []string{"cairn", info.ID, n}, "name": n}})
 	}
 	nodes = append(nodes, node{ID: flow.END, Type: "schema", Data: flow.END})
 	edges := []edge{}

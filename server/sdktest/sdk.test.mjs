@@ -25,6 +25,10 @@ test("assistants: search, get, graph, schemas", async () => {
   const g = await client.assistants.getGraph("approval");
   assert.deepEqual(g.nodes.map((n) => n.id), ["__start__", "draft", "send", "__end__"]);
   assert.ok(g.edges.some((e) => e.source === "draft" && e.target === "send"));
+  const draft = g.nodes.find((n) => n.id === "draft");
+  assert.equal(draft.type, "runnable");
+  assert.equal(draft.data.name, "draft", "a node is drawn as LangGraph draws a runnable: data {id, name}");
+  assert.equal(g.nodes[0].type, "schema");
   const s = await client.assistants.getSchemas("five-steps");
   assert.equal(s.graph_id, "five-steps");
   assert.ok("final_output" in s.state_schema.properties);
