@@ -16,6 +16,7 @@ import (
 var apiModes = map[string]flow.StreamMode{
 	"values": flow.StreamValues, "updates": flow.StreamUpdates, "messages": flow.StreamMessages, "messages-tuple": flow.StreamMessages,
 	"custom": flow.StreamCustom, "checkpoints": flow.StreamCheckpoints, "tasks": flow.StreamTasks, "debug": flow.StreamDebug,
+	"events": flow.StreamTasks,
 }
 
 // converter turns a run's flow events into the API's stream events, in
@@ -37,6 +38,7 @@ type converter struct {
 	done     map[string]bool
 	shown    state.ListVersion
 	streamed map[string]bool // ids of the messages chunks streamed
+	ev       eventsState     // the events mode's
 }
 
 type apiMessage struct {
@@ -77,6 +79,8 @@ func flowModes(modes []string) []flow.StreamMode {
 			add(flow.StreamValues)
 		case "messages-tuple":
 			add(flow.StreamUpdates)
+		case "events":
+			add(flow.StreamMessages)
 		}
 	}
 	return out
@@ -103,7 +107,7 @@ func (c *converter) convert(ctx context.Context, ev flow.Event) []*Event {
 	if ev.Namespace != "" && !c.subgraphs {
 		return nil
 	}
-	var out []*Event
+	out := c.events(ev)
 	add := func(mode string, data json.RawMessage) {
 		out = append(out, Inline(c.name(mode, ev), data))
 	}

@@ -318,6 +318,9 @@ func (m *runManager) conclude(ctx context.Context, lr *Run, res flow.Result, err
 		r.Status = status
 		d.StopReason, d.CancelReason, d.Error, d.ErrorType = string(res.StopReason), reason, errText, errKind
 	})
+	if status != StatusError && slices.Contains(lr.data.Kwargs.StreamMode, "events") {
+		lr.log.append(graphEnd(lr.rec.Thread, lr.rec.ID))
+	}
 	lr.final = m.finalValues(context.WithoutCancel(ctx), lr)
 	if status == StatusInterrupted && reason == "" && slices.Contains(lr.data.Kwargs.StreamMode, "values") {
 		lr.log.append(Inline("values", m.s.redact.JSON(pauseValues(lr.final.head))))

@@ -188,7 +188,7 @@ func (q *Request) kwargs(a Assistant) (Kwargs, error) {
 	}
 	for i, m := range modes {
 		if _, ok := apiModes[m]; !ok {
-			return k, invalid(fmt.Sprintf("$.stream_mode[%d]", i), "%q: want values, updates, messages, messages-tuple, custom, checkpoints, tasks or debug", m)
+			return k, invalid(fmt.Sprintf("$.stream_mode[%d]", i), "%q: want values, updates, messages, messages-tuple, custom, checkpoints, tasks, debug or events", m)
 		}
 	}
 	if err := checkContext(q.Context); err != nil {

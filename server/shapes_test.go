@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cairn-dev/cairn/flow"
@@ -126,5 +128,64 @@ func TestMessagesModes(t *testing.T) {
 	}
 	if fmt.Sprint(tuple) != "[AIMessageChunk:be AIMessageChunk:gin tool:done]" {
 		t.Fatalf("messages-tuple events %v", tuple)
+	}
+}
+
+// TestEventsMode: stream_mode "events" sends LangChain's event stream
+// (astream_events v2) as LangGraph's server does: the graph's and each
+// node's on_chain_start/on_chain_end, and for a model's streamed message
+// on_chat_model_start, a stream event per chunk and on_chat_model_end
+// with the whole message, in order, each with its name, run id, parents
+// and metadata.
+func TestEventsMode(t *testing.T) {
+	ts := newServer(t, inmem.Open(store.Options{}), messagesGraph(t))
+	input := map[string]any{"messages": []map[string]any{{"type": "human", "content": "hi", "id": "h1"}}}
+	evs := ts.stream("POST", "/runs/stream", map[string]any{"assistant_id": "talk", "input": input, "stream_mode": "events"}, "", nil)
+	var seq []string
+	var text string
+	kinds := map[string]bool{}
+	for _, ev := range evs {
+		if ev.Event == "metadata" {
+			continue
+		}
+		if ev.Event != "events" {
+			t.Fatalf("event %s in events mode", ev.Event)
+		}
+		var se struct {
+			RunID     string `json:"run_id"`
+			Data      map[string]json.RawMessage
+			ParentIDs []string `json:"parent_ids"`
+			Metadata  map[string]any
+		}
+		if err := json.Unmarshal(ev.Data, &se); err != nil {
+			t.Fatal(err)
+		}
+		var e struct{ Event, Name string }
+		_ = json.Unmarshal(ev.Data, &e)
+		kinds[e.Event] = true
+		seq = append(seq, e.Event+":"+e.Name)
+		if e.Event == "on_chat_model_stream" {
+			var chunk struct{ Content string }
+			_ = json.Unmarshal(se.Data["chunk"], &chunk)
+			text += chunk.Content
+		}
+		if e.Event == "on_chat_model_end" && !strings.Contains(string(se.Data["output"]), `"content":"begin"`) {
+			t.Fatalf("the model's end holds %s", se.Data["output"])
+		}
+		if se.Metadata["thread_id"] == nil || se.RunID == "" || (e.Name != "LangGraph" && len(se.ParentIDs) != 1) {
+			t.Fatalf("event %s: metadata %v, parents %v", e.Event, se.Metadata, se.ParentIDs)
+		}
+	}
+	want := []string{"on_chain_start", "on_chain_end", "on_chat_model_start", "on_chat_model_stream", "on_chat_model_end"}
+	for _, k := range want {
+		if !kinds[k] {
+			t.Fatalf("no %s in %v", k, seq)
+		}
+	}
+	if text != "begin" || seq[0] != "on_chain_start:LangGraph" || seq[len(seq)-1] != "on_chain_end:LangGraph" {
+		t.Fatalf("text %q; events %v", text, seq)
+	}
+	if i, j := slices.Index(seq, "on_chat_model_end:model"), slices.Index(seq, "on_chat_model_start:model"); i < j || j < 0 {
+		t.Fatalf("the model ends before it starts: %v", seq)
 	}
 }

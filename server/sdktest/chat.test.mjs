@@ -96,6 +96,25 @@ async function answer(thread, resume) {
   return parts.filter((p) => p.event === "values").at(-1).data;
 }
 
+test("stream mode events: LangChain's event stream, the model's tokens as on_chat_model_stream", async () => {
+  const thread = await client.threads.create();
+  const parts = await collect(client.runs.stream(thread.thread_id, "chat", {
+    input: { messages: [{ role: "user", content: "hi" }] },
+    streamMode: "events",
+  }));
+  assert.deepEqual([...new Set(parts.map((p) => p.event))].sort(), ["events", "metadata"]);
+  const evs = parts.filter((p) => p.event === "events").map((p) => p.data);
+  assert.deepEqual([...new Set(evs.map((e) => e.event))].sort(),
+    ["on_chain_end", "on_chain_start", "on_chat_model_end", "on_chat_model_start", "on_chat_model_stream"]);
+  assert.equal(evs[0].event, "on_chain_start");
+  assert.equal(evs.at(-1).event, "on_chain_end");
+  const tokens = evs.filter((e) => e.event === "on_chat_model_stream").map((e) => e.data.chunk.content).join("");
+  const end = evs.find((e) => e.event === "on_chat_model_end");
+  assert.equal(end.data.output.content, tokens);
+  const state = await client.threads.getState(thread.thread_id);
+  assert.equal(state.values.messages.at(-1).content, tokens, "the streamed tokens are the reply");
+});
+
 test("a tool call waits for review (LangChain's HITLRequest, as agent-chat-ui reads it); approved, it runs and the model answers with its result", async () => {
   const { thread, call, interrupt } = await review("Which files are there?");
   assert.deepEqual(interrupt.value, {
