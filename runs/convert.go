@@ -39,6 +39,9 @@ type converter struct {
 	shown    state.ListVersion
 	streamed map[string]bool // ids of the messages chunks streamed
 	ev       eventsState     // the events mode's
+	// durable: the run commits each step before the next reads it
+	// (durability sync), so a task's input is the checkpoint it read.
+	durable bool
 }
 
 type apiMessage struct {
@@ -77,7 +80,7 @@ func flowModes(modes []string) []flow.StreamMode {
 		switch m {
 		case "messages":
 			add(flow.StreamValues)
-		case "messages-tuple":
+		case "messages-tuple", "tasks", "debug": // a task's result is its update
 			add(flow.StreamUpdates)
 		case "events":
 			add(flow.StreamMessages)
@@ -123,6 +126,7 @@ func (c *converter) convert(ctx context.Context, ev flow.Event) []*Event {
 		}
 		out = append(out, c.complete(ev)...)
 	case flow.EventUpdate:
+		out = append(out, c.taskResult(ev)...)
 		if c.modes["updates"] {
 			add("updates", raw(map[string]json.RawMessage{ev.Node: orNull(ev.Payload)}))
 		}
@@ -219,26 +223,59 @@ func (c *converter) taskKey(key string) string {
 	return key
 }
 
-// task is a tasks-mode (and debug) event: a task's start or end.
+// task is a tasks-mode (and debug) event of a task's start — its input
+// the state it read, by reference to that checkpoint, and what
+// triggered it — or of its failed end. A task that succeeds ends with
+// its update (taskResult).
 func (c *converter) task(ev flow.Event) []*Event {
-	var payload map[string]any
-	kind, id := "task", c.taskKey(ev.Key)
-	if ev.Kind == flow.EventNodeStart {
-		payload = map[string]any{"id": id, "name": ev.Node, "input": nil, "triggers": []string{}}
-	} else {
-		kind = "task_result"
-		var errv any
-		if ev.Err != "" {
-			errv = ev.Err
-		}
-		payload = map[string]any{"id": id, "name": ev.Node, "error": errv, "result": orNull(ev.Payload), "interrupts": []Interrupt{}}
+	if !c.modes["tasks"] && !c.modes["debug"] {
+		return nil
 	}
+	id := c.taskKey(ev.Key)
+	if ev.Kind == flow.EventNodeEnd {
+		if ev.Err == "" {
+			return nil // taskResult sends it, with the update
+		}
+		return c.taskEvents(ev, "task_result", raw(map[string]any{"id": id, "name": ev.Node, "error": ev.Err, "result": nil, "interrupts": []Interrupt{}}), nil)
+	}
+	head := map[string]any{"id": id, "name": ev.Node, "triggers": []string{"branch:to:" + ev.Node}, "interrupts": []Interrupt{}}
+	if !c.durable || ev.Seq == 0 {
+		head["input"] = nil
+		return c.taskEvents(ev, "task", raw(head), nil)
+	}
+	return c.taskEvents(ev, "task", raw(head), func(kind, ts string) *eventRef {
+		return &eventRef{kind: kind, ns: ev.Namespace, seq: ev.Seq, ts: ts, stored: true, redact: c.redact, extra: raw(head)}
+	})
+}
+
+// taskResult is the tasks-mode (and debug) event of a task that
+// succeeded: its update as its result.
+func (c *converter) taskResult(ev flow.Event) []*Event {
+	if (!c.modes["tasks"] && !c.modes["debug"]) || ev.Key == "" {
+		return nil
+	}
+	return c.taskEvents(ev, "task_result", raw(map[string]any{"id": c.taskKey(ev.Key), "name": ev.Node, "error": nil, "result": orNull(ev.Payload), "interrupts": []Interrupt{}}), nil)
+}
+
+// taskEvents sends a task event in the tasks and debug modes asked for:
+// its payload inline, or, with ref, built from the checkpoint the task
+// read (the payload with the state as its input).
+func (c *converter) taskEvents(ev flow.Event, kind string, payload json.RawMessage, ref func(kind, ts string) *eventRef) []*Event {
 	var out []*Event
 	if c.modes["tasks"] {
-		out = append(out, Inline(c.name("tasks", ev), raw(payload)))
+		if ref != nil {
+			out = append(out, &Event{Event: c.name("tasks", ev), ref: ref(refTask, "")})
+		} else {
+			out = append(out, Inline(c.name("tasks", ev), payload))
+		}
 	}
 	if c.modes["debug"] {
-		out = append(out, Inline(c.name("debug", ev), raw(map[string]any{"type": kind, "timestamp": APITime(ev.Time), "step": ev.Seq - 1, "payload": payload})))
+		ts := APITime(ev.Time)
+		if ref != nil {
+			out = append(out, &Event{Event: c.name("debug", ev), ref: ref(refDebugTask, ts)})
+		} else {
+			out = append(out, Inline(c.name("debug", ev), raw(map[string]any{"type": kind, "timestamp": ts, "step": ev.Seq - 1, "payload": payload})))
+		}
 	}
 	return out
 }

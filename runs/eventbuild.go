@@ -56,6 +56,16 @@ func (s *Service) buildEvent(ctx context.Context, thread string, r *eventRef) (j
 		return r.shown(s, raw(s.checkpointPayload(ctx, cp))), nil
 	case refDebug:
 		return r.shown(s, raw(map[string]any{"type": "checkpoint", "timestamp": r.ts, "step": r.seq - 2, "payload": debugPayload(s.checkpointPayload(ctx, cp))})), nil
+	case refTask, refDebugTask:
+		var task map[string]json.RawMessage
+		if err := json.Unmarshal(r.extra, &task); err != nil {
+			return nil, fmt.Errorf("%w: a task event's fields: %v", store.ErrCorrupt, err)
+		}
+		task["input"] = cp.State.AppendJSON(nil)
+		if r.kind == refTask {
+			return r.shown(s, raw(task)), nil
+		}
+		return r.shown(s, raw(map[string]any{"type": "task", "timestamp": r.ts, "step": r.seq - 1, "payload": task})), nil
 	}
 	return nil, fmt.Errorf("%w: run event of unknown kind %q", store.ErrCorrupt, r.kind)
 }

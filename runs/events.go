@@ -47,6 +47,9 @@ type eventRef struct {
 	// redact: the run's assistant does not redact what it commits, so the
 	// server redacts what is built from its state.
 	redact bool
+	// extra is a task event's own fields (id, name, triggers), which
+	// the log keeps beside the reference; its input is the state.
+	extra json.RawMessage
 
 	once  sync.Once
 	built json.RawMessage
@@ -59,6 +62,8 @@ const (
 	refFinal       = "final"       // the state with its pending interrupt (logs written before values at a pause became __interrupt__ alone)
 	refCheckpoints = "checkpoints" // the checkpoint as a thread state
 	refDebug       = "debug"       // a debug event of type checkpoint
+	refTask        = "task"        // a task's start, its input the state it read
+	refDebugTask   = "debug_task"  // a debug event of type task
 	// refRun is a run's metadata event, rebuilt from the run itself.
 	refRun = "run"
 )
@@ -302,7 +307,7 @@ func (l *eventLog) record(ev *Event) store.EventRecord {
 	}
 	if r := ev.ref; r != nil {
 		if r.stored {
-			se.Data, se.Ref, se.TS = nil, r.kind, r.ts
+			se.Data, se.Ref, se.TS = r.extra, r.kind, r.ts
 			rec.Ref = &store.EventRef{Namespace: r.ns, Seq: r.seq}
 		} else if b, err := l.build(ev); err == nil {
 			se.Data = b
@@ -339,7 +344,7 @@ func storedEvents(ctx context.Context, rl store.RunLog, run, thread string, reda
 			if r.Ref == nil {
 				return nil, fmt.Errorf("%w: run %q event %d: a %s event without its checkpoint", store.ErrCorrupt, run, r.Seq, se.Ref)
 			}
-			ev.data, ev.ref = nil, &eventRef{kind: se.Ref, ns: r.Ref.Namespace, seq: r.Ref.Seq, ts: se.TS, stored: true, redact: redact}
+			ev.data, ev.ref = nil, &eventRef{kind: se.Ref, ns: r.Ref.Namespace, seq: r.Ref.Seq, ts: se.TS, stored: true, redact: redact, extra: se.Data}
 		}
 		out = append(out, ev)
 	}

@@ -261,6 +261,7 @@ func (m *runManager) run(ctx context.Context, lr *Run) (flow.Result, error) {
 	}
 	conv := newConverter(m.s, lr.rec.Thread, lr.rec.ID, lr.data.Kwargs.StreamMode, lr.data.Kwargs.StreamSubgraphs)
 	conv.redact = !lr.a.Info().RedactsState
+	conv.durable = lr.data.Kwargs.Durability == "" || lr.data.Kwargs.Durability == "sync"
 	pass, err := spec.Stream.Filter("")
 	if err != nil {
 		return flow.Result{}, err

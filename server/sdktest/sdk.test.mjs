@@ -213,3 +213,24 @@ test("stateless runs, cancel, and errors", async () => {
   assert.equal(unknown.status, 422);
   assert.equal((await unknown.json()).path, "$.colour");
 });
+
+test("tasks mode: each task's start with the state it read and its trigger, its end with its update", async () => {
+  const thread = await client.threads.create();
+  const parts = [];
+  for await (const p of client.runs.stream(thread.thread_id, "five-steps", { input: "x", streamMode: ["tasks", "updates"] })) parts.push(p);
+  const tasks = parts.filter((p) => p.event === "tasks").map((p) => p.data);
+  const starts = tasks.filter((t) => "triggers" in t);
+  const ends = tasks.filter((t) => "result" in t);
+  assert.ok(starts.length >= 5 && starts.length === ends.length, `${starts.length} starts, ${ends.length} ends`);
+  for (const s of starts) {
+    assert.deepEqual(s.triggers, [`branch:to:${s.name}`]);
+    assert.equal(typeof s.input, "object", JSON.stringify(s));
+    assert.ok(s.input && "input" in s.input, "a task's input is the state it read");
+  }
+  const updates = parts.filter((p) => p.event === "updates").map((p) => p.data);
+  for (const e of ends) {
+    assert.equal(e.error, null);
+    assert.ok(updates.some((u) => JSON.stringify(u[e.name]) === JSON.stringify(e.result)), `the result of ${e.name} is its update`);
+    assert.ok(starts.some((s) => s.id === e.id), "a result has its start's id");
+  }
+});
