@@ -36,12 +36,30 @@ type State struct {
 }
 
 type Task struct {
-	ID         string         `json:"id"`
-	Name       string         `json:"name"`
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Path is how the task was scheduled, as LangGraph names it: a node
+	// pulled by its edges (["__pregel_pull", name]).
+	Path       []string       `json:"path"`
 	Error      *string        `json:"error"`
 	Interrupts []Interrupt    `json:"interrupts"`
 	Checkpoint *CheckpointRef `json:"checkpoint"`
 	State      *State         `json:"state"`
+	// Result is a finished task's update; a state's tasks are those still
+	// to run, so it is null.
+	Result json.RawMessage `json:"result"`
+}
+
+// MarshalJSON fills what a task always shows.
+func (t Task) MarshalJSON() ([]byte, error) {
+	type plain Task
+	if t.Path == nil {
+		t.Path = []string{"__pregel_pull", t.Name}
+	}
+	if len(t.Result) == 0 {
+		t.Result = json.RawMessage("null")
+	}
+	return json.Marshal(plain(t))
 }
 
 // APITime formats a time as the API does.

@@ -49,6 +49,8 @@ test("an edit at the pause, without asNode, is written as draft and a run with n
   const edited = await client.threads.get(thread);
   assert.equal(edited.status, "interrupted", "the thread stays paused after the edit, until a run sends it");
   assert.deepEqual(state.tasks.map((t) => [t.name, t.interrupts.length]), [["send", 0]], "one task, send, with no interrupt object: a static pause");
+  assert.deepEqual(state.tasks[0].path, ["__pregel_pull", "send"]);
+  assert.equal(state.tasks[0].result, null);
   assert.equal(edited.metadata.modified, true);
   assert.ok((await client.threads.search({ status: "interrupted", limit: 1000 })).some((t) => t.thread_id === thread), "listings by status agree");
 
