@@ -17,6 +17,11 @@ import (
 // several did in one step).
 func (s *Service) DefaultNode(ctx context.Context, th store.Thread, at int64, asNode string, a Assistant) (string, error) {
 	nodes := a.Info().Nodes
+	if g, ok := a.(*Graph); ok && g.Factory != nil {
+		if c, err := g.compiled(ctx); err == nil {
+			nodes = c.Nodes() // the graph built for the thread's config
+		}
+	}
 	if asNode != "" {
 		if asNode != flow.START && !slices.Contains(nodes, asNode) {
 			return "", invalid("$.as_node", "%q is not a node of assistant %q (%v)", asNode, a.Info().ID, nodes)
@@ -87,6 +92,7 @@ func (m *runManager) applyUpdate(ctx context.Context, lr *Run, raw json.RawMessa
 	if th.Head == 0 {
 		return invalid("$.command.update", "thread %q has no state to update yet: start it with an input", APIThreadID(th.ID))
 	}
+	ctx = withRunConfig(ctx, lr.data.Kwargs)
 	asNode, err := m.s.DefaultNode(ctx, th, 0, "", a)
 	if err != nil {
 		return err
@@ -113,4 +119,19 @@ func (s *Service) checkUpdatable(ctx context.Context, threadID string) error {
 		return invalid("$.command.update", "thread %q has no state to update yet: start it with an input", threadID)
 	}
 	return nil
+}
+
+// UpdateContext is the context an update of a thread's state is written
+// with: its assistant's config and context, so that a graph built per
+// config (Graph.Factory) is the graph the thread's runs run.
+func (s *Service) UpdateContext(ctx context.Context, th store.Thread) context.Context {
+	id, _ := th.Metadata["assistant_id"].(string)
+	if id == "" {
+		return ctx
+	}
+	_, rec, err := s.resolve(ctx, id)
+	if err != nil || rec == nil {
+		return ctx
+	}
+	return withRunConfig(ctx, Kwargs{Config: rec.runConfig(nil), Context: rec.runContext(nil)})
 }

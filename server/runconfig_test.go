@@ -106,6 +106,18 @@ func TestGraphFactory(t *testing.T) {
 	if !strings.Contains(fmt.Sprint(g["nodes"]), "whisper") {
 		t.Fatalf("drawn as %v", g)
 	}
+	// An assistant configured loud: its thread's state is updated as its
+	// graph, whose node is shout, not the drawing's whisper.
+	ts.json("POST", "/assistants", map[string]any{"assistant_id": "loud", "graph_id": "voice", "config": map[string]any{"configurable": map[string]any{"loud": true}}}, 200)
+	ts.json("POST", "/threads/lt/runs/wait", map[string]any{"assistant_id": "loud", "input": map[string]any{}, "if_not_exists": "create"}, 200)
+	ts.json("POST", "/threads/lt/state", map[string]any{"values": map[string]any{"said": "edited"}, "as_node": "shout"}, 200)
+	if code, b := ts.do("POST", "/threads/lt/state", map[string]any{"values": map[string]any{"said": "x"}, "as_node": "whisper"}); code != 422 {
+		t.Fatalf("an update as the other config's node: %d %s", code, b)
+	}
+	ts.json("POST", "/threads/lt/runs/wait", map[string]any{"assistant_id": "loud", "command": map[string]any{"update": map[string]any{"said": "by command"}}}, 200)
+	if st := ts.json("GET", "/threads/lt/state", nil, 200); fmt.Sprint(st["values"]) != "map[said:by command]" {
+		t.Fatalf("state after the updates: %v", st["values"])
+	}
 }
 
 // customError names itself as a JS exception class would.

@@ -160,6 +160,7 @@ func (s *Server) updateState(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	ctx = s.svc.UpdateContext(ctx, th)
 	asNode, err := s.svc.DefaultNode(ctx, th, at, req.AsNode, a)
 	if err != nil {
 		return err
