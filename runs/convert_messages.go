@@ -55,13 +55,31 @@ func (c *converter) returned(ev flow.Event) []*Event {
 	var out []*Event
 	for _, el := range list {
 		id := messageID(el)
-		if id == "" || c.done[id] || c.messages[id] != nil || c.streamed[id] {
+		switch {
+		case id == "" && !isMessage(el):
 			continue
+		case id == "": // sent as returned: nothing names it again
+		case c.done[id] || c.messages[id] != nil || c.streamed[id]:
+			continue
+		default:
+			c.done[id] = true
 		}
-		c.done[id] = true
 		out = append(out, Inline(c.name("messages", ev), raw([]any{el, c.messageMeta(ev, "")})))
 	}
 	return out
+}
+
+// isMessage reports whether a JSON value is a message as LangGraph reads
+// one: an object with content and a type or role.
+func isMessage(el json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(el, &m) != nil {
+		return false
+	}
+	_, content := m["content"]
+	_, typ := m["type"]
+	_, role := m["role"]
+	return content && (typ || role)
 }
 
 // messageID is a message's id ("" when it is not a message with one).

@@ -189,3 +189,29 @@ func TestEventsMode(t *testing.T) {
 		t.Fatalf("the model ends before it starts: %v", seq)
 	}
 }
+
+// TestReturnedMessageWithoutID: messages-tuple sends a message a node
+// returns without an id too, as it was returned; what is not a message
+// (no content, no type or role) is not sent.
+func TestReturnedMessageWithoutID(t *testing.T) {
+	schema := state.MustSchema(state.WithField("messages", state.ReducerMessages))
+	g, err := flow.NewGraph(schema).
+		AddNode("tool", func(context.Context, state.Doc) (state.Update, error) {
+			return state.Update{"messages": []any{map[string]any{"type": "tool", "content": "no id", "tool_call_id": "c1"}, map[string]any{"note": "not a message"}}}, nil
+		}).
+		AddEdge(flow.START, "tool").Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := newServer(t, inmem.Open(store.Options{}), &runs.Graph{ID: "quiet", Graph: g})
+	evs := ts.stream("POST", "/runs/stream", map[string]any{"assistant_id": "quiet", "input": map[string]any{}, "stream_mode": "messages-tuple"}, "", nil)
+	var sent []string
+	for _, ev := range evs {
+		if ev.Event == "messages" {
+			sent = append(sent, string(ev.Data))
+		}
+	}
+	if len(sent) != 1 || !strings.Contains(sent[0], `"content":"no id"`) {
+		t.Fatalf("sent %v", sent)
+	}
+}
