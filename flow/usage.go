@@ -146,3 +146,8 @@ func (run *run) markAttempt(ctx context.Context) error {
 	run.attemptKey = ""
 	return run.r.s.PutWrites(ctx, run.thread, run.r.opts.Namespace, run.readSeqOrHead(), []store.Write{w})
 }
+
+// MarkRunStart makes what runs from a checkpoint of metadata m — one
+// written outside the runner, as a service's record of a run it stopped
+// — a new run, whose budgets and recursion limit count from m's usage.
+func MarkRunStart(m *store.Meta) { setRunStart(m, usageOf(*m)) }

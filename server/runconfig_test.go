@@ -174,6 +174,20 @@ func TestRunErrorsAsLangGraph(t *testing.T) {
 			if last.Event != "error" || !strings.Contains(string(last.Data), fmt.Sprintf(`"error":%q`, tc.kind)) || strings.Contains(string(last.Data), "sk-live") {
 				t.Fatalf("the stream ends with %s %s", last.Event, last.Data)
 			}
+			// On a thread, the thread is left in error (LangGraph's status).
+			body["if_not_exists"] = "create"
+			ts.json("POST", "/threads/"+tc.assistant+"/runs/wait", body, 200)
+			if th := ts.json("GET", "/threads/"+tc.assistant, nil, 200); th["status"] != "error" {
+				t.Fatalf("the thread after the run: %v", th["status"])
+			}
+			if tc.assistant == "loop" { // a run with no input goes on from where the limit stopped it
+				before := len(ts.json("GET", "/threads/loop/state", nil, 200)["values"].(map[string]any))
+				h1 := historyLen(t, ts, "loop")
+				out := ts.json("POST", "/threads/loop/runs/wait", map[string]any{"assistant_id": "loop", "input": nil, "config": map[string]any{"recursion_limit": 2}}, 200)
+				if h2 := historyLen(t, ts, "loop"); h2 < h1+2 || out["__error__"] == nil || before == 0 {
+					t.Fatalf("a resume after the limit: %d checkpoints, then %d; %v", h1, h2, out)
+				}
+			}
 		})
 	}
 }
@@ -267,4 +281,14 @@ func TestRunMetadataOnCheckpoints(t *testing.T) {
 	if err := json.Unmarshal(body, &hist); err != nil || len(hist) < 300 {
 		t.Fatalf("the history filtered by the run's metadata: %d, %v", len(hist), err)
 	}
+}
+
+func historyLen(t *testing.T, ts *testServer, thread string) int {
+	t.Helper()
+	_, b := ts.do("POST", "/threads/"+thread+"/history", map[string]any{"limit": 1000})
+	var h []any
+	if err := json.Unmarshal(b, &h); err != nil {
+		t.Fatal(err)
+	}
+	return len(h)
 }
