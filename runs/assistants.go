@@ -115,6 +115,9 @@ type Graph struct {
 
 	drawOnce sync.Once
 	drawn    *flow.Compiled
+	// inputKeys are Types.Input's fields (nil: every key is input).
+	inputOnce sync.Once
+	inputKeys map[string]bool
 }
 
 // Info implements Assistant.
@@ -182,7 +185,8 @@ func (g *Graph) Run(ctx context.Context, spec RunSpec) (flow.Result, error) {
 			return flow.Result{}, invalid("$.input", "a graph's input is an object of state fields: %v", err)
 		}
 	}
-	if keep := inputFields(g.Types.Input); keep != nil {
+	g.inputOnce.Do(func() { g.inputKeys = inputFields(g.Types.Input) })
+	if keep := g.inputKeys; keep != nil {
 		maps.DeleteFunc(upd, func(k string, _ any) bool { return !keep[k] }) // as LangGraph reads input through its input schema
 	}
 	return streamResult(r.Stream(ctx, spec.Thread, upd, so))

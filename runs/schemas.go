@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"strings"
 
 	"github.com/cairn-dev/cairn/state"
 	"github.com/google/jsonschema-go/jsonschema"
@@ -195,32 +194,21 @@ func AssistantSchemas(a Assistant) (Schemas, error) {
 	return out, nil
 }
 
-// inputFields are the JSON field names of a struct type's value (nil for
-// nil or a value that is not a struct).
+// inputFields are the JSON field names of a struct type's value, as
+// encoding/json sees them (embedded structs' fields included): the
+// properties of its schema. Nil for nil or a type with no properties.
 func inputFields(v any) map[string]bool {
-	if v == nil {
+	sc, err := typeSchema("input", v)
+	if err != nil || sc == nil {
 		return nil
 	}
-	t := reflect.TypeOf(v)
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t.Kind() != reflect.Struct {
+	props, _ := sc["properties"].(map[string]any)
+	if len(props) == 0 {
 		return nil
 	}
-	out := map[string]bool{}
-	for f := range t.Fields() {
-		if !f.IsExported() {
-			continue
-		}
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		switch name {
-		case "-":
-			continue
-		case "":
-			name = f.Name
-		}
-		out[name] = true
+	out := make(map[string]bool, len(props))
+	for k := range props {
+		out[k] = true
 	}
 	return out
 }

@@ -173,7 +173,8 @@ func (s *Service) ThreadAssistant(ctx context.Context, th store.Thread) (Assista
 // RunMetadata returns a lookup of what a thread's runs add to the
 // metadata of the checkpoints they wrote, as LangGraph's checkpoints
 // carry their run's: its assistant_id and graph_id, its config.metadata
-// and its request's metadata (which wins). A checkpoint's run is the one
+// and its request's metadata (which wins), also on a copy of the thread
+// the run ran on. A checkpoint's run is the one
 // RunOfCheckpoint finds; each run is read once; a run whose record is
 // gone adds nothing.
 func (s *Service) RunMetadata(ctx context.Context, th store.Thread, ns string) func(cp store.Checkpoint) map[string]any {
@@ -185,7 +186,9 @@ func (s *Service) RunMetadata(ctx context.Context, th store.Thread, ns string) f
 			return md
 		}
 		var md map[string]any
-		if rec, err := s.runlog.Run(ctx, id); err == nil && rec.Thread == th.ID && rec.Tenant == TenantOf(ctx) {
+		// The run may be another thread's of the tenant: a copy's
+		// checkpoints were written by the source's runs.
+		if rec, err := s.runlog.Run(ctx, id); err == nil && rec.Tenant == TenantOf(ctx) {
 			if d, err := DataOf(rec); err == nil {
 				md = map[string]any{"run_id": id, "assistant_id": d.AssistantID, "graph_id": d.Graph()}
 				if c := d.Kwargs.Config; c != nil {

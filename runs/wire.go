@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cairn-dev/cairn/store"
 )
 
 type Interrupt struct {
@@ -108,8 +110,14 @@ func APINamespace(ns string) string { return strings.ReplaceAll(ns, "/", "|") }
 // CairnNamespace reads a checkpoint_ns back.
 func CairnNamespace(ns string) string { return strings.ReplaceAll(ns, "|", "/") }
 
-// InterruptID names the interrupt of a checkpoint.
+// InterruptID names the interrupt of a checkpoint of a namespace (and,
+// with a node's place, a task) of a thread (its key): by where it is in
+// the thread and whose thread it is, not which thread, as LangGraph's ids
+// follow checkpoint ids — a copy of a thread shows the same ids. Two
+// tenants' ids differ; within a tenant an id names nothing beyond its
+// thread, which every request that answers one names.
 func InterruptID(thread, ns string, seq int64) string {
-	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d", thread, ns, seq))
+	tenant, _ := store.SplitThreadKey(thread)
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d", tenant, ns, seq))
 	return hex.EncodeToString(sum[:16])
 }

@@ -87,8 +87,11 @@ func TestInputThroughInputType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type input struct {
+	type base struct {
 		Count int `json:"count"`
+	}
+	type input struct {
+		base // embedded: its fields are the input's, as encoding/json reads them
 	}
 	ts := newServer(t, inmem.Open(store.Options{}), &runs.Graph{ID: "typed", Graph: g, Types: runs.GraphTypes{Input: input{}}}, &runs.Graph{ID: "open", Graph: g})
 	for _, tc := range []struct {

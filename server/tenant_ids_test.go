@@ -237,8 +237,12 @@ func sameHistory(t *testing.T, c tenantCaller, orig, copied string) {
 		t.Fatalf("the copy as %s has %d checkpoints, the thread %d", c.name, len(b), len(a))
 	}
 	for i := range a {
-		if !reflect.DeepEqual(a[i]["values"], b[i]["values"]) {
-			t.Fatalf("checkpoint %d of the copy as %s: %v, was %v", i, c.name, b[i]["values"], a[i]["values"])
+		if !reflect.DeepEqual(a[i]["values"], b[i]["values"]) || !reflect.DeepEqual(a[i]["tasks"], b[i]["tasks"]) {
+			t.Fatalf("checkpoint %d of the copy as %s: %v, was %v", i, c.name, b[i], a[i])
+		}
+		ma, mb := a[i]["metadata"].(map[string]any), b[i]["metadata"].(map[string]any)
+		if ma["run_id"] != mb["run_id"] || ma["assistant_id"] != mb["assistant_id"] || ma["graph_id"] != mb["graph_id"] {
+			t.Fatalf("checkpoint %d's metadata in the copy as %s: %v, was %v", i, c.name, mb, ma)
 		}
 	}
 }
