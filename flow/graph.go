@@ -72,6 +72,7 @@ type node struct {
 	name  string
 	fn    NodeFunc
 	retry RetryPolicy
+	child *Compiled // AddSubgraph's
 }
 
 // Graph is built with AddNode, AddEdge and AddRouter, then compiled.
@@ -92,6 +93,23 @@ func NewGraph(schema *state.Schema) *Graph {
 		schema = state.MustSchema()
 	}
 	return &Graph{schema: schema, nodes: map[string]*node{}, edges: map[string][]string{}, routers: map[string]RouteFunc{}}
+}
+
+// AddSubgraph adds a node that runs child as a subgraph (Subgraph), and
+// that the compiled graph lists among its Subgraphs.
+func (g *Graph) AddSubgraph(name string, child *Compiled, opts SubgraphOptions, nopts ...NodeOption) *Graph {
+	return g.AddNode(name, Subgraph(child, opts), append(slices.Clone(nopts), func(n *node) { n.child = child })...)
+}
+
+// Subgraphs are the graph's subgraph nodes (AddSubgraph) by name.
+func (c *Compiled) Subgraphs() map[string]*Compiled {
+	out := map[string]*Compiled{}
+	for name, n := range c.nodes {
+		if n.child != nil {
+			out[name] = n.child
+		}
+	}
+	return out
 }
 
 // AddNode adds a node. Names must be unique and not START or END.

@@ -22,6 +22,11 @@ type SubgraphOptions struct {
 	// else DefaultRecursionLimit; negative: none). A child that reaches it
 	// fails the parent's node with ErrRecursionLimit.
 	RecursionLimit int
+	// InterruptBefore and InterruptAfter pause the child before or after
+	// these of its nodes (LangGraph's compile(interruptBefore) of a
+	// subgraph): the pause interrupts the parent, and a resume of the
+	// parent goes on in the child.
+	InterruptBefore, InterruptAfter []string
 }
 
 // Subgraph returns a node that runs child, a graph with its own state
@@ -46,7 +51,8 @@ func Subgraph(child *Compiled, opts SubgraphOptions) NodeFunc {
 		if pr.opts.Namespace != "" {
 			ns = pr.opts.Namespace + "/" + ns
 		}
-		cr, err := NewRunner(child, pr.s, Options{Durability: pr.opts.Durability, Namespace: ns, Budget: opts.Budget, Observer: pr.opts.Observer, Now: pr.opts.Now, Redact: pr.opts.Redact, RecursionLimit: opts.RecursionLimit, stream: pr.opts.stream, Logger: pr.opts.Logger, TracerProvider: pr.opts.TracerProvider, MeterProvider: pr.opts.MeterProvider, CaptureContent: pr.opts.CaptureContent, Items: pr.opts.Items})
+		cr, err := NewRunner(child, pr.s, Options{Durability: pr.opts.Durability, Namespace: ns, Budget: opts.Budget, Observer: pr.opts.Observer, Now: pr.opts.Now, Redact: pr.opts.Redact, RecursionLimit: opts.RecursionLimit,
+			InterruptBefore: opts.InterruptBefore, InterruptAfter: opts.InterruptAfter, stream: pr.opts.stream, Logger: pr.opts.Logger, TracerProvider: pr.opts.TracerProvider, MeterProvider: pr.opts.MeterProvider, CaptureContent: pr.opts.CaptureContent, Items: pr.opts.Items})
 		if err != nil {
 			return nil, err
 		}

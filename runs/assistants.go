@@ -159,13 +159,17 @@ func (g *Graph) runner(ctx context.Context, s store.Store, spec RunSpec) (*flow.
 	}
 	opts := g.Options
 	opts.Observer = spec.Observer
-	opts.InterruptBefore = append(slices.Clone(opts.InterruptBefore), spec.InterruptBefore...)
-	opts.InterruptAfter = append(slices.Clone(opts.InterruptAfter), spec.InterruptAfter...)
+	opts.InterruptBefore = append(slices.Clone(opts.InterruptBefore), nodesOf(c, spec.InterruptBefore)...)
+	opts.InterruptAfter = append(slices.Clone(opts.InterruptAfter), nodesOf(c, spec.InterruptAfter)...)
 	if spec.Durability != "" {
 		opts.Durability = spec.Durability
 	}
 	return flow.NewRunner(c, s, opts)
 }
+
+// nodesOf keeps the names that are nodes of c: a run's interrupts may
+// name nodes the graph built for its config lacks, which pause nothing.
+func nodesOf(c *flow.Compiled, names []string) []string { return known(c.Nodes(), names) }
 
 // Run implements Assistant: a new run's input is a JSON object, the state
 // update that starts it.
@@ -336,7 +340,7 @@ func (a *agentAssistant) Info() AssistantInfo {
 func (a *agentAssistant) RunConfig(s store.Store, spec RunSpec) agentfile.RunConfig {
 	rc := agentfile.RunConfig{Store: s, Thread: spec.Thread, Getenv: a.cfg.Getenv, AllowedRoot: a.cfg.AllowedRoot, RunID: spec.RunID,
 		Observer: spec.Observer, Stream: spec.Stream.Modes, Answer: spec.Answer, Durability: spec.Durability,
-		InterruptBefore: spec.InterruptBefore, InterruptAfter: spec.InterruptAfter, Abandon: spec.Abandon, Conversations: a.conversations}
+		InterruptBefore: known(a.nodes, spec.InterruptBefore), InterruptAfter: known(a.nodes, spec.InterruptAfter), Abandon: spec.Abandon, Conversations: a.conversations}
 	if a.cfg.Configure != nil {
 		a.cfg.Configure(&rc)
 	}
@@ -387,6 +391,11 @@ func agentInput(in json.RawMessage) agentfile.Input {
 func (a *agentAssistant) UpdateState(ctx context.Context, s store.Store, thread string, at int64, values state.Update, asNode string) (store.Checkpoint, error) {
 	cp, err := agentfile.UpdateState(ctx, a.f, a.RunConfig(s, RunSpec{Thread: thread}), at, values, asNode)
 	return cp, chatError("$.values", err)
+}
+
+// known keeps the names among nodes.
+func known(nodes, names []string) []string {
+	return slices.DeleteFunc(slices.Clone(names), func(n string) bool { return !slices.Contains(nodes, n) })
 }
 
 // pipelineAssistant serves a pipeline file.

@@ -233,6 +233,8 @@ func checkContext(c json.RawMessage) error {
 	return nil
 }
 
+// checkInterrupts reads interrupt_before and interrupt_after: node names,
+// or "*" for every node.
 func (q *Request) checkInterrupts(a Assistant, k *Kwargs) error {
 	nodes := a.Info().Nodes
 	for path, list := range map[string]StringList{"$.interrupt_before": q.InterruptBefore, "$.interrupt_after": q.InterruptAfter} {
@@ -241,10 +243,13 @@ func (q *Request) checkInterrupts(a Assistant, k *Kwargs) error {
 			switch {
 			case n == "*":
 				out = append(out, nodes...)
-			case slices.Contains(nodes, n):
-				out = append(out, n)
+			case n == "":
+				return invalid(fmt.Sprintf("%s[%d]", path, i), "an empty node name (nodes of assistant %q: %s)", a.Info().ID, strings.Join(nodes, ", "))
 			default:
-				return invalid(fmt.Sprintf("%s[%d]", path, i), "%q is not a node of assistant %q (%s)", n, a.Info().ID, strings.Join(nodes, ", "))
+				// A name the drawn graph lacks pauses nothing there, as in
+				// LangGraph: it may be a node of the graph built for the
+				// run's config.
+				out = append(out, n)
 			}
 		}
 		if path == "$.interrupt_before" {

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 
+	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -210,5 +212,36 @@ func inputFields(v any) map[string]bool {
 	for k := range props {
 		out[k] = true
 	}
+	return out
+}
+
+// AssistantSubgraphs are the schemas of a Go graph's subgraphs
+// (flow.Graph.AddSubgraph), by namespace as LangGraph names them: the
+// subgraph node's name, nested ones joined with "|" when recurse. ns, when
+// set, keeps that namespace and (recursing) those below it.
+func AssistantSubgraphs(a Assistant, ns string, recurse bool) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	g, ok := a.(*Graph)
+	if !ok || g.drawing() == nil {
+		return out
+	}
+	var walk func(c *flow.Compiled, prefix string)
+	walk = func(c *flow.Compiled, prefix string) {
+		for name, child := range c.Subgraphs() {
+			key := name
+			if prefix != "" {
+				key = prefix + "|" + name
+			}
+			below := ns != "" && strings.HasPrefix(key, ns+"|")
+			if (ns == "" && (prefix == "" || recurse)) || key == ns || (below && recurse) {
+				st := stateSchema(name, child.Schema(), nil)
+				out[key] = map[string]any{"state": st, "input": st, "output": st, "config": nil}
+			}
+			if recurse || (ns != "" && strings.HasPrefix(ns, key+"|")) {
+				walk(child, key)
+			}
+		}
+	}
+	walk(g.drawing(), "")
 	return out
 }

@@ -30,7 +30,8 @@ func (s *Server) routes() []route {
 		{method: "POST", path: "/assistants/{assistant_id}/latest", summary: "Make one of an assistant's versions its latest", handler: s.setLatestAssistant},
 		{method: "GET", path: "/assistants/{assistant_id}/graph", summary: "An assistant's graph (nodes and edges)", handler: s.assistantGraph},
 		{method: "GET", path: "/assistants/{assistant_id}/schemas", summary: "An assistant's state schemas", handler: s.assistantSchemas},
-		{method: "GET", path: "/assistants/{assistant_id}/subgraphs", summary: "An assistant's subgraphs", handler: s.assistantSubgraphs},
+		{method: "GET", path: "/assistants/{assistant_id}/subgraphs", summary: "An assistant's subgraphs' schemas, by namespace (recurse: nested ones too)", handler: s.assistantSubgraphs},
+		{method: "GET", path: "/assistants/{assistant_id}/subgraphs/{namespace}", summary: "The schemas of an assistant's subgraph of a namespace (recurse: and below)", handler: s.assistantSubgraphs},
 
 		{method: "POST", path: "/threads", summary: "Create a thread", handler: s.createThread},
 		{method: "POST", path: "/threads/search", summary: "Search threads", handler: s.searchThreads},
@@ -272,10 +273,17 @@ func (s *Server) assistantSchemas(w http.ResponseWriter, r *http.Request) error 
 }
 
 func (s *Server) assistantSubgraphs(w http.ResponseWriter, r *http.Request) error {
-	if _, err := s.assistant(r); err != nil {
+	a, err := s.assistant(r)
+	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{})
+	recurse := false
+	if v := r.URL.Query().Get("recurse"); v != "" {
+		if recurse, err = strconv.ParseBool(v); err != nil {
+			return unprocessable("recurse", "%q: want true or false", v)
+		}
+	}
+	writeJSON(w, http.StatusOK, runs.AssistantSubgraphs(a, r.PathValue("namespace"), recurse))
 	return nil
 }
 

@@ -1,0 +1,102 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cairn-dev/cairn/flow"
+	"github.com/cairn-dev/cairn/runs"
+	"github.com/cairn-dev/cairn/state"
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/inmem"
+)
+
+// weatherGraph is a router whose weather_graph node is a subgraph that
+// pauses before its weather_node (a subgraph's own interrupt, as
+// LangGraph compiles it with interruptBefore), with a subgraph of its own.
+func weatherGraph(t *testing.T) *runs.Graph {
+	t.Helper()
+	ok := func(u state.Update) flow.NodeFunc {
+		return func(context.Context, state.Doc) (state.Update, error) { return u, nil }
+	}
+	detail, err := flow.NewGraph(state.MustSchema(state.WithField("detail", state.ReducerReplace))).
+		AddNode("look", ok(state.Update{"detail": "clear"})).AddEdge(flow.START, "look").Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := state.MustSchema(state.WithField("city", state.ReducerReplace), state.WithField("report", state.ReducerReplace), state.WithField("detail", state.ReducerReplace))
+	weather, err := flow.NewGraph(ws).
+		AddNode("model_node", ok(state.Update{"city": "San Francisco"})).
+		AddNode("weather_node", func(_ context.Context, s state.Doc) (state.Update, error) {
+			var city string
+			_ = s.Get("city", &city)
+			return state.Update{"report": "It's sunny in " + city + "!"}, nil
+		}).
+		AddSubgraph("detail_graph", detail, flow.SubgraphOptions{}).
+		AddEdge(flow.START, "model_node").AddEdge("model_node", "weather_node").AddEdge("weather_node", "detail_graph").Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := state.MustSchema(state.WithField("route", state.ReducerReplace), state.WithField("report", state.ReducerReplace))
+	router, err := flow.NewGraph(rs).
+		AddNode("router_node", ok(state.Update{"route": "weather"})).
+		AddSubgraph("weather_graph", weather, flow.SubgraphOptions{InterruptBefore: []string{"weather_node"},
+			Output: func(_ context.Context, child state.Doc) (state.Update, error) {
+				var r string
+				_ = child.Get("report", &r)
+				return state.Update{"report": r}, nil
+			}}).
+		AddEdge(flow.START, "router_node").AddEdge("router_node", "weather_graph").Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &runs.Graph{ID: "weather", Graph: router}
+}
+
+// TestSubgraphs: GET /assistants/{id}/subgraphs lists a graph's subgraphs
+// by namespace with their state schemas (recurse: nested ones, joined with
+// "|"); a subgraph's own interrupt_before pauses the parent, whose thread
+// is interrupted with the subgraph next, and a run with no input goes on
+// in the subgraph; an interrupt_before naming no node of the graph pauses
+// nothing, as in LangGraph.
+func TestSubgraphs(t *testing.T) {
+	ts := newServer(t, inmem.Open(store.Options{}), weatherGraph(t))
+	keys := func(m map[string]any) []string {
+		var out []string
+		for k := range m {
+			out = append(out, k)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got := keys(ts.json("GET", "/assistants/weather/subgraphs", nil, 200)); fmt.Sprint(got) != "[weather_graph]" {
+		t.Fatalf("subgraphs %v", got)
+	}
+	all := ts.json("GET", "/assistants/weather/subgraphs?recurse=true", nil, 200)
+	if got := keys(all); fmt.Sprint(got) != "[weather_graph weather_graph|detail_graph]" {
+		t.Fatalf("subgraphs, recursing: %v", got)
+	}
+	if st := fmt.Sprint(all["weather_graph"]); !strings.Contains(st, "city") || !strings.Contains(st, "report") {
+		t.Fatalf("weather_graph's schema: %s", st)
+	}
+	if got := keys(ts.json("GET", "/assistants/weather/subgraphs/weather_graph|detail_graph", nil, 200)); fmt.Sprint(got) != "[weather_graph|detail_graph]" {
+		t.Fatalf("one namespace: %v", got)
+	}
+	ts.json("POST", "/threads", map[string]any{"thread_id": "w"}, 200)
+	ts.json("POST", "/threads/w/runs/wait", map[string]any{"assistant_id": "weather", "input": map[string]any{}, "interrupt_before": []string{"tool"}}, 200)
+	th := ts.json("GET", "/threads/w", nil, 200)
+	st := ts.json("GET", "/threads/w/state", nil, 200)
+	if th["status"] != "interrupted" || fmt.Sprint(st["next"]) != "[weather_graph]" {
+		t.Fatalf("after the first run: %v, next %v", th["status"], st["next"])
+	}
+	out := ts.json("POST", "/threads/w/runs/wait", map[string]any{"assistant_id": "weather", "input": nil}, 200)
+	if out["report"] != "It's sunny in San Francisco!" {
+		t.Fatalf("after the resume: %v", out)
+	}
+	if th := ts.json("GET", "/threads/w", nil, 200); th["status"] != "idle" {
+		t.Fatalf("the thread after the resume: %v", th["status"])
+	}
+}
