@@ -220,6 +220,7 @@ func (m *runManager) execute(lr *Run) error {
 	if err := m.put(ctx, lr); err != nil {
 		m.s.log.Warn("recording a run failed", "run", lr.rec.ID, "err", err)
 	}
+	m.webhook(lr)
 	return nil
 }
 

@@ -70,6 +70,8 @@ type Kwargs struct {
 	AfterSeconds float64 `json:"after_seconds,omitempty"`
 	// Approval answers the thread's pause (POST …/interrupts/{id}/answer).
 	Approval *flow.Approval `json:"approval,omitempty"`
+	// Webhook is posted the run when it ends.
+	Webhook string `json:"webhook,omitempty"`
 }
 
 // storedKwargs are a run's kwargs as its record keeps them: what has its
@@ -89,6 +91,7 @@ type storedKwargs struct {
 	Durability      string          `json:"durability,omitempty"`
 	AfterSeconds    float64         `json:"after_seconds,omitempty"`
 	Approval        *flow.Approval  `json:"approval,omitempty"`
+	Webhook         string          `json:"webhook,omitempty"`
 }
 
 // The defaults a run record leaves out.
@@ -150,7 +153,7 @@ func OneOf(path, v string, allowed ...string) error {
 // run's kwargs; nothing is created before it passes.
 func (q *Request) check(ctx context.Context, s *Service) (Assistant, Kwargs, *AssistantRecord, error) {
 	var k Kwargs
-	if err := Unsupported(map[string]json.RawMessage{"webhook": q.Webhook, "feedback_keys": q.FeedbackKeys}); err != nil {
+	if err := Unsupported(map[string]json.RawMessage{"feedback_keys": q.FeedbackKeys}); err != nil {
 		return nil, k, nil, err
 	}
 	if q.AssistantID == "" {
@@ -161,6 +164,9 @@ func (q *Request) check(ctx context.Context, s *Service) (Assistant, Kwargs, *As
 		return nil, k, nil, err
 	}
 	k, err = q.kwargs(a)
+	if err == nil {
+		k.Webhook, err = s.checkWebhook(q.Webhook)
+	}
 	if err == nil && rec != nil {
 		k.Config, k.Context = rec.runConfig(k.Config), rec.runContext(k.Context)
 	}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/url"
 	"slices"
 	"time"
 
@@ -40,6 +42,11 @@ type Config struct {
 	// id), under every run of its assistants: LangGraph's
 	// LANGGRAPH_CONFIG. A system assistant shows them as its own.
 	Defaults map[string]GraphDefaults
+	// WebhookCheck, when set, allows or refuses a run's webhook URL (an
+	// operator's allow-list; nil: any http or https URL without
+	// credentials). HTTPClient posts webhooks (nil: http.DefaultClient).
+	WebhookCheck func(*url.URL) error
+	HTTPClient   *http.Client
 	// Items keeps the assistants clients make (CreateAssistant), under
 	// each tenant's store.SystemTenant (nil: store.ItemsOf(Store)).
 	Items store.ItemStore

@@ -121,3 +121,37 @@ func InterruptID(thread, ns string, seq int64) string {
 	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d", tenant, ns, seq))
 	return hex.EncodeToString(sum[:16])
 }
+
+// RunView is a run as the API shows it.
+type RunView struct {
+	RunID             string         `json:"run_id"`
+	ThreadID          string         `json:"thread_id"`
+	AssistantID       string         `json:"assistant_id"`
+	CreatedAt         string         `json:"created_at"`
+	UpdatedAt         string         `json:"updated_at"`
+	Status            string         `json:"status"`
+	Metadata          map[string]any `json:"metadata"`
+	MultitaskStrategy string         `json:"multitask_strategy"`
+	Kwargs            Kwargs         `json:"kwargs"`
+	CancelReason      *string        `json:"cancel_reason"`
+	// Error is a failed run's error (redacted); Cairn's own field.
+	Error string `json:"error,omitempty"`
+}
+
+// RunViewOf is a run record as the API shows it.
+func RunViewOf(rec store.RunRecord) (RunView, error) {
+	d, err := DataOf(rec)
+	if err != nil {
+		return RunView{}, err
+	}
+	r := RunView{RunID: rec.ID, ThreadID: APIThreadID(rec.Thread), AssistantID: d.AssistantID, Status: rec.Status, Metadata: d.Metadata,
+		MultitaskStrategy: d.MultitaskStrategy, Kwargs: d.Kwargs, CreatedAt: APITime(time.Unix(0, rec.CreatedAt)), UpdatedAt: APITime(time.Unix(0, rec.UpdatedAt))}
+	if r.Metadata == nil {
+		r.Metadata = map[string]any{}
+	}
+	if d.CancelReason != "" {
+		r.CancelReason = &d.CancelReason
+	}
+	r.Error = d.Error
+	return r, nil
+}

@@ -103,7 +103,7 @@ func (s *Server) answerInterrupt(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v, err := apiRunOf(lr.Record())
+	v, err := runs.RunViewOf(lr.Record())
 	if err != nil {
 		return err
 	}

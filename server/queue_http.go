@@ -108,7 +108,7 @@ func (s *Server) retryRunHTTP(w http.ResponseWriter, r *http.Request) error {
 	if stored, err := s.runlog.Run(ctx, rec.ID); err == nil {
 		rec = stored
 	}
-	v, err := apiRunOf(rec)
+	v, err := runs.RunViewOf(rec)
 	if err != nil {
 		return err
 	}

@@ -39,7 +39,7 @@ func (s *Server) postRun(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	rec := lr.Record()
-	v, err := apiRunOf(rec)
+	v, err := runs.RunViewOf(rec)
 	if err != nil {
 		return err
 	}
@@ -77,7 +77,7 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v, err := apiRunOf(rec)
+	v, err := runs.RunViewOf(rec)
 	if err != nil {
 		return err
 	}
@@ -115,9 +115,9 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := make([]apiRun, 0, len(recs))
+	out := make([]runs.RunView, 0, len(recs))
 	for _, rec := range recs {
-		v, err := apiRunOf(rec)
+		v, err := runs.RunViewOf(rec)
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/cairn-dev/cairn/redact"
@@ -54,6 +55,9 @@ type Config struct {
 	// this process: the store's run queue (pgqueue.Of, PostgreSQL).
 	// Streams, waits and joins then follow the run through the store.
 	Queue store.RunQueue
+	// WebhookCheck, when set, allows or refuses a run's webhook URL
+	// (runs.Config.WebhookCheck): an operator's allow-list.
+	WebhookCheck func(*url.URL) error
 	// Defaults are graphs' default config and context (runs.Config.Defaults;
 	// cairn serve reads them from LANGGRAPH_CONFIG).
 	Defaults map[string]runs.GraphDefaults
@@ -100,7 +104,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	rc := runs.Config{Store: cfg.Store, Assistants: cfg.Assistants, Logger: cfg.Logger, Redact: cfg.Redact, Now: cfg.Now, ExpiryCheck: cfg.ExpiryCheck, Queue: cfg.Queue,
-		Defaults: cfg.Defaults}
+		Defaults: cfg.Defaults, WebhookCheck: cfg.WebhookCheck}
 	cfg.MaxBodyBytes = cmp.Or(cfg.MaxBodyBytes, 1<<20)
 	cfg.RequestTimeout = cmp.Or(cfg.RequestTimeout, 30*time.Second)
 	cfg.Heartbeat = cmp.Or(cfg.Heartbeat, 5*time.Second)

@@ -3,6 +3,7 @@
 // the five-steps agent. Run by `go test ./cmd/cairn -run LangGraphSDK`,
 // which starts the server.
 import { test } from "node:test";
+import { createServer } from "node:http";
 import assert from "node:assert/strict";
 import { Client } from "@langchain/langgraph-sdk";
 
@@ -232,5 +233,32 @@ test("tasks mode: each task's start with the state it read and its trigger, its 
     assert.equal(e.error, null);
     assert.ok(updates.some((u) => JSON.stringify(u[e.name]) === JSON.stringify(e.result)), `the result of ${e.name} is its update`);
     assert.ok(starts.some((s) => s.id === e.id), "a result has its start's id");
+  }
+});
+
+test("a run's webhook receives the run and its values when it ends", async () => {
+  let hook;
+  const srv = createServer((req, res) => {
+    let body = "";
+    req.on("data", (c) => (body += c));
+    req.on("end", () => {
+      res.end("ok");
+      hook = JSON.parse(body);
+    });
+  });
+  await new Promise((resolve) => srv.listen(0, "127.0.0.1", resolve));
+  try {
+    const url = `http://127.0.0.1:${srv.address().port}/hook`;
+    const thread = await client.threads.create();
+    const out = await client.runs.wait(thread.thread_id, "five-steps", { input: "x", webhook: url });
+    for (let i = 0; i < 100 && !hook; i++) await new Promise((r) => setTimeout(r, 50));
+    assert.ok(hook, "the webhook was posted");
+    assert.equal(hook.thread_id, thread.thread_id);
+    assert.equal(hook.status, "success");
+    assert.equal(hook.assistant_id, "five-steps");
+    assert.deepEqual(hook.values, out);
+    await assert.rejects(client.runs.create(thread.thread_id, "five-steps", { input: "x", webhook: "ftp://nowhere/x" }), (e) => e.status === 422);
+  } finally {
+    srv.close();
   }
 });

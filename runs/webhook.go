@@ -1,0 +1,126 @@
+package runs
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/cairn-dev/cairn/internal/backoff"
+)
+
+// webhookTries bounds the attempts to deliver a run's webhook.
+const webhookTries = 4
+
+// checkWebhook reads a run's webhook: an absolute http or https URL
+// without credentials, which Config.WebhookCheck (if set) allows.
+func (s *Service) checkWebhook(raw json.RawMessage) (string, error) {
+	if isNull(raw) {
+		return "", nil
+	}
+	var u string
+	if json.Unmarshal(raw, &u) != nil {
+		return "", invalid("$.webhook", "want a URL (a string)")
+	}
+	p, err := url.Parse(u)
+	switch {
+	case err != nil:
+		return "", invalid("$.webhook", "%v", err)
+	case p.Scheme != "http" && p.Scheme != "https", p.Host == "":
+		return "", invalid("$.webhook", "%q: want an absolute http or https URL", u)
+	case p.User != nil:
+		return "", invalid("$.webhook", "a webhook URL carries no credentials")
+	}
+	if s.cfg.WebhookCheck != nil {
+		if err := s.cfg.WebhookCheck(p); err != nil {
+			return "", invalid("$.webhook", "%v", err)
+		}
+	}
+	return u, nil
+}
+
+// webhook posts a run that ended to its webhook, as LangGraph does: the
+// run as the API shows it with the thread's values (or the run's error),
+// as JSON, a few times with backoff until the receiver answers 2xx. It
+// runs apart from the run: a slow or failing receiver delays nothing.
+func (m *runManager) webhook(lr *Run) {
+	u := lr.data.Kwargs.Webhook
+	if u == "" {
+		return
+	}
+	body, err := m.webhookBody(lr)
+	if err != nil {
+		m.s.log.Warn("run webhook not sent", "run", lr.rec.ID, "err", err)
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for try := 1; try <= webhookTries; try++ {
+			err := m.s.postWebhook(ctx, u, body)
+			if err == nil {
+				return
+			}
+			m.s.log.Warn("run webhook failed", "run", lr.rec.ID, "try", try, "err", err)
+			wait := backoff.Policy{Initial: 500 * time.Millisecond, Max: 8 * time.Second}.Delay(try, 0)
+			if backoff.Sleep(ctx, wait) != nil {
+				return
+			}
+		}
+	}()
+}
+
+// webhookBody is what a run's webhook receives.
+func (m *runManager) webhookBody(lr *Run) ([]byte, error) {
+	v, err := RunViewOf(lr.Record())
+	if err != nil {
+		return nil, err
+	}
+	var values bytes.Buffer
+	if o := lr.Outcome(); o != nil {
+		if err := o.Write(&values); err != nil {
+			return nil, err
+		}
+	}
+	if values.Len() == 0 {
+		values.WriteString("null")
+	}
+	b, err := json.Marshal(struct {
+		RunView
+		Values json.RawMessage `json:"values"`
+	}{v, values.Bytes()})
+	if err != nil {
+		return nil, err
+	}
+	return m.s.redact.JSON(b), nil
+}
+
+// postWebhook posts body to u once.
+func (s *Service) postWebhook(ctx context.Context, u string, body []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	client := s.cfg.HTTPClient
+	if client == nil {
+		client = http.DefaultClient
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(res.Body, 200))
+	if res.StatusCode/100 != 2 {
+		return fmt.Errorf("the receiver answered %s: %s", res.Status, strings.TrimSpace(string(msg)))
+	}
+	return nil
+}
