@@ -303,7 +303,7 @@ func TestBadRequests(t *testing.T) {
 		{"bad stream mode", "POST", "/threads/t1/runs/stream", map[string]any{"assistant_id": "drafts", "stream_mode": []string{"values", "everything"}}, 422, "$.stream_mode[1]"},
 		{"empty node name", "POST", "/threads/t1/runs", map[string]any{"assistant_id": "drafts", "interrupt_before": []string{""}}, 422, "$.interrupt_before[0]"},
 		{"bad checkpoint", "POST", "/threads/t1/runs", map[string]any{"assistant_id": "drafts", "checkpoint_id": "abc"}, 422, "$.checkpoint_id"},
-		{"unsupported webhook", "POST", "/threads/t1/runs", map[string]any{"assistant_id": "drafts", "webhook": "http://x"}, 422, "$.webhook"},
+		{"bad webhook", "POST", "/threads/t1/runs", map[string]any{"assistant_id": "drafts", "webhook": "x"}, 422, "$.webhook"},
 		{"bad strategy", "POST", "/threads/t1/runs", map[string]any{"assistant_id": "drafts", "multitask_strategy": "later"}, 422, "$.multitask_strategy"},
 		{"missing thread", "POST", "/threads/nope/runs", map[string]any{"assistant_id": "drafts"}, 404, ""},
 		{"missing thread state", "GET", "/threads/nope/state", nil, 404, ""},
