@@ -82,3 +82,40 @@ func ExampleRunner_Stream() {
 	// update review {"log":"review"}
 	// result: success {"log":["draft","review"]}
 }
+
+// A subgraph with a pause of its own: the parent stops where the child
+// pauses, and Resume goes on inside the child.
+func ExampleGraph_AddSubgraph() {
+	child, err := flow.NewGraph(state.MustSchema(state.WithField("report", state.ReducerReplace))).
+		AddNode("check", func(context.Context, state.Doc) (state.Update, error) { return state.Update{"report": "checked"}, nil }).
+		AddNode("publish", func(context.Context, state.Doc) (state.Update, error) { return state.Update{"report": "published"}, nil }).
+		AddEdge(flow.START, "check").AddEdge("check", "publish").Compile()
+	if err != nil {
+		panic(err)
+	}
+	parent, err := flow.NewGraph(state.MustSchema(state.WithField("report", state.ReducerReplace))).
+		AddSubgraph("review", child, flow.SubgraphOptions{InterruptBefore: []string{"publish"},
+			Output: func(_ context.Context, c state.Doc) (state.Update, error) {
+				var r string
+				_ = c.Get("report", &r)
+				return state.Update{"report": r}, nil
+			}}).
+		AddEdge(flow.START, "review").Compile()
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(len(parent.Subgraphs()))
+	runner, err := flow.NewRunner(parent, inmem.Open(store.Options{}), flow.Options{})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	res, _ := runner.Invoke(ctx, "doc-1", nil)
+	fmt.Println(res.StopReason)
+	res, _ = runner.Resume(ctx, "doc-1", nil)
+	fmt.Println(res.StopReason, res.State)
+	// Output:
+	// 1
+	// interrupt
+	// success {"report":"published"}
+}
