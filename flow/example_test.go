@@ -88,7 +88,9 @@ func ExampleRunner_Stream() {
 func ExampleGraph_AddSubgraph() {
 	child, err := flow.NewGraph(state.MustSchema(state.WithField("report", state.ReducerReplace))).
 		AddNode("check", func(context.Context, state.Doc) (state.Update, error) { return state.Update{"report": "checked"}, nil }).
-		AddNode("publish", func(context.Context, state.Doc) (state.Update, error) { return state.Update{"report": "published"}, nil }).
+		AddNode("publish", func(context.Context, state.Doc) (state.Update, error) {
+			return state.Update{"report": "published"}, nil
+		}).
 		AddEdge(flow.START, "check").AddEdge("check", "publish").Compile()
 	if err != nil {
 		panic(err)

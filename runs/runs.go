@@ -348,22 +348,7 @@ func (s *Service) Create(ctx context.Context, threadID string, q Request) (*Run,
 		return nil, err
 	}
 	tenant := TenantOf(ctx)
-	d := Data{AssistantID: a.Info().ID, Metadata: q.Metadata, MultitaskStrategy: cmp.Or(q.MultitaskStrategy, "reject"), Kwargs: k, Attempt: 1}
-	if stored != nil {
-		d.AssistantID, d.GraphID = stored.AssistantID, stored.GraphID
-	}
-	d.Kwargs.Input = s.redact.JSON(d.Kwargs.Input)
-	if !isNull(d.Kwargs.Context) {
-		d.Kwargs.Context = s.redact.JSON(d.Kwargs.Context)
-	}
-	if ap := d.Kwargs.Approval; ap != nil {
-		red := *ap
-		red.Value, red.Reason = s.redact.JSON(ap.Value), s.redact.String(ap.Reason)
-		d.Kwargs.Approval = &red
-	}
-	if d.Kwargs.Command != nil {
-		d.Kwargs.Command.Resume = s.redact.JSON(d.Kwargs.Command.Resume)
-	}
+	d := s.runData(a, stored, q, k)
 	if c := k.Command; c != nil && !isNull(c.Update) {
 		if err := s.checkUpdatable(ctx, threadID); err != nil {
 			return nil, err
@@ -417,6 +402,31 @@ func (s *Service) Create(ctx context.Context, threadID string, q Request) (*Run,
 		return nil, err
 	}
 	return lr, nil
+}
+
+// runData is what a new run's record keeps: its assistant (and graph,
+// for one a client made), metadata, strategy and kwargs, what a client
+// sent redacted.
+func (s *Service) runData(a Assistant, stored *AssistantRecord, q Request, k Kwargs) Data {
+	d := Data{AssistantID: a.Info().ID, Metadata: q.Metadata, MultitaskStrategy: cmp.Or(q.MultitaskStrategy, "reject"), Kwargs: k, Attempt: 1}
+	if stored != nil {
+		d.AssistantID, d.GraphID = stored.AssistantID, stored.GraphID
+	}
+	d.Kwargs.Input = s.redact.JSON(d.Kwargs.Input)
+	if !isNull(d.Kwargs.Context) {
+		d.Kwargs.Context = s.redact.JSON(d.Kwargs.Context)
+	}
+	if ap := d.Kwargs.Approval; ap != nil {
+		red := *ap
+		red.Value, red.Reason = s.redact.JSON(ap.Value), s.redact.String(ap.Reason)
+		d.Kwargs.Approval = &red
+	}
+	if c := d.Kwargs.Command; c != nil {
+		cc := *c
+		cc.Resume, cc.Update = s.redact.JSON(c.Resume), s.redact.JSON(c.Update)
+		d.Kwargs.Command = &cc
+	}
+	return d
 }
 
 // mayStart asks agentfile.CheckStart, the one rule of every front end,
