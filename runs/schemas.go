@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -78,8 +79,8 @@ func stateSchema(title string, s *state.Schema, typed map[string]any) map[string
 	messages := false
 	for _, f := range s.Fields() {
 		p := reducerProperty(s.Reducer(f))
-		if t, ok := typed[f]; ok && s.Reducer(f) != state.ReducerMessages {
-			p = t.(map[string]any)
+		if t, ok := typed[f].(map[string]any); ok && s.Reducer(f) != state.ReducerMessages {
+			p = t
 		}
 		messages = messages || s.Reducer(f) == state.ReducerMessages
 		props[f] = p
@@ -92,11 +93,37 @@ func stateSchema(title string, s *state.Schema, typed map[string]any) map[string
 }
 
 // typeSchema is the JSON Schema of a Go value's type (a struct: an
-// object of its JSON fields), in draft 07; nil for nil.
+// object of its JSON fields), in draft 07; nil for nil. A value that is a
+// schema already — a *jsonschema.Schema, a json.RawMessage, or a
+// map[string]any — is the schema itself (enums, descriptions,
+// langgraph_type: what a Go type cannot say).
 func typeSchema(title string, v any) (map[string]any, error) {
-	if v == nil {
+	var b []byte
+	var err error
+	switch x := v.(type) {
+	case nil:
 		return nil, nil
+	case json.RawMessage:
+		b = x
+	case map[string]any, *jsonschema.Schema:
+		b, err = json.Marshal(x)
+	default:
+		b, err = goTypeSchema(v)
 	}
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, fmt.Errorf("schema %s: want a JSON object: %w", title, err)
+	}
+	out["$schema"], out["title"] = draft07, cmp.Or(stringOf(out["title"]), title)
+	return out, nil
+}
+
+// goTypeSchema is the schema jsonschema-go infers from a value's type,
+// open to other members as LangGraph's are.
+func goTypeSchema(v any) ([]byte, error) {
 	t := reflect.TypeOf(v)
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -105,17 +132,13 @@ func typeSchema(title string, v any) (map[string]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schema of %s: %w", t, err)
 	}
-	b, err := json.Marshal(s)
-	if err != nil {
-		return nil, err
-	}
-	var out map[string]any
-	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, err
-	}
-	delete(out, "additionalProperties") // LangGraph's are open
-	out["$schema"], out["title"] = draft07, title
-	return out, nil
+	s.AdditionalProperties = nil
+	return json.Marshal(s)
+}
+
+func stringOf(v any) string {
+	s, _ := v.(string)
+	return s
 }
 
 // chatSchemas are a chat assistant's: its state, input and output are the

@@ -42,14 +42,17 @@ func TestSchemasFromTypes(t *testing.T) {
 	}
 	typed := &runs.Graph{ID: "typed", Graph: g, Types: runs.GraphTypes{State: typedState{}, Config: typedConfig{}, Context: &typedContext{}}}
 	plain := &runs.Graph{ID: "plain", Graph: g}
-	ts0 := newServer(t, inmem.Open(store.Options{}), typed, plain)
+	literal := &runs.Graph{ID: "literal", Graph: g, Types: runs.GraphTypes{
+		Config: map[string]any{"type": "object", "properties": map[string]any{"model": map[string]any{"type": "string", "enum": []string{"anthropic", "openai"}}}},
+		State:  json.RawMessage(`{"type": "object", "properties": {"free": {"type": "array", "langgraph_type": "messages"}}}`)}}
+	ts0 := newServer(t, inmem.Open(store.Options{}), typed, plain, literal)
 	type doc = map[string]any
 	get := func(id string) doc { return ts0.json("GET", "/assistants/"+id+"/schemas", nil, 200) }
 	prop := func(d doc, schema, field string) doc {
 		p, _ := d[schema].(doc)["properties"].(doc)[field].(doc)
 		return p
 	}
-	ts, ps := get("typed"), get("plain")
+	ts, ps, ls := get("typed"), get("plain"), get("literal")
 	for _, tc := range []struct {
 		name      string
 		got, want any
@@ -65,6 +68,8 @@ func TestSchemasFromTypes(t *testing.T) {
 		{"reducer add", prop(ps, "state_schema", "count")["type"], "number"},
 		{"reducer append", prop(ps, "state_schema", "notes")["type"], "array"},
 		{"no config type", ps["config_schema"], nil},
+		{"a schema given as is: enum", prop(ls, "config_schema", "model")["enum"], []string{"anthropic", "openai"}},
+		{"a schema given as is: langgraph_type", prop(ls, "state_schema", "free")["langgraph_type"], "messages"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if b, _ := json.Marshal(tc.got); string(b) != func() string { w, _ := json.Marshal(tc.want); return string(w) }() {
