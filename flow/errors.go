@@ -30,6 +30,11 @@ var (
 type InterruptError struct {
 	Node    string
 	Payload json.RawMessage
+	// Static: the node stopped at a pause inside it with no value of its
+	// own — a subgraph's pause before or after one of its nodes — so the
+	// run's pause is a pause before the node, not an interrupt (Payload
+	// is the subgraph's pause).
+	Static bool
 }
 
 func (e *InterruptError) Error() string {

@@ -110,13 +110,19 @@ func (r *Runner) commitInterrupt(ctx context.Context, run *run, plan *stepPlan, 
 		ie.Payload = r.opts.Redact.JSON(ie.Payload)
 	}
 	payload, _ := json.Marshal(map[string]json.RawMessage{"node": mustJSON(ie.Node), "value": ie.Payload})
+	if ie.Static {
+		// A subgraph paused inside the node: the run is paused before it
+		// (a resume runs it again, and the subgraph goes on), with no
+		// value of its own.
+		payload, _ = json.Marshal(map[string]json.RawMessage{"before": mustJSON(ie.Node), "node": mustJSON(ie.Node), "within": ie.Payload})
+	}
 	cp := store.Checkpoint{Thread: run.thread, Namespace: r.opts.Namespace, State: run.doc, Status: store.StatusInterrupted, Nodes: []string{ie.Node},
 		Meta: r.meta(run, store.Meta{Source: "interrupt", Interrupt: payload, StepOf: plan.readSeq, StopReason: string(state.StopInterrupt)})}
 	if err := run.commit(ctx, cp); err != nil {
 		return stepOutcome{stop: state.StopUnrecoverableError}, err
 	}
 	run.readSeq = plan.readSeq
-	r.emit(Event{Kind: EventInterrupt, RunID: run.id, Thread: run.thread, Seq: run.head, Node: ie.Node, Payload: ie.Payload})
+	r.emit(Event{Kind: EventInterrupt, RunID: run.id, Thread: run.thread, Seq: run.head, Node: ie.Node, Payload: ie.Payload, Static: ie.Static})
 	return stepOutcome{stop: state.StopInterrupt, interrupt: ie.Payload}, nil
 }
 

@@ -353,6 +353,14 @@ func (r *Runner) UpdateState(ctx context.Context, thread string, upd state.Updat
 		return store.Checkpoint{}, fmt.Errorf("%w: update as unknown node %q", ErrInvalidGraph, asNode)
 	}
 	head, err := r.s.Load(ctx, store.LoadRequest{Thread: thread, Namespace: r.opts.Namespace})
+	if errors.Is(err, store.ErrNotFound) {
+		// A thread without checkpoints: the update is its first (a thread
+		// made from updates), if the thread exists.
+		if _, terr := r.s.Thread(ctx, thread); terr != nil {
+			return store.Checkpoint{}, err
+		}
+		head, err = store.Checkpoint{Thread: thread, Namespace: r.opts.Namespace}, nil
+	}
 	if err != nil {
 		return store.Checkpoint{}, err
 	}

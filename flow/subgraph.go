@@ -2,6 +2,7 @@ package flow
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -83,7 +84,7 @@ func Subgraph(child *Compiled, opts SubgraphOptions) NodeFunc {
 			return nil, fmt.Errorf("subgraph %q: %w", t.info.Node, err)
 		}
 		if res.StopReason == state.StopInterrupt {
-			return nil, &InterruptError{Node: t.info.Node, Payload: res.Interrupt}
+			return nil, &InterruptError{Node: t.info.Node, Payload: res.Interrupt, Static: staticPause(res.Interrupt)}
 		}
 		if res.StopReason == state.StopRecursionLimit {
 			return nil, fmt.Errorf("subgraph %q: %w after %d steps", t.info.Node, ErrRecursionLimit, res.Progress.Steps)
@@ -97,4 +98,15 @@ func Subgraph(child *Compiled, opts SubgraphOptions) NodeFunc {
 		}
 		return out, nil
 	}
+}
+
+// staticPause reports whether a run's interrupt payload is a pause before
+// or after a node (interruptBefore, interruptAfter: {"before": n, "node":
+// n}), not a value a node passed to Interrupt.
+func staticPause(p json.RawMessage) bool {
+	var m map[string]string
+	if json.Unmarshal(p, &m) != nil || len(m) != 2 || m["node"] == "" {
+		return false
+	}
+	return m["before"] == m["node"] || m["after"] == m["node"]
 }

@@ -141,6 +141,9 @@ func (s *Server) updateState(w http.ResponseWriter, r *http.Request) error {
 	if req.Checkpoint != nil && req.Checkpoint.CheckpointID != "" {
 		cid = req.Checkpoint.CheckpointID
 	}
+	if req.Checkpoint != nil && req.Checkpoint.CheckpointNS != "" {
+		return unprocessable("$.checkpoint.checkpoint_ns", "%q: Cairn updates a thread's root state only; a subgraph's state is its own run's (resume the thread to go on in it)", req.Checkpoint.CheckpointNS)
+	}
 	var at int64
 	if cid != "" {
 		var err error

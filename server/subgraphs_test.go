@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cairn-dev/cairn/flow"
@@ -92,11 +93,62 @@ func TestSubgraphs(t *testing.T) {
 	if th["status"] != "interrupted" || fmt.Sprint(st["next"]) != "[weather_graph]" {
 		t.Fatalf("after the first run: %v, next %v", th["status"], st["next"])
 	}
+	// A subgraph's pause is a pause, as LangGraph shows one: no interrupt
+	// object, on the task or the thread.
+	if tasks := st["tasks"].([]any); len(tasks) != 1 || len(tasks[0].(map[string]any)["interrupts"].([]any)) != 0 || len(th["interrupts"].(map[string]any)) != 0 {
+		t.Fatalf("the subgraph's pause shows an interrupt: %v, %v", st["tasks"], th["interrupts"])
+	}
+	// An update aimed at the subgraph's namespace is refused: it would go
+	// to the parent and leave the child where it was.
+	if code, b := ts.do("POST", "/threads/w/state", map[string]any{"values": map[string]any{"route": "x"}, "checkpoint": map[string]any{"checkpoint_ns": "weather_graph:2"}}); code != 422 || !strings.Contains(string(b), "checkpoint_ns") {
+		t.Fatalf("an update of the subgraph: %d %s", code, b)
+	}
 	out := ts.json("POST", "/threads/w/runs/wait", map[string]any{"assistant_id": "weather", "input": nil}, 200)
 	if out["report"] != "It's sunny in San Francisco!" {
 		t.Fatalf("after the resume: %v", out)
 	}
 	if th := ts.json("GET", "/threads/w", nil, 200); th["status"] != "idle" {
 		t.Fatalf("the thread after the resume: %v", th["status"])
+	}
+}
+
+// TestSupersteps: a thread made from supersteps (LangGraph's bulk update:
+// POST /threads with supersteps and metadata.graph_id) holds their
+// updates in order, each written as its node, with what follows that node
+// scheduled; bad supersteps are 422s that create nothing, and an update
+// that fails deletes the thread it began.
+func TestSupersteps(t *testing.T) {
+	var calls atomic.Int64
+	ts := newServer(t, inmem.Open(store.Options{}), approvalGraph(t, &calls, 0))
+	body := map[string]any{"thread_id": "bulk", "metadata": map[string]any{"graph_id": "drafts"}, "supersteps": []any{
+		map[string]any{"updates": []any{map[string]any{"as_node": "__input__", "values": map[string]any{}}}},
+		map[string]any{"updates": []any{map[string]any{"as_node": "write", "values": map[string]any{"drafts": "one"}}}},
+		map[string]any{"updates": []any{map[string]any{"as_node": "write", "values": map[string]any{"drafts": "two"}}}},
+	}}
+	ts.json("POST", "/threads", body, 200)
+	st := ts.json("GET", "/threads/bulk/state", nil, 200)
+	if fmt.Sprint(st["values"]) != "map[drafts:[one two]]" || fmt.Sprint(st["next"]) != "[write]" {
+		t.Fatalf("state %v, next %v", st["values"], st["next"])
+	}
+	if n := historyLen(t, ts, "bulk"); n != 3 {
+		t.Fatalf("%d checkpoints, want 3", n)
+	}
+	out := ts.json("POST", "/threads/bulk/runs/wait", map[string]any{"assistant_id": "drafts", "input": nil}, 200)
+	if out["__interrupt__"] == nil || calls.Load() != 1 {
+		t.Fatalf("a run from the supersteps: %v (%d writes)", out, calls.Load())
+	}
+	for i, bad := range []map[string]any{
+		{"thread_id": "b1", "supersteps": []any{map[string]any{"updates": []any{map[string]any{"as_node": "write", "values": map[string]any{}}}}}},
+		{"thread_id": "b2", "metadata": map[string]any{"graph_id": "nope"}, "supersteps": []any{}},
+		{"thread_id": "b3", "metadata": map[string]any{"graph_id": "drafts"}, "supersteps": []any{map[string]any{"updates": []any{map[string]any{"as_node": "nope", "values": map[string]any{}}}}}},
+		{"thread_id": "b4", "metadata": map[string]any{"graph_id": "drafts"}, "supersteps": []any{map[string]any{"updates": []any{map[string]any{"as_node": "write", "values": []int{1}}}}}},
+		{"thread_id": "b5", "metadata": map[string]any{"graph_id": "drafts"}, "supersteps": "x"},
+	} {
+		if code, b := ts.do("POST", "/threads", bad); code != 422 && code != 404 {
+			t.Fatalf("bad supersteps %d: %d %s", i, code, b)
+		}
+		if code, _ := ts.do("GET", "/threads/"+bad["thread_id"].(string), nil); code != 404 {
+			t.Fatalf("bad supersteps %d made its thread", i)
+		}
 	}
 }

@@ -63,7 +63,9 @@ func (s *Server) createThread(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &req); err != nil {
 		return err
 	}
-	if err := runs.Unsupported(map[string]json.RawMessage{"supersteps": req.Supersteps}); err != nil {
+	ctx := r.Context()
+	steps, a, err := s.svc.CheckSupersteps(ctx, req.Supersteps, req.Metadata)
+	if err != nil {
 		return err
 	}
 	if err := setTTL(req.TTL, &req.Metadata); err != nil {
@@ -79,16 +81,21 @@ func (s *Server) createThread(w http.ResponseWriter, r *http.Request) error {
 	} else if err := store.ValidateID(req.ThreadID); err != nil {
 		return unprocessable("$.thread_id", "%v", err)
 	}
-	ctx := r.Context()
 	th, err := s.store.CreateThread(ctx, store.Thread{ID: runs.ThreadKey(ctx, req.ThreadID), Tenant: runs.TenantOf(ctx), Metadata: req.Metadata})
 	if errors.Is(err, store.ErrConflict) {
 		old, gerr := s.svc.Thread(ctx, req.ThreadID)
 		if gerr != nil || req.IfExists != "do_nothing" {
 			return conflict("thread %q already exists", req.ThreadID)
 		}
-		th, err = old, nil
+		return s.writeThread(ctx, w, old) // its own history stays: no supersteps
 	}
 	if err != nil {
+		return err
+	}
+	if err := s.svc.ApplySupersteps(ctx, th, a, steps); err != nil {
+		return err
+	}
+	if th, err = s.svc.Thread(ctx, req.ThreadID); err != nil {
 		return err
 	}
 	return s.writeThread(ctx, w, th)
