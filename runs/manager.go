@@ -267,6 +267,9 @@ func (m *runManager) run(ctx context.Context, lr *Run) (flow.Result, error) {
 	if err != nil {
 		return flow.Result{}, err
 	}
+	if spec.Resume {
+		m.resumedFrom(ctx, lr, conv)
+	}
 	var mu sync.Mutex
 	spec.Observer = func(ev flow.Event) {
 		if !pass(ev) {
@@ -282,6 +285,22 @@ func (m *runManager) run(ctx context.Context, lr *Run) (flow.Result, error) {
 		}
 	}
 	return lr.a.Run(withRunConfig(ctx, lr.data.Kwargs), spec)
+}
+
+// resumedFrom sends, in the checkpoints and debug modes, the checkpoint a
+// run goes on from before what it commits, as LangGraph's streams of a
+// resumed run begin.
+func (m *runManager) resumedFrom(ctx context.Context, lr *Run, conv *converter) {
+	if !conv.modes["checkpoints"] && !conv.modes["debug"] {
+		return
+	}
+	th, err := m.s.store.Thread(ctx, lr.rec.Thread)
+	if err != nil || th.Head == 0 {
+		return
+	}
+	for _, e := range conv.checkpoint(ctx, flow.Event{Kind: flow.EventCheckpoint, Thread: th.ID, Seq: th.Head, Committed: true, Time: m.s.cfg.Now()}) {
+		lr.log.append(e)
+	}
 }
 
 // withRunConfig gives the run's nodes its config.configurable and its

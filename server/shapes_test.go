@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cairn-dev/cairn/flow"
@@ -213,5 +214,69 @@ func TestReturnedMessageWithoutID(t *testing.T) {
 	}
 	if len(sent) != 1 || !strings.Contains(sent[0], `"content":"no id"`) {
 		t.Fatalf("sent %v", sent)
+	}
+}
+
+// TestResumedStreamStartsAtItsCheckpoint: a run that goes on from a
+// thread's head (a resume) sends, in debug mode, that checkpoint first —
+// so a client that joins the first run's debug checkpoints with the
+// second's, less its first, has the thread's history, as LangGraph's
+// suite checks.
+func TestResumedStreamStartsAtItsCheckpoint(t *testing.T) {
+	var calls atomic.Int64
+	ts := newServer(t, inmem.Open(store.Options{}), approvalGraph(t, &calls, 0))
+	ts.json("POST", "/threads", map[string]any{"thread_id": "d"}, 200)
+	type ref struct{ ID, Parent string }
+	checkpoints := func(evs []sse) []ref {
+		var out []ref
+		for _, e := range evs {
+			var d struct {
+				Type    string
+				Payload struct {
+					Checkpoint struct {
+						CheckpointID string `json:"checkpoint_id"`
+					}
+					ParentCheckpoint *struct {
+						CheckpointID string `json:"checkpoint_id"`
+					} `json:"parent_checkpoint"`
+				}
+			}
+			if e.Event != "debug" || json.Unmarshal(e.Data, &d) != nil || d.Type != "checkpoint" {
+				continue
+			}
+			r := ref{ID: d.Payload.Checkpoint.CheckpointID}
+			if d.Payload.ParentCheckpoint != nil {
+				r.Parent = d.Payload.ParentCheckpoint.CheckpointID
+			}
+			out = append(out, r)
+		}
+		return out
+	}
+	first := checkpoints(ts.stream("POST", "/threads/d/runs/stream", map[string]any{"assistant_id": "drafts", "input": map[string]any{}, "stream_mode": "debug"}, "", nil))
+	head := ts.json("GET", "/threads/d/state", nil, 200)["checkpoint"].(map[string]any)["checkpoint_id"]
+	second := checkpoints(ts.stream("POST", "/threads/d/runs/stream", map[string]any{"assistant_id": "drafts", "command": map[string]any{"resume": true}, "stream_mode": "debug"}, "", nil))
+	if len(second) == 0 || second[0].ID != head {
+		t.Fatalf("the resumed run's first checkpoint %v, the head it goes on from %v", second, head)
+	}
+	_, b := ts.do("POST", "/threads/d/history", map[string]any{"limit": 100})
+	var hist []struct {
+		Checkpoint struct {
+			CheckpointID string `json:"checkpoint_id"`
+		}
+		ParentCheckpoint *struct {
+			CheckpointID string `json:"checkpoint_id"`
+		} `json:"parent_checkpoint"`
+	}
+	_ = json.Unmarshal(b, &hist)
+	var want []ref
+	for i := len(hist) - 1; i >= 0; i-- {
+		r := ref{ID: hist[i].Checkpoint.CheckpointID}
+		if p := hist[i].ParentCheckpoint; p != nil {
+			r.Parent = p.CheckpointID
+		}
+		want = append(want, r)
+	}
+	if got := append(first, second[1:]...); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("the streams' checkpoints %v, the history %v", got, want)
 	}
 }
