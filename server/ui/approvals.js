@@ -55,7 +55,7 @@ export function approvalCard(p, {thread, compact, onAnswered} = {}) {
       answer('edit', {value: v});
     }}, 'Approve with edits')), editErr));
 
-  const reason = h('input', {id: `reason-${p.interrupt_id}`, autocomplete: 'off', placeholder: kind.review ? 'What the assistant reads instead (empty: the calls are ignored)' : 'Why not'});
+  const reason = h('input', {id: `reason-${p.thread_id}-${p.interrupt_id}`, autocomplete: 'off', placeholder: kind.review ? 'What the assistant reads instead (empty: the calls are ignored)' : 'Why not'});
   const rejectBox = h('div', {class: 'answer-box', hidden: true},
     field('Reason', reason, {class: 'field'}),
     h('div', {class: 'row gap'}, track(h('button', {type: 'button', class: 'danger', onclick: () => answer('reject', {reason: reason.value})}, 'Confirm reject'))));
@@ -100,7 +100,7 @@ export function approvalCard(p, {thread, compact, onAnswered} = {}) {
 function stateEdit(p, values) {
   const editable = {};
   for (const [k, v] of Object.entries(values)) if (k !== 'agent_id' && k !== 'input') editable[k] = v;
-  const box = h('textarea', {id: `edit-${p.interrupt_id}`, rows: 8, spellcheck: 'false', value: json(editable)});
+  const box = h('textarea', {id: `edit-${p.thread_id}-${p.interrupt_id}`, rows: 8, spellcheck: 'false', value: json(editable)});
   const steps = isObj(values.steps) ? values.steps : null;
   const preview = steps
     ? h('dl', {class: 'kv steps-preview'}, Object.entries(steps).flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, typeof v === 'string' ? v : json(v))]))
@@ -139,7 +139,7 @@ function reviewRequests(v) {
 function toolReview(p, values, reqs) {
   const ids = reviewedCallIds(reqs, values.messages);
   const calls = reqs.map((r, i) => {
-    const box = h('textarea', {id: `args-${p.interrupt_id}-${i}`, rows: 4, spellcheck: 'false', value: json(r.args)});
+    const box = h('textarea', {id: `args-${p.thread_id}-${p.interrupt_id}-${i}`, rows: 4, spellcheck: 'false', value: json(r.args)});
     return {r, i, args: r.args, box, key: ids[i] || r.name};
   });
   const preview = h('dl', {class: 'kv tool-calls'}, calls.flatMap(({r, args}) => [
