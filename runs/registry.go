@@ -397,8 +397,8 @@ func (s *Service) resolve(ctx context.Context, id string) (Assistant, *Assistant
 // recursion limit when it sets one.
 func (a *AssistantRecord) runConfig(req *RunConfig) *RunConfig {
 	var base RunConfig
-	if b, err := json.Marshal(a.Config); err == nil {
-		_ = json.Unmarshal(b, &base) // a stored config that is not a RunConfig adds nothing
+	if c := configOf(a.Config); c != nil {
+		base = *c
 	}
 	if req == nil {
 		req = &RunConfig{}
