@@ -65,10 +65,12 @@ type Event struct {
 	// was emitted (values and checkpoint events, durability sync), so it
 	// holds State; a consumer may keep a reference to it instead of a copy.
 	Committed bool `json:"-"`
-	// Parent, Status and Next describe a commit (checkpoint events).
+	// Parent, Status, Next and Source describe a commit (checkpoint
+	// events); Source is its store.Meta.Source ("input": a run's input).
 	Parent int64    `json:"parent,omitempty"`
 	Status string   `json:"status,omitempty"`
 	Next   []string `json:"next,omitempty"`
+	Source string   `json:"source,omitempty"`
 	// Result is how the run ended (the result event that ends a Stream).
 	Result *Result `json:"-"`
 	// Redacted counts the node updates of the run a secret was redacted

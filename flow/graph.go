@@ -11,10 +11,12 @@ import (
 	"github.com/cairn-dev/cairn/state"
 )
 
-// START and END are the graph's entry and exit.
+// START and END are the graph's entry and exit. INPUT is the node an
+// update names to be a run's input (UpdateState).
 const (
 	START = "__start__"
 	END   = "__end__"
+	INPUT = "__input__"
 )
 
 // NodeFunc is a node: it reads the state and returns a partial update for

@@ -344,11 +344,18 @@ func pauseSeen(head store.Checkpoint) bool {
 const sourceUpdate = "update"
 
 // UpdateState applies an update to the thread's head as if node asNode had
-// written it, and schedules what follows asNode. asNode may be START. A
-// Resume then continues from the update: without an answer, its first
-// step runs without the pauses of Options.InterruptBefore (see Resume).
+// written it, and schedules what follows asNode. asNode may be START, or
+// INPUT: the update is then a run's input, written as Invoke writes one
+// (without running). A Resume then continues from the update: without an
+// answer, its first step runs without the pauses of
+// Options.InterruptBefore (see Resume) — but after an INPUT, as after
+// Invoke's input, they pause.
 func (r *Runner) UpdateState(ctx context.Context, thread string, upd state.Update, asNode string) (_ store.Checkpoint, err error) {
 	defer func() { err = r.opts.Redact.Error(err) }()
+	source := sourceUpdate
+	if asNode == INPUT {
+		asNode, source = START, "input"
+	}
 	if asNode != START && r.g.nodes[asNode] == nil {
 		return store.Checkpoint{}, fmt.Errorf("%w: update as unknown node %q", ErrInvalidGraph, asNode)
 	}
@@ -372,10 +379,10 @@ func (r *Runner) UpdateState(ctx context.Context, thread string, upd state.Updat
 	if err != nil {
 		return store.Checkpoint{}, err
 	}
-	meta := store.Meta{Source: sourceUpdate, Usage: head.Meta.Usage, RunID: updateRunOf(ctx)}
+	meta := store.Meta{Source: source, Usage: head.Meta.Usage, RunID: updateRunOf(ctx)}
 	setRunStart(&meta, usageOf(head.Meta)) // what runs after an outside update is a new run
 	setTasks(&meta, r.schedule(next))
-	if ts := tasksOf(meta); len(ts) > 0 && store.ThreadStatusOf(head) == store.ThreadInterrupted {
+	if ts := tasksOf(meta); len(ts) > 0 && source == sourceUpdate && store.ThreadStatusOf(head) == store.ThreadInterrupted {
 		// An edit at a pause leaves the thread paused before what is
 		// scheduled, as a static pause is, until a resume runs it
 		// (LangGraph's thread stays interrupted after update_state).
@@ -411,6 +418,10 @@ func (r *Runner) UpdateStateAt(ctx context.Context, thread string, seq int64, up
 		return r.UpdateState(ctx, thread, upd, asNode)
 	}
 	defer func() { err = r.opts.Redact.Error(err) }()
+	source := sourceUpdate
+	if asNode == INPUT {
+		asNode, source = START, "input"
+	}
 	if asNode != START && r.g.nodes[asNode] == nil {
 		return store.Checkpoint{}, fmt.Errorf("%w: update as unknown node %q", ErrInvalidGraph, asNode)
 	}
@@ -429,7 +440,7 @@ func (r *Runner) UpdateStateAt(ctx context.Context, thread string, seq int64, up
 	if err != nil {
 		return store.Checkpoint{}, err
 	}
-	meta := store.Meta{Source: sourceUpdate}
+	meta := store.Meta{Source: source}
 	if src.Meta.Usage != nil {
 		u := *src.Meta.Usage
 		meta.Usage = &u

@@ -250,7 +250,7 @@ func (r *Runner) emitCheckpoint(run *run, cp store.Checkpoint, committed bool) {
 		if st == 0 {
 			st = store.StatusSuccess
 		}
-		r.emit(Event{Kind: EventCheckpoint, RunID: run.id, Thread: run.thread, Seq: run.head, Parent: cp.Parent, Status: st.String(), Next: cp.Meta.Next, Nodes: cp.Nodes, Committed: committed})
+		r.emit(Event{Kind: EventCheckpoint, RunID: run.id, Thread: run.thread, Seq: run.head, Parent: cp.Parent, Status: st.String(), Next: cp.Meta.Next, Nodes: cp.Nodes, Source: cp.Meta.Source, Committed: committed})
 	}
 }
 

@@ -108,3 +108,11 @@ func (s *Service) checkResume(ctx context.Context, a Assistant, th store.Thread,
 func (a *agentAssistant) CheckResume(head store.Checkpoint, resume json.RawMessage) error {
 	return a.f.CheckResume(head, resume)
 }
+
+// emptyValues implements the empty state of a chat: no messages yet.
+func (a *agentAssistant) emptyValues(string) json.RawMessage {
+	if a.f.IsChat() {
+		return json.RawMessage(`{"messages":[]}`)
+	}
+	return json.RawMessage("{}")
+}

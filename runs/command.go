@@ -23,8 +23,8 @@ func (s *Service) DefaultNode(ctx context.Context, th store.Thread, at int64, as
 		}
 	}
 	if asNode != "" {
-		if asNode != flow.START && !slices.Contains(nodes, asNode) {
-			return "", invalid("$.as_node", "%q is not a node of assistant %q (%v)", asNode, a.Info().ID, nodes)
+		if asNode != flow.START && asNode != flow.INPUT && !slices.Contains(nodes, asNode) {
+			return "", invalid("$.as_node", "%q is not a node of assistant %q (%v), __start__ or __input__", asNode, a.Info().ID, nodes)
 		}
 		return asNode, nil
 	}

@@ -162,20 +162,35 @@ func orNull(b json.RawMessage) json.RawMessage {
 
 // checkpoint is a commit's checkpoints-mode and debug events: references
 // to the checkpoint, built when read; a commit not stored yet (async
-// durability) is read back at once, as far as the store has it.
+// durability) is read back at once, as far as the store has it. A run's
+// input checkpoint comes with its input view before it (InputView).
 func (c *converter) checkpoint(ctx context.Context, ev flow.Event) []*Event {
 	if !c.modes["checkpoints"] && !c.modes["debug"] {
 		return nil
 	}
 	var out []*Event
+	if ev.Source == sourceInput {
+		out = c.commitEvents(ctx, ev, true)
+	}
+	return append(out, c.commitEvents(ctx, ev, false)...)
+}
+
+// commitEvents are the checkpoints-mode and debug events of a commit, or
+// of the input view before it (input).
+func (c *converter) commitEvents(ctx context.Context, ev flow.Event, input bool) []*Event {
+	kind, debugKind, step := refCheckpoints, refDebug, ev.Seq-1
+	if input {
+		kind, debugKind, step = refInput, refDebugInput, ev.Seq-2
+	}
+	var out []*Event
 	stored := ev.Committed && ev.Thread == c.thread
 	var payload map[string]any
 	if !stored {
-		payload = c.unstored(ctx, ev)
+		payload = c.unstored(ctx, ev, input)
 	}
 	if c.modes["checkpoints"] {
 		if stored {
-			out = append(out, &Event{Event: c.name("checkpoints", ev), ref: &eventRef{kind: refCheckpoints, ns: ev.Namespace, seq: ev.Seq, stored: true, redact: c.redact}})
+			out = append(out, &Event{Event: c.name("checkpoints", ev), ref: &eventRef{kind: kind, ns: ev.Namespace, seq: ev.Seq, stored: true, redact: c.redact}})
 		} else {
 			out = append(out, Inline(c.name("checkpoints", ev), raw(payload)))
 		}
@@ -183,19 +198,25 @@ func (c *converter) checkpoint(ctx context.Context, ev flow.Event) []*Event {
 	if c.modes["debug"] {
 		ts := APITime(ev.Time)
 		if stored {
-			out = append(out, &Event{Event: c.name("debug", ev), ref: &eventRef{kind: refDebug, ns: ev.Namespace, seq: ev.Seq, ts: ts, stored: true, redact: c.redact}})
+			out = append(out, &Event{Event: c.name("debug", ev), ref: &eventRef{kind: debugKind, ns: ev.Namespace, seq: ev.Seq, ts: ts, stored: true, redact: c.redact}})
 		} else {
-			out = append(out, Inline(c.name("debug", ev), raw(map[string]any{"type": "checkpoint", "timestamp": ts, "step": ev.Seq - 2, "payload": debugPayload(payload)})))
+			out = append(out, Inline(c.name("debug", ev), raw(debugEvent(ts, step, payload))))
 		}
 	}
 	return out
 }
 
 // unstored is the checkpoints-mode payload of a commit the store may not
-// hold yet: its values as far as they can be read.
-func (c *converter) unstored(ctx context.Context, ev flow.Event) map[string]any {
+// hold yet (or of the input view before it): its values as far as they
+// can be read.
+func (c *converter) unstored(ctx context.Context, ev flow.Event, input bool) map[string]any {
 	if cp, err := c.s.store.Load(ctx, store.LoadRequest{Thread: ev.Thread, Namespace: ev.Namespace, Seq: ev.Seq}); err == nil {
-		return c.s.checkpointPayload(ctx, cp)
+		if !input {
+			return checkpointPayload(cp)
+		}
+		if p, err := c.s.inputPayload(ctx, cp); err == nil {
+			return p
+		}
 	}
 	cfg := func(seq int64) any {
 		if seq == 0 {
@@ -203,7 +224,11 @@ func (c *converter) unstored(ctx context.Context, ev flow.Event) map[string]any 
 		}
 		return map[string]any{"configurable": NewCheckpointRef(ev.Thread, ev.Namespace, seq)}
 	}
-	return map[string]any{"config": cfg(ev.Seq), "parent_config": cfg(ev.Parent), "next": orEmpty(ev.Next), "values": json.RawMessage("{}"), "metadata": map[string]any{}, "tasks": []Task{}}
+	next := orEmpty(ev.Next)
+	if input {
+		next = []string{flow.START}
+	}
+	return map[string]any{"config": cfg(ev.Seq), "parent_config": cfg(ev.Parent), "next": next, "values": json.RawMessage("{}"), "metadata": map[string]any{}, "tasks": []Task{}}
 }
 
 func orEmpty(s []string) []string {
@@ -274,7 +299,7 @@ func (c *converter) taskEvents(ev flow.Event, kind string, payload json.RawMessa
 		if ref != nil {
 			out = append(out, &Event{Event: c.name("debug", ev), ref: ref(refDebugTask, ts)})
 		} else {
-			out = append(out, Inline(c.name("debug", ev), raw(map[string]any{"type": kind, "timestamp": ts, "step": ev.Seq - 1, "payload": payload})))
+			out = append(out, Inline(c.name("debug", ev), raw(map[string]any{"type": kind, "timestamp": ts, "step": ev.Seq, "payload": payload})))
 		}
 	}
 	return out

@@ -53,9 +53,18 @@ func (s *Service) buildEvent(ctx context.Context, thread string, r *eventRef) (j
 	case refFinal:
 		return FinalOf(cp), nil
 	case refCheckpoints:
-		return r.shown(s, raw(s.checkpointPayload(ctx, cp))), nil
+		return r.shown(s, raw(checkpointPayload(cp))), nil
 	case refDebug:
-		return r.shown(s, raw(map[string]any{"type": "checkpoint", "timestamp": r.ts, "step": r.seq - 2, "payload": debugPayload(s.checkpointPayload(ctx, cp))})), nil
+		return r.shown(s, raw(debugEvent(r.ts, cp.Seq-1, checkpointPayload(cp)))), nil
+	case refInput, refDebugInput:
+		p, err := s.inputPayload(ctx, cp)
+		if err != nil {
+			return nil, fmt.Errorf("%w (the input before checkpoint %d%s of thread %q): %w", ErrEventGone, r.seq, nsSuffix(r.ns), thread, err)
+		}
+		if r.kind == refDebugInput {
+			return r.shown(s, raw(debugEvent(r.ts, cp.Seq-2, p))), nil
+		}
+		return r.shown(s, raw(p)), nil
 	case refTask, refDebugTask:
 		var task map[string]json.RawMessage
 		if err := json.Unmarshal(r.extra, &task); err != nil {
@@ -65,7 +74,7 @@ func (s *Service) buildEvent(ctx context.Context, thread string, r *eventRef) (j
 		if r.kind == refTask {
 			return r.shown(s, raw(task)), nil
 		}
-		return r.shown(s, raw(map[string]any{"type": "task", "timestamp": r.ts, "step": r.seq - 1, "payload": task})), nil
+		return r.shown(s, raw(map[string]any{"type": "task", "timestamp": r.ts, "step": r.seq, "payload": task})), nil
 	}
 	return nil, fmt.Errorf("%w: run event of unknown kind %q", store.ErrCorrupt, r.kind)
 }
@@ -110,15 +119,18 @@ func FinalOf(cp store.Checkpoint) json.RawMessage {
 
 // checkpointPayload is a checkpoints-mode event: the commit as a thread
 // state.
-func (s *Service) checkpointPayload(ctx context.Context, cp store.Checkpoint) map[string]any {
-	cfg := func(seq int64) any {
-		if seq == 0 {
-			return nil
-		}
-		return map[string]any{"configurable": NewCheckpointRef(cp.Thread, cp.Namespace, seq)}
+func checkpointPayload(cp store.Checkpoint) map[string]any {
+	return statePayload(StateView(cp))
+}
+
+// inputPayload is the checkpoints-mode event of the input view before cp,
+// a run's input checkpoint.
+func (s *Service) inputPayload(ctx context.Context, cp store.Checkpoint) (map[string]any, error) {
+	v, err := s.InputView(ctx, cp)
+	if err != nil {
+		return nil, err
 	}
-	v := StateView(cp)
-	return map[string]any{"config": cfg(cp.Seq), "parent_config": cfg(cp.Parent), "next": orEmpty(cp.Meta.Next), "values": v.Values, "metadata": v.Metadata, "tasks": v.Tasks}
+	return statePayload(v), nil
 }
 
 // debugPayload is a debug event's checkpoint payload: the checkpoints-mode
@@ -128,6 +140,11 @@ func debugPayload(p map[string]any) map[string]any {
 	out := maps.Clone(p)
 	out["checkpoint"], out["parent_checkpoint"] = refOf(p["config"]), refOf(p["parent_config"])
 	return out
+}
+
+// debugEvent is a debug event of type checkpoint.
+func debugEvent(ts string, step int64, p map[string]any) map[string]any {
+	return map[string]any{"type": "checkpoint", "timestamp": ts, "step": step, "payload": debugPayload(p)}
 }
 
 // refOf is the checkpoint a config names (nil for none).

@@ -62,6 +62,8 @@ const (
 	refFinal       = "final"       // the state with its pending interrupt (logs written before values at a pause became __interrupt__ alone)
 	refCheckpoints = "checkpoints" // the checkpoint as a thread state
 	refDebug       = "debug"       // a debug event of type checkpoint
+	refInput       = "input"       // the input view before a run's input checkpoint (InputView)
+	refDebugInput  = "debug_input" // a debug event of that input view
 	refTask        = "task"        // a task's start, its input the state it read
 	refDebugTask   = "debug_task"  // a debug event of type task
 	// refRun is a run's metadata event, rebuilt from the run itself.

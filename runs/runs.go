@@ -507,7 +507,11 @@ func (m *runManager) spec(ctx context.Context, lr *Run) (RunSpec, error) {
 	if lr.started {
 		spec.Resume = true
 	} else if k.CheckpointID != "" {
-		seq, _ := ParseCheckpointID(k.CheckpointID) // checked when the run was created
+		at, _ := ParseCheckpointID(k.CheckpointID) // checked when the run was created
+		seq, err := m.runFrom(ctx, lr.rec.Thread, at, isNull(k.Input))
+		if err != nil {
+			return spec, err
+		}
 		if err := m.forkAt(ctx, lr.rec.Thread, seq); err != nil {
 			return spec, err
 		}
@@ -560,6 +564,18 @@ func isNull(b json.RawMessage) bool {
 
 // forkAt makes checkpoint seq the thread's head (a new branch), for a run
 // from that checkpoint.
+// runFrom is the checkpoint a run from checkpoint at starts from. From
+// the input view before a run's input checkpoint, a run without input
+// runs that input again (from the input checkpoint itself, as LangGraph
+// runs the pending input); with input, it starts from the state before.
+func (m *runManager) runFrom(ctx context.Context, thread string, at CheckpointAt, noInput bool) (int64, error) {
+	if at.Input && noInput {
+		_, err := m.s.InputOf(ctx, thread, "", at.Seq)
+		return at.Seq, err
+	}
+	return m.s.StateAt(ctx, thread, "", at)
+}
+
 func (m *runManager) forkAt(ctx context.Context, thread string, seq int64) error {
 	th, err := m.s.store.Thread(ctx, thread)
 	if err != nil {

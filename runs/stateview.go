@@ -20,7 +20,10 @@ func StateView(cp store.Checkpoint) State {
 	}
 	created := APITime(cp.CreatedAt)
 	v.CreatedAt = &created
-	if cp.Parent > 0 {
+	if RunInput(cp) {
+		p := inputRef(cp)
+		v.ParentCheckpoint = &p
+	} else if cp.Parent > 0 {
 		p := NewCheckpointRef(cp.Thread, cp.Namespace, cp.Parent)
 		v.ParentCheckpoint = &p
 	}
@@ -113,14 +116,17 @@ func TaskID(cp store.Checkpoint, node string, i int) string {
 }
 
 // CheckpointMetadata is a checkpoint's metadata in LangGraph's terms
-// (source, step, run_id, parents) with Cairn's own under "cairn".
+// (source, step, run_id, parents) with Cairn's own under "cairn" (its
+// source too). A run's input checkpoint is LangGraph's first "loop" one,
+// step 0 of a thread's first run: its input view (InputView) is the
+// "input" one before it.
 func CheckpointMetadata(cp store.Checkpoint) map[string]any {
 	src := cp.Meta.Source
 	switch src {
-	case "", "interrupt":
+	case "", "interrupt", sourceInput:
 		src = "loop"
 	}
-	cairn := map[string]any{"seq": cp.Seq, "parent": cp.Parent, "status": cp.Status.String(), "nodes": cp.Nodes}
+	cairn := map[string]any{"seq": cp.Seq, "parent": cp.Parent, "status": cp.Status.String(), "nodes": cp.Nodes, "source": cp.Meta.Source}
 	add := func(k string, v any, ok bool) {
 		if ok {
 			cairn[k] = v
@@ -138,7 +144,7 @@ func CheckpointMetadata(cp store.Checkpoint) map[string]any {
 	}
 	approval, ok := m.Extra[flow.ApprovalKey]
 	add("approval", approval, ok)
-	md := map[string]any{"source": src, "step": cp.Seq - 2, "parents": map[string]any{}, "writes": nil, "thread_id": APIThreadID(cp.Thread), "cairn": cairn}
+	md := map[string]any{"source": src, "step": cp.Seq - 1, "parents": map[string]any{}, "writes": nil, "thread_id": APIThreadID(cp.Thread), "cairn": cairn}
 	if m.RunID != "" {
 		md["run_id"] = m.RunID
 	}

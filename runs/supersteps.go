@@ -25,7 +25,7 @@ type SuperstepUpdate struct {
 }
 
 // inputNode is LangGraph's name for the update that is a run's input.
-const inputNode = "__input__"
+const inputNode = flow.INPUT
 
 // CheckSupersteps reads the supersteps of a thread to be made: the
 // assistant its metadata names (graph_id or assistant_id) and, for each
@@ -75,15 +75,18 @@ func (s *Service) CheckSupersteps(ctx context.Context, raw json.RawMessage, md m
 // where one fails, the thread is deleted and the error returned.
 func (s *Service) ApplySupersteps(ctx context.Context, th store.Thread, a Assistant, steps []Superstep) error {
 	uctx := s.UpdateContext(ctx, th)
-	for _, st := range steps {
+	for i, st := range steps {
 		for _, u := range st.Updates {
 			var upd state.Update
 			if !isNull(u.Values) {
 				_ = json.Unmarshal(u.Values, &upd) // checked
 			}
 			node := u.AsNode
-			if node == inputNode {
-				node = flow.START
+			switch {
+			case node == inputNode && startsNext(steps, i):
+				continue // the input is what __start__ writes next (LangGraph's input checkpoint, then its step 0)
+			case node == flow.START && i > 0 && inputOnly(steps[i-1]):
+				node = flow.INPUT
 			}
 			if _, err := a.UpdateState(uctx, s.store, th.ID, 0, upd, node); err != nil {
 				_ = s.store.DeleteThread(context.WithoutCancel(ctx), th.ID)
@@ -92,4 +95,17 @@ func (s *Service) ApplySupersteps(ctx context.Context, th store.Thread, a Assist
 		}
 	}
 	return nil
+}
+
+// inputOnly: a superstep is the input alone.
+func inputOnly(st Superstep) bool {
+	return len(st.Updates) == 1 && st.Updates[0].AsNode == inputNode
+}
+
+// startsNext: superstep i is the input alone and the next one __start__
+// alone, the pair a run's start writes in LangGraph (its input
+// checkpoint, then the input applied), which Cairn stores as one
+// checkpoint, the input applied.
+func startsNext(steps []Superstep, i int) bool {
+	return inputOnly(steps[i]) && i+1 < len(steps) && len(steps[i+1].Updates) == 1 && steps[i+1].Updates[0].AsNode == flow.START
 }

@@ -74,24 +74,49 @@ func APITime(t time.Time) string {
 
 // Checkpoint ids are UUIDs (version 8) that carry the checkpoint's seq in
 // their last 48 bits, so they sort as the seqs do and need no lookup:
-// seq 5 is 00000000-0000-8000-8000-000000000005.
-const checkpointIDPrefix = "00000000-0000-8000-8000-"
+// seq 5 is 00000000-0000-8000-8000-000000000005. The input checkpoint
+// LangGraph shows before a run's first (see InputView) has its own
+// prefix and the seq of the checkpoint it comes before:
+// 00000000-0000-8000-8001-000000000005.
+const (
+	checkpointIDPrefix = "00000000-0000-8000-8000-"
+	inputIDPrefix      = "00000000-0000-8000-8001-"
+)
 
 func CheckpointID(seq int64) string {
 	return fmt.Sprintf("%s%012x", checkpointIDPrefix, seq)
 }
 
+// InputCheckpointID names the input checkpoint shown before checkpoint
+// seq, a run's first.
+func InputCheckpointID(seq int64) string {
+	return fmt.Sprintf("%s%012x", inputIDPrefix, seq)
+}
+
+// CheckpointAt is the checkpoint an API id names: stored checkpoint Seq,
+// or (Input) the input checkpoint shown before it.
+type CheckpointAt struct {
+	Seq   int64
+	Input bool
+}
+
 // ParseCheckpointID reads a checkpoint id back; a plain seq (as the CLI
 // prints it) is accepted too.
-func ParseCheckpointID(s string) (int64, error) {
-	if rest, ok := strings.CutPrefix(s, checkpointIDPrefix); ok && len(rest) == 12 {
-		if n, err := strconv.ParseInt(rest, 16, 64); err == nil && n > 0 {
-			return n, nil
+func ParseCheckpointID(s string) (CheckpointAt, error) {
+	for _, p := range []struct {
+		prefix string
+		input  bool
+	}{{checkpointIDPrefix, false}, {inputIDPrefix, true}} {
+		if rest, ok := strings.CutPrefix(s, p.prefix); ok && len(rest) == 12 {
+			if n, err := strconv.ParseInt(rest, 16, 64); err == nil && n > 0 {
+				return CheckpointAt{Seq: n, Input: p.input}, nil
+			}
 		}
-	} else if n, err := strconv.ParseInt(s, 10, 64); err == nil && n > 0 {
-		return n, nil
 	}
-	return 0, fmt.Errorf("checkpoint_id %q is not a Cairn checkpoint id (%s<12 hex digits> or a seq)", s, checkpointIDPrefix)
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil && n > 0 {
+		return CheckpointAt{Seq: n}, nil
+	}
+	return CheckpointAt{}, fmt.Errorf("checkpoint_id %q is not a Cairn checkpoint id (%s<12 hex digits> or a seq)", s, checkpointIDPrefix)
 }
 
 func NewCheckpointRef(thread, ns string, seq int64) CheckpointRef {

@@ -75,21 +75,25 @@ func FuzzCheckQuery(f *testing.F) {
 // anything else is refused without a panic.
 func FuzzIDs(f *testing.F) {
 	f.Add("00000000-0000-8000-8000-000000000005", int64(5))
+	f.Add("00000000-0000-8000-8001-000000000005", int64(5))
 	f.Add("7", int64(1))
 	f.Add("run:3", int64(0))
 	f.Add("r:3:2", int64(9))
 	f.Fuzz(func(t *testing.T, s string, seq int64) {
 		if seq > 0 && seq < 1<<48 {
-			if got, err := runs.ParseCheckpointID(runs.CheckpointID(seq)); err != nil || got != seq {
-				t.Fatalf("checkpoint id of %d reads back %d, %v", seq, got, err)
+			if got, err := runs.ParseCheckpointID(runs.CheckpointID(seq)); err != nil || got != (runs.CheckpointAt{Seq: seq}) {
+				t.Fatalf("checkpoint id of %d reads back %+v, %v", seq, got, err)
+			}
+			if got, err := runs.ParseCheckpointID(runs.InputCheckpointID(seq)); err != nil || got != (runs.CheckpointAt{Seq: seq, Input: true}) {
+				t.Fatalf("input checkpoint id of %d reads back %+v, %v", seq, got, err)
 			}
 			attempt := int(seq%5) + 1
 			if got, a, err := runs.ParseEventID("r", runs.EventID("r", seq, attempt)); err != nil || got != seq || a != attempt {
 				t.Fatalf("event id of %d (attempt %d) reads back %d (attempt %d), %v", seq, attempt, got, a, err)
 			}
 		}
-		if n, err := runs.ParseCheckpointID(s); err == nil && n <= 0 {
-			t.Fatalf("%q read as seq %d", s, n)
+		if n, err := runs.ParseCheckpointID(s); err == nil && n.Seq <= 0 {
+			t.Fatalf("%q read as seq %d", s, n.Seq)
 		}
 		if n, a, err := runs.ParseEventID("r", s); err == nil && (n < 0 || a < 1) {
 			t.Fatalf("%q read as event %d of attempt %d", s, n, a)

@@ -203,7 +203,7 @@ func TestGraphRunInterruptResume(t *testing.T) {
 	for _, e := range evs {
 		names = append(names, e.Event)
 	}
-	if got := strings.Join(names, ","); !strings.HasPrefix(got, "metadata,checkpoints,tasks,tasks,updates,checkpoints") || !strings.Contains(got, "updates") {
+	if got := strings.Join(names, ","); !strings.HasPrefix(got, "metadata,checkpoints,checkpoints,tasks,tasks,updates,checkpoints") || !strings.Contains(got, "updates") {
 		t.Fatalf("events: %s", got)
 	}
 	last := evs[len(evs)-1]

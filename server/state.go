@@ -46,21 +46,20 @@ func (s *Server) threadState(ctx context.Context, w http.ResponseWriter, threadI
 	if err != nil {
 		return err
 	}
-	var seq int64
+	var at runs.CheckpointAt
 	if checkpoint != "" {
-		if seq, err = runs.ParseCheckpointID(checkpoint); err != nil {
+		if at, err = runs.ParseCheckpointID(checkpoint); err != nil {
 			return unprocessable("checkpoint_id", "%v", err)
 		}
 	}
-	if th.Head == 0 && seq == 0 && ns == "" {
+	if th.Head == 0 && at.Seq == 0 && ns == "" {
 		writeJSON(w, http.StatusOK, emptyState(th.ID))
 		return nil
 	}
-	cp, err := s.loadState(ctx, th.ID, ns, seq)
+	v, cp, err := s.stateView(ctx, th.ID, ns, at)
 	if err != nil {
 		return err
 	}
-	v := runs.StateView(cp)
 	v.AddRunMetadata(s.svc.RunMetadata(ctx, th, ns)(cp))
 	if subgraphs {
 		if err := s.addSubgraphs(ctx, &v, th.ID, ns); err != nil {
@@ -69,6 +68,24 @@ func (s *Server) threadState(ctx context.Context, w http.ResponseWriter, threadI
 	}
 	writeJSON(w, http.StatusOK, v)
 	return nil
+}
+
+// stateView is checkpoint at of a namespace as a thread state, and the
+// checkpoint it was built from.
+func (s *Server) stateView(ctx context.Context, thread, ns string, at runs.CheckpointAt) (runs.State, store.Checkpoint, error) {
+	if at.Input {
+		cp, err := s.svc.InputOf(ctx, thread, ns, at.Seq)
+		if err != nil {
+			return runs.State{}, cp, err
+		}
+		v, err := s.svc.InputView(ctx, cp)
+		return v, cp, err
+	}
+	cp, err := s.loadState(ctx, thread, ns, at.Seq)
+	if err != nil {
+		return runs.State{}, cp, err
+	}
+	return runs.StateView(cp), cp, nil
 }
 
 // addSubgraphs adds the head state of every namespace below ns as a task.
@@ -144,15 +161,19 @@ func (s *Server) updateState(w http.ResponseWriter, r *http.Request) error {
 	if req.Checkpoint != nil && req.Checkpoint.CheckpointNS != "" {
 		return unprocessable("$.checkpoint.checkpoint_ns", "%q: Cairn updates a thread's root state only; a subgraph's state is its own run's (resume the thread to go on in it)", req.Checkpoint.CheckpointNS)
 	}
-	var at int64
+	var named runs.CheckpointAt
 	if cid != "" {
 		var err error
-		if at, err = runs.ParseCheckpointID(cid); err != nil {
+		if named, err = runs.ParseCheckpointID(cid); err != nil {
 			return unprocessable("$.checkpoint_id", "%v", err)
 		}
 	}
 	ctx := r.Context()
 	th, err := s.svc.Thread(ctx, r.PathValue("thread_id"))
+	if err != nil {
+		return err
+	}
+	at, err := s.svc.StateAt(ctx, th.ID, "", named)
 	if err != nil {
 		return err
 	}
@@ -186,10 +207,10 @@ type historyRequest struct {
 }
 
 // beforeSeq reads before: a checkpoint id, or a config naming one.
-func (q historyRequest) beforeSeq() (int64, error) {
+func (q historyRequest) beforeSeq() (runs.CheckpointAt, error) {
 	b := string(q.Before)
 	if b == "" || b == "null" {
-		return 0, nil
+		return runs.CheckpointAt{}, nil
 	}
 	var id string
 	if json.Unmarshal(q.Before, &id) != nil {
@@ -197,15 +218,15 @@ func (q historyRequest) beforeSeq() (int64, error) {
 			Configurable runs.CheckpointConfig `json:"configurable"`
 		}
 		if err := json.Unmarshal(q.Before, &cfg); err != nil {
-			return 0, unprocessable("$.before", "want a checkpoint id or {configurable: {checkpoint_id}}")
+			return runs.CheckpointAt{}, unprocessable("$.before", "want a checkpoint id or {configurable: {checkpoint_id}}")
 		}
 		id = cfg.Configurable.CheckpointID
 	}
-	seq, err := runs.ParseCheckpointID(id)
+	at, err := runs.ParseCheckpointID(id)
 	if err != nil {
-		return 0, unprocessable("$.before", "%v", err)
+		return at, unprocessable("$.before", "%v", err)
 	}
-	return seq, nil
+	return at, nil
 }
 
 func (s *Server) postHistory(w http.ResponseWriter, r *http.Request) error {
@@ -258,30 +279,78 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, q historyReques
 	if err != nil {
 		return err
 	}
-	out := []runs.State{}
-	req := store.HistoryRequest{Thread: th.ID, Namespace: ns, Before: before, WithState: true}
-	if len(q.Metadata) == 0 {
-		req.Limit = limit
+	l := historyList{s: s, th: th, filter: q.Metadata, limit: limit, runMD: s.svc.RunMetadata(ctx, th, ns)}
+	if err := l.list(ctx, ns, before); err != nil {
+		return err
 	}
-	runMD := s.svc.RunMetadata(ctx, th, ns)
-	for cp, err := range s.store.History(ctx, req) {
+	out := l.out
+	writeJSON(w, http.StatusOK, selectFields(out, q.Select))
+	return nil
+}
+
+// historyList gathers a history listing: each checkpoint as a thread
+// state, a run's input checkpoint followed by its input view, those
+// whose metadata matches the filter, up to limit.
+type historyList struct {
+	s      *Server
+	th     store.Thread
+	filter map[string]any
+	limit  int
+	runMD  func(store.Checkpoint) map[string]any
+	out    []runs.State
+}
+
+// list lists the states of namespace ns before checkpoint before (all
+// when zero): a stored checkpoint that is a run's input starts the list
+// with its input view.
+func (l *historyList) list(ctx context.Context, ns string, before runs.CheckpointAt) error {
+	if before.Seq > 0 && !before.Input {
+		if cp, err := l.s.svc.InputOf(ctx, l.th.ID, ns, before.Seq); err == nil {
+			if full, err := l.addInput(ctx, cp); full || err != nil {
+				return err
+			}
+		}
+	}
+	req := store.HistoryRequest{Thread: l.th.ID, Namespace: ns, Before: before.Seq, WithState: true}
+	if len(l.filter) == 0 {
+		req.Limit = l.limit
+	}
+	for cp, err := range l.s.store.History(ctx, req) {
 		if errors.Is(err, store.ErrNotFound) {
 			break
 		}
 		if err != nil {
 			return err
 		}
-		v := runs.StateView(cp)
-		v.AddRunMetadata(runMD(cp))
-		if !metadataMatch(v.Metadata, q.Metadata) {
-			continue
+		if l.add(runs.StateView(cp), cp) {
+			return nil
 		}
-		if out = append(out, v); len(out) == limit {
-			break
+		if runs.RunInput(cp) {
+			if full, err := l.addInput(ctx, cp); full || err != nil {
+				return err
+			}
 		}
 	}
-	writeJSON(w, http.StatusOK, selectFields(out, q.Select))
 	return nil
+}
+
+// add adds a state if its metadata matches, and reports whether the list
+// is full.
+func (l *historyList) add(v runs.State, cp store.Checkpoint) bool {
+	v.AddRunMetadata(l.runMD(cp))
+	if metadataMatch(v.Metadata, l.filter) {
+		l.out = append(l.out, v)
+	}
+	return len(l.out) == l.limit
+}
+
+// addInput adds the input view before cp.
+func (l *historyList) addInput(ctx context.Context, cp store.Checkpoint) (bool, error) {
+	v, err := l.s.svc.InputView(ctx, cp)
+	if err != nil {
+		return false, err
+	}
+	return l.add(v, cp), nil
 }
 
 // metadataMatch: every key of the filter equals the metadata's (compared

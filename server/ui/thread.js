@@ -31,11 +31,25 @@ function durationOf(c) {
   return Object.values(d).reduce((a, b) => a + (Number(b) || 0), 0);
 }
 
+// inputView: a state of the history that is a run's input view, not a
+// stored checkpoint.
+export function inputView(state) {
+  return state?.metadata?.cairn?.input_of !== undefined;
+}
+
 // layout places each checkpoint on a row (oldest first) and a lane: a
 // checkpoint continues its parent's lane if it is the parent's first
 // child, and starts a branch in a free lane otherwise.
-export function layout(states) {
-  const nodes = states.map((s) => ({s, id: s.checkpoint.checkpoint_id, pid: s.parent_checkpoint?.checkpoint_id || null, seq: seqOf(s), kids: []}));
+export function layout(all) {
+  // The input views the API shows before each run's input checkpoint
+  // (LangGraph's input checkpoints) are not stored: the tree leaves them
+  // out and links their children to their parents.
+  const views = new Map(all.filter(inputView).map((s) => [s.checkpoint.checkpoint_id, s.parent_checkpoint?.checkpoint_id || null]));
+  const states = all.filter((s) => !inputView(s));
+  const nodes = states.map((s) => {
+    const pid = s.parent_checkpoint?.checkpoint_id || null;
+    return {s, id: s.checkpoint.checkpoint_id, pid: views.has(pid) ? views.get(pid) : pid, seq: seqOf(s), kids: []};
+  });
   nodes.sort((a, b) => a.seq - b.seq || String(a.s.created_at).localeCompare(String(b.s.created_at)));
   const byId = new Map(nodes.map((n) => [n.id, n]));
   nodes.forEach((n, i) => {
@@ -282,7 +296,7 @@ export class ThreadView {
     clear(this.historyHead, h('h2', {}, 'History'),
       h('span', {class: 'muted small', 'data-testid': 'history-summary'},
         `${nodes.length} checkpoint${nodes.length === 1 ? '' : 's'}` + (branches ? ` · ${branches} branch${branches === 1 ? '' : 'es'}` : '') +
-        (nodes.length >= HISTORY_LIMIT ? ` (the newest ${HISTORY_LIMIT})` : '')));
+        ((this.history?.length || 0) >= HISTORY_LIMIT ? ` (the newest ${nodes.length})` : '')));
     if (!nodes.length) {
       clear(this.treeEl, h('p', {class: 'muted'}, 'No checkpoints yet.'));
       return;
@@ -313,7 +327,7 @@ export class ThreadView {
   renderRow(n, headSeq) {
     const s = n.s;
     const c = s.metadata?.cairn || {};
-    const src = s.metadata?.source;
+    const src = c.source || s.metadata?.source;
     const nodesRan = (c.nodes || []).filter(Boolean);
     let what = nodesRan.join(', ');
     if (!what) {
@@ -386,7 +400,7 @@ export class ThreadView {
     fact('Checkpoint', h('span', {class: 'mono'}, s.checkpoint.checkpoint_id));
     fact('Parent', n.parent ? h('a', {href: `#/threads/${this.id}/${n.parent.seq}`, onclick: (e) => { e.preventDefault(); this.pinned = true; this.select(n.parent.id, {push: true, scroll: true}); }}, `#${n.parent.seq}`) : 'none');
     fact('Created', fmtTime(s.created_at));
-    fact('Source', md.source);
+    fact('Source', c.source || md.source);
     fact('Step', md.step);
     fact('Nodes', (c.nodes || []).join(', '));
     fact('Next', (s.next || []).join(', ') || 'end');
