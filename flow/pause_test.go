@@ -39,8 +39,8 @@ func TestUpdateAtPauseContinues(t *testing.T) {
 			_, err := r.UpdateState(ctx, "t", state.Update{"log": "edit"}, "a")
 			return err
 		}},
-		{"UpdateStateAt the checkpoint the pause resumes", func(ctx context.Context, r *flow.Runner, pause flow.Result) error {
-			_, err := r.UpdateStateAt(ctx, "t", pause.Head-1, state.Update{"log": "edit"}, "a")
+		{"UpdateStateAt the paused checkpoint", func(ctx context.Context, r *flow.Runner, pause flow.Result) error {
+			_, err := r.UpdateStateAt(ctx, "t", pause.Head, state.Update{"log": "edit"}, "a")
 			return err
 		}},
 	}

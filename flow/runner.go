@@ -211,8 +211,10 @@ func (r *Runner) Invoke(ctx context.Context, thread string, input state.Update, 
 		return Result{}, err
 	}
 	run.tasks = r.schedule(next)
+	meta := store.Meta{Source: "input", Extra: inputExtra(ro)}
+	pause := r.pauseBefore(&meta, run.tasks)
 	cp := store.Checkpoint{Thread: thread, Namespace: r.opts.Namespace, Parent: run.head, Nodes: []string{START}, Patch: patch, State: doc,
-		Meta: r.meta(run, store.Meta{Source: "input", Extra: inputExtra(ro)})}
+		Meta: r.meta(run, meta)}
 	if parent, ok := Info(ctx); ok {
 		setParentTask(&cp.Meta, parent.Key)
 	}
@@ -223,6 +225,10 @@ func (r *Runner) Invoke(ctx context.Context, thread string, input state.Update, 
 	r.emit(Event{Kind: EventRunStart, RunID: run.id, Thread: thread, Seq: run.head})
 	r.log(ctx, slog.LevelInfo, "run start", run, slog.Int64("head", run.head))
 	r.emitValues(run)
+	if pause != nil {
+		r.emitPause(run, pause)
+		return run.finish(ctx, state.StopInterrupt, pause, nil)
+	}
 	return r.loop(ctx, run)
 }
 
@@ -306,7 +312,7 @@ func (r *Runner) Resume(ctx context.Context, thread string, value any, ro ...Run
 // pausedAt reports whether a Resume from head answers a pause: an
 // INTERRUPTED head, or an update written at a pause (UpdateState).
 func pausedAt(head store.Checkpoint) bool {
-	return head.Status == store.StatusInterrupted || (head.Meta.Source == sourceUpdate && head.Meta.StopReason == string(state.StopInterrupt))
+	return head.Status == store.StatusInterrupted || (head.Meta.StopReason == string(state.StopInterrupt) && len(head.Meta.Interrupt) > 0)
 }
 
 // resumeValue gives a Resume's value to the node the pause names: the

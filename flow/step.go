@@ -53,7 +53,8 @@ func (r *Runner) interruptsBefore(tasks []store.Task) (string, bool) {
 }
 
 // interruptBefore stops the run before node runs, with an INTERRUPTED
-// checkpoint that a Resume continues from.
+// checkpoint that a Resume continues from: a run whose head did not say
+// so already (a resume after a crash, or of a run without the pause).
 func (r *Runner) interruptBefore(ctx context.Context, run *run, node string) (Result, error) {
 	if err := run.settle(ctx, ""); err != nil {
 		return run.finish(ctx, state.StopUnrecoverableError, nil, err)
@@ -253,8 +254,11 @@ func (r *Runner) commitStep(ctx context.Context, run *run, m merged, results []t
 	run.usage.Tokens.Input += m.tokens.Input
 	run.usage.Tokens.Output += m.tokens.Output
 	after := r.interruptAfter(run, m.nodes)
+	var before json.RawMessage
 	if after != "" {
 		meta.StopReason = string(state.StopInterrupt)
+	} else {
+		before = r.pauseBefore(&meta, run.tasks)
 	}
 	cp := store.Checkpoint{Thread: run.thread, Namespace: r.opts.Namespace, Nodes: m.nodes, Patch: m.patch, State: m.doc, Meta: r.meta(run, meta)}
 	if err := run.commit(ctx, cp); err != nil {
@@ -274,7 +278,36 @@ func (r *Runner) commitStep(ctx context.Context, run *run, m merged, results []t
 		r.emit(Event{Kind: EventInterrupt, RunID: run.id, Thread: run.thread, Seq: run.head, Node: after, Payload: payload, Static: true})
 		return stepOutcome{stop: state.StopInterrupt, interrupt: payload}, nil
 	}
+	if before != nil {
+		r.emitPause(run, before)
+		return stepOutcome{stop: state.StopInterrupt, interrupt: before}, nil
+	}
 	return stepOutcome{}, nil
+}
+
+// pauseBefore makes a commit whose schedule has a node of
+// Options.InterruptBefore the run's pause before it, as an update at a
+// pause is (StopReason interrupt, Interrupt {before, node}): the run
+// stops with that commit, and writes no checkpoint of its own for the
+// pause (LangGraph's thread shows its last step, next the node). It
+// returns the pause's payload, nil when nothing pauses.
+func (r *Runner) pauseBefore(meta *store.Meta, tasks []store.Task) json.RawMessage {
+	node, ok := r.interruptsBefore(tasks)
+	if !ok {
+		return nil
+	}
+	payload, _ := json.Marshal(map[string]string{"before": node, "node": node})
+	meta.StopReason, meta.Interrupt = string(state.StopInterrupt), payload
+	return payload
+}
+
+// emitPause tells the observer the run paused before a node.
+func (r *Runner) emitPause(run *run, payload json.RawMessage) {
+	var p struct {
+		Node string `json:"node"`
+	}
+	_ = json.Unmarshal(payload, &p) // pauseBefore's
+	r.emit(Event{Kind: EventInterrupt, RunID: run.id, Thread: run.thread, Seq: run.head, Node: p.Node, Payload: payload, Static: true})
 }
 
 // interruptAfter returns the first node of the step the run must stop

@@ -298,8 +298,8 @@ func (r *Result) WaitingAt() (gate int, ok bool) {
 // Waiting reports the gate a pipeline thread's head waits before for
 // approval.
 func Waiting(head store.Checkpoint) (gate int, ok bool) {
-	if head.Status != store.StatusInterrupted {
-		return 0, false
+	if head.Status != store.StatusInterrupted && (head.Meta.StopReason != string(state.StopInterrupt) || len(head.Meta.Interrupt) == 0) {
+		return 0, false // neither an interrupt nor a commit that paused before its next gate
 	}
 	return gateOfNode(interruptedNode(head))
 }

@@ -142,6 +142,9 @@ func (e *Engine) busy(ctx context.Context, th Thread) (bool, error) {
 	if th.Head == 0 {
 		return false, nil
 	}
+	if th.Status == ThreadInterrupted { // a pause: an interrupt, or a step's commit that paused before the next
+		return true, nil
+	}
 	rows, err := e.rows(ctx, driver.RowQuery{Thread: th.ID, From: th.Head, To: th.Head})
 	if err != nil || len(rows) == 0 {
 		return false, err
