@@ -78,7 +78,9 @@ func (s *Service) emptyValues(ctx context.Context, thread, ns string) json.RawMe
 	if err != nil {
 		return json.RawMessage("{}")
 	}
-	if e, ok := a.(interface{ emptyValues(ns string) json.RawMessage }); ok {
+	if e, ok := a.(interface {
+		emptyValues(ns string) json.RawMessage
+	}); ok {
 		return e.emptyValues(ns)
 	}
 	return json.RawMessage("{}")

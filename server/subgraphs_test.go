@@ -1,8 +1,8 @@
 package server_test
 
 import (
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
