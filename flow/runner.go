@@ -121,6 +121,9 @@ type Runner struct {
 	obs  sync.Mutex
 }
 
+// Schema is the state schema of the runner's graph.
+func (r *Runner) Schema() *state.Schema { return r.g.schema }
+
 // NewRunner returns a runner.
 func NewRunner(g *Compiled, s store.Store, opts Options) (*Runner, error) {
 	d, err := ParseDurability(string(opts.Durability))

@@ -107,6 +107,7 @@ func (r *Runner) succeeded(run *run, tk *task, upd state.Update, took time.Durat
 			b, _ = json.Marshal(upd)
 		}
 		if b != nil {
+			b = r.g.schema.WithMessageIDs(b, idGen(tk.info.Key)) // as applyResult gives them
 			r.emit(Event{Kind: EventUpdate, RunID: run.id, Thread: run.thread, Seq: tk.info.ReadSeq, Node: tk.info.Node, Key: tk.info.Key, Payload: b})
 		}
 	}

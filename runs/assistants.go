@@ -193,6 +193,7 @@ func (g *Graph) Run(ctx context.Context, spec RunSpec) (flow.Result, error) {
 	if keep := g.inputKeys; keep != nil {
 		maps.DeleteFunc(upd, func(k string, _ any) bool { return !keep[k] }) // as LangGraph reads input through its input schema
 	}
+	coerceMessages(r.Schema(), upd)
 	return streamResult(r.Stream(ctx, spec.Thread, upd, so))
 }
 
@@ -216,6 +217,7 @@ func (g *Graph) UpdateState(ctx context.Context, s store.Store, thread string, a
 	if err != nil {
 		return store.Checkpoint{}, err
 	}
+	coerceMessages(r.Schema(), values)
 	return r.UpdateStateAt(ctx, thread, at, values, asNode)
 }
 

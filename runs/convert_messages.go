@@ -54,10 +54,11 @@ func (c *converter) returned(ev flow.Event) []*Event {
 	}
 	var out []*Event
 	for _, el := range list {
+		if !isMessage(el) {
+			continue
+		}
 		id := messageID(el)
 		switch {
-		case id == "" && !isMessage(el):
-			continue
 		case id == "": // sent as returned: nothing names it again
 		case c.done[id] || c.messages[id] != nil || c.streamed[id]:
 			continue

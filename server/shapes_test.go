@@ -192,8 +192,10 @@ func TestEventsMode(t *testing.T) {
 }
 
 // TestReturnedMessageWithoutID: messages-tuple sends a message a node
-// returns without an id too, as it was returned; what is not a message
-// (no content, no type or role) is not sent.
+// returns without an id too, with the id the state gives it (as the
+// updates stream shows it, and as LangGraph's reducer writes it into the
+// update); what is not a message (no content, no type or role) is not
+// sent.
 func TestReturnedMessageWithoutID(t *testing.T) {
 	schema := state.MustSchema(state.WithField("messages", state.ReducerMessages))
 	g, err := flow.NewGraph(schema).
@@ -205,7 +207,8 @@ func TestReturnedMessageWithoutID(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts := newServer(t, inmem.Open(store.Options{}), &runs.Graph{ID: "quiet", Graph: g})
-	evs := ts.stream("POST", "/runs/stream", map[string]any{"assistant_id": "quiet", "input": map[string]any{}, "stream_mode": "messages-tuple"}, "", nil)
+	ts.json("POST", "/threads", map[string]any{"thread_id": "q"}, 200)
+	evs := ts.stream("POST", "/threads/q/runs/stream", map[string]any{"assistant_id": "quiet", "input": map[string]any{}, "stream_mode": "messages-tuple"}, "", nil)
 	var sent []string
 	for _, ev := range evs {
 		if ev.Event == "messages" {
@@ -214,6 +217,14 @@ func TestReturnedMessageWithoutID(t *testing.T) {
 	}
 	if len(sent) != 1 || !strings.Contains(sent[0], `"content":"no id"`) {
 		t.Fatalf("sent %v", sent)
+	}
+	var tuple []map[string]any
+	if err := json.Unmarshal([]byte(sent[0]), &tuple); err != nil || len(tuple) != 2 {
+		t.Fatalf("sent %s: %v", sent[0], err)
+	}
+	st := ts.json("GET", "/threads/q/state", nil, 200)
+	if id := st["values"].(map[string]any)["messages"].([]any)[0].(map[string]any)["id"]; id != tuple[0]["id"] || id == nil {
+		t.Fatalf("the message's id: sent %v, stored %v", tuple[0]["id"], id)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/cairn-dev/cairn/internal/jsontext"
@@ -120,4 +122,65 @@ func withID(msg json.RawMessage, id string) json.RawMessage {
 		out = append(out, ',')
 	}
 	return append(out, rest...)
+}
+
+// WithMessageIDs returns an update (a JSON object of fields) with the id
+// Apply, given newID, gives each message of a messages field that has
+// none: the update as the state records it, which LangGraph's streams
+// show (its reducer writes the ids into the update). Other values are
+// left as they are; an update that is not an object, or has no message
+// without an id, is returned as it is.
+func (s *Schema) WithMessageIDs(upd json.RawMessage, newID func() string) json.RawMessage {
+	if !s.hasMessages || firstByte(upd) != '{' {
+		return upd
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(upd, &m) != nil {
+		return upd
+	}
+	changed := false
+	for _, k := range slices.Sorted(maps.Keys(m)) { // Apply's order
+		if s.fields[k] != ReducerMessages {
+			continue
+		}
+		if v, ok := withIDs(m[k], newID); ok {
+			m[k], changed = v, true
+		}
+	}
+	if !changed {
+		return upd
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return upd
+	}
+	return b
+}
+
+// withIDs gives the messages of a messages field's update without an id
+// the ids the reducer would, in its order, and reports whether any.
+func withIDs(v json.RawMessage, newID func() string) (json.RawMessage, bool) {
+	elems, err := updateElements(v)
+	if err != nil {
+		return v, false
+	}
+	changed := false
+	for i, e := range elems {
+		if firstByte(e) != '{' {
+			break // the reducer refuses the update
+		}
+		h, err := readHead(e)
+		if err != nil || h.Type == "remove" || h.ID != nil {
+			continue
+		}
+		elems[i], changed = withID(e, newID()), true
+	}
+	if !changed {
+		return v, false
+	}
+	if firstByte(v) != '[' {
+		return elems[0], true
+	}
+	b, err := json.Marshal(elems)
+	return b, err == nil
 }

@@ -12,9 +12,11 @@ import (
 type Schema struct {
 	fields   map[string]string
 	reducers map[string]reducer
-	strict   bool
-	version  int
-	migr     *Migrations
+	// hasMessages: a field uses the messages reducer (WithMessageIDs).
+	hasMessages bool
+	strict      bool
+	version     int
+	migr        *Migrations
 }
 
 // SchemaOption configures a Schema.
@@ -42,6 +44,7 @@ func NewSchema(opts ...SchemaOption) (*Schema, error) {
 		if _, ok := s.reducers[r]; !ok {
 			return nil, fmt.Errorf("%w: field %q uses %q", ErrUnknownReducer, f, r)
 		}
+		s.hasMessages = s.hasMessages || r == ReducerMessages
 	}
 	return s, nil
 }

@@ -260,7 +260,7 @@ func TestServeRestartPicksUpRuns(t *testing.T) {
 	crashtest.WaitFor(t, 10*time.Second, "the first step's checkpoint", func() bool {
 		var h []map[string]any
 		p.call(t, "POST", "/threads/"+tid+"/history", map[string]any{"limit": 10}, &h)
-		return len(h) >= 2
+		return len(h) >= 3 // the input view, the input, the first step
 	})
 	p.stop(syscall.SIGKILL)
 

@@ -74,9 +74,10 @@ func queueHistory(t *testing.T, p *serveProcess, thread string) (map[int64]int64
 	var h []struct {
 		Metadata struct {
 			Cairn struct {
-				Seq    int64    `json:"seq"`
-				Parent int64    `json:"parent"`
-				Nodes  []string `json:"nodes"`
+				Seq     int64    `json:"seq"`
+				Parent  int64    `json:"parent"`
+				Nodes   []string `json:"nodes"`
+				InputOf int64    `json:"input_of"` // an input view, not a stored checkpoint
 			} `json:"cairn"`
 		} `json:"metadata"`
 	}
@@ -91,6 +92,9 @@ func queueHistory(t *testing.T, p *serveProcess, thread string) (map[int64]int64
 	}
 	parents, nodes := map[int64]int64{}, map[string]int{}
 	for _, cp := range h {
+		if cp.Metadata.Cairn.InputOf != 0 {
+			continue
+		}
 		parents[cp.Metadata.Cairn.Seq] = cp.Metadata.Cairn.Parent
 		for _, n := range cp.Metadata.Cairn.Nodes {
 			nodes[n]++

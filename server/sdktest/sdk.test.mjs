@@ -150,7 +150,11 @@ test("a stream rejoined with Last-Event-ID gets what it missed, once, and no ste
   const final = await client.runs.join(thread.thread_id, run.run_id);
   assert.match(final.final_output, /commits every step/);
   const history = await client.threads.getHistory(thread.thread_id, { limit: 100 });
-  assert.equal(history.length, 6, "the input and five steps, each committed once");
+  // LangGraph's shape: the input checkpoint (next __start__), the input
+  // applied (step 0), then each step.
+  assert.equal(history.length, 7, "the input, the input applied and five steps, each committed once");
+  assert.deepEqual(history.at(-1).next, ["__start__"]);
+  assert.deepEqual([history.at(-1).metadata.source, history.at(-1).metadata.step, history.at(-2).metadata.source, history.at(-2).metadata.step], ["input", -1, "loop", 0]);
   // The whole stream again from the start, from the store.
   const again = await collect(client.runs.joinStream(thread.thread_id, run.run_id));
   assert.deepEqual(again.map((p) => p.id), all.map((p) => p.id));
