@@ -4,14 +4,15 @@ import (
 	"github.com/cairn-dev/cairn/state"
 )
 
-// roleTypes are the message types the roles of OpenAI's shape name, as
-// LangChain coerces them.
-var roleTypes = map[string]string{"user": "human", "assistant": "ai", "system": "system", "developer": "system", "tool": "tool"}
+// roleTypes are the message types roles name (LangChain's and OpenAI's),
+// as LangChain coerces them.
+var roleTypes = map[string]string{"human": "human", "user": "human", "ai": "ai", "assistant": "ai", "system": "system", "developer": "system", "tool": "tool"}
 
 // coerceMessages gives the messages an update from the API writes to a Go
 // graph's messages fields (state.ReducerMessages) the shape LangGraph's
 // reducer gives message-likes: a string is a human message, and a role
-// (user, assistant, system, developer, tool) names the type. Anything
+// (human or user, ai or assistant, system, developer, tool) names the
+// type. Anything
 // else is left for the reducer to take or refuse.
 func coerceMessages(s *state.Schema, upd state.Update) {
 	for k, v := range upd {
