@@ -47,6 +47,11 @@ type Config struct {
 	// credentials). HTTPClient posts webhooks (nil: http.DefaultClient).
 	WebhookCheck func(*url.URL) error
 	HTTPClient   *http.Client
+	// BaseURL, when set, is the server's own address: a webhook that is a
+	// path ("/hooks/run-done") is resolved against it, as LangGraph's
+	// server posts to its own custom routes (a program that serves its
+	// routes beside the API). Without it a webhook is an absolute URL.
+	BaseURL *url.URL
 	// Items keeps the assistants clients make (CreateAssistant), under
 	// each tenant's store.SystemTenant (nil: store.ItemsOf(Store)).
 	Items store.ItemStore

@@ -18,7 +18,8 @@ import (
 const webhookTries = 4
 
 // checkWebhook reads a run's webhook: an absolute http or https URL
-// without credentials, which Config.WebhookCheck (if set) allows.
+// without credentials, or a path on Config.BaseURL, which
+// Config.WebhookCheck (if set) allows.
 func (s *Service) checkWebhook(raw json.RawMessage) (string, error) {
 	if isNull(raw) {
 		return "", nil
@@ -28,11 +29,15 @@ func (s *Service) checkWebhook(raw json.RawMessage) (string, error) {
 		return "", invalid("$.webhook", "want a URL (a string)")
 	}
 	p, err := url.Parse(u)
+	if err == nil && s.cfg.BaseURL != nil && p.Scheme == "" && p.Host == "" && strings.HasPrefix(p.Path, "/") {
+		p = s.cfg.BaseURL.ResolveReference(p) // a path: the server's own route
+		u = p.String()
+	}
 	switch {
 	case err != nil:
 		return "", invalid("$.webhook", "%v", err)
 	case p.Scheme != "http" && p.Scheme != "https", p.Host == "":
-		return "", invalid("$.webhook", "%q: want an absolute http or https URL", u)
+		return "", invalid("$.webhook", "%q: want an absolute http or https URL%s", u, s.relativeHint())
 	case p.User != nil:
 		return "", invalid("$.webhook", "a webhook URL carries no credentials")
 	}
@@ -42,6 +47,14 @@ func (s *Service) checkWebhook(raw json.RawMessage) (string, error) {
 		}
 	}
 	return u, nil
+}
+
+// relativeHint says why a path is not a webhook here.
+func (s *Service) relativeHint() string {
+	if s.cfg.BaseURL == nil {
+		return " (a path is a route of the server itself only where the program that serves the API names its own address: server.Config.BaseURL)"
+	}
+	return ""
 }
 
 // webhook posts a run that ended to its webhook, as LangGraph does: the

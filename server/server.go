@@ -58,6 +58,9 @@ type Config struct {
 	// WebhookCheck, when set, allows or refuses a run's webhook URL
 	// (runs.Config.WebhookCheck): an operator's allow-list.
 	WebhookCheck func(*url.URL) error
+	// BaseURL, when set, is the server's own address, against which a
+	// webhook that is a path resolves (runs.Config.BaseURL).
+	BaseURL *url.URL
 	// Defaults are graphs' default config and context (runs.Config.Defaults;
 	// cairn serve reads them from LANGGRAPH_CONFIG).
 	Defaults map[string]runs.GraphDefaults
@@ -104,7 +107,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	rc := runs.Config{Store: cfg.Store, Assistants: cfg.Assistants, Logger: cfg.Logger, Redact: cfg.Redact, Now: cfg.Now, ExpiryCheck: cfg.ExpiryCheck, Queue: cfg.Queue,
-		Defaults: cfg.Defaults, WebhookCheck: cfg.WebhookCheck}
+		Defaults: cfg.Defaults, WebhookCheck: cfg.WebhookCheck, BaseURL: cfg.BaseURL}
 	cfg.MaxBodyBytes = cmp.Or(cfg.MaxBodyBytes, 1<<20)
 	cfg.RequestTimeout = cmp.Or(cfg.RequestTimeout, 30*time.Second)
 	cfg.Heartbeat = cmp.Or(cfg.Heartbeat, 5*time.Second)

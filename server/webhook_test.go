@@ -3,6 +3,7 @@ package server_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -81,5 +82,47 @@ func TestWebhook(t *testing.T) {
 	_ = json.Unmarshal(b, &list)
 	if len(list) != 1 {
 		t.Fatalf("refused webhooks made runs: %d", len(list))
+	}
+}
+
+// TestWebhookPath: where the program serving the API names its own
+// address (Config.BaseURL), a webhook that is a path posts to that
+// program's route, as LangGraph's server posts to its custom routes;
+// the path goes through the server's check like any URL.
+func TestWebhookPath(t *testing.T) {
+	got := make(chan string, 1)
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /custom/hook", func(w http.ResponseWriter, r *http.Request) {
+		var m map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&m)
+		got <- fmt.Sprint(m["status"], " ", r.URL.Query().Get("x"))
+	})
+	app := httptest.NewServer(mux) // the embedding program's routes
+	defer app.Close()
+	base, _ := url.Parse(app.URL)
+	var calls atomic.Int64
+	srv, err := server.New(server.Config{Store: inmem.Open(store.Options{}), Assistants: []runs.Assistant{approvalGraph(t, &calls, 0)}, BaseURL: base,
+		WebhookCheck: func(u *url.URL) error {
+			if strings.Contains(u.Path, "blocked") {
+				return errors.New("path not allowed")
+			}
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := &testServer{t: t, srv: srv, url: newHTTP(t, srv)}
+	ts.json("POST", "/threads", map[string]any{"thread_id": "h"}, 200)
+	ts.json("POST", "/threads/h/runs/wait", map[string]any{"assistant_id": "drafts", "input": map[string]any{}, "webhook": "/custom/hook?x=1"}, 200)
+	select {
+	case s := <-got:
+		if s != "interrupted 1" {
+			t.Fatalf("the route got %q", s)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no webhook at the program's route")
+	}
+	if code, b := ts.do("POST", "/threads/h/runs", map[string]any{"assistant_id": "drafts", "input": map[string]any{}, "webhook": "/blocked"}); code != 422 || !strings.Contains(string(b), "path not allowed") {
+		t.Fatalf("a refused path: %d %s", code, b)
 	}
 }
