@@ -154,8 +154,12 @@ func chatSchemas(title string) Schemas {
 // Output the run's input and output (default: the state) — a run's input
 // keeps only Input's fields, as LangGraph reads input through its input
 // schema; Config the run's config.configurable; Context its context.
+// Subgraphs type the state of the graph's subgraphs
+// (flow.Graph.AddSubgraph), by subgraph node name (theirs in turn by
+// their Subgraphs).
 type GraphTypes struct {
 	State, Input, Output, Config, Context any
+	Subgraphs                             map[string]GraphTypes
 }
 
 // Schemas implements the schemas of a Go graph: its state's fields from
@@ -248,23 +252,35 @@ func AssistantSubgraphs(a Assistant, ns string, recurse bool) map[string]map[str
 	if !ok || g.drawing() == nil {
 		return out
 	}
-	var walk func(c *flow.Compiled, prefix string)
-	walk = func(c *flow.Compiled, prefix string) {
+	var walk func(c *flow.Compiled, prefix string, types GraphTypes)
+	walk = func(c *flow.Compiled, prefix string, types GraphTypes) {
 		for name, child := range c.Subgraphs() {
 			key := name
 			if prefix != "" {
 				key = prefix + "|" + name
 			}
+			ct := types.Subgraphs[name]
 			below := ns != "" && strings.HasPrefix(key, ns+"|")
 			if (ns == "" && (prefix == "" || recurse)) || key == ns || (below && recurse) {
-				st := stateSchema(name, child.Schema(), nil)
+				st := stateSchema(name, child.Schema(), typedFields(name, ct.State))
 				out[key] = map[string]any{"state": st, "input": st, "output": st, "config": nil}
 			}
 			if recurse || (ns != "" && strings.HasPrefix(ns, key+"|")) {
-				walk(child, key)
+				walk(child, key, ct)
 			}
 		}
 	}
-	walk(g.drawing(), "")
+	walk(g.drawing(), "", g.Types)
 	return out
+}
+
+// typedFields are the properties of a state type's schema (nil when it
+// has none, or does not make one: a Graph's own schemas report that).
+func typedFields(title string, v any) map[string]any {
+	st, err := typeSchema(title, v)
+	if err != nil || st == nil {
+		return nil
+	}
+	props, _ := st["properties"].(map[string]any)
+	return props
 }

@@ -55,7 +55,15 @@ func weatherGraph(t *testing.T) *runs.Graph {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &runs.Graph{ID: "weather", Graph: router}
+	// The subgraphs' states typed: a schema given as is (an enum), and a
+	// Go type.
+	types := runs.GraphTypes{Subgraphs: map[string]runs.GraphTypes{"weather_graph": {
+		State: map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string", "enum": []string{"San Francisco", "LA"}}}},
+		Subgraphs: map[string]runs.GraphTypes{"detail_graph": {State: struct {
+			Detail string `json:"detail"`
+		}{}}},
+	}}}
+	return &runs.Graph{ID: "weather", Graph: router, Types: types}
 }
 
 // TestSubgraphs: GET /assistants/{id}/subgraphs lists a graph's subgraphs
@@ -81,8 +89,18 @@ func TestSubgraphs(t *testing.T) {
 	if got := keys(all); fmt.Sprint(got) != "[weather_graph weather_graph|detail_graph]" {
 		t.Fatalf("subgraphs, recursing: %v", got)
 	}
-	if st := fmt.Sprint(all["weather_graph"]); !strings.Contains(st, "city") || !strings.Contains(st, "report") {
-		t.Fatalf("weather_graph's schema: %s", st)
+	prop := func(ns, field string) string {
+		b, _ := json.Marshal(all[ns].(map[string]any)["state"].(map[string]any)["properties"].(map[string]any)[field])
+		return string(b)
+	}
+	for _, c := range []struct{ ns, field, want string }{
+		{"weather_graph", "city", `{"enum":["San Francisco","LA"],"type":"string"}`},
+		{"weather_graph", "report", `{}`},
+		{"weather_graph|detail_graph", "detail", `{"type":"string"}`},
+	} {
+		if got := prop(c.ns, c.field); got != c.want {
+			t.Errorf("%s's %s: %s, want %s", c.ns, c.field, got, c.want)
+		}
 	}
 	if got := keys(ts.json("GET", "/assistants/weather/subgraphs/weather_graph|detail_graph", nil, 200)); fmt.Sprint(got) != "[weather_graph|detail_graph]" {
 		t.Fatalf("one namespace: %v", got)
