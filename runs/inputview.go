@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
-	"strings"
 
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/state"
@@ -89,14 +88,7 @@ func (s *Service) emptyValues(ctx context.Context, thread, ns string) json.RawMe
 // emptyValues implements the empty state of a Go graph or of a subgraph
 // of it (ns: the run's namespace, each level "node:step").
 func (g *Graph) emptyValues(ns string) json.RawMessage {
-	c := g.drawing()
-	for part := range strings.SplitSeq(ns, "/") {
-		if c == nil || part == "" {
-			break
-		}
-		name, _, _ := strings.Cut(part, ":")
-		c = c.Subgraphs()[name]
-	}
+	c := subgraphAt(g.drawing(), ns)
 	if c == nil {
 		return json.RawMessage("{}")
 	}

@@ -53,6 +53,15 @@ func StateView(cp store.Checkpoint) State {
 			v.Tasks = append(v.Tasks, Task{ID: TaskID(cp, node, len(next)), Name: node, Interrupts: v.Interrupts})
 		}
 	}
+	if _, static := PauseOf(cp); static {
+		node := InterruptNode(cp)
+		for i := range v.Tasks {
+			if v.Tasks[i].Name == node {
+				v.Tasks[i].Checkpoint = subgraphRef(cp, node) // a subgraph paused inside: its own state is there
+				break
+			}
+		}
+	}
 	return v
 }
 

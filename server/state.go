@@ -158,8 +158,15 @@ func (s *Server) updateState(w http.ResponseWriter, r *http.Request) error {
 	if req.Checkpoint != nil && req.Checkpoint.CheckpointID != "" {
 		cid = req.Checkpoint.CheckpointID
 	}
+	var ns string
 	if req.Checkpoint != nil && req.Checkpoint.CheckpointNS != "" {
-		return unprocessable("$.checkpoint.checkpoint_ns", "%q: Cairn updates a thread's root state only; a subgraph's state is its own run's (resume the thread to go on in it)", req.Checkpoint.CheckpointNS)
+		ns = runs.CairnNamespace(req.Checkpoint.CheckpointNS)
+		if err := store.ValidateNamespace(ns); err != nil {
+			return unprocessable("$.checkpoint.checkpoint_ns", "%v", err)
+		}
+		if cid != "" {
+			return unprocessable("$.checkpoint.checkpoint_id", "a subgraph's state is updated at its head: name its namespace alone")
+		}
 	}
 	var named runs.CheckpointAt
 	if cid != "" {
@@ -185,6 +192,15 @@ func (s *Server) updateState(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx = s.svc.UpdateContext(ctx, th)
+	if ns != "" {
+		cp, err := s.svc.UpdateSubgraph(ctx, th, a, ns, upd, req.AsNode)
+		if err != nil {
+			return err
+		}
+		ref := runs.NewCheckpointRef(th.ID, ns, cp.Seq)
+		writeJSON(w, http.StatusOK, map[string]any{"checkpoint": ref, "configurable": ref})
+		return nil
+	}
 	asNode, err := s.svc.DefaultNode(ctx, th, at, req.AsNode, a)
 	if err != nil {
 		return err

@@ -70,8 +70,10 @@ func weatherGraph(t *testing.T) *runs.Graph {
 // by namespace with their state schemas (recurse: nested ones, joined with
 // "|"); a subgraph's own interrupt_before pauses the parent, whose thread
 // is interrupted with the subgraph next, and a run with no input goes on
-// in the subgraph; an interrupt_before naming no node of the graph pauses
-// nothing, as in LangGraph.
+// in the subgraph — from its own state, which the paused task's
+// checkpoint names and an update of that namespace changes; an
+// interrupt_before naming no node of the graph pauses nothing, as in
+// LangGraph.
 func TestSubgraphs(t *testing.T) {
 	ts := newServer(t, inmem.Open(store.Options{}), weatherGraph(t))
 	keys := func(m map[string]any) []string {
@@ -117,13 +119,32 @@ func TestSubgraphs(t *testing.T) {
 	if tasks := st["tasks"].([]any); len(tasks) != 1 || len(tasks[0].(map[string]any)["interrupts"].([]any)) != 0 || len(th["interrupts"].(map[string]any)) != 0 {
 		t.Fatalf("the subgraph's pause shows an interrupt: %v, %v", st["tasks"], th["interrupts"])
 	}
-	// An update aimed at the subgraph's namespace is refused: it would go
-	// to the parent and leave the child where it was.
-	if code, b := ts.do("POST", "/threads/w/state", map[string]any{"values": map[string]any{"route": "x"}, "checkpoint": map[string]any{"checkpoint_ns": "weather_graph:2"}}); code != 422 || !strings.Contains(string(b), "checkpoint_ns") {
-		t.Fatalf("an update of the subgraph: %d %s", code, b)
+	// The paused subgraph's task names its namespace: its own state is
+	// read and updated there, and the resume goes on from the update.
+	ref, _ := st["tasks"].([]any)[0].(map[string]any)["checkpoint"].(map[string]any)
+	if ns, _ := ref["checkpoint_ns"].(string); !strings.HasPrefix(ns, "weather_graph:") || ref["thread_id"] != "w" {
+		t.Fatalf("the paused subgraph's task checkpoint: %v", ref)
+	}
+	inner := ts.json("POST", "/threads/w/state/checkpoint", map[string]any{"checkpoint": ref}, 200)
+	if fmt.Sprint(inner["next"]) != "[weather_node]" || inner["values"].(map[string]any)["city"] != "San Francisco" {
+		t.Fatalf("the subgraph's state: next %v, values %v", inner["next"], inner["values"])
+	}
+	for _, bad := range []map[string]any{
+		{"values": map[string]any{"city": "LA"}, "checkpoint": map[string]any{"checkpoint_ns": "nope:2"}},
+		{"values": map[string]any{"city": "LA"}, "checkpoint": ref, "as_node": "router_node"},
+		{"values": map[string]any{"city": "LA"}, "checkpoint": map[string]any{"checkpoint_ns": ref["checkpoint_ns"], "checkpoint_id": "3"}},
+	} {
+		if code, b := ts.do("POST", "/threads/w/state", bad); code != 422 {
+			t.Fatalf("a bad update of the subgraph %v: %d %s", bad, code, b)
+		}
+	}
+	ts.json("POST", "/threads/w/state", map[string]any{"values": map[string]any{"city": "LA"}, "checkpoint": ref}, 200)
+	inner = ts.json("POST", "/threads/w/state/checkpoint", map[string]any{"checkpoint": ref}, 200)
+	if th := ts.json("GET", "/threads/w", nil, 200); fmt.Sprint(inner["next"]) != "[weather_node]" || inner["values"].(map[string]any)["city"] != "LA" || th["status"] != "interrupted" {
+		t.Fatalf("after the subgraph's update: next %v, values %v, thread %v", inner["next"], inner["values"], th["status"])
 	}
 	out := ts.json("POST", "/threads/w/runs/wait", map[string]any{"assistant_id": "weather", "input": nil}, 200)
-	if out["report"] != "It's sunny in San Francisco!" {
+	if out["report"] != "It's sunny in LA!" {
 		t.Fatalf("after the resume: %v", out)
 	}
 	if th := ts.json("GET", "/threads/w", nil, 200); th["status"] != "idle" {
