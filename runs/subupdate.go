@@ -92,7 +92,7 @@ func (s *Service) subgraphNode(ctx context.Context, head store.Checkpoint, child
 // (a static pause "within" a node) runs in, as a task's checkpoint: its
 // node's name and the step it read, as flow.Subgraph names it (nil when
 // cp is no such pause).
-func subgraphRef(cp store.Checkpoint, node string) *CheckpointRef {
+func subgraphRef(cp store.Checkpoint, node string) *TaskCheckpoint {
 	var p struct {
 		Within json.RawMessage `json:"within"`
 	}
@@ -106,5 +106,5 @@ func subgraphRef(cp store.Checkpoint, node string) *CheckpointRef {
 	if cp.Namespace != "" {
 		ns = cp.Namespace + "/" + ns
 	}
-	return &CheckpointRef{ThreadID: APIThreadID(cp.Thread), CheckpointNS: APINamespace(ns)}
+	return &TaskCheckpoint{ThreadID: APIThreadID(cp.Thread), CheckpointNS: APINamespace(ns)}
 }

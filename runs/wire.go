@@ -26,6 +26,14 @@ type CheckpointRef struct {
 	CheckpointMap map[string]any `json:"checkpoint_map"`
 }
 
+// TaskCheckpoint is where a task that is a subgraph keeps its own state:
+// its namespace (and, where a state of it is shown, its checkpoint).
+type TaskCheckpoint struct {
+	ThreadID     string  `json:"thread_id"`
+	CheckpointNS string  `json:"checkpoint_ns"`
+	CheckpointID *string `json:"checkpoint_id,omitempty"`
+}
+
 type State struct {
 	Values           json.RawMessage `json:"values"`
 	Next             []string        `json:"next"`
@@ -42,11 +50,11 @@ type Task struct {
 	Name string `json:"name"`
 	// Path is how the task was scheduled, as LangGraph names it: a node
 	// pulled by its edges (["__pregel_pull", name]).
-	Path       []string       `json:"path"`
-	Error      *string        `json:"error"`
-	Interrupts []Interrupt    `json:"interrupts"`
-	Checkpoint *CheckpointRef `json:"checkpoint"`
-	State      *State         `json:"state"`
+	Path       []string        `json:"path"`
+	Error      *string         `json:"error"`
+	Interrupts []Interrupt     `json:"interrupts"`
+	Checkpoint *TaskCheckpoint `json:"checkpoint"`
+	State      *State          `json:"state"`
 	// Result is a finished task's update; a state's tasks are those still
 	// to run, so it is null.
 	Result json.RawMessage `json:"result"`

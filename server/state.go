@@ -103,7 +103,7 @@ func (s *Server) addSubgraphs(ctx context.Context, v *runs.State, thread, ns str
 			return err
 		}
 		sub := runs.StateView(cp)
-		ref := sub.Checkpoint
+		ref := runs.TaskCheckpoint{ThreadID: sub.Checkpoint.ThreadID, CheckpointNS: sub.Checkpoint.CheckpointNS, CheckpointID: sub.Checkpoint.CheckpointID}
 		v.Tasks = append(v.Tasks, runs.Task{ID: runs.InterruptID(thread, n.Name, 0), Name: runs.APINamespace(n.Name), Interrupts: sub.Interrupts, Checkpoint: &ref, State: &sub})
 	}
 	return nil
