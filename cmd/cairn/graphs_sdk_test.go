@@ -116,7 +116,9 @@ func toolAgent(t *testing.T) *runs.Graph {
 func weatherRouter(t *testing.T) *runs.Graph {
 	t.Helper()
 	weather, err := flow.NewGraph(state.MustSchema(state.WithField("city", state.ReducerReplace), state.WithField("report", state.ReducerReplace))).
-		AddNode("model_node", func(context.Context, state.Doc) (state.Update, error) { return state.Update{"city": "San Francisco"}, nil }).
+		AddNode("model_node", func(context.Context, state.Doc) (state.Update, error) {
+			return state.Update{"city": "San Francisco"}, nil
+		}).
 		AddNode("weather_node", func(_ context.Context, d state.Doc) (state.Update, error) {
 			var city string
 			_ = d.Get("city", &city)
