@@ -43,8 +43,13 @@
 //   - One writer per thread: a runner whose head is stale gets
 //     store.ErrConflict and writes nothing.
 //   - Interrupts (Interrupt, or static ones before/after named nodes) stop
-//     the run with stop reason "interrupt" and an INTERRUPTED checkpoint
-//     holding the payload; Resume with a value continues exactly there.
+//     the run with stop reason "interrupt": a node's with an INTERRUPTED
+//     checkpoint holding the payload; a pause before or after a node on
+//     the commit of the step that reaches it (its metadata says the run
+//     paused: StopReason interrupt, Interrupt {before|after, node}), as
+//     LangGraph writes no checkpoint for it — only a Resume after a crash
+//     into such a pause writes one. Resume with a value continues
+//     exactly there.
 //     A Resume from a pause, or from an outside update (UpdateState,
 //     UpdateStateAt: a person edited the state at the pause), runs its
 //     first step without the pauses before it, as LangGraph marks the
