@@ -257,6 +257,7 @@ func (r *Runner) commitStep(ctx context.Context, run *run, m merged, results []t
 	var before json.RawMessage
 	if after != "" {
 		meta.StopReason = string(state.StopInterrupt)
+		meta.Interrupt, _ = json.Marshal(map[string]string{"after": after, "node": after})
 	} else {
 		before = r.pauseBefore(&meta, run.tasks)
 	}
@@ -274,7 +275,7 @@ func (r *Runner) commitStep(ctx context.Context, run *run, m merged, results []t
 	r.emitStep(run, m)
 	r.emitValues(run)
 	if after != "" {
-		payload, _ := json.Marshal(map[string]string{"after": after, "node": after})
+		payload := meta.Interrupt
 		r.emit(Event{Kind: EventInterrupt, RunID: run.id, Thread: run.thread, Seq: run.head, Node: after, Payload: payload, Static: true})
 		return stepOutcome{stop: state.StopInterrupt, interrupt: payload}, nil
 	}

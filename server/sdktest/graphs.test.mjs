@@ -102,6 +102,17 @@ test("a pause before a node is the step's own checkpoint", async () => {
   assert.equal(history.length, 6, "the input checkpoint, the input, agent, the update, tool, agent");
 });
 
+test("a pause after a node: no interrupt object, the next node next", async () => {
+  const thread = await client.threads.create();
+  await client.runs.wait(thread.thread_id, "agent", { input: { messages: [{ role: "human", content: "foo" }] }, interruptAfter: ["agent"] });
+  const state = await client.threads.getState(thread.thread_id);
+  assert.deepEqual([state.next, state.tasks.map((t) => t.interrupts), state.interrupts], [["tool"], [[]], []]);
+  assert.equal((await client.threads.get(thread.thread_id)).status, "interrupted");
+  assert.equal((await client.threads.getHistory(thread.thread_id)).length, 3, "the input checkpoint, the input, agent");
+  const done = await client.runs.wait(thread.thread_id, "agent", { input: null });
+  assert.deepEqual(done.messages.map((m) => m.content), ["foo", "begin", "tool_call__begin", "end"]);
+});
+
 test("a subgraph paused inside: its own state, read and updated at its namespace", async () => {
   const subgraphs = await client.assistants.getSubgraphs("weather", { recurse: true });
   assert.deepEqual(subgraphs.weather_graph.state.properties.city, { type: "string", enum: ["San Francisco", "LA"] });
