@@ -22,11 +22,12 @@ import (
 // with the official LangGraph JS SDK, against the server package serving
 // Go graphs on SQLite, inside a program with a route of its own (as a Go
 // program embeds the API): a tool-calling agent over a messages field,
-// and a router whose subgraph pauses inside. It covers what only a Go
+// a router whose subgraph pauses inside, and a graph factory. It covers what only a Go
 // graph shows: LangGraph's input checkpoint before a run's first step,
 // a pause that rides on its step, message shapes and ids, a subgraph's
 // own state read and updated at its pause, typed subgraph schemas, and a
-// webhook to the program's own route.
+// webhook to the program's own route; and a graph built per run from its
+// config, whose node reads the run's config and context.
 func TestLangGraphSDKGoGraphs(t *testing.T) {
 	node, dir := sdkSuite(t)
 	s, err := store.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "graphs.db"), store.OpenOptions{})
@@ -57,7 +58,7 @@ func TestLangGraphSDKGoGraphs(t *testing.T) {
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { api.ServeHTTP(w, r) }))
 	hs := httptest.NewUnstartedServer(mux)
 	base, _ := url.Parse("http://" + hs.Listener.Addr().String())
-	srv, err := server.New(server.Config{Store: s, Assistants: []runs.Assistant{toolAgent(t), weatherRouter(t)}, BaseURL: base})
+	srv, err := server.New(server.Config{Store: s, Assistants: []runs.Assistant{toolAgent(t), weatherRouter(t), configuredGraph()}, BaseURL: base})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,4 +143,29 @@ func weatherRouter(t *testing.T) *runs.Graph {
 	}
 	city := map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string", "enum": []string{"San Francisco", "LA"}}}}
 	return &runs.Graph{ID: "weather", Graph: router, Types: runs.GraphTypes{Subgraphs: map[string]runs.GraphTypes{"weather_graph": {State: city}}}}
+}
+
+// configuredGraph is built per run from its config (a graph factory):
+// its one node is named by configurable.node_name, and greets the user
+// its config names (configurable.user_id) of the org its context names.
+func configuredGraph() *runs.Graph {
+	factory := func(_ context.Context, rc flow.RunConfig) (*flow.Compiled, error) {
+		name, _ := rc.Configurable["node_name"].(string)
+		if name == "" {
+			name = "greet"
+		}
+		return flow.NewGraph(state.MustSchema(state.WithField("greeting", state.ReducerReplace))).
+			AddNode(name, func(ctx context.Context, _ state.Doc) (state.Update, error) {
+				user, _ := flow.RunConfigOf(ctx).Configurable["user_id"].(string)
+				c, _, err := flow.ContextAs[struct {
+					Org string `json:"org"`
+				}](ctx)
+				if err != nil {
+					return nil, err
+				}
+				return state.Update{"greeting": "hello " + user + " of " + c.Org + " from " + name}, nil
+			}).
+			AddEdge(flow.START, name).Compile()
+	}
+	return &runs.Graph{ID: "configured", Factory: factory}
 }

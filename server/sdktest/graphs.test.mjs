@@ -2,8 +2,9 @@
 // LangGraph JS SDK: the shapes and semantics LangGraph's own server suite
 // checks of a run's checkpoints, messages, pauses and subgraphs. Run
 // against CAIRN_URL (go test ./cmd/cairn -run TestLangGraphSDKGoGraphs
-// serves "agent", a tool-calling agent, and "weather", a router whose
-// subgraph pauses inside, beside a route of the program's own at
+// serves "agent", a tool-calling agent, "weather", a router whose
+// subgraph pauses inside, and "configured", a graph its factory builds
+// from each run's config, beside a route of the program's own at
 // /custom/hook).
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -155,4 +156,17 @@ test("a webhook that is a path posts to the serving program's own route", async 
     if (got?.run_id !== run.run_id) await new Promise((r) => setTimeout(r, 100));
   }
   assert.deepEqual([got?.run_id, got?.status], [run.run_id, "success"]);
+});
+
+test("a Go node reads the run's config and context; a factory builds the graph from the config", async () => {
+  const assistant = await client.assistants.create({ graphId: "configured", config: { configurable: { user_id: "ada" } }, context: { org: "acme" } });
+  const thread = await client.threads.create();
+  let out = await client.runs.wait(thread.thread_id, assistant.assistant_id, { input: {} });
+  assert.equal(out.greeting, "hello ada of acme from greet");
+  out = await client.runs.wait(thread.thread_id, assistant.assistant_id, { input: {}, config: { configurable: { user_id: "bob", node_name: "shout" } } });
+  assert.equal(out.greeting, "hello bob of acme from shout", "the run's config over the assistant's; the graph its factory built");
+  const history = await client.threads.getHistory(thread.thread_id, { limit: 1 });
+  assert.deepEqual(history[0].metadata.cairn.nodes, ["shout"]);
+  out = await client.runs.wait(thread.thread_id, "configured", { input: {}, context: { org: "initech" } });
+  assert.equal(out.greeting, "hello  of initech from greet", "the graph's own assistant has no config");
 });
