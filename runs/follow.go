@@ -213,7 +213,11 @@ func (s *Service) Cancel(ctx context.Context, rec store.RunRecord, action string
 	}
 	lr := s.runs.get(rec.ID)
 	if lr != nil {
-		if err := s.runs.cancel(ctx, lr, action); err != nil || !wait {
+		// A run that has not started (pending: its after_seconds, its
+		// thread's lease) ends at once: the answer waits for that, as
+		// LangGraph's cancel of a pending run leaves it interrupted.
+		pending := lr.Record().Status == StatusPending
+		if err := s.runs.cancel(ctx, lr, action); err != nil || !wait && !pending {
 			return err
 		}
 		select {
