@@ -40,6 +40,7 @@ func (s *Server) routes() []route {
 		{method: "PATCH", path: "/threads/{thread_id}", summary: "Update a thread's metadata", handler: s.patchThread},
 		{method: "DELETE", path: "/threads/{thread_id}", summary: "Delete a thread", handler: s.deleteThread},
 		{method: "POST", path: "/threads/{thread_id}/copy", summary: "Copy a thread", handler: s.copyThread},
+		{method: "POST", path: "/threads/prune", summary: "Prune threads by id: delete them, or keep each branch's newest checkpoint (keep_latest)", handler: s.pruneThreads},
 		{method: "GET", path: "/threads/{thread_id}/state", summary: "A thread's state at its head", handler: s.getState},
 		{method: "POST", path: "/threads/{thread_id}/state", summary: "Update a thread's state (from a checkpoint: fork)", handler: s.updateState},
 		{method: "GET", path: "/threads/{thread_id}/state/{checkpoint_id}", summary: "A thread's state at a checkpoint", handler: s.getState},
@@ -67,6 +68,7 @@ func (s *Server) routes() []route {
 		{method: "POST", path: "/runs", summary: "Create a stateless background run", handler: s.postRun},
 		{method: "POST", path: "/runs/stream", summary: "Create a stateless run and stream it", long: true, handler: s.postRunStream},
 		{method: "POST", path: "/runs/wait", summary: "Create a stateless run and wait for its outcome", long: true, handler: s.postRunWait},
+		{method: "POST", path: "/runs/batch", summary: "Create stateless background runs, all checked before any is made", handler: s.postRunBatch},
 
 		{method: "PUT", path: "/store/items", summary: "Store or update an item of the long-term memory store", handler: s.putItem},
 		{method: "GET", path: "/store/items", summary: "Get an item (namespace, key, refresh_ttl in the query)", handler: s.getItem},

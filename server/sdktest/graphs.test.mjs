@@ -170,3 +170,44 @@ test("a Go node reads the run's config and context; a factory builds the graph f
   out = await client.runs.wait(thread.thread_id, "configured", { input: {}, context: { org: "initech" } });
   assert.equal(out.greeting, "hello  of initech from greet", "the graph's own assistant has no config");
 });
+
+test("runs in a batch: all checked before any is made", async () => {
+  const before = await client.threads.count();
+  await assert.rejects(
+    client.runs.createBatch([
+      { assistantId: "agent", input: { messages: [{ role: "human", content: "one" }] } },
+      { assistantId: "agent", input: {}, multitaskStrategy: "sometimes" },
+    ]),
+    (e) => e.status === 422 && String(e.message).includes("$[1].multitask_strategy"),
+  );
+  await assert.rejects(client.runs.createBatch([{ assistantId: "agent", input: {} }, { assistantId: "nope", input: {} }]), (e) => e.status === 404);
+  assert.equal(await client.threads.count(), before, "a refused batch makes nothing");
+  const made = await client.runs.createBatch(["one", "two", "three"].map((content) => ({
+    assistantId: "agent", input: { messages: [{ role: "human", content }] }, onCompletion: "keep", // the SDK sends its payloads' camelCase as is
+  })));
+  assert.equal(made.length, 3);
+  assert.equal(new Set(made.map((r) => r.thread_id)).size, 3, "each run on a thread of its own");
+  for (const [i, run] of made.entries()) {
+    const out = await client.runs.join(run.thread_id, run.run_id);
+    assert.deepEqual(out.messages.map((m) => m.content), [["one", "two", "three"][i], "begin", "tool_call__begin", "end"]);
+  }
+});
+
+test("threads pruned by id: keep_latest keeps the newest state, delete deletes", async () => {
+  const thread = await client.threads.create();
+  for (const content of ["a", "b"]) await client.runs.wait(thread.thread_id, "agent", { input: { messages: [{ role: "human", content }] } });
+  const state = await client.threads.getState(thread.thread_id);
+  assert.equal((await client.threads.getHistory(thread.thread_id, { limit: 100 })).length, 10);
+  await assert.rejects(client.threads.prune([thread.thread_id, "00000000-0000-4000-8000-00000000dead"], { strategy: "keep_latest" }), (e) => e.status === 404);
+  assert.equal((await client.threads.getHistory(thread.thread_id, { limit: 100 })).length, 10, "a refused prune prunes nothing");
+  assert.deepEqual(await client.threads.prune([thread.thread_id], { strategy: "keep_latest" }), { pruned_count: 1 });
+  const left = await client.threads.getHistory(thread.thread_id, { limit: 100 });
+  assert.equal(left.length, 1);
+  assert.deepEqual(left[0].values, state.values);
+  const next = await client.runs.wait(thread.thread_id, "agent", { input: { messages: [{ role: "human", content: "c" }] } });
+  assert.equal(next.messages.length, 12, "the thread goes on from its kept state");
+  assert.deepEqual(await client.threads.prune([thread.thread_id]), { pruned_count: 1 });
+  await assert.rejects(client.threads.get(thread.thread_id), (e) => e.status === 404);
+  await assert.rejects(client.threads.prune([], { strategy: "keep_latest" }), (e) => e.status === 422);
+  await assert.rejects(client.threads.prune([thread.thread_id], { strategy: "some" }), (e) => e.status === 422);
+});

@@ -1,0 +1,38 @@
+package server_test
+
+import (
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/inmem"
+)
+
+// TestPruneThreadsChecksFirst: POST /threads/prune checks every id before
+// it prunes any — a thread with a run in progress is a 409 naming it, and
+// the other threads keep their history; bad requests are 422s.
+func TestPruneThreadsChecksFirst(t *testing.T) {
+	var calls atomic.Int64
+	ts := newServer(t, inmem.Open(store.Options{}), approvalGraph(t, &calls, 0))
+	for _, id := range []string{"idle", "busy"} {
+		ts.json("POST", "/threads", map[string]any{"thread_id": id}, 200)
+	}
+	ts.json("POST", "/threads/idle/runs/wait", map[string]any{"assistant_id": "drafts", "input": map[string]any{}}, 200)
+	run := ts.json("POST", "/threads/busy/runs", map[string]any{"assistant_id": "drafts", "input": map[string]any{}, "after_seconds": 60}, 200)
+	before := historyLen(t, ts, "idle")
+	code, b := ts.do("POST", "/threads/prune", map[string]any{"thread_ids": []string{"idle", "busy"}})
+	if code != 409 || !strings.Contains(string(b), "$.thread_ids[1]") || historyLen(t, ts, "idle") != before {
+		t.Fatalf("prune with a busy thread: %d %s; idle's history %d, was %d", code, b, historyLen(t, ts, "idle"), before)
+	}
+	for _, bad := range []map[string]any{{"thread_ids": []string{}}, {"thread_ids": []string{"idle"}, "strategy": "all"}, {"thread_ids": "idle"}} {
+		if code, b := ts.do("POST", "/threads/prune", bad); code != 422 {
+			t.Fatalf("prune %v: %d %s", bad, code, b)
+		}
+	}
+	ts.do("POST", "/threads/busy/runs/"+run["run_id"].(string)+"/cancel", nil)
+	if got := ts.json("POST", "/threads/prune", map[string]any{"thread_ids": []string{"idle", "busy"}}, 200); got["pruned_count"] != float64(2) {
+		t.Fatalf("prune: %v", got)
+	}
+	ts.json("GET", "/threads/idle", nil, 404)
+}
