@@ -165,7 +165,7 @@ func (q *Request) check(ctx context.Context, s *Service) (Assistant, Kwargs, *As
 	}
 	k, err = q.kwargs(a)
 	if err == nil {
-		k.Webhook, err = s.checkWebhook(q.Webhook)
+		k.Webhook, err = s.checkWebhook(ctx, q.Webhook)
 	}
 	if err == nil && rec != nil {
 		k.Config, k.Context = rec.runConfig(k.Config), rec.runContext(k.Context)

@@ -52,6 +52,13 @@ type Config struct {
 	// server posts to its own custom routes (a program that serves its
 	// routes beside the API). Without it a webhook is an absolute URL.
 	BaseURL *url.URL
+	// WebhookPrivate lets webhooks go to loopback, private and link-local
+	// addresses (a receiver on this machine or network). Without it such a
+	// webhook is refused when the run is made, and a delivery whose name
+	// resolves to such an address by then is refused when it connects
+	// (unless HTTPClient delivers: it is then the operator's). Config.BaseURL's
+	// routes are always allowed.
+	WebhookPrivate bool
 	// Items keeps the assistants clients make (CreateAssistant), under
 	// each tenant's store.SystemTenant (nil: store.ItemsOf(Store)).
 	Items store.ItemStore
@@ -75,6 +82,8 @@ type Service struct {
 	expiries   *expiries
 	registry   registry
 	started    time.Time
+	// guarded delivers webhooks that may not reach private addresses.
+	guarded *http.Client
 }
 
 // ErrConfig: the service's configuration is unusable.
@@ -93,7 +102,7 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Service{cfg: cfg, store: cfg.Store, runlog: rl, queue: cfg.Queue, assistants: map[string]Assistant{}, log: cfg.Logger, redact: cfg.Redact}
+	s := &Service{cfg: cfg, store: cfg.Store, runlog: rl, queue: cfg.Queue, assistants: map[string]Assistant{}, log: cfg.Logger, redact: cfg.Redact, guarded: guardedClient()}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

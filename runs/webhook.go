@@ -19,8 +19,9 @@ const webhookTries = 4
 
 // checkWebhook reads a run's webhook: an absolute http or https URL
 // without credentials, or a path on Config.BaseURL, which
-// Config.WebhookCheck (if set) allows.
-func (s *Service) checkWebhook(raw json.RawMessage) (string, error) {
+// Config.WebhookCheck (if set) allows, to a public address unless
+// Config.WebhookPrivate allows private ones (or it is Config.BaseURL's).
+func (s *Service) checkWebhook(ctx context.Context, raw json.RawMessage) (string, error) {
 	if isNull(raw) {
 		return "", nil
 	}
@@ -45,6 +46,9 @@ func (s *Service) checkWebhook(raw json.RawMessage) (string, error) {
 		if err := s.cfg.WebhookCheck(p); err != nil {
 			return "", invalid("$.webhook", "%v", err)
 		}
+	}
+	if err := s.checkWebhookHost(ctx, p); err != nil {
+		return "", invalid("$.webhook", "%v", err)
 	}
 	return u, nil
 }
@@ -122,11 +126,7 @@ func (s *Service) postWebhook(ctx context.Context, u string, body []byte) error 
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	client := s.cfg.HTTPClient
-	if client == nil {
-		client = http.DefaultClient
-	}
-	res, err := client.Do(req)
+	res, err := s.webhookClient(req.URL).Do(req)
 	if err != nil {
 		return err
 	}

@@ -23,9 +23,9 @@ import (
 
 // TestWebhook: a run with a webhook posts the run, as the API shows it,
 // with the thread's values, to the URL when it ends — trying again while
-// the receiver fails; a webhook that is not an absolute http(s) URL, that
-// carries credentials, or that the server's check refuses is a 422 that
-// creates nothing.
+// the receiver fails (here on loopback: Config.WebhookPrivate); a webhook
+// that is not an absolute http(s) URL, that carries credentials, or that
+// the server's check refuses is a 422 that creates nothing.
 func TestWebhook(t *testing.T) {
 	var mu sync.Mutex
 	var got []map[string]any
@@ -46,7 +46,7 @@ func TestWebhook(t *testing.T) {
 	defer recv.Close()
 	var calls atomic.Int64
 	s := inmem.Open(store.Options{})
-	srv, err := server.New(server.Config{Store: s, Assistants: []runs.Assistant{approvalGraph(t, &calls, 0)}, WebhookCheck: func(u *url.URL) error {
+	srv, err := server.New(server.Config{Store: s, Assistants: []runs.Assistant{approvalGraph(t, &calls, 0)}, WebhookPrivate: true, WebhookCheck: func(u *url.URL) error {
 		if strings.HasPrefix(u.Host, "blocked.") {
 			return errors.New("host not allowed")
 		}
@@ -124,5 +124,24 @@ func TestWebhookPath(t *testing.T) {
 	}
 	if code, b := ts.do("POST", "/threads/h/runs", map[string]any{"assistant_id": "drafts", "input": map[string]any{}, "webhook": "/blocked"}); code != 422 || !strings.Contains(string(b), "path not allowed") {
 		t.Fatalf("a refused path: %d %s", code, b)
+	}
+}
+
+// TestWebhookPrivateRefused: without Config.WebhookPrivate, a webhook to
+// a loopback, private or link-local address — given as an address or as
+// a name that resolves to one — is a 422 that creates nothing.
+func TestWebhookPrivateRefused(t *testing.T) {
+	var calls atomic.Int64
+	ts := newServer(t, inmem.Open(store.Options{}), approvalGraph(t, &calls, 0))
+	ts.json("POST", "/threads", map[string]any{"thread_id": "h"}, 200)
+	for _, u := range []string{"http://127.0.0.1:9/h", "http://localhost:9/h", "http://[::1]/h", "http://10.1.2.3/h", "http://192.168.0.1/h", "http://169.254.169.254/latest/meta-data", "http://[fd00::1]/h", "http://100.64.0.1/h", "http://0.0.0.0/h"} {
+		code, b := ts.do("POST", "/threads/h/runs", map[string]any{"assistant_id": "drafts", "input": map[string]any{}, "webhook": u})
+		if code != 422 || !strings.Contains(string(b), "$.webhook") || !strings.Contains(string(b), "private") {
+			t.Errorf("webhook %s: %d %s", u, code, b)
+		}
+	}
+	_, b := ts.do("GET", "/threads/h/runs", nil)
+	if strings.Contains(string(b), "run_id") {
+		t.Fatalf("refused webhooks made runs: %s", b)
 	}
 }

@@ -26,7 +26,7 @@ type serveFlags struct {
 	maxBody                         int64
 	timeout                         time.Duration
 	rateLimit                       float64
-	queue                           bool
+	queue, webhookPrivate           bool
 	retention                       retentionFlags
 	memory                          memoryFlags
 }
@@ -48,6 +48,7 @@ func (a *app) serveCmd() *cobra.Command {
 	cmd.Flags().StringVar(&f.auth, "auth", "none", "keys: every request needs an API key (cairn keys create), whose tenant scopes it; none: no keys, one tenant, loopback addresses only")
 	cmd.Flags().Float64Var(&f.rateLimit, "rate-limit", 0, "requests a second allowed to each API key (bursts of twice that; 0: no limit; needs --auth keys)")
 	cmd.Flags().StringVar(&f.safeDir, "safe-dir", "", "the directory agent files may reach; their safe_dir must be inside it (default: each file's folder)")
+	cmd.Flags().BoolVar(&f.webhookPrivate, "webhook-private", false, "let runs' webhooks go to loopback, private and link-local addresses (a receiver on this machine or network); refused otherwise")
 	cmd.Flags().BoolVar(&f.queue, "queue", false, "record runs and queue them for cairn worker processes instead of running them here (PostgreSQL stores)")
 	cmd.Flags().StringSliceVar(&f.cors, "cors", []string{"loopback"}, "origins whose pages may call the server from a browser: loopback (pages on this machine, any port), *, scheme://host[:port] (port a number or *), comma-separated; none: no cross-origin calls")
 	cmd.Flags().Int64Var(&f.maxBody, "max-body", 1<<20, "the largest request body, in bytes")
@@ -148,7 +149,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	}
 	a.items = items // the agent files' memory tools use it too
 	sc := server.Config{Store: s, Assistants: list, Logger: a.logger, MaxBodyBytes: f.maxBody, RequestTimeout: f.timeout, RateLimit: f.rateLimit, Queue: queue, Items: items,
-		AllowOrigins: f.origins()}
+		AllowOrigins: f.origins(), WebhookPrivate: f.webhookPrivate}
 	sc.Defaults = defaults
 	if indexKey != "" {
 		if sc.Redact, err = redact.New(redact.Config{}); err != nil {

@@ -167,7 +167,7 @@ func sdkSuiteOnStores(t *testing.T, suites ...string) {
 	}
 	for _, name := range []string{"sqlite", "postgres"} {
 		t.Run(name, func(t *testing.T) {
-			p := startServe(t, "--assistants", filepath.Join("..", "..", "examples", "serve"), "--store", stores[name](t))
+			p := startServe(t, "--assistants", filepath.Join("..", "..", "examples", "serve"), "--store", stores[name](t), "--webhook-private") // sdk.test.mjs's webhook receiver is on loopback
 			runNode(t, node, dir, []string{"CAIRN_URL=" + p.url}, append([]string{"--test"}, suites...)...)
 		})
 	}

@@ -22,6 +22,7 @@ import (
 type workerFlags struct {
 	assistants, safeDir, id string
 	concurrency             int
+	webhookPrivate          bool
 	lease, rescueAfter      time.Duration
 	retention               retentionFlags
 	memory                  memoryFlags
@@ -44,6 +45,7 @@ func (a *app) workerCmd() *cobra.Command {
 	cmd.Flags().StringVar(&f.id, "id", "", "the worker's name (default: host and process id)")
 	cmd.Flags().IntVar(&f.concurrency, "concurrency", 10, "runs of each assistant run at once")
 	cmd.Flags().DurationVar(&f.lease, "lease", 30*time.Second, "how long a thread's lease lasts unless renewed (renewed every third of it)")
+	cmd.Flags().BoolVar(&f.webhookPrivate, "webhook-private", false, "deliver runs' webhooks to loopback, private and link-local addresses too (as cairn serve --webhook-private lets runs name them)")
 	cmd.Flags().DurationVar(&f.rescueAfter, "rescue-after", time.Minute, "how long a run may stay with a silent worker before another takes it (at least --lease)")
 	f.retention.bind(cmd)
 	f.memory.bind(cmd)
@@ -106,7 +108,7 @@ func (a *app) work(ctx context.Context, f workerFlags) error {
 	if a.items, err = store.ItemsOf(s, store.WithIndex(index)); err != nil {
 		return err
 	}
-	svc, err := runs.New(runs.Config{Store: s, Assistants: list, Logger: a.logger})
+	svc, err := runs.New(runs.Config{Store: s, Assistants: list, Logger: a.logger, WebhookPrivate: f.webhookPrivate})
 	if err != nil {
 		return err
 	}

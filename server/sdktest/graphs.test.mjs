@@ -156,6 +156,14 @@ test("a webhook that is a path posts to the serving program's own route", async 
     if (got?.run_id !== run.run_id) await new Promise((r) => setTimeout(r, 100));
   }
   assert.deepEqual([got?.run_id, got?.status], [run.run_id, "success"]);
+  // Elsewhere on this machine or a private network: refused, nothing made.
+  for (const webhook of ["http://127.0.0.1:9/x", "http://localhost:9/x", "http://169.254.169.254/latest", "http://10.0.0.7/x"]) {
+    await assert.rejects(
+      client.runs.create(thread.thread_id, "agent", { input: {}, webhook }),
+      (e) => e.status === 422 && String(e.message).includes("private"),
+    );
+  }
+  assert.equal((await client.runs.list(thread.thread_id)).length, 1);
 });
 
 test("a Go node reads the run's config and context; a factory builds the graph from the config", async () => {
