@@ -59,6 +59,10 @@ type Config struct {
 	// (unless HTTPClient delivers: it is then the operator's). Config.BaseURL's
 	// routes are always allowed.
 	WebhookPrivate bool
+	// WebhookSweep is how often the webhooks a run could not deliver yet,
+	// or a process left behind, are looked for (default 30 s; at Start
+	// too).
+	WebhookSweep time.Duration
 	// Items keeps the assistants clients make (CreateAssistant), under
 	// each tenant's store.SystemTenant (nil: store.ItemsOf(Store)).
 	Items store.ItemStore
@@ -84,6 +88,7 @@ type Service struct {
 	started    time.Time
 	// guarded delivers webhooks that may not reach private addresses.
 	guarded *http.Client
+	outbox  *outbox
 }
 
 // ErrConfig: the service's configuration is unusable.
@@ -134,6 +139,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	s.registry, s.started = registry{items: items}, cfg.Now()
 	s.runs = newRunManager(s)
+	s.outbox = &outbox{s: s, items: items}
 	s.expiries = &expiries{s: s, due: map[string]expiry{}}
 	return s, nil
 }
@@ -149,6 +155,7 @@ func (s *Service) Start(ctx context.Context) error {
 			return err
 		}
 	}
+	s.outbox.start(cmp.Or(s.cfg.WebhookSweep, 30*time.Second))
 	if s.bounded() {
 		return s.expiries.start(ctx, s.cfg.ExpiryCheck)
 	}

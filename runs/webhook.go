@@ -11,11 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cairn-dev/cairn/internal/backoff"
 )
-
-// webhookTries bounds the attempts to deliver a run's webhook.
-const webhookTries = 4
 
 // checkWebhook reads a run's webhook: an absolute http or https URL
 // without credentials, or a path on Config.BaseURL, which
@@ -59,37 +55,6 @@ func (s *Service) relativeHint() string {
 		return " (a path is a route of the server itself only where the program that serves the API names its own address: server.Config.BaseURL)"
 	}
 	return ""
-}
-
-// webhook posts a run that ended to its webhook, as LangGraph does: the
-// run as the API shows it with the thread's values (or the run's error),
-// as JSON, a few times with backoff until the receiver answers 2xx. It
-// runs apart from the run: a slow or failing receiver delays nothing.
-func (m *runManager) webhook(lr *Run) {
-	u := lr.data.Kwargs.Webhook
-	if u == "" {
-		return
-	}
-	body, err := m.webhookBody(lr)
-	if err != nil {
-		m.s.log.Warn("run webhook not sent", "run", lr.rec.ID, "err", err)
-		return
-	}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		for try := 1; try <= webhookTries; try++ {
-			err := m.s.postWebhook(ctx, u, body)
-			if err == nil {
-				return
-			}
-			m.s.log.Warn("run webhook failed", "run", lr.rec.ID, "try", try, "err", err)
-			wait := backoff.Policy{Initial: 500 * time.Millisecond, Max: 8 * time.Second}.Delay(try, 0)
-			if backoff.Sleep(ctx, wait) != nil {
-				return
-			}
-		}
-	}()
 }
 
 // webhookBody is what a run's webhook receives.
