@@ -216,7 +216,7 @@ func (m *runManager) execute(lr *Run) error {
 		return nil // still running in the store: the next Start (or worker) resumes it
 	}
 	m.conclude(ctx, lr, res, err)
-	lr.log.close()                     // every event stored before the record says the run ended
+	lr.log.close()                       // every event stored before the record says the run ended
 	hook, ok := m.s.outbox.keep(ctx, lr) // and its webhook kept before: a crash in between still delivers it
 	if err := m.put(ctx, lr); err != nil {
 		m.s.log.Warn("recording a run failed", "run", lr.rec.ID, "err", err)

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-
 )
 
 // checkWebhook reads a run's webhook: an absolute http or https URL
