@@ -59,6 +59,10 @@ type Config struct {
 	// (unless HTTPClient delivers: it is then the operator's). Config.BaseURL's
 	// routes are always allowed.
 	WebhookPrivate bool
+	// WebhookPolicy is what the operator allows of webhooks and adds to
+	// their deliveries (LANGGRAPH_WEBHOOKS: ParseWebhookPolicy). Its
+	// header values should be among the redactor's secrets.
+	WebhookPolicy WebhookPolicy
 	// WebhookSweep is how often the webhooks a run could not deliver yet,
 	// or a process left behind, are looked for (default 30 s; at Start
 	// too).

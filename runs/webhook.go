@@ -24,8 +24,10 @@ func (s *Service) checkWebhook(ctx context.Context, raw json.RawMessage) (string
 	if json.Unmarshal(raw, &u) != nil {
 		return "", invalid("$.webhook", "want a URL (a string)")
 	}
+	raw0 := u
 	p, err := url.Parse(u)
-	if err == nil && s.cfg.BaseURL != nil && p.Scheme == "" && p.Host == "" && strings.HasPrefix(p.Path, "/") {
+	path := err == nil && p.Scheme == "" && p.Host == "" && strings.HasPrefix(p.Path, "/")
+	if path && s.cfg.BaseURL != nil {
 		p = s.cfg.BaseURL.ResolveReference(p) // a path: the server's own route
 		u = p.String()
 	}
@@ -36,6 +38,9 @@ func (s *Service) checkWebhook(ctx context.Context, raw json.RawMessage) (string
 		return "", invalid("$.webhook", "%q: want an absolute http or https URL%s", u, s.relativeHint())
 	case p.User != nil:
 		return "", invalid("$.webhook", "a webhook URL carries no credentials")
+	}
+	if err := s.cfg.WebhookPolicy.check(raw0, p, path); err != nil {
+		return "", invalid("$.webhook", "%v", err)
 	}
 	if s.cfg.WebhookCheck != nil {
 		if err := s.cfg.WebhookCheck(p); err != nil {
@@ -90,6 +95,9 @@ func (s *Service) postWebhook(ctx context.Context, u string, body []byte) error 
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	for k, v := range s.cfg.WebhookPolicy.Headers {
+		req.Header.Set(k, v)
+	}
 	res, err := s.webhookClient(req.URL).Do(req)
 	if err != nil {
 		return err
@@ -97,7 +105,7 @@ func (s *Service) postWebhook(ctx context.Context, u string, body []byte) error 
 	defer res.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(res.Body, 200))
 	if res.StatusCode/100 != 2 {
-		return fmt.Errorf("the receiver answered %s: %s", res.Status, strings.TrimSpace(string(msg)))
+		return fmt.Errorf("the receiver answered %s: %s", res.Status, s.redact.String(strings.TrimSpace(string(msg)))) // it may echo a header's secret
 	}
 	return nil
 }

@@ -64,6 +64,8 @@ type Config struct {
 	// WebhookPrivate lets webhooks go to loopback and private addresses
 	// (runs.Config.WebhookPrivate; cairn serve --webhook-private).
 	WebhookPrivate bool
+	// WebhookPolicy: LANGGRAPH_WEBHOOKS (runs.Config.WebhookPolicy).
+	WebhookPolicy runs.WebhookPolicy
 	// Defaults are graphs' default config and context (runs.Config.Defaults;
 	// cairn serve reads them from LANGGRAPH_CONFIG).
 	Defaults map[string]runs.GraphDefaults
@@ -110,7 +112,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	rc := runs.Config{Store: cfg.Store, Assistants: cfg.Assistants, Logger: cfg.Logger, Redact: cfg.Redact, Now: cfg.Now, ExpiryCheck: cfg.ExpiryCheck, Queue: cfg.Queue,
-		Defaults: cfg.Defaults, WebhookCheck: cfg.WebhookCheck, BaseURL: cfg.BaseURL, WebhookPrivate: cfg.WebhookPrivate}
+		Defaults: cfg.Defaults, WebhookCheck: cfg.WebhookCheck, BaseURL: cfg.BaseURL, WebhookPrivate: cfg.WebhookPrivate, WebhookPolicy: cfg.WebhookPolicy}
 	cfg.MaxBodyBytes = cmp.Or(cfg.MaxBodyBytes, 1<<20)
 	cfg.RequestTimeout = cmp.Or(cfg.RequestTimeout, 30*time.Second)
 	cfg.Heartbeat = cmp.Or(cfg.Heartbeat, 5*time.Second)

@@ -106,6 +106,20 @@ func (f serveFlags) check() error {
 	return f.retention.check()
 }
 
+// webhookPolicy reads LANGGRAPH_WEBHOOKS (runs.ParseWebhookPolicy): what
+// runs' webhooks may name and the headers their deliveries carry.
+func (a *app) webhookPolicy() (runs.WebhookPolicy, error) {
+	v := a.getenv("LANGGRAPH_WEBHOOKS")
+	if v == "" {
+		return runs.WebhookPolicy{}, nil
+	}
+	p, err := runs.ParseWebhookPolicy([]byte(v), a.getenv)
+	if err != nil {
+		return p, usagef("LANGGRAPH_WEBHOOKS: %v", err)
+	}
+	return p, nil
+}
+
 func (a *app) serve(ctx context.Context, f serveFlags) error {
 	if err := f.check(); err != nil {
 		return err
@@ -116,6 +130,10 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		if defaults, err = runs.ParseGraphDefaults([]byte(v)); err != nil {
 			return usagef("LANGGRAPH_CONFIG: %v", err)
 		}
+	}
+	hooks, err := a.webhookPolicy()
+	if err != nil {
+		return err
 	}
 	index, indexKey, err := a.memoryIndex(f.memory)
 	if err != nil {
@@ -150,12 +168,12 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	a.items = items // the agent files' memory tools use it too
 	sc := server.Config{Store: s, Assistants: list, Logger: a.logger, MaxBodyBytes: f.maxBody, RequestTimeout: f.timeout, RateLimit: f.rateLimit, Queue: queue, Items: items,
 		AllowOrigins: f.origins(), WebhookPrivate: f.webhookPrivate}
-	sc.Defaults = defaults
-	if indexKey != "" {
+	sc.Defaults, sc.WebhookPolicy = defaults, hooks
+	if secrets := append(hooks.Secrets(), indexKey); indexKey != "" || len(secrets) > 1 {
 		if sc.Redact, err = redact.New(redact.Config{}); err != nil {
 			return err
 		}
-		sc.Redact = sc.Redact.WithSecrets(indexKey)
+		sc.Redact = sc.Redact.WithSecrets(slices.DeleteFunc(secrets, func(v string) bool { return v == "" })...)
 	}
 	authNote := "auth none: no API keys, loopback only"
 	if f.auth == "keys" {

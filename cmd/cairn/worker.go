@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairn-dev/cairn/agentfile"
 	"github.com/cairn-dev/cairn/pipeline"
+	"github.com/cairn-dev/cairn/redact"
 	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/postgres"
@@ -108,7 +109,18 @@ func (a *app) work(ctx context.Context, f workerFlags) error {
 	if a.items, err = store.ItemsOf(s, store.WithIndex(index)); err != nil {
 		return err
 	}
-	svc, err := runs.New(runs.Config{Store: s, Assistants: list, Logger: a.logger, WebhookPrivate: f.webhookPrivate})
+	hooks, err := a.webhookPolicy()
+	if err != nil {
+		return err
+	}
+	rc := runs.Config{Store: s, Assistants: list, Logger: a.logger, WebhookPrivate: f.webhookPrivate, WebhookPolicy: hooks}
+	if secrets := hooks.Secrets(); len(secrets) > 0 {
+		if rc.Redact, err = redact.New(redact.Config{}); err != nil {
+			return err
+		}
+		rc.Redact = rc.Redact.WithSecrets(secrets...)
+	}
+	svc, err := runs.New(rc)
 	if err != nil {
 		return err
 	}
