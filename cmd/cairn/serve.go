@@ -120,18 +120,39 @@ func (a *app) webhookPolicy() (runs.WebhookPolicy, error) {
 	return p, nil
 }
 
-func (a *app) serve(ctx context.Context, f serveFlags) error {
-	if err := f.check(); err != nil {
-		return err
-	}
+// serveEnv reads cairn serve's environment: graphs' defaults
+// (LANGGRAPH_CONFIG) and the webhook policy (LANGGRAPH_WEBHOOKS).
+func (a *app) serveEnv() (map[string]runs.GraphDefaults, runs.WebhookPolicy, error) {
 	var defaults map[string]runs.GraphDefaults
 	if v := a.getenv("LANGGRAPH_CONFIG"); v != "" {
 		var err error
 		if defaults, err = runs.ParseGraphDefaults([]byte(v)); err != nil {
-			return usagef("LANGGRAPH_CONFIG: %v", err)
+			return nil, runs.WebhookPolicy{}, usagef("LANGGRAPH_CONFIG: %v", err)
 		}
 	}
 	hooks, err := a.webhookPolicy()
+	return defaults, hooks, err
+}
+
+// secretsRedactor is a redactor that knows the operator's secrets too
+// (nil, the default one, when there are none).
+func secretsRedactor(secrets []string) (*redact.Redactor, error) {
+	secrets = slices.DeleteFunc(secrets, func(v string) bool { return v == "" })
+	if len(secrets) == 0 {
+		return nil, nil
+	}
+	r, err := redact.New(redact.Config{})
+	if err != nil {
+		return nil, err
+	}
+	return r.WithSecrets(secrets...), nil
+}
+
+func (a *app) serve(ctx context.Context, f serveFlags) error {
+	if err := f.check(); err != nil {
+		return err
+	}
+	defaults, hooks, err := a.serveEnv()
 	if err != nil {
 		return err
 	}
@@ -169,11 +190,8 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	sc := server.Config{Store: s, Assistants: list, Logger: a.logger, MaxBodyBytes: f.maxBody, RequestTimeout: f.timeout, RateLimit: f.rateLimit, Queue: queue, Items: items,
 		AllowOrigins: f.origins(), WebhookPrivate: f.webhookPrivate}
 	sc.Defaults, sc.WebhookPolicy = defaults, hooks
-	if secrets := append(hooks.Secrets(), indexKey); indexKey != "" || len(secrets) > 1 {
-		if sc.Redact, err = redact.New(redact.Config{}); err != nil {
-			return err
-		}
-		sc.Redact = sc.Redact.WithSecrets(slices.DeleteFunc(secrets, func(v string) bool { return v == "" })...)
+	if sc.Redact, err = secretsRedactor(append(hooks.Secrets(), indexKey)); err != nil {
+		return err
 	}
 	authNote := "auth none: no API keys, loopback only"
 	if f.auth == "keys" {

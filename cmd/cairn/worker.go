@@ -12,7 +12,6 @@ import (
 
 	"github.com/cairn-dev/cairn/agentfile"
 	"github.com/cairn-dev/cairn/pipeline"
-	"github.com/cairn-dev/cairn/redact"
 	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/postgres"
@@ -114,11 +113,8 @@ func (a *app) work(ctx context.Context, f workerFlags) error {
 		return err
 	}
 	rc := runs.Config{Store: s, Assistants: list, Logger: a.logger, WebhookPrivate: f.webhookPrivate, WebhookPolicy: hooks}
-	if secrets := hooks.Secrets(); len(secrets) > 0 {
-		if rc.Redact, err = redact.New(redact.Config{}); err != nil {
-			return err
-		}
-		rc.Redact = rc.Redact.WithSecrets(secrets...)
+	if rc.Redact, err = secretsRedactor(hooks.Secrets()); err != nil {
+		return err
 	}
 	svc, err := runs.New(rc)
 	if err != nil {
