@@ -106,6 +106,11 @@ func startServeCmd(t *testing.T, cmd *exec.Cmd) *serveProcess {
 	return &serveProcess{child: c, url: url}
 }
 
+// callClient bounds a test's call: a run that never ends fails its test
+// in minutes, with the server's log, rather than the whole package at
+// its timeout.
+var callClient = &http.Client{Timeout: 3 * time.Minute}
+
 // call sends a JSON request and decodes the JSON answer into out.
 func (p *serveProcess) call(t *testing.T, method, path string, body, out any) int {
 	t.Helper()
@@ -119,12 +124,15 @@ func (p *serveProcess) call(t *testing.T, method, path string, body, out any) in
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
+	res, err := callClient.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		t.Fatalf("%s %s: %v\nthe server's log ends:\n%s", method, path, err, lastLines(p.logText(), 40))
 	}
 	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatalf("%s %s: reading the answer: %v\nthe server's log ends:\n%s", method, path, err, lastLines(p.logText(), 40))
+	}
 	if out != nil && len(bytes.TrimSpace(b)) > 0 {
 		if err := json.Unmarshal(b, out); err != nil {
 			t.Fatalf("%s %s: %v\n%s", method, path, err, b)

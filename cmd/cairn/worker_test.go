@@ -182,6 +182,13 @@ func TestWorkerPausedIsFenced(t *testing.T) {
 		t.Fatal(err)
 	}
 	var final map[string]any
+	t.Cleanup(func() {
+		if t.Failed() { // which worker did what, when the take-over did not happen
+			for id, w := range workers {
+				t.Logf("worker %s's log ends:\n%s", id, lastLines(w.logText(), 30))
+			}
+		}
+	})
 	if code := p.call(t, "GET", "/threads/"+tid+"/runs/"+rid+"/join", nil, &final); code != 200 || final["final_output"] != "three" {
 		t.Fatalf("join: %d %v", code, final)
 	}
