@@ -38,13 +38,19 @@ func (s *Service) DefaultNode(ctx context.Context, th store.Thread, at int64, as
 	if err != nil {
 		return "", err
 	}
+	return s.writerNode(ctx, cp, nodes, "the state of checkpoint "+CheckpointID(cp.Seq))
+}
+
+// writerNode is the node an update without as_node is written as: the
+// one of nodes that wrote cp's state, START when none did, refused when
+// several did in one step (what names cp's state in the error).
+func (s *Service) writerNode(ctx context.Context, cp store.Checkpoint, nodes []string, what string) (string, error) {
 	w, err := s.writers(ctx, cp)
-	if err != nil {
-		return "", err
-	}
 	switch {
+	case err != nil:
+		return "", err
 	case len(w) > 1:
-		return "", invalid("$.as_node", "the state of checkpoint %s was written by the nodes %q in one step: name the node the update is written as", CheckpointID(cp.Seq), w)
+		return "", invalid("$.as_node", "%s was written by the nodes %q in one step: name the node the update is written as", what, w)
 	case len(w) == 1 && slices.Contains(nodes, w[0]):
 		return w[0], nil
 	}

@@ -82,9 +82,7 @@ func versionKey(v int) string { return fmt.Sprintf("%010d", v) }
 
 // toValue turns a record into an item's value (latest kept as a field).
 func toValue(a AssistantRecord) map[string]any {
-	b, _ := json.Marshal(a) // maps of JSON values always marshal
-	var m map[string]any
-	_ = json.Unmarshal(b, &m)
+	m := mustObject(a)
 	m["latest_version"] = a.latest
 	return m
 }

@@ -76,16 +76,7 @@ func (s *Service) subgraphNode(ctx context.Context, head store.Checkpoint, child
 		}
 		return asNode, nil
 	}
-	w, err := s.writers(ctx, head)
-	switch {
-	case err != nil:
-		return "", err
-	case len(w) > 1:
-		return "", invalid("$.as_node", "the subgraph's state was written by the nodes %q in one step: name the node the update is written as", w)
-	case len(w) == 1 && slices.Contains(nodes, w[0]):
-		return w[0], nil
-	}
-	return flow.START, nil
+	return s.writerNode(ctx, head, nodes, "the subgraph's state")
 }
 
 // subgraphRef is the namespace a subgraph paused inside the step of cp

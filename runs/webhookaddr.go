@@ -16,12 +16,14 @@ import (
 // network, which Config.WebhookPrivate does not allow.
 var errPrivateAddress = errors.New("runs: a webhook to a loopback, private or link-local address")
 
+// cgnat is carrier-grade NAT's shared address space (RFC 6598).
+var cgnat = netip.MustParsePrefix("100.64.0.0/10")
+
 // privateAddr reports whether an address is the machine's own or a
 // private network's: loopback, RFC 1918 and unique-local, link-local,
 // carrier-grade NAT, unspecified or multicast.
 func privateAddr(a netip.Addr) bool {
 	a = a.Unmap()
-	cgnat := netip.MustParsePrefix("100.64.0.0/10")
 	return a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsUnspecified() || a.IsMulticast() || cgnat.Contains(a)
 }
 
