@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -49,6 +48,10 @@ type Data struct {
 	StopReason   string `json:"stop_reason,omitempty"`
 	CancelReason string `json:"cancel_reason,omitempty"`
 	Attempt      int    `json:"attempt"`
+	// Ordinal numbers the thread's runs from 1 in the order they were
+	// made: the high bits of their events' seqs in the thread-centric
+	// stream (V2SeqBase).
+	Ordinal int64 `json:"ordinal,omitempty"`
 }
 
 // Kwargs are the run's parameters, as the API shows them.
@@ -379,6 +382,9 @@ func (s *Service) Create(ctx context.Context, threadID string, q Request) (*Run,
 		return nil, err
 	}
 	d.FromSeq = th.Head
+	if d.Ordinal, err = s.nextOrdinal(ctx, th.ID); err != nil {
+		return nil, err
+	}
 	now := s.cfg.Now().UnixNano()
 	rec := store.RunRecord{ID: uuid.NewString(), Thread: th.ID, Tenant: tenant, Status: StatusPending, CreatedAt: now, UpdatedAt: now}
 	if s.queue != nil {
@@ -586,15 +592,4 @@ func (m *runManager) forkAt(ctx context.Context, thread string, seq int64) error
 	}
 	_, err = m.s.store.Fork(ctx, store.ForkRequest{Thread: thread, At: seq})
 	return err
-}
-
-// Unsupported refuses API fields Cairn does not implement when a request
-// sets them, rather than ignore them silently.
-func Unsupported(fields map[string]json.RawMessage) error {
-	for _, k := range slices.Sorted(maps.Keys(fields)) {
-		if v := strings.TrimSpace(string(fields[k])); v != "" && v != "null" {
-			return invalid("$."+k, "%s is not supported by Cairn", k)
-		}
-	}
-	return nil
 }

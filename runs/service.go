@@ -93,6 +93,8 @@ type Service struct {
 	// guarded delivers webhooks that may not reach private addresses.
 	guarded *http.Client
 	outbox  *outbox
+	// ordinals numbers runs on their threads (Data.Ordinal).
+	ordinals ordinals
 }
 
 // ErrConfig: the service's configuration is unusable.

@@ -42,32 +42,41 @@ func emptyState(thread string) runs.State {
 // namespace, with the heads of the thread's other namespaces as tasks
 // when subgraphs are asked for.
 func (s *Server) threadState(ctx context.Context, w http.ResponseWriter, threadID, ns, checkpoint string, subgraphs bool) error {
-	th, err := s.svc.Thread(ctx, threadID)
+	v, err := s.stateOf(ctx, threadID, ns, checkpoint, subgraphs)
 	if err != nil {
 		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// stateOf is a thread's state at a checkpoint of a namespace (its head:
+// checkpoint "").
+func (s *Server) stateOf(ctx context.Context, threadID, ns, checkpoint string, subgraphs bool) (any, error) {
+	th, err := s.svc.Thread(ctx, threadID)
+	if err != nil {
+		return nil, err
 	}
 	var at runs.CheckpointAt
 	if checkpoint != "" {
 		if at, err = runs.ParseCheckpointID(checkpoint); err != nil {
-			return unprocessable("checkpoint_id", "%v", err)
+			return nil, unprocessable("checkpoint_id", "%v", err)
 		}
 	}
 	if th.Head == 0 && at.Seq == 0 && ns == "" {
-		writeJSON(w, http.StatusOK, emptyState(th.ID))
-		return nil
+		return emptyState(th.ID), nil
 	}
 	v, cp, err := s.stateView(ctx, th.ID, ns, at)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	v.AddRunMetadata(s.svc.RunMetadata(ctx, th, ns)(cp))
 	if subgraphs {
 		if err := s.addSubgraphs(ctx, &v, th.ID, ns); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
+	return v, nil
 }
 
 // stateView is checkpoint at of a namespace as a thread state, and the
@@ -272,36 +281,43 @@ func (s *Server) getHistory(w http.ResponseWriter, r *http.Request) error {
 // history lists a namespace's checkpoints newest first, each as a thread
 // state, filtered by metadata.
 func (s *Server) history(w http.ResponseWriter, r *http.Request, q historyRequest) error {
+	out, err := s.historyOf(r.Context(), r.PathValue("thread_id"), q)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, selectFields(out, q.Select))
+	return nil
+}
+
+// historyOf lists a thread's checkpoints as q asks.
+func (s *Server) historyOf(ctx context.Context, threadID string, q historyRequest) ([]runs.State, error) {
 	limit := 10
 	if q.Limit != nil {
 		limit = *q.Limit
 	}
 	if limit < 1 || limit > 10000 {
-		return unprocessable("$.limit", "%d: want 1 to 10000", limit)
+		return nil, unprocessable("$.limit", "%d: want 1 to 10000", limit)
 	}
 	before, err := q.beforeSeq()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ns := ""
 	if q.Checkpoint != nil {
 		ns = runs.CairnNamespace(q.Checkpoint.CheckpointNS)
 		if err := store.ValidateNamespace(ns); err != nil {
-			return unprocessable("$.checkpoint.checkpoint_ns", "%v", err)
+			return nil, unprocessable("$.checkpoint.checkpoint_ns", "%v", err)
 		}
 	}
-	ctx := r.Context()
-	th, err := s.svc.Thread(ctx, r.PathValue("thread_id"))
+	th, err := s.svc.Thread(ctx, threadID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	l := historyList{s: s, th: th, filter: q.Metadata, limit: limit, runMD: s.svc.RunMetadata(ctx, th, ns)}
 	if err := l.list(ctx, ns, before); err != nil {
-		return err
+		return nil, err
 	}
-	out := l.out
-	writeJSON(w, http.StatusOK, selectFields(out, q.Select))
-	return nil
+	return l.out, nil
 }
 
 // historyList gathers a history listing: each checkpoint as a thread
