@@ -61,6 +61,7 @@ func (s *Server) routes() []route {
 		{method: "GET", path: "/threads/{thread_id}/runs/{run_id}/stream", summary: "Join a run's stream (Last-Event-ID resumes)", long: true, handler: s.joinStream},
 
 		{method: "POST", path: "/threads/{thread_id}/commands", summary: "Run a command of LangGraph's thread-centric protocol on a thread (run.start, input.respond, input.inject, state.get, state.listCheckpoints, state.fork, agent.getTree, subscription.*)", long: true, handler: s.postV2Command},
+		{method: "GET", path: "/threads/{thread_id}/stream/events", summary: "The thread-centric protocol over a WebSocket: commands, and events for the subscriptions made on it", long: true, handler: s.getV2Socket},
 		{method: "POST", path: "/threads/{thread_id}/stream/events", summary: "A thread's events across its runs in LangGraph's thread-centric protocol (SSE; since resumes)", long: true, handler: s.postV2Events},
 
 		{method: "GET", path: "/interrupts", summary: "Pending interrupts across threads (status, assistant_id, metadata filters)", handler: s.listInterrupts},
