@@ -41,9 +41,18 @@ func (e *V2Event) Channel() string {
 	return e.Method
 }
 
-// v2SeqBits is how many low bits of an event's seq number it within its
-// run; the bits above are the run's ordinal on its thread.
-const v2SeqBits = 26
+// An event's seq: the run's ordinal on its thread in the bits above
+// v2SeqBits; below them the part of the run that sent it (v2AttemptBits
+// above v2IndexBits: 0 the run's start, n its attempt n, v2EndSlot its
+// end) and its number within that part. A part's events are made from
+// its own events in the log alone, so that every reader numbers them
+// alike, whatever it read of an attempt a crash cut short: the next
+// attempt's events come after them all.
+const (
+	v2SeqBits   = 26
+	v2IndexBits = 20
+	v2EndSlot   = 1<<(v2SeqBits-v2IndexBits) - 1
+)
 
 // V2SeqBase is the seq before the first event of the run of an ordinal.
 func V2SeqBase(ordinal int64) int64 { return ordinal << v2SeqBits }
@@ -54,7 +63,9 @@ func V2OrdinalOf(seq int64) int64 { return seq >> v2SeqBits }
 // v2Conv makes one run's protocol events from its log, in order.
 type v2Conv struct {
 	run, thread, graph string
-	base, n            int64
+	base               int64
+	slot               int   // the part of the run the next event is of
+	n                  int64 // events of the slot so far
 	now                func() int64
 	open               []*v2Message // messages streaming, oldest first
 	asked              map[string]bool
@@ -76,11 +87,11 @@ func newV2Conv(run, thread, graph string, ordinal int64, now func() int64) *v2Co
 
 // emit adds an event, numbered next.
 func (c *v2Conv) emit(method string, ns []string, node string, data any) {
-	if c.n+1 >= 1<<v2SeqBits {
-		return // a run of 2^26 events: the rest are not numbered, so not sent
+	if c.n+1 >= 1<<v2IndexBits {
+		return // a part of 2^20 events: the rest are not numbered, so not sent
 	}
 	c.n++
-	seq := c.base + c.n
+	seq := c.base + int64(c.slot)<<v2IndexBits + c.n
 	if ns == nil {
 		ns = []string{}
 	}
@@ -100,8 +111,14 @@ func (c *v2Conv) start() {
 	c.emit("lifecycle", nil, "", map[string]any{"event": "running", "graph_name": c.graph})
 }
 
-// event converts one event of the run's log (its SSE name and data).
-func (c *v2Conv) event(name string, data json.RawMessage) {
+// event converts one event of the run's log (its SSE name and data) that
+// an attempt of the run sent. A later attempt (the run picked up after a
+// crash) streams its messages again from their start: a message-start
+// with the same id begins each anew in the client.
+func (c *v2Conv) event(name string, data json.RawMessage, attempt int) {
+	if attempt = min(max(attempt, 1), v2EndSlot-1); attempt != c.slot {
+		c.open, c.slot, c.n = nil, attempt, 0
+	}
 	mode, nsText, _ := strings.Cut(name, "|")
 	ns := []string{}
 	if nsText != "" {
@@ -209,6 +226,7 @@ func (c *v2Conv) checkpoint(ns []string, data json.RawMessage) {
 // end is the run's last event: how it ended (status, its record's), an
 // interrupt asked for making it interrupted.
 func (c *v2Conv) end(status, errText string) {
+	c.slot, c.n = v2EndSlot, 0
 	c.finishMessages(nil)
 	ev := map[string]any{"graph_name": c.graph}
 	switch {

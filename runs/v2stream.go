@@ -153,7 +153,7 @@ func (s *Service) v2Run(ctx context.Context, rec store.RunRecord, since int64, s
 			if err != nil {
 				return err
 			}
-			c.event(ev.Event, data)
+			c.event(ev.Event, data, ev.Attempt)
 		}
 		if err := sendAfter(c.take(), since, send); err != nil {
 			return err

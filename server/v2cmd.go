@@ -63,7 +63,11 @@ func (s *Server) v2Start(ctx context.Context, thread string, raw json.RawMessage
 	}
 	q := runs.Request{AssistantID: p.AssistantID, Input: p.Input, Config: p.Config, Context: p.Context, Metadata: p.Metadata,
 		IfNotExists: "create", MultitaskStrategy: cmp.Or(p.Strategy, p.Strategy2, "enqueue")}
-	if !isNullJSON(p.Input) {
+	if isNullJSON(p.Input) && (p.Config == nil || p.Config.Configurable["checkpoint_id"] == nil) {
+		if err := s.v2Continues(ctx, thread); err != nil {
+			return nil, 0, err
+		}
+	} else if !isNullJSON(p.Input) {
 		if pending, err := s.v2Pending(ctx, thread); err != nil {
 			return nil, 0, err
 		} else if pending != nil {
@@ -71,6 +75,27 @@ func (s *Server) v2Start(ctx context.Context, thread string, raw json.RawMessage
 		}
 	}
 	return s.v2Create(ctx, thread, q)
+}
+
+// v2Continues refuses a run without input that would run no node (a run
+// never reports success having done nothing): the thread must have a
+// step to take.
+func (s *Server) v2Continues(ctx context.Context, thread string) error {
+	if _, err := s.svc.Thread(ctx, thread); errors.Is(err, runs.ErrNotFound) {
+		return unprocessable("$.params.input", "thread %s is new: its first run needs input", thread)
+	}
+	v, err := s.stateOf(ctx, thread, "", "", false)
+	if err != nil {
+		return err
+	}
+	st, err := asV2State(v)
+	if err != nil {
+		return err
+	}
+	if len(st.Next) == 0 {
+		return unprocessable("$.params.input", "thread %s is at its end: a run without input would run no step", thread)
+	}
+	return nil
 }
 
 // v2Create makes a run the protocol streams: its id, and the seq before
