@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/cairn-dev/cairn/internal/pgtest"
 )
 
 // v2Channels are every channel of the thread-centric protocol.
@@ -115,9 +117,25 @@ func TestV2StreamSurvivesRestart(t *testing.T) {
 	last := first[len(first)-1].Seq
 	rest := decodeV2(t, readSSE(t, v2Events(t, ctx, b.url, thread, last), endsRun))
 	whole := decodeV2(t, readSSE(t, v2Events(t, ctx, b.url, thread, 0), endsRun))
-	// The first reader may have read events of the first attempt that the
-	// killed server never stored (it streams before it stores); the rest
-	// is the stored stream, each event once, in order.
+	checkReadOn(t, first, rest, whole)
+
+	// A second turn: the stream goes on into the next run, numbered after.
+	res := v2Events(t, ctx, b.url, thread, whole[len(whole)-1].Seq)
+	b.command(t, thread, 2, "run.start", map[string]any{"assistant_id": "chat", "input": map[string]any{"messages": []any{map[string]any{"type": "human", "content": "hello"}}}})
+	next := decodeV2(t, readSSE(t, res, endsRun))
+	if next[0].Method != "lifecycle" || !strings.Contains(next[0].Data, `"running"`) || next[0].Seq <= whole[len(whole)-1].Seq {
+		t.Fatalf("the second turn's stream starts %+v", next[0])
+	}
+}
+
+// checkReadOn checks what a reader read of a run in two connections (the
+// second with since) against the run as a reader from its start reads it
+// afterwards: the first may have read events of an attempt that a crash
+// cut short and nobody stored (a server streams before it stores); the
+// rest is the stored stream, each event once, in order; each attempt
+// streams the reply from its start, and the run completes.
+func checkReadOn(t *testing.T, first, rest, whole []v2Event) {
+	t.Helper()
 	joined := append(append([]v2Event{}, first...), rest...)
 	stored := map[string]v2Event{}
 	for _, e := range whole {
@@ -149,12 +167,37 @@ func TestV2StreamSurvivesRestart(t *testing.T) {
 	if starts != 2 || !strings.Contains(whole[len(whole)-1].Data, `"completed"`) {
 		t.Fatalf("want the reply started by each attempt (2 message-starts, got %d) and the run completed: %+v", starts, whole[len(whole)-1])
 	}
+}
 
-	// A second turn: the stream goes on into the next run, numbered after.
-	res := v2Events(t, ctx, b.url, thread, whole[len(whole)-1].Seq)
-	b.command(t, thread, 2, "run.start", map[string]any{"assistant_id": "chat", "input": map[string]any{"messages": []any{map[string]any{"type": "human", "content": "hello"}}}})
-	next := decodeV2(t, readSSE(t, res, endsRun))
-	if next[0].Method != "lifecycle" || !strings.Contains(next[0].Data, `"running"`) || next[0].Seq <= whole[len(whole)-1].Seq {
-		t.Fatalf("the second turn's stream starts %+v", next[0])
+// TestV2StreamAcrossWorkers reads a thread's protocol events through
+// cairn serve --queue while a worker runs its long reply on PostgreSQL,
+// SIGKILLs that worker mid-reply, and reads on with since: another worker
+// takes the run over, and the reader gets every stored event once.
+func TestV2StreamAcrossWorkers(t *testing.T) {
+	dsn, _ := pgtest.Schema(t, "cairn_v2")
+	assistants := filepath.Join("testdata", "usestream")
+	p := startServe(t, "--queue", "--assistants", assistants, "--store", dsn)
+	workers := map[string]*workerProcess{}
+	for _, id := range []string{"w1", "w2"} {
+		workers[id] = startWorker(t, "--id", id, "--assistants", assistants, "--store", dsn, "--lease", "1s", "--rescue-after", "2s")
 	}
+	thread := uuid.NewString()
+	p.command(t, thread, 1, "run.start", map[string]any{"assistant_id": "chat", "input": map[string]any{"messages": []any{map[string]any{"type": "human", "content": "tell me a long story"}}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	deltas := 0
+	first := decodeV2(t, readSSE(t, v2Events(t, ctx, p.url, thread, 0), func(evs []sseEvent) bool {
+		if strings.Contains(evs[len(evs)-1].data, "content-block-delta") {
+			deltas++
+		}
+		return deltas == 15
+	}))
+	owner := workers[ownerOf(t, dsn, thread)]
+	if owner == nil {
+		t.Fatalf("the thread's lease is none of the workers'")
+	}
+	owner.stop(syscall.SIGKILL)
+	rest := decodeV2(t, readSSE(t, v2Events(t, ctx, p.url, thread, first[len(first)-1].Seq), endsRun))
+	whole := decodeV2(t, readSSE(t, v2Events(t, ctx, p.url, thread, 0), endsRun))
+	checkReadOn(t, first, rest, whole)
 }
