@@ -98,18 +98,26 @@ func (cs cronStore) due(ctx context.Context, c cronRecord, now time.Time) error 
 // fire claims a tick and makes its run; a tick another process claimed
 // is its (or, if it dies, a takeover's).
 func (cs cronStore) fire(ctx context.Context, c cronRecord, tick time.Time) error {
+	won, err := cs.claim(ctx, c, tick)
+	if err != nil || !won {
+		return err
+	}
+	return cs.make(ctx, c, tick)
+}
+
+// claim writes a tick's claim, if absent, and its pending entry; won is
+// false when another process claimed it first (the tick is then recorded
+// as the cron's latest here too).
+func (cs cronStore) claim(ctx context.Context, c cronRecord, tick time.Time) (won bool, err error) {
 	p := cronPending{Cron: c.ID, Tick: tick.Unix(), At: cs.s.cronNow().UnixNano()}
-	_, err := cs.items.Batch(ctx, []store.ItemOp{
+	_, err = cs.items.Batch(ctx, []store.ItemOp{
 		store.PutOp{Tenant: cronTenant, Namespace: []string{"ticks", c.ID}, Key: tickKey(tick), Value: map[string]any{"at": p.At}, NoIndex: true, TTL: cronClaimTTL, IfAbsent: true},
 		store.PutOp{Tenant: cronTenant, Namespace: pendingNS, Key: pendingKey(c.ID, tick), Value: mustObject(p), NoIndex: true},
 	})
 	if errors.Is(err, store.ErrConflict) {
-		return cs.setLast(ctx, c.ID, tick)
+		return false, cs.setLast(ctx, c.ID, tick)
 	}
-	if err != nil {
-		return err
-	}
-	return cs.make(ctx, c, tick)
+	return err == nil, err
 }
 
 // make makes a claimed tick's run, then records the tick as the cron's

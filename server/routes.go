@@ -69,6 +69,13 @@ func (s *Server) routes() []route {
 		{method: "POST", path: "/runs/stream", summary: "Create a stateless run and stream it", long: true, handler: s.postRunStream},
 		{method: "POST", path: "/runs/wait", summary: "Create a stateless run and wait for its outcome", long: true, handler: s.postRunWait},
 		{method: "POST", path: "/runs/batch", summary: "Create stateless background runs, all checked before any is made", handler: s.postRunBatch},
+		{method: "POST", path: "/runs/crons", summary: "Create a stateless cron: each tick a run on a new thread", handler: s.createCron},
+		{method: "POST", path: "/threads/{thread_id}/runs/crons", summary: "Create a cron on a thread: each tick a run on it", handler: s.createCron},
+		{method: "POST", path: "/runs/crons/search", summary: "Search crons", handler: s.searchCrons},
+		{method: "POST", path: "/runs/crons/count", summary: "Count crons", handler: s.countCrons},
+		{method: "GET", path: "/runs/crons/{cron_id}", summary: "Get a cron", handler: s.getCron},
+		{method: "PATCH", path: "/runs/crons/{cron_id}", summary: "Update a cron", handler: s.patchCron},
+		{method: "DELETE", path: "/runs/crons/{cron_id}", summary: "Delete a cron", handler: s.deleteCron},
 
 		{method: "PUT", path: "/store/items", summary: "Store or update an item of the long-term memory store", handler: s.putItem},
 		{method: "GET", path: "/store/items", summary: "Get an item (namespace, key, refresh_ttl in the query)", handler: s.getItem},
@@ -89,7 +96,7 @@ func (s *Server) info(w http.ResponseWriter, _ *http.Request) error {
 		version = bi.Main.Version
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"version": version, "server": "cairn", "langgraph_py_version": nil,
-		"flags": map[string]bool{"assistants": true, "crons": false, "langsmith": false, "store": true}, "started_at": runs.APITime(s.started)})
+		"flags": map[string]bool{"assistants": true, "crons": true, "langsmith": false, "store": true}, "started_at": runs.APITime(s.started)})
 	return nil
 }
 
