@@ -72,3 +72,15 @@ func TestCronTwoServersKilled(t *testing.T) {
 		t.Fatalf("the last tick is %s; the cron was disabled at %s: %s", last, stopped, strconv.Itoa(len(ticks)))
 	}
 }
+
+// TestLangGraphSDKCrons runs server/sdktest/crons.test.mjs, written with
+// the official LangGraph JS SDK's client.crons, against a real cairn
+// serve whose crons' clock runs a minute a second.
+func TestLangGraphSDKCrons(t *testing.T) {
+	node, dir := sdkSuite(t)
+	db := "sqlite://" + filepath.Join(t.TempDir(), "serve.db")
+	env := []string{fmt.Sprintf("%s=%dx60", cronClockEnv, time.Now().Unix())}
+	p := startServeCmd(t, cairnProcess(t, env, "serve", "--addr", "127.0.0.1:0", "--assistants", filepath.Join("..", "..", "examples", "serve"),
+		"--store", db, "--cron-tick", "100ms"))
+	runNode(t, node, dir, []string{"CAIRN_URL=" + p.url}, "--test", "crons.test.mjs")
+}
