@@ -6,6 +6,9 @@ package runs
 import (
 	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/cairn-dev/cairn/flow"
 )
@@ -91,5 +94,16 @@ func (l *StringList) UnmarshalJSON(b []byte) error {
 		return errors.New("want a string or an array of strings")
 	}
 	*l = ss
+	return nil
+}
+
+// Unsupported refuses API fields Cairn does not implement when a request
+// sets them, rather than ignore them silently.
+func Unsupported(fields map[string]json.RawMessage) error {
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		if v := strings.TrimSpace(string(fields[k])); v != "" && v != "null" {
+			return invalid("$."+k, "%s is not supported by Cairn", k)
+		}
+	}
 	return nil
 }

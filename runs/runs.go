@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -587,15 +586,4 @@ func (m *runManager) forkAt(ctx context.Context, thread string, seq int64) error
 	}
 	_, err = m.s.store.Fork(ctx, store.ForkRequest{Thread: thread, At: seq})
 	return err
-}
-
-// Unsupported refuses API fields Cairn does not implement when a request
-// sets them, rather than ignore them silently.
-func Unsupported(fields map[string]json.RawMessage) error {
-	for _, k := range slices.Sorted(maps.Keys(fields)) {
-		if v := strings.TrimSpace(string(fields[k])); v != "" && v != "null" {
-			return invalid("$."+k, "%s is not supported by Cairn", k)
-		}
-	}
-	return nil
 }
