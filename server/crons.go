@@ -2,7 +2,6 @@ package server
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/cairn-dev/cairn/runs"
 )
@@ -34,11 +33,7 @@ func (s *Server) searchCrons(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	w.Header().Set("X-Pagination-Total", strconv.Itoa(total))
-	if next := q.Offset + len(out); next < total {
-		w.Header().Set("X-Pagination-Next", strconv.Itoa(next))
-	}
-	writeJSON(w, http.StatusOK, selectFields(out, q.Select))
+	writePage(w, out, q.Select, q.Offset, total)
 	return nil
 }
 

@@ -113,12 +113,18 @@ func (s *Server) searchAssistants(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
+	writePage(w, out, q.Select, q.Offset, total)
+	return nil
+}
+
+// writePage answers a page of a listing (its fields selected) with the
+// total and the next page's offset in the pagination headers.
+func writePage[T any](w http.ResponseWriter, page []T, sel []string, offset, total int) {
 	w.Header().Set("X-Pagination-Total", strconv.Itoa(total))
-	if next := q.Offset + len(out); next < total {
+	if next := offset + len(page); next < total {
 		w.Header().Set("X-Pagination-Next", strconv.Itoa(next))
 	}
-	writeJSON(w, http.StatusOK, selectFields(out, q.Select))
-	return nil
+	writeJSON(w, http.StatusOK, selectFields(page, sel))
 }
 
 func (s *Server) countAssistants(w http.ResponseWriter, r *http.Request) error {
