@@ -64,6 +64,11 @@ type Request struct {
 	// Deliver: the caller answers with the run's outcome (a stream or a
 	// wait), so a stateless run's thread is kept until it has (Run.Deliver).
 	Deliver bool `json:"-"`
+	// runID names the run (a cron's tick: made again, it is found);
+	// temporary makes the run's thread one deleted when it ends (a
+	// stateless cron's, named by the tick).
+	runID     string
+	temporary bool
 }
 
 // CheckpointConfig names a checkpoint as clients send it.

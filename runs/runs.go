@@ -370,6 +370,7 @@ func (s *Service) Create(ctx context.Context, threadID string, q Request) (*Run,
 	if err != nil {
 		return nil, err
 	}
+	d.Temporary = d.Temporary || q.temporary
 	if c := d.Kwargs.Command; c != nil && !isNull(c.Resume) {
 		if err := s.checkResume(ctx, a, th, "$.command.resume", c.Resume); err != nil {
 			return nil, err
@@ -386,7 +387,7 @@ func (s *Service) Create(ctx context.Context, threadID string, q Request) (*Run,
 		return nil, err
 	}
 	now := s.cfg.Now().UnixNano()
-	rec := store.RunRecord{ID: uuid.NewString(), Thread: th.ID, Tenant: tenant, Status: StatusPending, CreatedAt: now, UpdatedAt: now}
+	rec := store.RunRecord{ID: cmp.Or(q.runID, uuid.NewString()), Thread: th.ID, Tenant: tenant, Status: StatusPending, CreatedAt: now, UpdatedAt: now}
 	if s.queue != nil {
 		lr := &Run{rec: rec, data: d, a: a}
 		if err := s.enqueue(ctx, lr); err != nil {

@@ -70,6 +70,13 @@ type Config struct {
 	// Items keeps the assistants clients make (CreateAssistant), under
 	// each tenant's store.SystemTenant (nil: store.ItemsOf(Store)).
 	Items store.ItemStore
+	// CronTick is how often the crons are looked at for due ticks
+	// (default 5 s; negative: never, in this process). CronClaimTimeout
+	// is how long a tick claimed by a process that has not made its run
+	// waits before another takes it over (default 1 min). CronClock is
+	// the crons' clock (nil: Now).
+	CronTick, CronClaimTimeout time.Duration
+	CronClock                  func() time.Time
 }
 
 // Service runs the runs of assistants on threads: it creates them (or
@@ -110,6 +117,7 @@ func New(cfg Config) (*Service, error) {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	cfg.ExpiryCheck = cmp.Or(cfg.ExpiryCheck, time.Second)
+	cfg.CronClaimTimeout = cmp.Or(cfg.CronClaimTimeout, time.Minute)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -154,7 +162,8 @@ func New(cfg Config) (*Service, error) {
 // this store (without a queue: with one, workers do): a run that had
 // begun resumes from its last checkpoint, one that had not starts. Their
 // event logs go on from where they were. It also starts answering the
-// pauses that wait longer than their assistant allows.
+// pauses that wait longer than their assistant allows, and the crons'
+// scheduler.
 func (s *Service) Start(ctx context.Context) error {
 	if s.queue == nil {
 		if err := s.runs.recover(ctx); err != nil {
@@ -162,6 +171,7 @@ func (s *Service) Start(ctx context.Context) error {
 		}
 	}
 	s.outbox.start(cmp.Or(s.cfg.WebhookSweep, 30*time.Second))
+	s.startCrons(cmp.Or(s.cfg.CronTick, 5*time.Second))
 	if s.bounded() {
 		return s.expiries.start(ctx, s.cfg.ExpiryCheck)
 	}

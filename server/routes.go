@@ -73,6 +73,13 @@ func (s *Server) routes() []route {
 		{method: "POST", path: "/runs/stream", summary: "Create a stateless run and stream it", long: true, handler: s.postRunStream},
 		{method: "POST", path: "/runs/wait", summary: "Create a stateless run and wait for its outcome", long: true, handler: s.postRunWait},
 		{method: "POST", path: "/runs/batch", summary: "Create stateless background runs, all checked before any is made", handler: s.postRunBatch},
+		{method: "POST", path: "/runs/crons", summary: "Create a stateless cron: each tick a run on a new thread", handler: s.createCron},
+		{method: "POST", path: "/threads/{thread_id}/runs/crons", summary: "Create a cron on a thread: each tick a run on it", handler: s.createCron},
+		{method: "POST", path: "/runs/crons/search", summary: "Search crons", handler: s.searchCrons},
+		{method: "POST", path: "/runs/crons/count", summary: "Count crons", handler: s.countCrons},
+		{method: "GET", path: "/runs/crons/{cron_id}", summary: "Get a cron", handler: s.getCron},
+		{method: "PATCH", path: "/runs/crons/{cron_id}", summary: "Update a cron", handler: s.patchCron},
+		{method: "DELETE", path: "/runs/crons/{cron_id}", summary: "Delete a cron", handler: s.deleteCron},
 
 		{method: "PUT", path: "/store/items", summary: "Store or update an item of the long-term memory store", handler: s.putItem},
 		{method: "GET", path: "/store/items", summary: "Get an item (namespace, key, refresh_ttl in the query)", handler: s.getItem},
@@ -93,7 +100,7 @@ func (s *Server) info(w http.ResponseWriter, _ *http.Request) error {
 		version = bi.Main.Version
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"version": version, "server": "cairn", "langgraph_py_version": nil,
-		"flags": map[string]bool{"assistants": true, "crons": false, "langsmith": false, "store": true}, "started_at": runs.APITime(s.started)})
+		"flags": map[string]bool{"assistants": true, "crons": true, "langsmith": false, "store": true}, "started_at": runs.APITime(s.started)})
 	return nil
 }
 
@@ -110,12 +117,18 @@ func (s *Server) searchAssistants(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
+	writePage(w, out, q.Select, q.Offset, total)
+	return nil
+}
+
+// writePage answers a page of a listing (its fields selected) with the
+// total and the next page's offset in the pagination headers.
+func writePage[T any](w http.ResponseWriter, page []T, sel []string, offset, total int) {
 	w.Header().Set("X-Pagination-Total", strconv.Itoa(total))
-	if next := q.Offset + len(out); next < total {
+	if next := offset + len(page); next < total {
 		w.Header().Set("X-Pagination-Next", strconv.Itoa(next))
 	}
-	writeJSON(w, http.StatusOK, selectFields(out, q.Select))
-	return nil
+	writeJSON(w, http.StatusOK, selectFields(page, sel))
 }
 
 func (s *Server) countAssistants(w http.ResponseWriter, r *http.Request) error {

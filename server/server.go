@@ -78,6 +78,10 @@ type Config struct {
 	// browser (CORS): "*", or scheme://host[:port] with port a number or
 	// "*". Nil: LoopbackOrigins; empty: none.
 	AllowOrigins []string
+	// CronTick, CronClaimTimeout and CronClock schedule the crons
+	// (runs.Config's).
+	CronTick, CronClaimTimeout time.Duration
+	CronClock                  func() time.Time
 }
 
 // Server serves the LangGraph Platform API over a Cairn store: the HTTP
@@ -112,7 +116,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	rc := runs.Config{Store: cfg.Store, Assistants: cfg.Assistants, Logger: cfg.Logger, Redact: cfg.Redact, Now: cfg.Now, ExpiryCheck: cfg.ExpiryCheck, Queue: cfg.Queue,
-		Defaults: cfg.Defaults, WebhookCheck: cfg.WebhookCheck, BaseURL: cfg.BaseURL, WebhookPrivate: cfg.WebhookPrivate, WebhookPolicy: cfg.WebhookPolicy}
+		Defaults: cfg.Defaults, WebhookCheck: cfg.WebhookCheck, BaseURL: cfg.BaseURL, WebhookPrivate: cfg.WebhookPrivate, WebhookPolicy: cfg.WebhookPolicy,
+		CronTick: cfg.CronTick, CronClaimTimeout: cfg.CronClaimTimeout, CronClock: cfg.CronClock}
 	cfg.MaxBodyBytes = cmp.Or(cfg.MaxBodyBytes, 1<<20)
 	cfg.RequestTimeout = cmp.Or(cfg.RequestTimeout, 30*time.Second)
 	cfg.Heartbeat = cmp.Or(cfg.Heartbeat, 5*time.Second)

@@ -66,6 +66,12 @@ func TestTenants(t *testing.T) {
 	_ = json.Unmarshal([]byte(b), &runs)
 	rid := runs[0]["run_id"].(string)
 	cp := "00000000-0000-8000-8000-000000000002"
+	code, b = call(keyA, "POST", "/threads/a1/runs/crons", `{"assistant_id": "drafts", "schedule": "0 0 1 1 *", "input": {}}`)
+	var cron map[string]any
+	if _ = json.Unmarshal([]byte(b), &cron); code != 200 || cron["cron_id"] == nil {
+		t.Fatalf("cron: %d %s", code, b)
+	}
+	cid := cron["cron_id"].(string)
 
 	walked := []struct{ method, path, body string }{
 		{"GET", "/threads/a1", ""},
@@ -91,6 +97,10 @@ func TestTenants(t *testing.T) {
 		{"GET", "/threads/a1/runs/" + rid + "/stream", ""},
 		{"GET", "/threads/a1/interrupts", ""},
 		{"POST", "/threads/a1/interrupts/x/answer", `{"action": "approve"}`},
+		{"POST", "/threads/a1/runs/crons", `{"assistant_id": "drafts", "schedule": "@daily"}`},
+		{"GET", "/runs/crons/" + cid, ""},
+		{"PATCH", "/runs/crons/" + cid, `{"enabled": false}`},
+		{"DELETE", "/runs/crons/" + cid, ""},
 		{"DELETE", "/checkpointer/threads/a1", ""},
 		{"POST", "/checkpointer/threads/a1/copy", `{"target_thread_id": "mine"}`},
 	}
@@ -115,6 +125,8 @@ func TestTenants(t *testing.T) {
 	for _, tc := range []struct{ method, path, body, want string }{
 		{"POST", "/threads/search", `{}`, "[]"},
 		{"POST", "/threads/count", `{}`, "0"},
+		{"POST", "/runs/crons/search", `{}`, "[]"},
+		{"POST", "/runs/crons/count", `{}`, "0"},
 		{"GET", "/interrupts?status=pending", "", "[]"},
 	} {
 		if code, b := call(keyB, tc.method, tc.path, tc.body); code != 200 || strings.TrimSpace(b) != tc.want {
@@ -127,6 +139,9 @@ func TestTenants(t *testing.T) {
 	// Tenant A's thread is intact.
 	if code, b := call(keyA, "GET", "/threads/a1", ""); code != 200 || !strings.Contains(b, `"interrupted"`) {
 		t.Fatalf("acme's thread after globex's calls: %d %s", code, b)
+	}
+	if code, b := call(keyA, "GET", "/runs/crons/"+cid, ""); code != 200 || !strings.Contains(b, `"enabled":true`) {
+		t.Fatalf("acme's cron after globex's calls: %d %s", code, b)
 	}
 	// The open endpoints need no key; a revoked key is refused at once.
 	for _, p := range []string{"/ok", "/info", "/openapi.json"} {

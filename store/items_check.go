@@ -73,7 +73,7 @@ func SystemTenant(kind, tenant string) string {
 }
 
 func validateTenant(tenant string) error {
-	if kind, of, ok := strings.Cut(tenant, "#"); ok && (kind == "assistants" || kind == "webhooks") {
+	if kind, of, ok := strings.Cut(tenant, "#"); ok && (kind == "assistants" || kind == "webhooks" || kind == "crons") {
 		tenant = of // a system tenant (SystemTenant)
 	}
 	if tenant == "" {

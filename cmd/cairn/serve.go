@@ -24,7 +24,7 @@ type serveFlags struct {
 	addr, assistants, auth, safeDir string
 	cors                            []string
 	maxBody                         int64
-	timeout                         time.Duration
+	timeout, cronTick               time.Duration
 	rateLimit                       float64
 	queue, webhookPrivate           bool
 	retention                       retentionFlags
@@ -53,6 +53,7 @@ func (a *app) serveCmd() *cobra.Command {
 	cmd.Flags().StringSliceVar(&f.cors, "cors", []string{"loopback"}, "origins whose pages may call the server from a browser: loopback (pages on this machine, any port), *, scheme://host[:port] (port a number or *), comma-separated; none: no cross-origin calls")
 	cmd.Flags().Int64Var(&f.maxBody, "max-body", 1<<20, "the largest request body, in bytes")
 	cmd.Flags().DurationVar(&f.timeout, "request-timeout", 30*time.Second, "the longest a request other than a stream, wait or join may take")
+	cmd.Flags().DurationVar(&f.cronTick, "cron-tick", 5*time.Second, "how often the crons are looked at for due ticks (a tick runs at most this late)")
 	f.retention.bind(cmd)
 	f.memory.bind(cmd)
 	return cmd
@@ -96,6 +97,9 @@ func (f serveFlags) check() error {
 	}
 	if f.timeout <= 0 {
 		return usagef("--request-timeout %s: must be positive", f.timeout)
+	}
+	if f.cronTick <= 0 {
+		return usagef("--cron-tick %s: must be positive", f.cronTick)
 	}
 	if st, err := os.Stat(f.assistants); f.assistants != "none" && (err != nil || !st.IsDir()) {
 		return usagef("--assistants %s: not a folder", f.assistants)
@@ -189,7 +193,10 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	a.items = items // the agent files' memory tools use it too
 	sc := server.Config{Store: s, Assistants: list, Logger: a.logger, MaxBodyBytes: f.maxBody, RequestTimeout: f.timeout, RateLimit: f.rateLimit, Queue: queue, Items: items,
 		AllowOrigins: f.origins(), WebhookPrivate: f.webhookPrivate}
-	sc.Defaults, sc.WebhookPolicy = defaults, hooks
+	sc.Defaults, sc.WebhookPolicy, sc.CronTick = defaults, hooks, f.cronTick
+	if sc.CronClock, err = a.cronClock(); err != nil {
+		return err
+	}
 	if sc.Redact, err = secretsRedactor(append(hooks.Secrets(), indexKey)); err != nil {
 		return err
 	}
