@@ -73,6 +73,11 @@ type ApprovalSpec struct {
 	// Fallback answers a pause nobody answered in time: reject (the
 	// default) or approve.
 	Fallback string `yaml:"fallback"`
+	// ResponseSchema is the JSON Schema of the value a person answers
+	// the pause with (an edit's value, a command's resume): the name of
+	// a schema under schemas: or an inline schema. An answer that does
+	// not fit is refused (a server's 422) and changes nothing.
+	ResponseSchema yaml.Node `yaml:"response_schema"`
 }
 
 // Deadline returns the parsed timeout (0: none) and the fallback action.
@@ -441,7 +446,7 @@ func (a *File) checkPauses(seen map[string]bool) error {
 	if a.Approval.Timeout != "" && len(a.InterruptBefore) == 0 {
 		return &FileError{File: a.Path, Msg: "approval.timeout needs interrupt_before: steps to pause before"}
 	}
-	return nil
+	return a.checkResponseSchema()
 }
 
 // section is the body section holding the step's prompt.

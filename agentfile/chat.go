@@ -90,6 +90,9 @@ func (a *File) checkChat(bodyLine int) error {
 	if a.Approval.Timeout != "" && len(a.InterruptBefore) == 0 && a.ApproveTools.none() {
 		return &FileError{File: a.Path, Line: a.keyLines["approval"], Msg: "approval.timeout needs approve_tools: or interrupt_before: [tools] (or agent) to pause at"}
 	}
+	if err := a.checkResponseSchema(); err != nil {
+		return err
+	}
 	return a.checkShared()
 }
 

@@ -33,6 +33,17 @@
 // chain, schemas, output file or handoff, and runs at a thread's root.
 // RunConfig.Conversations keeps conversations decoded from run to run.
 //
+// Approvals: interrupt_before: [step ids] pauses before those steps;
+// approval: {timeout, fallback} answers a pause nobody answered in time,
+// and approval.response_schema is the JSON Schema of the value a person
+// answers with (an edit's value, a command's resume): the name of a
+// schema under schemas: (approval: {response_schema: Edit}) or a schema
+// inline (approval: {response_schema: {type: object, required: [note]}}).
+// The pauses carry it (flow.Options.ResponseSchemas) and an answer that
+// does not fit is refused before anything is stored; a bad schema is an
+// error naming the file and line when the file loads (a schema file
+// named under schemas: when it is prepared, as every schema file is).
+//
 // Models and tools: model.provider names a provider of a model.Registry
 // (the built-in openai-compatible, anthropic and scripted, or a Go
 // program's own, RunConfig.Models); tools: names built-in tools

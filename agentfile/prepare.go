@@ -1,6 +1,7 @@
 package agentfile
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -41,7 +42,10 @@ type prepared struct {
 	model   agent.Model
 	models  *model.Registry
 	graph   *flow.Compiled
-	next    *prepared
+	// pauseSchemas are the response schemas of the pauses before the
+	// file's interrupt_before nodes (approval.response_schema).
+	pauseSchemas map[string]json.RawMessage
+	next         *prepared
 }
 
 // prepare checks and compiles an agent file and its handoff chain.
@@ -161,6 +165,15 @@ func (p *prepared) load(a *File, cfg RunConfig, allowedPath string, seen map[str
 	}
 	if p.graph, err = a.compile(p.model, c, cfg, p.mcp); err != nil {
 		return err
+	}
+	if a.Approval.ResponseSchema.Kind != 0 {
+		schemas, err := a.loadSchemas(c) // compile read them: no error now
+		if err != nil {
+			return err
+		}
+		if p.pauseSchemas, err = a.responseSchemas(schemas); err != nil {
+			return err
+		}
 	}
 	if a.Output.File != "" {
 		if err := c.checkWritable(a.Output.File); err != nil {

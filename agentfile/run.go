@@ -336,7 +336,7 @@ func (p *prepared) run(ctx context.Context, cfg RunConfig, ns string, resume boo
 func (p *prepared) runner(cfg RunConfig, ns string) (*flow.Runner, error) {
 	return flow.NewRunner(p.graph, cfg.Store, flow.Options{Durability: cfg.Durability, Observer: cfg.Observer, Namespace: ns, Redact: p.redact, Logger: cfg.Logger, TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider, CaptureContent: cfg.CaptureContent,
 		InterruptBefore: p.steps(p.a.InterruptBefore, cfg.InterruptBefore), InterruptAfter: p.steps(nil, cfg.InterruptAfter),
-		RecursionLimit: p.recursionLimit(), Items: cfg.Items})
+		RecursionLimit: p.recursionLimit(), Items: cfg.Items, ResponseSchemas: p.pauseSchemas})
 }
 
 // steps keeps the file's own steps and those of the run's that this

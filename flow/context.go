@@ -106,8 +106,9 @@ func Annotate(ctx context.Context, key string, value any) {
 // this task, Interrupt decodes it into out (when out is not nil) and returns
 // nil. Otherwise it returns an *InterruptError carrying payload, which the
 // node must return: the run stops with stop reason "interrupt" and resumes
-// at this node, which then runs again from its start.
-func Interrupt(ctx context.Context, payload any, out any) error {
+// at this node, which then runs again from its start. WithResponseSchema
+// says which answer it expects (checked when the run is resumed).
+func Interrupt(ctx context.Context, payload any, out any, opts ...InterruptOption) error {
 	t := taskOf(ctx)
 	if t == nil {
 		return fmt.Errorf("%w: Interrupt called outside a node", ErrInvalidGraph)
@@ -120,11 +121,23 @@ func Interrupt(ctx context.Context, payload any, out any) error {
 		}
 		return nil
 	}
+	var o interruptOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	var schema json.RawMessage
+	if o.schema != nil {
+		doc, _, err := compileSchema(o.schema)
+		if err != nil {
+			return fmt.Errorf("flow: interrupt of %q: %w", t.info.Node, err)
+		}
+		schema = doc
+	}
 	b, err := json.Marshal(payload)
 	if err != nil {
 		return fmt.Errorf("flow: interrupt payload of %q: %w", t.info.Node, err)
 	}
-	return &InterruptError{Node: t.info.Node, Payload: b}
+	return &InterruptError{Node: t.info.Node, Payload: b, ResponseSchema: schema}
 }
 
 // parentTaskKey is the Meta.Extra key naming the task of an enclosing run

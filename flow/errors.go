@@ -35,6 +35,9 @@ type InterruptError struct {
 	// run's pause is a pause before the node, not an interrupt (Payload
 	// is the subgraph's pause).
 	Static bool
+	// ResponseSchema is the JSON Schema of the answer the node expects
+	// (WithResponseSchema), nil for any.
+	ResponseSchema json.RawMessage
 }
 
 func (e *InterruptError) Error() string {

@@ -80,6 +80,9 @@ type Event struct {
 	// InterruptAfter: a pause at a node, which carries no value of a
 	// node's (its Payload names the node).
 	Static bool `json:"static,omitempty"`
+	// ResponseSchema is an interrupt's response schema (WithResponseSchema,
+	// Options.ResponseSchemas), nil for none.
+	ResponseSchema json.RawMessage `json:"response_schema,omitempty"`
 }
 
 // emit delivers an event to the observer, one at a time.

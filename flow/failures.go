@@ -109,7 +109,11 @@ func (r *Runner) commitInterrupt(ctx context.Context, run *run, plan *stepPlan, 
 	if r.opts.Redact != nil {
 		ie.Payload = r.opts.Redact.JSON(ie.Payload)
 	}
-	payload, _ := json.Marshal(map[string]json.RawMessage{"node": mustJSON(ie.Node), "value": ie.Payload})
+	fields := map[string]json.RawMessage{"node": mustJSON(ie.Node), "value": ie.Payload}
+	if ie.ResponseSchema != nil {
+		fields["response_schema"] = ie.ResponseSchema
+	}
+	payload, _ := json.Marshal(fields)
 	if ie.Static {
 		// A subgraph paused inside the node: the run is paused before it
 		// (a resume runs it again, and the subgraph goes on), with no
@@ -122,7 +126,7 @@ func (r *Runner) commitInterrupt(ctx context.Context, run *run, plan *stepPlan, 
 		return stepOutcome{stop: state.StopUnrecoverableError}, err
 	}
 	run.readSeq = plan.readSeq
-	r.emit(Event{Kind: EventInterrupt, RunID: run.id, Thread: run.thread, Seq: run.head, Node: ie.Node, Payload: ie.Payload, Static: ie.Static})
+	r.emit(Event{Kind: EventInterrupt, RunID: run.id, Thread: run.thread, Seq: run.head, Node: ie.Node, Payload: ie.Payload, Static: ie.Static, ResponseSchema: ie.ResponseSchema})
 	return stepOutcome{stop: state.StopInterrupt, interrupt: ie.Payload}, nil
 }
 

@@ -51,6 +51,11 @@ type Options struct {
 	// InterruptBefore and InterruptAfter stop the run before or after a
 	// step that runs one of these nodes.
 	InterruptBefore, InterruptAfter []string
+	// ResponseSchemas are the JSON Schemas of the answers the pauses
+	// before or after these nodes (by node) expect, as WithResponseSchema
+	// is a node's Interrupt's; NewRunner refuses one that is not valid
+	// (ErrInvalidSchema).
+	ResponseSchemas map[string]json.RawMessage
 	// StopWhen are stop rules checked before every step, after the
 	// runner's own checks.
 	StopWhen []StopCriterion
@@ -143,6 +148,9 @@ func NewRunner(g *Compiled, s store.Store, opts Options) (*Runner, error) {
 		}
 	}
 	if err := store.ValidateNamespace(opts.Namespace); err != nil {
+		return nil, err
+	}
+	if opts.ResponseSchemas, err = compileSchemas(g, opts.ResponseSchemas); err != nil {
 		return nil, err
 	}
 	return &Runner{g: g, s: s, opts: opts, m: newInstruments(opts.MeterProvider)}, nil
@@ -298,6 +306,9 @@ func (r *Runner) Resume(ctx context.Context, thread string, value any, ro ...Run
 	}
 	run.skipBefore = pauseSeen(head)
 	if pausedAt(head) {
+		if err := CheckResponse(head, value); err != nil {
+			return Result{}, err
+		}
 		if a, ok := approvalOf(value); ok {
 			if done, res, err := r.approve(ctx, run, head, a); done {
 				return res, err
@@ -396,7 +407,11 @@ func (r *Runner) UpdateState(ctx context.Context, thread string, upd state.Updat
 		// scheduled, as a static pause is, until a resume runs it
 		// (LangGraph's thread stays interrupted after update_state).
 		meta.StopReason = string(state.StopInterrupt)
-		meta.Interrupt, _ = json.Marshal(map[string]string{"before": ts[0].Node, "node": ts[0].Node})
+		var carried json.RawMessage
+		if InterruptNodeOf(head) == ts[0].Node {
+			carried = ResponseSchemaOf(head) // the pause's answer is still the one it asked for
+		}
+		meta.Interrupt = r.staticPayload("before", ts[0].Node, carried)
 	}
 	return r.s.Append(ctx, store.Checkpoint{Thread: thread, Namespace: r.opts.Namespace, Parent: head.Seq, Nodes: []string{asNode}, Patch: patch, State: doc, Meta: meta})
 }

@@ -59,7 +59,7 @@ func (r *Runner) interruptBefore(ctx context.Context, run *run, node string) (Re
 	if err := run.settle(ctx, ""); err != nil {
 		return run.finish(ctx, state.StopUnrecoverableError, nil, err)
 	}
-	payload, _ := json.Marshal(map[string]string{"before": node, "node": node})
+	payload := r.staticPayload("before", node, nil)
 	cp := store.Checkpoint{Thread: run.thread, Namespace: r.opts.Namespace, Status: store.StatusInterrupted, State: run.doc,
 		Meta: r.meta(run, store.Meta{Source: "interrupt", Interrupt: payload, StepOf: run.readSeqOrHead(), StopReason: string(state.StopInterrupt)})}
 	if err := run.commit(ctx, cp); err != nil {
@@ -257,7 +257,7 @@ func (r *Runner) commitStep(ctx context.Context, run *run, m merged, results []t
 	var before json.RawMessage
 	if after != "" {
 		meta.StopReason = string(state.StopInterrupt)
-		meta.Interrupt, _ = json.Marshal(map[string]string{"after": after, "node": after})
+		meta.Interrupt = r.staticPayload("after", after, nil)
 	} else {
 		before = r.pauseBefore(&meta, run.tasks)
 	}
@@ -297,7 +297,7 @@ func (r *Runner) pauseBefore(meta *store.Meta, tasks []store.Task) json.RawMessa
 	if !ok {
 		return nil
 	}
-	payload, _ := json.Marshal(map[string]string{"before": node, "node": node})
+	payload := r.staticPayload("before", node, nil)
 	meta.StopReason, meta.Interrupt = string(state.StopInterrupt), payload
 	return payload
 }

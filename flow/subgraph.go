@@ -104,9 +104,16 @@ func Subgraph(child *Compiled, opts SubgraphOptions) NodeFunc {
 // or after a node (interruptBefore, interruptAfter: {"before": n, "node":
 // n}), not a value a node passed to Interrupt.
 func staticPause(p json.RawMessage) bool {
-	var m map[string]string
-	if json.Unmarshal(p, &m) != nil || len(m) != 2 || m["node"] == "" {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(p, &m) != nil {
 		return false
 	}
-	return m["before"] == m["node"] || m["after"] == m["node"]
+	delete(m, "response_schema")
+	var node, before, after string
+	if len(m) != 2 || json.Unmarshal(m["node"], &node) != nil || node == "" {
+		return false
+	}
+	_ = json.Unmarshal(m["before"], &before)
+	_ = json.Unmarshal(m["after"], &after)
+	return before == node || after == node
 }

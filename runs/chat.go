@@ -89,15 +89,24 @@ type resumeChecker interface {
 
 // checkResume checks a resume value (a command's resume, under root
 // "$.command.resume", or an approval's body, under root "$") against the
-// pause at the thread's head, if the assistant checks.
+// pause at the thread's head: its response_schema (a command's), and the
+// assistant's own check, if it has one.
 func (s *Service) checkResume(ctx context.Context, a Assistant, th store.Thread, root string, resume json.RawMessage) error {
-	c, ok := a.(resumeChecker)
-	if !ok || th.Head == 0 {
+	if th.Head == 0 {
 		return nil
 	}
 	head, err := s.store.Load(ctx, store.LoadRequest{Thread: th.ID})
 	if err != nil {
 		return err
+	}
+	if root != "$" { // an approval's value is checked by Answer
+		if err := checkAnswer(head, root, resume); err != nil {
+			return err
+		}
+	}
+	c, ok := a.(resumeChecker)
+	if !ok {
+		return nil
 	}
 	return chatError(root, c.CheckResume(head, resume))
 }

@@ -145,7 +145,7 @@ func (c *converter) convert(ctx context.Context, ev flow.Event) []*Event {
 		if c.modes["updates"] { // a static pause (interrupt_before/after) has no interrupt: an empty list
 			ins := []Interrupt{}
 			if !ev.Static {
-				ins = append(ins, Interrupt{ID: InterruptID(ev.Thread, ev.Namespace, ev.Seq), Value: orNull(ev.Payload), When: "during"})
+				ins = append(ins, Interrupt{ID: InterruptID(ev.Thread, ev.Namespace, ev.Seq), Value: orNull(ev.Payload), When: "during", ResponseSchema: ev.ResponseSchema})
 			}
 			add("updates", raw(map[string][]Interrupt{"__interrupt__": ins}))
 		}

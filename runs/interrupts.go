@@ -20,6 +20,7 @@ type Pending struct {
 	CheckpointNS   string          `json:"checkpoint_ns"`
 	Node           string          `json:"node"`
 	Value          json.RawMessage `json:"value"`
+	ResponseSchema json.RawMessage `json:"response_schema,omitempty"`
 	Status         string          `json:"status"`
 	CreatedAt      string          `json:"created_at"`
 	ExpiresAt      *string         `json:"expires_at"`
@@ -40,7 +41,7 @@ func (s *Service) PendingOf(ctx context.Context, th store.Thread) (*Pending, sto
 	if in == nil {
 		return nil, head, nil
 	}
-	p := &Pending{InterruptID: in.ID, ThreadID: APIThreadID(th.ID), CheckpointID: CheckpointID(head.Seq), Node: InterruptNode(head), Value: in.Value,
+	p := &Pending{InterruptID: in.ID, ThreadID: APIThreadID(th.ID), CheckpointID: CheckpointID(head.Seq), Node: InterruptNode(head), Value: in.Value, ResponseSchema: in.ResponseSchema,
 		Status: "pending", CreatedAt: APITime(head.CreatedAt), ThreadMetadata: th.Metadata}
 	if p.ThreadMetadata == nil {
 		p.ThreadMetadata = map[string]any{}
@@ -63,7 +64,7 @@ func (s *Service) Answer(ctx context.Context, thread, id string, a flow.Approval
 	if err != nil {
 		return nil, err
 	}
-	p, _, err := s.PendingOf(ctx, th)
+	p, head, err := s.PendingOf(ctx, th)
 	if err != nil {
 		return nil, err
 	}
@@ -76,6 +77,9 @@ func (s *Service) Answer(ctx context.Context, thread, id string, a flow.Approval
 	}
 	raw, err := json.Marshal(a)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkAnswer(head, "$", a); err != nil {
 		return nil, err
 	}
 	if err := s.checkResume(ctx, as, th, "$", raw); err != nil {
@@ -172,4 +176,21 @@ func (e *expiries) start(ctx context.Context, every time.Duration) error {
 		}
 	}()
 	return nil
+}
+
+// checkAnswer checks an answer to the pause at head (a command's resume
+// value under root "$.command.resume", an approval's body under "$")
+// against the pause's response_schema: a 422 naming the interrupt and
+// the place in the answer that does not fit.
+func checkAnswer(head store.Checkpoint, root string, answer any) error {
+	err := flow.CheckResponse(head, answer)
+	var re *flow.ResponseError
+	if !errors.As(err, &re) {
+		return err
+	}
+	if _, ok := answer.(flow.Approval); ok {
+		root += ".value"
+	}
+	in, _ := PauseOf(head)
+	return invalid(re.JSONPath(root), "does not fit the response_schema of interrupt %s (node %q): %s", in.ID, re.Node, re.Msg)
 }

@@ -57,7 +57,7 @@ func (o *outbox) keep(ctx context.Context, lr *Run) (e outboxEntry, ok bool) {
 	if u == "" {
 		return e, false
 	}
-	body, err := o.s.runs.webhookBody(lr)
+	body, err := o.s.runs.webhookBody(ctx, lr)
 	if err != nil {
 		o.s.log.Warn("run webhook not sent", "run", lr.rec.ID, "err", err)
 		return e, false

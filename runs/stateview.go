@@ -96,7 +96,7 @@ func PauseOf(cp store.Checkpoint) (in *Interrupt, static bool) {
 	if len(val) == 0 {
 		val = json.RawMessage("null")
 	}
-	in = &Interrupt{ID: InterruptID(cp.Thread, cp.Namespace, cp.Seq), Value: val, When: "during"}
+	in = &Interrupt{ID: InterruptID(cp.Thread, cp.Namespace, cp.Seq), Value: val, When: "during", ResponseSchema: flow.ResponseSchemaOf(cp)}
 	if cp.Namespace != "" {
 		in.NS = []string{APINamespace(cp.Namespace)}
 	}

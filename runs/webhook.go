@@ -2,14 +2,18 @@ package runs
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/cairn-dev/cairn/store"
 )
 
 // checkWebhook reads a run's webhook: an absolute http or https URL
@@ -61,14 +65,64 @@ func (s *Service) relativeHint() string {
 	return ""
 }
 
-// webhookBody is what a run's webhook receives.
-func (m *runManager) webhookBody(lr *Run) ([]byte, error) {
-	v, err := RunViewOf(lr.Record())
+// webhookBody is what a run's webhook receives, as LangGraph's server
+// posts it: the run as the API shows it, with its status (success,
+// error, interrupted, timeout …), run_started_at, run_ended_at,
+// webhook_sent_at (when the body was made: a retry sends the same
+// body), values (the thread's state at the end, with __interrupt__ at a
+// pause) and, for a run that failed, error (its message). The
+// operator's payload_fields (WebhookPolicy.PayloadFields) keeps only
+// the fields it names; the body is redacted as everything shown is.
+func (m *runManager) webhookBody(ctx context.Context, lr *Run) ([]byte, error) {
+	rec := lr.Record()
+	v, err := RunViewOf(rec)
 	if err != nil {
 		return nil, err
 	}
+	values, err := m.webhookValues(ctx, lr)
+	if err != nil {
+		return nil, err
+	}
+	view, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	body := map[string]json.RawMessage{}
+	if err := json.Unmarshal(view, &body); err != nil {
+		return nil, err
+	}
+	body["run_started_at"] = raw(m.runStartedAt(ctx, lr))
+	body["run_ended_at"] = raw(APITime(time.Unix(0, rec.UpdatedAt)))
+	body["webhook_sent_at"] = raw(APITime(m.s.cfg.Now()))
+	body["values"] = values
+	delete(body, "error")
+	if rec.Status == StatusError { // LangGraph's: the message (the record's data is written after the body)
+		body["error"] = raw(cmp.Or(lr.data.Error, v.Error, "the run failed"))
+	}
+	if keep := m.s.cfg.WebhookPolicy.PayloadFields; len(keep) > 0 {
+		for k := range body {
+			if !slices.Contains(keep, k) {
+				delete(body, k)
+			}
+		}
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	return m.s.redact.JSON(b), nil
+}
+
+// webhookValues is the thread's state when the run ended: join's answer
+// (with __interrupt__ at a pause), or for a run that failed the state it
+// left (its error is the body's error).
+func (m *runManager) webhookValues(ctx context.Context, lr *Run) (json.RawMessage, error) {
 	var values bytes.Buffer
-	if o := lr.Outcome(); o != nil {
+	if lr.rec.Status == StatusError {
+		if head, err := m.s.store.Load(ctx, store.LoadRequest{Thread: lr.rec.Thread}); err == nil && head.HasState {
+			values.Write(head.State.AppendJSON(nil))
+		}
+	} else if o := lr.Outcome(); o != nil {
 		if err := o.Write(&values); err != nil {
 			return nil, err
 		}
@@ -76,14 +130,18 @@ func (m *runManager) webhookBody(lr *Run) ([]byte, error) {
 	if values.Len() == 0 {
 		values.WriteString("null")
 	}
-	b, err := json.Marshal(struct {
-		RunView
-		Values json.RawMessage `json:"values"`
-	}{v, values.Bytes()})
-	if err != nil {
-		return nil, err
+	return values.Bytes(), nil
+}
+
+// runStartedAt is when the run started: the time of the first checkpoint
+// it committed (nil when it committed none).
+func (m *runManager) runStartedAt(ctx context.Context, lr *Run) *string {
+	cp, err := m.s.store.Load(ctx, store.LoadRequest{Thread: lr.rec.Thread, Seq: lr.data.FromSeq + 1})
+	if err != nil || cp.Meta.RunID != lr.rec.ID {
+		return nil
 	}
-	return m.s.redact.JSON(b), nil
+	t := APITime(cp.CreatedAt)
+	return &t
 }
 
 // postWebhook posts body to u once.

@@ -33,6 +33,18 @@ type WebhookPolicy struct {
 	// Headers go with every delivery; their values (templates resolved at
 	// start) are secrets: redacted from everything shown or stored.
 	Headers map[string]string
+	// PayloadFields, when set, are the only top-level fields of a
+	// delivery's body that are posted (WebhookPayloadFields lists them):
+	// Cairn's payload_fields, an addition to LangGraph's keys.
+	PayloadFields []string
+}
+
+// WebhookPayloadFields are the top-level fields of a webhook's body, as
+// LangGraph's server posts them: the run's, then run_started_at,
+// run_ended_at, webhook_sent_at, values, and error for a run that failed.
+func WebhookPayloadFields() []string {
+	return []string{"run_id", "thread_id", "assistant_id", "created_at", "updated_at", "status", "metadata", "multitask_strategy", "kwargs",
+		"cancel_reason", "run_started_at", "run_ended_at", "webhook_sent_at", "values", "error"}
 }
 
 // webhookPolicyFile is LANGGRAPH_WEBHOOKS as LangGraph writes it.
@@ -45,7 +57,8 @@ type webhookPolicyFile struct {
 		MaxURLLength    int      `json:"max_url_length"`
 		DisableLoopback bool     `json:"disable_loopback"`
 	} `json:"url"`
-	Headers map[string]string `json:"headers"`
+	Headers       map[string]string `json:"headers"`
+	PayloadFields []string          `json:"payload_fields"`
 }
 
 // envTemplate is a header template's reference to the environment.
@@ -53,8 +66,10 @@ var envTemplate = regexp.MustCompile(`\$\{\{\s*env\.([A-Za-z_][A-Za-z0-9_]*)\s*\
 
 // ParseWebhookPolicy reads LangGraph's LANGGRAPH_WEBHOOKS: {env_prefix,
 // url: {require_https, allowed_domains, allowed_ports, max_url_length,
-// disable_loopback}, headers}. Header values may hold "${{ env.VAR }}"
-// templates, resolved with getenv, whose VAR must start with env_prefix
+// disable_loopback}, headers}, and Cairn's payload_fields (the body's
+// top-level fields to post, of WebhookPayloadFields). Header values may
+// hold "${{ env.VAR }}" templates, resolved with getenv, whose VAR must
+// start with env_prefix
 // (default LG_WEBHOOK_): the boundary that keeps other variables out.
 // Unknown keys, bad domains or ports, and unset or out-of-bounds
 // variables are errors naming their place.
@@ -63,8 +78,9 @@ func ParseWebhookPolicy(data []byte, getenv func(string) string) (WebhookPolicy,
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
-		return WebhookPolicy{}, invalid("$", "want {env_prefix, url: {require_https, allowed_domains, allowed_ports, max_url_length, disable_loopback}, headers}: %v", err)
+		return WebhookPolicy{}, invalid("$", "want {env_prefix, url: {require_https, allowed_domains, allowed_ports, max_url_length, disable_loopback}, headers, payload_fields}: %v", err)
 	}
+	var err error
 	p := WebhookPolicy{RequireHTTPS: f.URL.RequireHTTPS, AllowedDomains: f.URL.AllowedDomains, AllowedPorts: f.URL.AllowedPorts,
 		MaxURLLength: f.URL.MaxURLLength, DisableLoopback: f.URL.DisableLoopback}
 	for i, d := range p.AllowedDomains {
@@ -80,13 +96,35 @@ func ParseWebhookPolicy(data []byte, getenv func(string) string) (WebhookPolicy,
 	if p.MaxURLLength < 0 {
 		return p, invalid("$.url.max_url_length", "%d: want a positive length", p.MaxURLLength)
 	}
+	if p.PayloadFields, err = payloadFields(f.PayloadFields); err != nil {
+		return p, err
+	}
 	prefix := "LG_WEBHOOK_"
 	if f.EnvPrefix != nil {
 		prefix = *f.EnvPrefix
 	}
-	var err error
 	p.Headers, err = resolveHeaders(f.Headers, prefix, getenv)
 	return p, err
+}
+
+// payloadFields checks payload_fields: known fields, each once; null or
+// absent keeps them all, an empty list is refused (a body of nothing).
+func payloadFields(in []string) ([]string, error) {
+	if in == nil {
+		return nil, nil
+	}
+	if len(in) == 0 {
+		return nil, invalid("$.payload_fields", "an empty list posts nothing: name the fields to keep (%s), or leave payload_fields out", strings.Join(WebhookPayloadFields(), ", "))
+	}
+	for i, f := range in {
+		switch {
+		case !slices.Contains(WebhookPayloadFields(), f):
+			return nil, invalid(fmt.Sprintf("$.payload_fields[%d]", i), "%q: not a field of a webhook's body (%s)", f, strings.Join(WebhookPayloadFields(), ", "))
+		case slices.Index(in, f) < i:
+			return nil, invalid(fmt.Sprintf("$.payload_fields[%d]", i), "%q: named twice", f)
+		}
+	}
+	return slices.Clone(in), nil
 }
 
 // resolveHeaders fills the headers' templates from the environment.

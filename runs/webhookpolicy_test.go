@@ -3,6 +3,7 @@ package runs
 import (
 	"errors"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -15,6 +16,12 @@ func TestParseWebhookPolicy(t *testing.T) {
 	p, err := ParseWebhookPolicy([]byte(good), getenv)
 	if err != nil || p.Headers["Authorization"] != "Bearer s3cret-token" || p.Headers["X-Plain"] != "v" || !p.RequireHTTPS || len(p.AllowedDomains) != 2 {
 		t.Fatalf("%+v %v", p, err)
+	}
+	if p, err := ParseWebhookPolicy([]byte(`{"payload_fields": ["run_id", "status", "error"]}`), getenv); err != nil || strings.Join(p.PayloadFields, ",") != "run_id,status,error" {
+		t.Fatalf("payload_fields: %+v %v", p, err)
+	}
+	if p, err := ParseWebhookPolicy([]byte(`{"payload_fields": null}`), getenv); err != nil || p.PayloadFields != nil {
+		t.Fatalf("payload_fields null: %+v %v", p, err)
 	}
 	if p, err := ParseWebhookPolicy([]byte(`{"env_prefix": "MY_", "headers": {"K": "${{env.MY_KEY}}"}}`), getenv); err != nil || p.Headers["K"] != "k" {
 		t.Fatalf("env_prefix: %+v %v", p, err)
@@ -31,6 +38,10 @@ func TestParseWebhookPolicy(t *testing.T) {
 		{"an unset variable", `{"headers": {"X": "${{ env.LG_WEBHOOK_NOPE }}"}}`, "$.headers.X"},
 		{"a bad header name", `{"headers": {"X Y": "v"}}`, "$.headers.X Y"},
 		{"a line break", `{"headers": {"X": "a\nb"}}`, "$.headers.X"},
+		{"an unknown payload field", `{"payload_fields": ["run_id", "secrets"]}`, "$.payload_fields[1]"},
+		{"a payload field twice", `{"payload_fields": ["values", "values"]}`, "$.payload_fields[1]"},
+		{"no payload fields", `{"payload_fields": []}`, "$.payload_fields"},
+		{"payload fields not a list", `{"payload_fields": "values"}`, "$"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := ParseWebhookPolicy([]byte(c.in), getenv)
@@ -76,6 +87,7 @@ func TestWebhookPolicyCheck(t *testing.T) {
 func FuzzParseWebhookPolicy(f *testing.F) {
 	f.Add([]byte(`{"url": {"allowed_domains": ["*.x.example"], "allowed_ports": [443]}, "headers": {"A": "${{ env.LG_WEBHOOK_A }}"}}`))
 	f.Add([]byte(`{"env_prefix": "", "headers": {"A": "${{env.X}}${{ env.Y }}"}}`))
+	f.Add([]byte(`{"payload_fields": ["run_id", "values", "values", "x"]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := ParseWebhookPolicy(data, func(k string) string { return "v-" + k })
 		if err != nil {
@@ -88,6 +100,11 @@ func FuzzParseWebhookPolicy(f *testing.F) {
 		for k, v := range p.Headers {
 			if strings.ContainsAny(k+v, "\r\n") {
 				t.Fatalf("header %q: %q", k, v)
+			}
+		}
+		for _, field := range p.PayloadFields {
+			if !slices.Contains(WebhookPayloadFields(), field) {
+				t.Fatalf("payload field %q kept", field)
 			}
 		}
 	})

@@ -17,6 +17,9 @@ type Interrupt struct {
 	Value json.RawMessage `json:"value"`
 	When  string          `json:"when,omitempty"`
 	NS    []string        `json:"ns,omitempty"`
+	// ResponseSchema is the JSON Schema of the answer the interrupt
+	// expects (flow.WithResponseSchema), omitted for any.
+	ResponseSchema json.RawMessage `json:"response_schema,omitempty"`
 }
 
 type CheckpointRef struct {
