@@ -180,8 +180,9 @@ func (c *v2Conv) updates(ns []string, data json.RawMessage) {
 // inputRequests sends each interrupt not asked for yet.
 func (c *v2Conv) inputRequests(ns []string, raw json.RawMessage) {
 	var ins []struct {
-		ID    string          `json:"id"`
-		Value json.RawMessage `json:"value"`
+		ID     string          `json:"id"`
+		Value  json.RawMessage `json:"value"`
+		Schema json.RawMessage `json:"response_schema"`
 	}
 	if json.Unmarshal(raw, &ins) != nil {
 		return
@@ -191,7 +192,11 @@ func (c *v2Conv) inputRequests(ns []string, raw json.RawMessage) {
 			continue
 		}
 		c.asked[in.ID], c.interrupted = true, true
-		c.emit("input.requested", ns, "", map[string]any{"interrupt_id": in.ID, "payload": in.Value})
+		req := map[string]any{"interrupt_id": in.ID, "payload": in.Value}
+		if len(in.Schema) > 0 {
+			req["response_schema"] = in.Schema // the answer's JSON Schema (the data is extensible)
+		}
+		c.emit("input.requested", ns, "", req)
 	}
 }
 

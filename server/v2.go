@@ -91,7 +91,8 @@ func pick(fields map[string]json.RawMessage, keys ...string) []byte {
 
 // postV2Command runs one command on a thread and answers with its reply
 // (protocol errors are replies too, with status 200, as the protocol's
-// clients read them; a malformed envelope is a 4xx).
+// clients read them; a malformed envelope is a 4xx, and so is a thread
+// that does not exist, but to run.start, which makes it).
 func (s *Server) postV2Command(w http.ResponseWriter, r *http.Request) error {
 	body, err := readBody(r)
 	if err != nil {
@@ -101,7 +102,13 @@ func (s *Server) postV2Command(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, s.v2Run(r.Context(), r.PathValue("thread_id"), c))
+	thread := r.PathValue("thread_id")
+	if c.Method != "run.start" { // run.start makes the thread; the rest need it
+		if _, err := s.svc.Thread(r.Context(), thread); err != nil {
+			return err
+		}
+	}
+	writeJSON(w, http.StatusOK, s.v2Run(r.Context(), thread, c))
 	return nil
 }
 

@@ -59,6 +59,7 @@ func TestV2BadEnvelopes(t *testing.T) {
 		{"negative depth", "/threads/t/stream/events", `{"channels":["values"],"depth":-1}`, `"path":"$.depth"`},
 		{"unknown field", "/threads/t/stream/events", `{"channels":["values"],"sinse":3}`, `"path":"$.sinse"`},
 		{"no such thread", "/threads/nope/stream/events", `{"channels":["values"]}`, `not found`},
+		{"a command on no thread", "/threads/nope/commands", `{"id":1,"method":"state.get"}`, `not found`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, b := ts.do("POST", tc.path, tc.body)
@@ -75,6 +76,7 @@ func TestV2BadEnvelopes(t *testing.T) {
 func TestV2CommandErrors(t *testing.T) {
 	var calls atomic.Int64
 	ts := newServer(t, inmem.Open(store.Options{}), approvalGraph(t, &calls, 0))
+	ts.json("POST", "/threads", map[string]any{"thread_id": "fresh"}, 200)
 	for _, tc := range []struct {
 		name, method string
 		params       any
@@ -83,9 +85,10 @@ func TestV2CommandErrors(t *testing.T) {
 		{"unknown method", "run.stop", nil, "unknown_command"},
 		{"run.start without an assistant", "run.start", map[string]any{"input": map[string]any{}}, "invalid_argument"},
 		{"run.start of no assistant", "run.start", map[string]any{"assistant_id": "nope", "input": map[string]any{}}, "invalid_argument"},
-		{"run.start without input on a new thread", "run.start", map[string]any{"assistant_id": "drafts"}, "invalid_argument"},
+		{"run.start without input on a thread at its start", "run.start", map[string]any{"assistant_id": "drafts"}, "invalid_argument"},
 		{"respond without an interrupt id", "input.respond", map[string]any{"response": true}, "invalid_argument"},
-		{"respond on a thread with no run", "input.respond", map[string]any{"interrupt_id": "x", "response": true}, "no_such_run"},
+		{"respond on a thread with no run", "input.respond", map[string]any{"interrupt_id": "x", "response": true}, "no_such_interrupt"},
+		{"inject on a thread with no run", "input.inject", map[string]any{"message": map[string]any{"role": "user", "content": "hi"}}, "no_such_run"},
 		{"inject a message of a role", "input.inject", map[string]any{"message": map[string]any{"role": "ai", "content": "hi"}}, "invalid_argument"},
 		{"subscribe to no channel", "subscription.subscribe", map[string]any{"channels": []string{}}, "invalid_argument"},
 		{"fork without a checkpoint", "state.fork", map[string]any{}, "invalid_argument"},

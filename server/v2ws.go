@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,14 +32,19 @@ type v2Socket struct {
 }
 
 // getV2Socket upgrades GET /threads/{id}/stream/events to a WebSocket.
-// The thread need not exist yet: a run.start on the socket makes it.
+// The thread need not exist yet: a run.start on the socket makes it (a
+// request that is no upgrade is a 404 for a thread that does not exist,
+// else a 426).
 func (s *Server) getV2Socket(w http.ResponseWriter, r *http.Request) error {
 	if o := r.Header.Get("Origin"); o != "" && !s.corsAllowed(o) && !sameOrigin(r, o) {
 		return &apiError{Status: http.StatusForbidden, Msg: "origin " + o + " may not open a WebSocket here (--cors)"}
 	}
 	thread := r.PathValue("thread_id")
-	if _, err := s.svc.Thread(r.Context(), thread); err != nil && !errors.Is(err, runs.ErrNotFound) {
+	if _, err := s.svc.Thread(r.Context(), thread); err != nil && (!errors.Is(err, runs.ErrNotFound) || !isUpgrade(r)) {
 		return err
+	}
+	if !isUpgrade(r) {
+		return &apiError{Status: http.StatusUpgradeRequired, Msg: "this route is a WebSocket (POST it for server-sent events)"}
 	}
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true}) // the origin is checked above
 	if err != nil {
@@ -52,6 +58,11 @@ func (s *Server) getV2Socket(w http.ResponseWriter, r *http.Request) error {
 	ws.read(ctx)
 	_ = conn.Close(websocket.StatusNormalClosure, "")
 	return nil
+}
+
+// isUpgrade reports whether a request asks for a WebSocket.
+func isUpgrade(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
 }
 
 // sameOrigin reports whether origin is the server's own.

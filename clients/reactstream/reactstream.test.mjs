@@ -149,6 +149,8 @@ test(`@langchain/react useStream on cairn serve: ${SCENARIO}`, async () => {
     await page.waitForFunction(() => document.querySelector("#messages li.ai")?.textContent.length > 0, null, { timeout: TIMEOUT });
     const before = await aiText(page);
     await page.reload();
+    // The hook shows the thread's state first, then its run going on.
+    await page.waitForFunction(() => document.querySelector("#status")?.textContent === "loading", null, { timeout: TIMEOUT });
     const seen = await growth(page);
     const { text } = await serverReply(page);
     assert.equal(seen.at(-1), text, "after the reload the reply completes");
