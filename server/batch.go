@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -91,7 +92,48 @@ const maxPrune = 1000
 
 type pruneRequest struct {
 	ThreadIDs []string `json:"thread_ids"`
-	Strategy  string   `json:"strategy"`
+	// Filter picks the threads as POST /threads/search does (metadata,
+	// status, values, ids), instead of thread_ids (Cairn's).
+	Filter   *pruneFilter `json:"filter"`
+	Strategy string       `json:"strategy"`
+}
+
+// pruneFilter is the part of a thread search a prune takes.
+type pruneFilter struct {
+	Metadata map[string]any `json:"metadata"`
+	IDs      []string       `json:"ids"`
+	Values   map[string]any `json:"values"`
+	Status   string         `json:"status"`
+}
+
+// pruneIDs are the ids of the threads a prune names: its thread_ids, or
+// those its filter matches (up to maxPrune).
+func (s *Server) pruneIDs(ctx context.Context, q pruneRequest) ([]string, string, error) {
+	switch {
+	case q.Filter != nil && len(q.ThreadIDs) > 0:
+		return nil, "", unprocessable("$.filter", "name threads by thread_ids or by a filter, not both")
+	case q.Filter == nil:
+		if len(q.ThreadIDs) == 0 || len(q.ThreadIDs) > maxPrune {
+			return nil, "", unprocessable("$.thread_ids", "%d threads: want 1 to %d (or a filter)", len(q.ThreadIDs), maxPrune)
+		}
+		return q.ThreadIDs, "$.thread_ids", nil
+	}
+	f := threadSearch{Metadata: q.Filter.Metadata, IDs: q.Filter.IDs, Values: q.Filter.Values, Status: q.Filter.Status}
+	if err := f.check(); err != nil {
+		return nil, "", err
+	}
+	views, total, err := s.findThreads(ctx, f, 0, maxPrune)
+	if err != nil {
+		return nil, "", err
+	}
+	if total > maxPrune {
+		return nil, "", unprocessable("$.filter", "matches %d threads: at most %d at once; narrow it", total, maxPrune)
+	}
+	ids := make([]string, len(views))
+	for i, v := range views {
+		ids[i] = v.ThreadID
+	}
+	return ids, "$.filter", nil
 }
 
 // pruneThreads prunes threads by id (POST /threads/prune, as LangGraph's):
@@ -112,18 +154,19 @@ func (s *Server) pruneThreads(w http.ResponseWriter, r *http.Request) error {
 	if err := runs.OneOf("$.strategy", q.Strategy, "delete", "keep_latest"); err != nil {
 		return err
 	}
-	if len(q.ThreadIDs) == 0 || len(q.ThreadIDs) > maxPrune {
-		return unprocessable("$.thread_ids", "%d threads: want 1 to %d", len(q.ThreadIDs), maxPrune)
-	}
 	ctx := r.Context()
-	ths := make([]store.Thread, 0, len(q.ThreadIDs))
-	for i, id := range q.ThreadIDs {
+	ids, path, err := s.pruneIDs(ctx, q)
+	if err != nil {
+		return err
+	}
+	ths := make([]store.Thread, 0, len(ids))
+	for i, id := range ids {
 		th, err := s.svc.Thread(ctx, id)
 		if err != nil {
-			return fmt.Errorf("$.thread_ids[%d]: %w", i, err)
+			return fmt.Errorf("%s[%d]: %w", path, i, err)
 		}
 		if s.svc.Busy(ctx, th.ID) {
-			return conflict("$.thread_ids[%d]: thread %q has a run in progress; cancel it first", i, id)
+			return conflict("%s[%d]: thread %q has a run in progress; cancel it first", path, i, id)
 		}
 		ths = append(ths, th)
 	}

@@ -36,3 +36,33 @@ func TestPruneThreadsChecksFirst(t *testing.T) {
 	}
 	ts.json("GET", "/threads/idle", nil, 404)
 }
+
+// TestPruneThreadsByFilter prunes the threads a filter matches (Cairn's
+// alternative to thread_ids): only those, checked first like named ones.
+func TestPruneThreadsByFilter(t *testing.T) {
+	var calls atomic.Int64
+	ts := newServer(t, inmem.Open(store.Options{}), approvalGraph(t, &calls, 0))
+	for _, th := range []struct{ id, team string }{{"a1", "a"}, {"a2", "a"}, {"b1", "b"}} {
+		ts.json("POST", "/threads", map[string]any{"thread_id": th.id, "metadata": map[string]any{"team": th.team}}, 200)
+		ts.json("POST", "/threads/"+th.id+"/runs/wait", map[string]any{"assistant_id": "drafts", "input": map[string]any{}}, 200)
+	}
+	for _, bad := range []map[string]any{
+		{"filter": map[string]any{"metadata": map[string]any{"team": "a"}}, "thread_ids": []string{"b1"}},
+		{"filter": map[string]any{"colour": "red"}},
+		{"filter": map[string]any{"status": "sleeping"}},
+	} {
+		if code, b := ts.do("POST", "/threads/prune", bad); code != 422 {
+			t.Fatalf("prune %v: %d %s", bad, code, b)
+		}
+	}
+	before := historyLen(t, ts, "a1")
+	got := ts.json("POST", "/threads/prune", map[string]any{"filter": map[string]any{"metadata": map[string]any{"team": "a"}}, "strategy": "keep_latest"}, 200)
+	if got["pruned_count"] != float64(2) || historyLen(t, ts, "a1") >= before || historyLen(t, ts, "b1") != before {
+		t.Fatalf("keep_latest of team a: %v; a1 %d, b1 %d, were %d", got, historyLen(t, ts, "a1"), historyLen(t, ts, "b1"), before)
+	}
+	if got := ts.json("POST", "/threads/prune", map[string]any{"filter": map[string]any{"metadata": map[string]any{"team": "b"}}}, 200); got["pruned_count"] != float64(1) {
+		t.Fatalf("delete of team b: %v", got)
+	}
+	ts.json("GET", "/threads/b1", nil, 404)
+	ts.json("GET", "/threads/a2", nil, 200)
+}
