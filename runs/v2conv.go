@@ -174,6 +174,7 @@ func (c *v2Conv) updates(ns []string, data json.RawMessage) {
 			continue
 		}
 		c.emit("updates", ns, node, map[string]any{"node": node, "values": v[node]})
+		c.tools(ns, node, v[node])
 	}
 }
 

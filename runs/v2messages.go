@@ -94,3 +94,40 @@ func contentText(raw json.RawMessage) string {
 	}
 	return out
 }
+
+// v2ToolMessage is what the tools channel reads of an update's messages.
+type v2ToolMessage struct {
+	Type      string `json:"type"`
+	ToolCalls []struct {
+		ID   string          `json:"id"`
+		Name string          `json:"name"`
+		Args json.RawMessage `json:"args"`
+	} `json:"tool_calls"`
+	ToolCallID string          `json:"tool_call_id"`
+	Name       string          `json:"name"`
+	Content    json.RawMessage `json:"content"`
+	Status     string          `json:"status"`
+}
+
+// tools sends the tool calls a node's update asks for (tool-started) and
+// the results it brings (tool-finished, tool-error).
+func (c *v2Conv) tools(ns []string, node string, update json.RawMessage) {
+	var u struct {
+		Messages []v2ToolMessage `json:"messages"`
+	}
+	if json.Unmarshal(update, &u) != nil {
+		return
+	}
+	for _, m := range u.Messages {
+		switch {
+		case m.Type == "ai":
+			for _, tc := range m.ToolCalls {
+				c.emit("tools", ns, node, map[string]any{"event": "tool-started", "tool_call_id": tc.ID, "tool_name": tc.Name, "input": tc.Args})
+			}
+		case m.Type == "tool" && m.Status == "error":
+			c.emit("tools", ns, node, map[string]any{"event": "tool-error", "tool_call_id": m.ToolCallID, "message": contentText(m.Content)})
+		case m.Type == "tool":
+			c.emit("tools", ns, node, map[string]any{"event": "tool-finished", "tool_call_id": m.ToolCallID, "output": m.Content})
+		}
+	}
+}
