@@ -353,3 +353,45 @@ func TestCronTenants(t *testing.T) {
 		t.Fatalf("deleted: %v", err)
 	}
 }
+
+// TestCronStatelessSettled: a stateless cron's run whose process dies
+// after making it (before dropping the tick's pending entry) settles its
+// tick when it ends, before its thread goes: no takeover makes it again.
+func TestCronStatelessSettled(t *testing.T) {
+	clock := newCronClock(cronT0())
+	svcs := cronServices(t, 2, clock)
+	ctx := cronCtx("")
+	c, err := svcs[0].CreateCron(ctx, "", CronCreate{AssistantID: "g", Schedule: "* * * * *", Input: cronInput()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.add(time.Minute)
+	rec, err := svcs[0].crons().get(ctx, c.CronID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tick := time.Date(2030, 1, 1, 12, 1, 0, 0, time.UTC)
+	if won, err := svcs[0].crons().claim(ctx, rec, tick); !won || err != nil {
+		t.Fatalf("claim: %v %v", won, err)
+	}
+	if _, err := svcs[0].cronRun(ctx, rec, tick); err != nil { // made; the process "dies" before it is done
+		t.Fatal(err)
+	}
+	run := cronID(c.CronID, tick, "run")
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if _, err := svcs[0].runlog.Run(ctx, run); errors.Is(err, store.ErrNotFound) {
+			break // ended, its thread deleted
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stateless run did not end")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	items, err := svcs[1].crons().items.Search(ctx, store.SearchOp{Tenant: cronTenant, Prefix: pendingNS, Limit: 10, NoRefresh: true})
+	if err != nil || len(items) != 0 {
+		t.Fatalf("the ended run left its tick pending: %v %v", items, err)
+	}
+	if last, err := svcs[1].crons().last(ctx, c.CronID); err != nil || !last.Equal(tick) {
+		t.Fatalf("the cron's latest tick: %v %v, want %v", last, err, tick)
+	}
+}

@@ -220,3 +220,26 @@ func (s *Service) cronRun(ctx context.Context, c cronRecord, tick time.Time) (st
 	_, err := s.Create(ctx, thread, q)
 	return runID, err
 }
+
+// cronSettled marks the tick of a cron's stateless run done before its
+// thread (and with it the run) is deleted: a takeover finds a tick made
+// by its run, so without this a process that died after making the run,
+// and before it dropped the tick's pending entry, would have the tick run
+// again. Only a run whose id is its tick's (no client picks a run's id)
+// settles a tick.
+func (s *Service) cronSettled(ctx context.Context, run string, d Data) {
+	id, _ := d.Metadata["cron_id"].(string)
+	at, _ := d.Metadata["cron_tick"].(string)
+	tick, err := time.Parse(time.RFC3339Nano, at)
+	if id == "" || err != nil || s.registry.items == nil || run != cronID(id, tick, "run") {
+		return
+	}
+	cs := s.crons()
+	if err := cs.setLast(ctx, id, tick); err != nil {
+		s.log.Warn("settling a cron tick", "cron", id, "err", err)
+		return
+	}
+	if err := cs.items.Delete(ctx, store.DeleteOp{Tenant: cronTenant, Namespace: pendingNS, Key: pendingKey(id, tick)}); err != nil {
+		s.log.Warn("settling a cron tick", "cron", id, "err", err)
+	}
+}

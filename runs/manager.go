@@ -400,6 +400,7 @@ func (m *runManager) finished(lr *Run) {
 // after the request that delivers it is done for the others.
 func (m *runManager) dropTemporary(lr *Run) {
 	drop := func() {
+		m.s.cronSettled(context.Background(), lr.rec.ID, lr.data)
 		if err := m.s.store.DeleteThread(context.Background(), lr.rec.Thread); err != nil && !errors.Is(err, store.ErrNotFound) {
 			m.s.log.Warn("deleting a stateless run's thread failed", "thread", lr.rec.Thread, "err", err)
 		}
