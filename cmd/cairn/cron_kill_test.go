@@ -84,3 +84,50 @@ func TestLangGraphSDKCrons(t *testing.T) {
 		"--store", db, "--cron-tick", "100ms"))
 	runNode(t, node, dir, []string{"CAIRN_URL=" + p.url}, "--test", "crons.test.mjs")
 }
+
+// TestCronThroughQueue: cron ticks through cairn serve --queue on
+// PostgreSQL — two servers schedule, a cairn worker runs what they queue
+// — each minute on the crons' fast clock makes one run, and the worker
+// runs it to success.
+func TestCronThroughQueue(t *testing.T) {
+	dsn, _ := pgtest.Schema(t, "cairn_cronq")
+	env := []string{fmt.Sprintf("%s=%dx60", cronClockEnv, time.Now().Unix())}
+	assistants := filepath.Join("..", "..", "examples", "serve")
+	var servers []*serveProcess
+	for range 2 {
+		servers = append(servers, startServeCmd(t, cairnProcess(t, env, "serve", "--queue", "--addr", "127.0.0.1:0", "--assistants", assistants, "--store", dsn, "--cron-tick", "100ms")))
+	}
+	startWorker(t, "--id", "w1", "--assistants", assistants, "--store", dsn)
+	var th, cron map[string]any
+	servers[0].call(t, "POST", "/threads", map[string]any{}, &th)
+	tid := th["thread_id"].(string)
+	if code := servers[1].call(t, "POST", "/threads/"+tid+"/runs/crons", map[string]any{"assistant_id": "five-steps", "schedule": "* * * * *", "input": "x"}, &cron); code != 200 {
+		t.Fatalf("cron: %d %v", code, cron)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var list []map[string]any
+		servers[0].call(t, "GET", "/threads/"+tid+"/runs?limit=1000", nil, &list)
+		ticks, done := map[string]int{}, 0
+		for _, r := range list {
+			md, _ := r["metadata"].(map[string]any)
+			ticks[fmt.Sprint(md["cron_tick"])]++
+			if r["status"] == "success" {
+				done++
+			}
+		}
+		for tick, n := range ticks {
+			if n != 1 {
+				t.Fatalf("tick %s made %d runs", tick, n)
+			}
+		}
+		if done >= 3 {
+			t.Logf("%d ticks, %d run by the worker", len(ticks), done)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30 s (30 minutes of cron time): %d ticks, %d runs done\n%s", len(ticks), done, servers[0].logText())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
