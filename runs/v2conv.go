@@ -70,6 +70,7 @@ type v2Conv struct {
 	open               []*v2Message // messages streaming, oldest first
 	asked              map[string]bool
 	interrupted        bool
+	valuesAsk          bool // input requests come from values events (v2ValuesAsk)
 	failed             string
 	out                []V2Event
 }
@@ -99,9 +100,16 @@ func (c *v2Conv) emit(method string, ns []string, node string, data any) {
 		Params: V2Params{Namespace: ns, Timestamp: c.now(), Node: node, Data: data}})
 }
 
-// take returns the events made so far and forgets them.
+// take returns the events made so far and forgets them; a values event
+// without data (a state the reader does not want, or none) keeps its
+// number but is not sent.
 func (c *v2Conv) take() []V2Event {
-	out := c.out
+	out := c.out[:0:0]
+	for _, e := range c.out {
+		if e.Method != "values" || e.Params.Data != nil {
+			out = append(out, e)
+		}
+	}
 	c.out = nil
 	return out
 }
@@ -146,20 +154,30 @@ func (c *v2Conv) event(name string, data json.RawMessage, attempt int) {
 	}
 }
 
-// values sends a state, its pending interrupts as input requests.
+// values sends a state (nil: one the reader does not want), without its
+// pending interrupts, which are input requests when the run's values
+// bring them (valuesAsk).
 func (c *v2Conv) values(ns []string, data json.RawMessage) {
 	var v map[string]json.RawMessage
+	if data == nil {
+		c.emit("values", ns, "", nil) // numbered, not built: the reader does not want it
+		return
+	}
 	if json.Unmarshal(data, &v) != nil {
 		c.emit("values", ns, "", data)
 		return
 	}
 	if in, ok := v["__interrupt__"]; ok {
-		c.inputRequests(ns, in)
+		if c.valuesAsk {
+			c.inputRequests(ns, in)
+		}
 		delete(v, "__interrupt__")
 	}
-	if len(v) > 0 {
-		c.emit("values", ns, "", v)
+	if len(v) == 0 {
+		c.emit("values", ns, "", nil) // numbered, not sent: a pause's values are its interrupt alone
+		return
 	}
+	c.emit("values", ns, "", v)
 }
 
 // updates sends a node's update; an update of __interrupt__ asks for input.

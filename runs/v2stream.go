@@ -47,7 +47,10 @@ func (s *Service) nextOrdinal(ctx context.Context, thread string) (int64, error)
 // runs: from its first). Every run's events are made from its log, so a
 // reader resumes with since on any server, after a restart, with nothing
 // sent twice or left out.
-func (s *Service) V2Stream(ctx context.Context, threadID string, since int64, send func([]V2Event) error) error {
+//
+// values: the reader wants the values channel; without it the states are
+// not built (the values events are still numbered, with no data).
+func (s *Service) V2Stream(ctx context.Context, threadID string, since int64, values bool, send func([]V2Event) error) error {
 	th, err := s.Thread(ctx, threadID)
 	if err != nil {
 		return err
@@ -56,7 +59,7 @@ func (s *Service) V2Stream(ctx context.Context, threadID string, since int64, se
 	fresh := have // rec is a run not sent yet
 	for err == nil {
 		if fresh {
-			if err = s.v2Run(ctx, rec, since, send); err != nil {
+			if err = s.v2Run(ctx, rec, since, values, send); err != nil {
 				break
 			}
 		}
@@ -134,13 +137,15 @@ func (s *Service) v2Next(ctx context.Context, thread string, cur store.RunRecord
 }
 
 // v2Run sends one run's events after since, and its end.
-func (s *Service) v2Run(ctx context.Context, rec store.RunRecord, since int64, send func([]V2Event) error) error {
+func (s *Service) v2Run(ctx context.Context, rec store.RunRecord, since int64, values bool, send func([]V2Event) error) error {
 	d, err := DataOf(rec)
 	if err != nil {
 		return err
 	}
 	now := func() int64 { return s.cfg.Now().UnixMilli() }
 	c := newV2Conv(rec.ID, APIThreadID(rec.Thread), d.Graph(), d.Ordinal, now)
+	c.valuesAsk = v2ValuesAsk(d)
+	values = values || c.valuesAsk
 	c.start()
 	src := s.Events(nil, rec, 0, 1)
 	for {
@@ -149,7 +154,7 @@ func (s *Service) v2Run(ctx context.Context, rec store.RunRecord, since int64, s
 			return err
 		}
 		for _, ev := range evs {
-			data, err := s.EventData(ctx, rec.Thread, ev)
+			data, err := s.v2Data(ctx, rec.Thread, ev, values)
 			if err != nil {
 				return err
 			}

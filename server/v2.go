@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -257,6 +258,11 @@ func (f *v2Filter) matches(ev *runs.V2Event) bool {
 	return false
 }
 
+// wants reports whether the filter names a channel.
+func (f *v2Filter) wants(channel string) bool {
+	return slices.Contains(f.Channels, channel)
+}
+
 // customName is a custom event's name.
 func customName(ev *runs.V2Event) string {
 	if m, ok := ev.Params.Data.(map[string]any); ok {
@@ -308,7 +314,7 @@ func (s *Server) postV2Events(w http.ResponseWriter, r *http.Request) error {
 	if f.Since != nil {
 		since = *f.Since
 	}
-	err = s.svc.V2Stream(ctx, thread, since, func(evs []runs.V2Event) error {
+	err = s.svc.V2Stream(ctx, thread, since, f.wants("values"), func(evs []runs.V2Event) error {
 		mu.Lock()
 		defer mu.Unlock()
 		for i := range evs {

@@ -141,7 +141,7 @@ func (ws *v2Socket) unsubscribe(ctx context.Context, c v2Command) {
 // from the thread's newest run (waiting for the thread to be made).
 func (ws *v2Socket) follow(ctx context.Context) {
 	for ctx.Err() == nil {
-		err := ws.s.svc.V2Stream(ctx, ws.thread, 0, func(evs []runs.V2Event) error {
+		err := ws.s.svc.V2Stream(ctx, ws.thread, 0, true, func(evs []runs.V2Event) error { // subscriptions come and go: the values are built
 			ws.mu.Lock()
 			defer ws.mu.Unlock()
 			for i := range evs {
