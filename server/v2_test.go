@@ -109,11 +109,13 @@ func TestV2CommandErrors(t *testing.T) {
 // TestV2Interrupts runs a graph that asks for approval through the
 // protocol: the interrupt comes as an input request, an answer sent while
 // the run is still on its way waits for the question, a wrong id is
-// refused naming the pending one, the right one resumes the run; the
-// stream goes on across the runs, numbered in order.
+// refused naming the pending one, the right one — sent to another server
+// on the store — resumes the run; the stream goes on across the runs,
+// numbered in order.
 func TestV2Interrupts(t *testing.T) {
 	var calls atomic.Int64
-	ts := newServer(t, inmem.Open(store.Options{}), approvalGraph(t, &calls, 40*time.Millisecond))
+	st := inmem.Open(store.Options{})
+	ts := newServer(t, st, approvalGraph(t, &calls, 40*time.Millisecond))
 	start := ts.cmd("t1", 1, "run.start", map[string]any{"assistant_id": "drafts", "input": map[string]any{}})
 	if start["type"] != "success" {
 		t.Fatalf("run.start: %v", start)
@@ -144,6 +146,9 @@ func TestV2Interrupts(t *testing.T) {
 	last := evs[len(evs)-1]
 	var lastEv struct{ Seq int64 }
 	_ = json.Unmarshal(last.Data, &lastEv)
+	// The answer goes to another server on the store (a reload, a
+	// restart): it finds the pending interrupt there.
+	ts = newServer(t, st, approvalGraph(t, &calls, 40*time.Millisecond))
 	ok := ts.cmd("t1", 3, "input.respond", map[string]any{"interrupt_id": asked["interrupt_id"], "response": true, "namespace": []string{}})
 	if ok["type"] != "success" {
 		t.Fatalf("respond: %v", ok)
@@ -154,10 +159,10 @@ func TestV2Interrupts(t *testing.T) {
 	if first.Seq <= lastEv.Seq {
 		t.Fatalf("the resumed run's events are numbered %d, after %d", first.Seq, lastEv.Seq)
 	}
-	st := ts.cmd("t1", 4, "state.get", map[string]any{"keys": []string{"approved"}})
-	values := st["result"].(map[string]any)["values"].(map[string]any)
+	got := ts.cmd("t1", 4, "state.get", map[string]any{"keys": []string{"approved"}})
+	values := got["result"].(map[string]any)["values"].(map[string]any)
 	if values["approved"] != true || len(values) != 1 {
-		t.Fatalf("state.get: %v", st)
+		t.Fatalf("state.get: %v", got)
 	}
 	tree := ts.cmd("t1", 5, "agent.getTree", nil)
 	if tree["result"].(map[string]any)["tree"].(map[string]any)["status"] != "completed" {
