@@ -209,19 +209,7 @@ func TestCronTakeover(t *testing.T) {
 	svcs := cronServices(t, 2, clock)
 	ctx := cronCtx("")
 	newThread(t, svcs[0], "", "th")
-	c, err := svcs[0].CreateCron(ctx, "th", CronCreate{AssistantID: "g", Schedule: "* * * * *", Input: cronInput()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clock.add(time.Minute)
-	rec, err := svcs[0].crons().get(ctx, c.CronID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tick := time.Date(2030, 1, 1, 12, 1, 0, 0, time.UTC)
-	if won, err := svcs[0].crons().claim(ctx, rec, tick); !won || err != nil {
-		t.Fatalf("claim: %v %v", won, err)
-	}
+	c, rec, tick := claimedTick(t, svcs[0], clock, "th")
 	// svcs[0] "dies" here.
 	svcs[1].cronSweep(ctx)
 	if got := cronTicks(t, svcs[1], c.CronID); len(got) != 0 {
@@ -361,19 +349,7 @@ func TestCronStatelessSettled(t *testing.T) {
 	clock := newCronClock(cronT0())
 	svcs := cronServices(t, 2, clock)
 	ctx := cronCtx("")
-	c, err := svcs[0].CreateCron(ctx, "", CronCreate{AssistantID: "g", Schedule: "* * * * *", Input: cronInput()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clock.add(time.Minute)
-	rec, err := svcs[0].crons().get(ctx, c.CronID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tick := time.Date(2030, 1, 1, 12, 1, 0, 0, time.UTC)
-	if won, err := svcs[0].crons().claim(ctx, rec, tick); !won || err != nil {
-		t.Fatalf("claim: %v %v", won, err)
-	}
+	c, rec, tick := claimedTick(t, svcs[0], clock, "")
 	if _, err := svcs[0].cronRun(ctx, rec, tick); err != nil { // made; the process "dies" before it is done
 		t.Fatal(err)
 	}
@@ -394,4 +370,26 @@ func TestCronStatelessSettled(t *testing.T) {
 	if last, err := svcs[1].crons().last(ctx, c.CronID); err != nil || !last.Equal(tick) {
 		t.Fatalf("the cron's latest tick: %v %v, want %v", last, err, tick)
 	}
+}
+
+// claimedTick makes a cron of every minute on thread ("": stateless) and
+// claims its tick of 12:01 after a minute, as a process about to make its
+// run.
+func claimedTick(t *testing.T, svc *Service, clock *cronClock, thread string) (Cron, cronRecord, time.Time) {
+	t.Helper()
+	ctx := cronCtx("")
+	c, err := svc.CreateCron(ctx, thread, CronCreate{AssistantID: "g", Schedule: "* * * * *", Input: cronInput()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.add(time.Minute)
+	rec, err := svc.crons().get(ctx, c.CronID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tick := time.Date(2030, 1, 1, 12, 1, 0, 0, time.UTC)
+	if won, err := svc.crons().claim(ctx, rec, tick); !won || err != nil {
+		t.Fatalf("claim: %v %v", won, err)
+	}
+	return c, rec, tick
 }

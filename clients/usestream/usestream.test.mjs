@@ -8,10 +8,8 @@
 // each, since a scripted model answers its replies in order.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { createServer } from "node:http";
-import { readFile } from "node:fs/promises";
-import { join } from "node:path";
 import { chromium } from "playwright-core";
+import { servePage, launchOptions } from "../pagehost.mjs";
 
 const API = (process.env.CAIRN_URL || "").replace(/\/$/, "");
 if (!API) throw new Error("CAIRN_URL is required (go test ./cmd/cairn -run TestUseStream sets it)");
@@ -22,19 +20,9 @@ const TIMEOUT = 20000;
 let browser, site, origin;
 
 before(async () => {
-  // The page's own origin: a static server on another port.
-  site = createServer(async (req, res) => {
-    const name = new URL(req.url, "http://x").pathname === "/app.js" ? "app.js" : "index.html";
-    const body = await readFile(join(import.meta.dirname, "dist", name));
-    res.writeHead(200, { "content-type": name.endsWith(".js") ? "text/javascript" : "text/html" });
-    res.end(body);
-  });
-  await new Promise((ok) => site.listen(0, "127.0.0.1", ok));
-  origin = `http://127.0.0.1:${site.address().port}`;
-  browser = await chromium.launch({
-    executablePath: process.env.CAIRN_CHROMIUM || "/usr/bin/chromium",
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-  });
+  site = await servePage(import.meta.dirname);
+  origin = site.origin;
+  browser = await chromium.launch(launchOptions);
 });
 
 after(async () => {

@@ -30,14 +30,8 @@ import (
 // config, whose node reads the run's config and context.
 func TestLangGraphSDKGoGraphs(t *testing.T) {
 	node, dir := sdkSuite(t)
-	s, err := store.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "graphs.db"), store.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
 	var mu sync.Mutex
 	var last json.RawMessage
-	var api http.Handler
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /custom/hook", func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
@@ -55,10 +49,29 @@ func TestLangGraphSDKGoGraphs(t *testing.T) {
 		}
 		_, _ = w.Write(last)
 	})
+	addr := serveGoGraphs(t, "graphs.db", mux, toolAgent(t), weatherRouter(t), configuredGraph())
+	runNode(t, node, dir, []string{"CAIRN_URL=" + addr}, "--test", "graphs.test.mjs")
+}
+
+// serveGoGraphs serves Go graphs with the server package on a fresh
+// SQLite store, inside a program whose own routes are mux's (nil: none;
+// the program's address is the server's BaseURL, so that a webhook that
+// is a path reaches them); it returns the program's URL.
+func serveGoGraphs(t *testing.T, db string, mux *http.ServeMux, as ...runs.Assistant) string {
+	t.Helper()
+	s, err := store.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), db), store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if mux == nil {
+		mux = http.NewServeMux()
+	}
+	var api http.Handler
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { api.ServeHTTP(w, r) }))
 	hs := httptest.NewUnstartedServer(mux)
 	base, _ := url.Parse("http://" + hs.Listener.Addr().String())
-	srv, err := server.New(server.Config{Store: s, Assistants: []runs.Assistant{toolAgent(t), weatherRouter(t), configuredGraph()}, BaseURL: base})
+	srv, err := server.New(server.Config{Store: s, Assistants: as, BaseURL: base})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +84,7 @@ func TestLangGraphSDKGoGraphs(t *testing.T) {
 		hs.Close()
 		_ = srv.Close(context.Background())
 	})
-	runNode(t, node, dir, []string{"CAIRN_URL=" + hs.URL}, "--test", "graphs.test.mjs")
+	return hs.URL
 }
 
 // toolAgent is LangGraph's test agent in Go: agent answers "begin" with

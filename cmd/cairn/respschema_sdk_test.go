@@ -3,15 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"net/http/httptest"
-	"path/filepath"
 	"testing"
 
 	"github.com/cairn-dev/cairn/flow"
 	"github.com/cairn-dev/cairn/runs"
-	"github.com/cairn-dev/cairn/server"
 	"github.com/cairn-dev/cairn/state"
-	"github.com/cairn-dev/cairn/store"
 )
 
 // TestLangGraphSDKResponseSchema runs server/sdktest/respschema.test.mjs,
@@ -22,24 +18,8 @@ import (
 // the thread unchanged, a good one resuming.
 func TestLangGraphSDKResponseSchema(t *testing.T) {
 	node, dir := sdkSuite(t)
-	s, err := store.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "schema.db"), store.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	srv, err := server.New(server.Config{Store: s, Assistants: []runs.Assistant{countGraph(t)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		hs.Close()
-		_ = srv.Close(context.Background())
-	})
-	runNode(t, node, dir, []string{"CAIRN_URL=" + hs.URL}, "--test", "respschema.test.mjs")
+	addr := serveGoGraphs(t, "schema.db", nil, countGraph(t))
+	runNode(t, node, dir, []string{"CAIRN_URL=" + addr}, "--test", "respschema.test.mjs")
 }
 
 // countGraph asks how many to send, with a response schema, and keeps
