@@ -113,12 +113,16 @@ type v2ToolMessage struct {
 // the results it brings (tool-finished, tool-error).
 func (c *v2Conv) tools(ns []string, node string, update json.RawMessage) {
 	var u struct {
-		Messages []v2ToolMessage `json:"messages"`
+		Messages []json.RawMessage `json:"messages"`
 	}
 	if json.Unmarshal(update, &u) != nil {
 		return
 	}
-	for _, m := range u.Messages {
+	for _, raw := range u.Messages {
+		var m v2ToolMessage
+		if json.Unmarshal(raw, &m) != nil {
+			continue
+		}
 		switch {
 		case m.Type == "ai":
 			for _, tc := range m.ToolCalls {
@@ -127,7 +131,7 @@ func (c *v2Conv) tools(ns []string, node string, update json.RawMessage) {
 		case m.Type == "tool" && m.Status == "error":
 			c.emit("tools", ns, node, map[string]any{"event": "tool-error", "tool_call_id": m.ToolCallID, "message": contentText(m.Content)})
 		case m.Type == "tool":
-			c.emit("tools", ns, node, map[string]any{"event": "tool-finished", "tool_call_id": m.ToolCallID, "output": m.Content})
+			c.emit("tools", ns, node, map[string]any{"event": "tool-finished", "tool_call_id": m.ToolCallID, "output": raw}) // the ToolMessage, as LangGraph's on_tool_end gives it
 		}
 	}
 }

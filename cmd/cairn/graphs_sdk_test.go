@@ -182,3 +182,13 @@ func configuredGraph() *runs.Graph {
 	}
 	return &runs.Graph{ID: "configured", Factory: factory}
 }
+
+// TestLangGraphSDKProtocol runs server/sdktest/protocol.test.mjs: the
+// official JS SDK's thread-centric client (client.threads.stream()) on
+// Go graphs — a tool-calling agent and a router whose subgraph pauses
+// inside — served by the server package.
+func TestLangGraphSDKProtocol(t *testing.T) {
+	node, dir := sdkSuite(t)
+	addr := serveGoGraphs(t, "protocol.db", nil, toolAgent(t), weatherRouter(t))
+	runNode(t, node, dir, []string{"CAIRN_URL=" + addr}, "--test", "protocol.test.mjs")
+}

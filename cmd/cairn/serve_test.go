@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -232,18 +233,25 @@ func chromiumPath(t *testing.T) string {
 
 // runNode runs node with args in a suite's folder, with env added to this
 // process's environment, and fails the test with its output unless it
-// passes; it logs the output's last lines.
+// passes within nodeLimit (a suite a failure left hanging on an open
+// stream is killed, its output shown); it logs the output's last lines.
 func runNode(t *testing.T, node, dir string, env []string, args ...string) {
 	t.Helper()
-	cmd := exec.Command(node, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), nodeLimit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
+	cmd.WaitDelay = time.Second
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("node %s in %s failed: %v\n%s", strings.Join(args, " "), filepath.Base(dir), err, out)
 	}
 	t.Logf("%s", lastLines(string(out), 8))
 }
+
+// nodeLimit bounds one run of a node suite.
+const nodeLimit = 4 * time.Minute
 
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
