@@ -182,6 +182,9 @@ func (s *Server) v2Dispatch(ctx context.Context, thread string, c v2Command) (an
 		return map[string]any{"subscription_id": uuid.NewString()}, 0, nil
 	case "subscription.unsubscribe":
 		return map[string]any{}, 0, nil
+	case "subscription.reconnect":
+		// A client resumes a stream by since, or subscribes again.
+		return nil, 0, v2Errorf("not_supported", "subscription.reconnect: resume an event stream with since, or subscribe again")
 	}
 	return nil, 0, v2Errorf("unknown_command", "unknown command %q", c.Method)
 }

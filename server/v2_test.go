@@ -83,6 +83,7 @@ func TestV2CommandErrors(t *testing.T) {
 		code         string
 	}{
 		{"unknown method", "run.stop", nil, "unknown_command"},
+		{"reconnect", "subscription.reconnect", map[string]any{"run_id": "r"}, "not_supported"},
 		{"run.start without an assistant", "run.start", map[string]any{"input": map[string]any{}}, "invalid_argument"},
 		{"run.start of no assistant", "run.start", map[string]any{"assistant_id": "nope", "input": map[string]any{}}, "invalid_argument"},
 		{"run.start without input on a thread at its start", "run.start", map[string]any{"assistant_id": "drafts"}, "invalid_argument"},
