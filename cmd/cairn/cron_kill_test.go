@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"syscall"
@@ -17,7 +18,10 @@ import (
 // sixty times fast (CAIRN_TEST_CRON_CLOCK: a minute a second). Each is
 // killed (SIGKILL) in turn and started again while the other goes on.
 // Every minute from the cron's making to its disabling has made exactly
-// one run: none twice, none lost.
+// one run: none twice, none lost. A tick whose run the service refused
+// (the other server's run of the agent file's chain still unfinished on
+// the thread: its rule for new input) counts as made once if a server
+// logged the refusal, and twice if the tick has a run too.
 func TestCronTwoServersKilled(t *testing.T) {
 	dsn, _ := pgtest.Schema(t, "cairn_cron")
 	env := []string{fmt.Sprintf("%s=%dx60", cronClockEnv, time.Now().Unix())}
@@ -26,6 +30,7 @@ func TestCronTwoServersKilled(t *testing.T) {
 			"--store", dsn, "--cron-tick", "100ms"))
 	}
 	servers := []*serveProcess{start(), start()}
+	all := append([]*serveProcess{}, servers...) // every process, killed ones too, for their logs
 	var th, cron map[string]any
 	servers[0].call(t, "POST", "/threads", map[string]any{}, &th)
 	tid := th["thread_id"].(string)
@@ -37,6 +42,7 @@ func TestCronTwoServersKilled(t *testing.T) {
 		servers[i].stop(syscall.SIGKILL)
 		time.Sleep(1500 * time.Millisecond)
 		servers[i] = start()
+		all = append(all, servers[i])
 	}
 	time.Sleep(2 * time.Second)
 	var off map[string]any
@@ -55,6 +61,7 @@ func TestCronTwoServersKilled(t *testing.T) {
 		}
 		ticks = append(ticks, tick)
 	}
+	ticks = append(ticks, refusedTicks(t, all, cron["cron_id"].(string))...)
 	slices.SortFunc(ticks, func(a, b time.Time) int { return a.Compare(b) })
 	made, _ := time.Parse(time.RFC3339Nano, cron["created_at"].(string))
 	stopped, _ := time.Parse(time.RFC3339Nano, off["updated_at"].(string))
@@ -71,6 +78,24 @@ func TestCronTwoServersKilled(t *testing.T) {
 	if last := ticks[len(ticks)-1]; last.Before(stopped.Add(-2 * time.Minute)) {
 		t.Fatalf("the last tick is %s; the cron was disabled at %s: %s", last, stopped, strconv.Itoa(len(ticks)))
 	}
+}
+
+// refusedTicks are the ticks of a cron whose run a server logged it was
+// refused.
+func refusedTicks(t *testing.T, ps []*serveProcess, cron string) []time.Time {
+	t.Helper()
+	re := regexp.MustCompile(`msg="cron tick made no run" cron=` + regexp.QuoteMeta(cron) + ` tick=(\S+)`)
+	var out []time.Time
+	for _, p := range ps {
+		for _, m := range re.FindAllStringSubmatch(p.logText(), -1) {
+			tick, err := time.Parse(time.RFC3339Nano, m[1])
+			if err != nil {
+				t.Fatalf("a refused tick's time %q: %v", m[1], err)
+			}
+			out = append(out, tick)
+		}
+	}
+	return out
 }
 
 // TestLangGraphSDKCrons runs server/sdktest/crons.test.mjs, written with
