@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 
 	"github.com/cairn-dev/cairn/store"
 )
@@ -183,11 +185,7 @@ func validateResponse(s *jsonschema.Schema, node string, doc json.RawMessage) er
 	for len(leaf.Causes) > 0 {
 		leaf = leaf.Causes[0]
 	}
-	msg := strings.TrimSpace(leaf.Error())
-	if i := strings.LastIndex(msg, ": "); i >= 0 && strings.HasPrefix(msg, "jsonschema validation failed") {
-		msg = msg[i+2:]
-	}
-	return &ResponseError{Node: node, Path: leaf.InstanceLocation, Msg: msg}
+	return &ResponseError{Node: node, Path: leaf.InstanceLocation, Msg: leaf.ErrorKind.LocalizedString(message.NewPrinter(language.English))} // "minimum: got 0, want 1"
 }
 
 // InterruptNodeOf is the node the pause at cp is at ("" for none).

@@ -46,7 +46,7 @@ func (s *Service) checkStateless(ctx context.Context, q *Request) error {
 	if err != nil {
 		return err
 	}
-	if c := k.Command; c != nil && !isNull(c.Update) {
+	if c := k.Command; c != nil && !IsNull(c.Update) {
 		return s.checkUpdatable(ctx, "")
 	}
 	return checkInput(a, k.Input)

@@ -54,7 +54,7 @@ type inputChecker interface {
 // checkInput checks a new run's input with the assistant, if it checks.
 func checkInput(a Assistant, input json.RawMessage) error {
 	c, ok := a.(inputChecker)
-	if !ok || isNull(input) {
+	if !ok || IsNull(input) {
 		return nil
 	}
 	return c.CheckInput(input)

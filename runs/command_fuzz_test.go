@@ -25,7 +25,7 @@ func FuzzCheckCommand(f *testing.F) {
 		}
 		err := checkCommand(&c, input)
 		if err == nil {
-			if !isNull(c.Goto) && !strings.Contains(string(c.Goto), "__end__") {
+			if !IsNull(c.Goto) && !strings.Contains(string(c.Goto), "__end__") {
 				t.Fatalf("goto %s accepted", c.Goto)
 			}
 			return

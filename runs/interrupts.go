@@ -192,5 +192,6 @@ func checkAnswer(head store.Checkpoint, root string, answer any) error {
 		root += ".value"
 	}
 	in, _ := PauseOf(head)
-	return invalid(re.JSONPath(root), "does not fit the response_schema of interrupt %s (node %q): %s", in.ID, re.Node, re.Msg)
+	path := re.JSONPath(root)
+	return invalid(path, "does not fit the response_schema of interrupt %s (node %q) at %s: %s", in.ID, re.Node, path, re.Msg)
 }

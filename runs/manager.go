@@ -297,7 +297,7 @@ func withRunConfig(ctx context.Context, k Kwargs) context.Context {
 	if k.Config != nil {
 		rc.Configurable = k.Config.Configurable
 	}
-	if rc.Configurable == nil && isNull(rc.Context) {
+	if rc.Configurable == nil && IsNull(rc.Context) {
 		return ctx
 	}
 	return flow.WithRunConfig(ctx, rc)

@@ -232,7 +232,7 @@ const maxAfterSeconds = 24 * 60 * 60
 // checkContext checks a run's context: a JSON object (LangGraph's runtime
 // context), or none.
 func checkContext(c json.RawMessage) error {
-	if isNull(c) {
+	if IsNull(c) {
 		return nil
 	}
 	var obj map[string]json.RawMessage
@@ -274,7 +274,7 @@ func (q *Request) checkInterrupts(a Assistant, k *Kwargs) error {
 // thread at its pause); update and other goto targets answer 422. An
 // input beside it must be empty (null or {}), as front ends send it.
 func checkCommand(c *Command, input json.RawMessage) error {
-	if !isNull(c.Update) {
+	if !IsNull(c.Update) {
 		var obj map[string]json.RawMessage
 		if json.Unmarshal(c.Update, &obj) != nil {
 			return invalid("$.command.update", "want an object of state fields, not %.40s", strings.TrimSpace(string(c.Update)))
@@ -283,7 +283,7 @@ func checkCommand(c *Command, input json.RawMessage) error {
 	if in := strings.Join(strings.Fields(string(input)), ""); in != "" && in != "null" && in != "{}" {
 		return invalid("$.command", "send input or a command, not both (an input of {} or null goes with a command)")
 	}
-	if isNull(c.Goto) {
+	if IsNull(c.Goto) {
 		return nil
 	}
 	var one string
@@ -297,7 +297,7 @@ func checkCommand(c *Command, input json.RawMessage) error {
 	if one != flow.END {
 		return invalid("$.command.goto", "%q: only \"__end__\" (end the thread at its pause) is supported", one)
 	}
-	if !isNull(c.Resume) {
+	if !IsNull(c.Resume) {
 		return invalid("$.command", "send resume or goto, not both")
 	}
 	return nil
@@ -352,7 +352,7 @@ func (s *Service) Create(ctx context.Context, threadID string, q Request) (*Run,
 	}
 	tenant := TenantOf(ctx)
 	d := s.runData(a, stored, q, k)
-	if c := k.Command; c != nil && !isNull(c.Update) {
+	if c := k.Command; c != nil && !IsNull(c.Update) {
 		if err := s.checkUpdatable(ctx, threadID); err != nil {
 			return nil, err
 		}
@@ -371,7 +371,7 @@ func (s *Service) Create(ctx context.Context, threadID string, q Request) (*Run,
 		return nil, err
 	}
 	d.Temporary = d.Temporary || q.temporary
-	if c := d.Kwargs.Command; c != nil && !isNull(c.Resume) {
+	if c := d.Kwargs.Command; c != nil && !IsNull(c.Resume) {
 		if err := s.checkResume(ctx, a, th, "$.command.resume", c.Resume); err != nil {
 			return nil, err
 		}
@@ -420,7 +420,7 @@ func (s *Service) runData(a Assistant, stored *AssistantRecord, q Request, k Kwa
 		d.AssistantID, d.GraphID = stored.AssistantID, stored.GraphID
 	}
 	d.Kwargs.Input = s.redact.JSON(d.Kwargs.Input)
-	if !isNull(d.Kwargs.Context) {
+	if !IsNull(d.Kwargs.Context) {
 		d.Kwargs.Context = s.redact.JSON(d.Kwargs.Context)
 	}
 	if ap := d.Kwargs.Approval; ap != nil {
@@ -451,7 +451,7 @@ func (s *Service) mayStart(ctx context.Context, th store.Thread, a Assistant, k 
 	info := a.Info()
 	q := agentfile.StartRequest{Thread: th.ID, Kind: info.Kind, File: info.File, Adopt: true,
 		Abandon: strategy == "interrupt" || strategy == "rollback"}
-	q.Continue = info.File == "" || info.Kind == agentfile.KindPipeline || isNull(k.Input) || k.CheckpointID != "" || th.Head == 0 || s.Busy(ctx, th.ID)
+	q.Continue = info.File == "" || info.Kind == agentfile.KindPipeline || IsNull(k.Input) || k.CheckpointID != "" || th.Head == 0 || s.Busy(ctx, th.ID)
 	_, err := agentfile.CheckStart(ctx, s.store, q)
 	se, ok := errors.AsType[*agentfile.StartError](err)
 	switch {
@@ -515,15 +515,15 @@ func (m *runManager) spec(ctx context.Context, lr *Run) (RunSpec, error) {
 		spec.Resume = true
 	} else if k.CheckpointID != "" {
 		at, _ := ParseCheckpointID(k.CheckpointID) // checked when the run was created
-		seq, err := m.runFrom(ctx, lr.rec.Thread, at, isNull(k.Input))
+		seq, err := m.runFrom(ctx, lr.rec.Thread, at, IsNull(k.Input))
 		if err != nil {
 			return spec, err
 		}
 		if err := m.forkAt(ctx, lr.rec.Thread, seq); err != nil {
 			return spec, err
 		}
-		spec.Resume = isNull(k.Input)
-	} else if isNull(k.Input) {
+		spec.Resume = IsNull(k.Input)
+	} else if IsNull(k.Input) {
 		head, err := m.s.store.Load(ctx, store.LoadRequest{Thread: lr.rec.Thread})
 		spec.Resume = err == nil && agentfile.Unfinished(head)
 	}
@@ -532,15 +532,15 @@ func (m *runManager) spec(ctx context.Context, lr *Run) (RunSpec, error) {
 	}
 	if c := k.Command; c != nil {
 		spec.Resume = true
-		if !isNull(c.Update) && !lr.started {
+		if !IsNull(c.Update) && !lr.started {
 			if err := m.applyUpdate(ctx, lr, c.Update); err != nil {
 				return spec, err
 			}
 		}
-		if !isNull(c.Goto) { // checked: "__end__"
+		if !IsNull(c.Goto) { // checked: "__end__"
 			return spec, m.endThread(ctx, lr.rec.Thread)
 		}
-		if !isNull(c.Resume) {
+		if !IsNull(c.Resume) {
 			var v any
 			if err := json.Unmarshal(c.Resume, &v); err != nil {
 				return spec, invalid("$.command.resume", "%v", err)
@@ -564,7 +564,8 @@ func (m *runManager) endThread(ctx context.Context, thread string) error {
 	return err
 }
 
-func isNull(b json.RawMessage) bool {
+// IsNull reports whether a JSON value is absent or null.
+func IsNull(b json.RawMessage) bool {
 	s := strings.TrimSpace(string(b))
 	return s == "" || s == "null"
 }

@@ -33,7 +33,7 @@ const inputNode = flow.INPUT
 // __start__, or __input__ (the input, written as __start__). Nothing is
 // created.
 func (s *Service) CheckSupersteps(ctx context.Context, raw json.RawMessage, md map[string]any) ([]Superstep, Assistant, error) {
-	if isNull(raw) {
+	if IsNull(raw) {
 		return nil, nil, nil
 	}
 	var steps []Superstep
@@ -59,7 +59,7 @@ func (s *Service) CheckSupersteps(ctx context.Context, raw json.RawMessage, md m
 		for j, u := range st.Updates {
 			at := fmt.Sprintf("$.supersteps[%d].updates[%d]", i, j)
 			var obj map[string]json.RawMessage
-			if json.Unmarshal(u.Values, &obj) != nil && !isNull(u.Values) {
+			if json.Unmarshal(u.Values, &obj) != nil && !IsNull(u.Values) {
 				return nil, nil, invalid(at+".values", "want an object of state fields")
 			}
 			if u.AsNode != inputNode && u.AsNode != flow.START && !slices.Contains(nodes, u.AsNode) {
@@ -78,7 +78,7 @@ func (s *Service) ApplySupersteps(ctx context.Context, th store.Thread, a Assist
 	for i, st := range steps {
 		for _, u := range st.Updates {
 			var upd state.Update
-			if !isNull(u.Values) {
+			if !IsNull(u.Values) {
 				_ = json.Unmarshal(u.Values, &upd) // checked
 			}
 			node := u.AsNode

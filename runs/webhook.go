@@ -21,7 +21,7 @@ import (
 // Config.WebhookCheck (if set) allows, to a public address unless
 // Config.WebhookPrivate allows private ones (or it is Config.BaseURL's).
 func (s *Service) checkWebhook(ctx context.Context, raw json.RawMessage) (string, error) {
-	if isNull(raw) {
+	if IsNull(raw) {
 		return "", nil
 	}
 	var u string

@@ -72,7 +72,7 @@ func checkV2Command(body []byte) (v2Command, error) {
 	case c.Method == "":
 		return c, unprocessable("$.method", "a command needs a method")
 	}
-	if p := bytes.TrimSpace(c.Params); len(p) > 0 && !bytes.Equal(p, []byte("null")) && p[0] != '{' {
+	if p := bytes.TrimSpace(c.Params); !runs.IsNull(p) && p[0] != '{' {
 		return c, unprocessable("$.params", "want an object")
 	}
 	return c, nil
@@ -228,37 +228,19 @@ func checkV2Filter(raw json.RawMessage, since bool) (v2Filter, error) {
 }
 
 func isV2Channel(ch string) bool {
-	for _, c := range v2Channels {
-		if ch == c {
-			return true
-		}
-	}
-	return strings.HasPrefix(ch, "custom:") && len(ch) > len("custom:")
+	return slices.Contains(v2Channels, ch) || strings.HasPrefix(ch, "custom:") && len(ch) > len("custom:")
 }
 
 // matches reports whether an event is one the filter asks for.
 func (f *v2Filter) matches(ev *runs.V2Event) bool {
 	ch := ev.Channel()
-	ok := false
-	for _, c := range f.Channels {
-		if c == ch || (ch == "custom" && strings.HasPrefix(c, "custom:") && customName(ev) == c[len("custom:"):]) {
-			ok = true
-			break
-		}
-	}
-	if !ok {
+	if !slices.ContainsFunc(f.Channels, func(c string) bool { return c == ch || ch == "custom" && c == "custom:"+customName(ev) }) {
 		return false
 	}
-	if len(f.Namespaces) == 0 {
-		return true
-	}
 	ns := ev.Params.Namespace
-	for _, p := range f.Namespaces {
-		if len(p) <= len(ns) && equalStrings(ns[:len(p)], p) && (f.Depth == nil || len(ns)-len(p) <= *f.Depth) {
-			return true
-		}
-	}
-	return false
+	return len(f.Namespaces) == 0 || slices.ContainsFunc(f.Namespaces, func(p []string) bool {
+		return len(p) <= len(ns) && slices.Equal(ns[:len(p)], p) && (f.Depth == nil || len(ns)-len(p) <= *f.Depth)
+	})
 }
 
 // wants reports whether the filter names a channel.
@@ -274,18 +256,6 @@ func customName(ev *runs.V2Event) string {
 		}
 	}
 	return ""
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // postV2Events streams a thread's events (SSE) that the filter in the

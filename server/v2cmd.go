@@ -20,7 +20,7 @@ var v2Modes = runs.StringList{"values", "updates", "messages-tuple", "custom", "
 // through (the protocol's params are extensible), values of the wrong
 // type are an error at their path.
 func v2Params(raw json.RawMessage, v any) error {
-	if isNullJSON(raw) {
+	if runs.IsNull(raw) {
 		return nil
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
@@ -30,11 +30,6 @@ func v2Params(raw json.RawMessage, v any) error {
 		return unprocessable("$.params", "%v", err)
 	}
 	return nil
-}
-
-func isNullJSON(b json.RawMessage) bool {
-	t := strings.TrimSpace(string(b))
-	return t == "" || t == "null"
 }
 
 // v2StartParams are run.start's params.
@@ -63,11 +58,11 @@ func (s *Server) v2Start(ctx context.Context, thread string, raw json.RawMessage
 	}
 	q := runs.Request{AssistantID: p.AssistantID, Input: p.Input, Config: p.Config, Context: p.Context, Metadata: p.Metadata,
 		IfNotExists: "create", MultitaskStrategy: cmp.Or(p.Strategy, p.Strategy2, "enqueue")}
-	if isNullJSON(p.Input) && (p.Config == nil || p.Config.Configurable["checkpoint_id"] == nil) {
+	if runs.IsNull(p.Input) && (p.Config == nil || p.Config.Configurable["checkpoint_id"] == nil) {
 		if err := s.v2Continues(ctx, thread); err != nil {
 			return nil, 0, err
 		}
-	} else if !isNullJSON(p.Input) {
+	} else if !runs.IsNull(p.Input) {
 		if pending, err := s.v2Pending(ctx, thread); err != nil {
 			return nil, 0, err
 		} else if pending != nil {
@@ -81,10 +76,10 @@ func (s *Server) v2Start(ctx context.Context, thread string, raw json.RawMessage
 // never reports success having done nothing): the thread must have a
 // step to take.
 func (s *Server) v2Continues(ctx context.Context, thread string) error {
-	if _, err := s.svc.Thread(ctx, thread); errors.Is(err, runs.ErrNotFound) {
+	v, err := s.stateOf(ctx, thread, "", "", false)
+	if errors.Is(err, runs.ErrNotFound) {
 		return unprocessable("$.params.input", "thread %s is new: its first run needs input", thread)
 	}
-	v, err := s.stateOf(ctx, thread, "", "", false)
 	if err != nil {
 		return err
 	}
