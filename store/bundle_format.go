@@ -141,6 +141,9 @@ func splitBundle(b []byte) ([]rawSection, error) {
 		}
 		payload := b[body : body+n]
 		if kind == secEnd {
+			if flags != 0 {
+				return nil, bundleError("end section at byte %d: flags %d", off, flags)
+			}
 			if err := checkEnd(b, off, payload, body+n); err != nil {
 				return nil, err
 			}

@@ -1,0 +1,91 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/inmem"
+)
+
+// TestBundleImportAs: a bundle imported into the store it came from under
+// a new id is a second thread with the same history; its runs get ids of
+// their own, and their data names the new thread and runs. The id taken
+// (the source's, or the new one a second time) is refused and the thread
+// left as it was; another tenant may use the same id.
+func TestBundleImportAs(t *testing.T) {
+	ctx := context.Background()
+	s := inmem.Open(store.Options{MinSnapshotBytes: 512})
+	defer s.Close()
+	fillBundleThread(t, s, "acme/orig")
+	var buf bytes.Buffer
+	if _, err := store.ExportBundle(ctx, s, "acme/orig", &buf); err != nil {
+		t.Fatal(err)
+	}
+	b := buf.Bytes()
+	before := dumpThread(t, s, "acme/orig")
+	cases := []struct {
+		name string
+		opts store.ImportOptions
+		want error
+	}{
+		{"same id", store.ImportOptions{Tenant: "acme"}, store.ErrConflict},
+		{"renamed", store.ImportOptions{Tenant: "acme", As: "copy"}, nil},
+		{"renamed again", store.ImportOptions{Tenant: "acme", As: "copy"}, store.ErrConflict},
+		{"another tenant", store.ImportOptions{Tenant: "other"}, nil},
+		{"bad id", store.ImportOptions{As: "no/slash"}, store.ErrInvalidID},
+		{"bad tenant", store.ImportOptions{Tenant: "a b"}, store.ErrInvalidID},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := store.ImportBundle(ctx, s, bytes.NewReader(b), c.opts)
+			if !errors.Is(err, c.want) {
+				t.Fatalf("%v, want %v", err, c.want)
+			}
+		})
+	}
+	if got := dumpThread(t, s, "acme/orig"); got != before {
+		t.Fatal("the source thread changed")
+	}
+	for _, key := range []string{"acme/copy", "other/orig"} {
+		if got := dumpThread(t, s, key); got != before {
+			t.Fatalf("%s differs from its source:\n%s\n%s", key, got, before)
+		}
+	}
+	rl, _ := store.RunLogOf(s)
+	runs, err := rl.Runs(ctx, store.RunQuery{Thread: "acme/copy"})
+	if err != nil || len(runs) != 2 {
+		t.Fatal(runs, err)
+	}
+	for _, r := range runs {
+		if !strings.Contains(string(r.Data), `"thread_id":"copy"`) || !strings.Contains(string(r.Data), `"run_id":"`+r.ID+`"`) || r.Tenant != "acme" {
+			t.Fatalf("run %s: %s", r.ID, r.Data)
+		}
+		evs, _ := rl.Events(ctx, r.ID, 0, 0)
+		if len(evs) != 2 || !strings.Contains(string(evs[0].Data), r.ID) {
+			t.Fatalf("events of %s: %v", r.ID, evs)
+		}
+	}
+}
+
+// FuzzImportBundle: whatever the bytes, an import never panics, and a
+// refused one creates nothing.
+func FuzzImportBundle(f *testing.F) {
+	f.Add(smallBundle(f))
+	f.Add([]byte("CAIRNBDL\x00\x01"))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s := inmem.Open(store.Options{})
+		defer s.Close()
+		_, err := store.ImportBundle(context.Background(), s, bytes.NewReader(b), store.ImportOptions{})
+		if err == nil {
+			return
+		}
+		for th := range s.Threads(context.Background(), store.ThreadFilter{}) {
+			t.Fatalf("refused (%v) but thread %q made", err, th.ID)
+		}
+	})
+}
