@@ -73,6 +73,25 @@ func ImportBundle(ctx context.Context, s Store, r io.Reader, opts ImportOptions)
 	return e.importBundle(ctx, r, opts)
 }
 
+// CheckBundle reads a bundle of at most maxBytes bytes (0:
+// DefaultMaxBundle) and checks it as ImportBundle does, without a store:
+// what a program may do before it opens or creates the store to import
+// into. The BundleInfo it returns has no Thread.
+func CheckBundle(r io.Reader, maxBytes int64) (BundleInfo, error) {
+	b, p, err := readBundle(r, maxBytes)
+	if err != nil {
+		return BundleInfo{}, err
+	}
+	info := BundleInfo{Source: p.man.Thread, Namespaces: len(p.man.Namespaces), Checkpoints: len(p.cps), Runs: len(p.runs), Bytes: int64(len(b))}
+	for _, cp := range p.cps {
+		info.Writes += len(cp.Writes)
+	}
+	for _, r := range p.runs {
+		info.Events += len(r.Events)
+	}
+	return info, nil
+}
+
 // cairnVersion is the version of the Cairn module, for a bundle's
 // manifest.
 func cairnVersion() string {

@@ -28,18 +28,7 @@ func (e *Engine) importBundle(ctx context.Context, r io.Reader, opts ImportOptio
 			return BundleInfo{}, fmt.Errorf("new thread id: %w", err)
 		}
 	}
-	limit := opts.MaxBytes
-	if limit <= 0 {
-		limit = DefaultMaxBundle
-	}
-	b, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
-		return BundleInfo{}, fmt.Errorf("reading the bundle: %w", err)
-	}
-	if int64(len(b)) > limit {
-		return BundleInfo{}, bundleError("larger than %d bytes", limit)
-	}
-	p, err := parseBundle(b)
+	b, p, err := readBundle(r, opts.MaxBytes)
 	if err != nil {
 		return BundleInfo{}, err
 	}
@@ -71,6 +60,26 @@ func (e *Engine) importBundle(ctx context.Context, r io.Reader, opts ImportOptio
 		info.Events += len(r.Events)
 	}
 	return info, nil
+}
+
+// readBundle reads a bundle of at most limit bytes (0:
+// DefaultMaxBundle) and checks it whole.
+func readBundle(r io.Reader, limit int64) ([]byte, *bundlePlan, error) {
+	if limit <= 0 {
+		limit = DefaultMaxBundle
+	}
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the bundle: %w", err)
+	}
+	if int64(len(b)) > limit {
+		return nil, nil, bundleError("larger than %d bytes", limit)
+	}
+	p, err := parseBundle(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b, p, nil
 }
 
 // buildLoad builds the thread's record, rows, writes and runs as the

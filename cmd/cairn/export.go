@@ -11,17 +11,20 @@ import (
 )
 
 func (a *app) exportCmd() *cobra.Command {
-	var format, dir string
+	var format, dir, out string
 	cmd := &cobra.Command{
-		Use:   "export THREAD --format trace|session-log|gate-files --dir DIR",
-		Short: "Write a thread as files: trace (manifest.json, events.jsonl, steps.jsonl), session-log, or gate-files (.state layout)",
+		Use:   "export THREAD --format trace|session-log|gate-files --dir DIR | --format bundle --out FILE",
+		Short: "Write a thread as files: trace (manifest.json, events.jsonl, steps.jsonl), session-log, gate-files (.state layout), or a bundle (cairn import)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "trace" && format != "session-log" && format != "gate-files" {
-				return usagef("--format %q: supported formats: trace, session-log, gate-files", format)
+			if format != "trace" && format != "session-log" && format != "gate-files" && format != "bundle" {
+				return usagef("--format %q: supported formats: trace, session-log, gate-files, bundle", format)
 			}
-			if dir == "" {
-				return usagef("--dir is required")
+			if format == "bundle" && (out == "" || dir != "") {
+				return usagef("--format bundle writes one file: give --out FILE (- for stdout), not --dir")
+			}
+			if format != "bundle" && (dir == "" || out != "") {
+				return usagef("--format %s writes a directory: give --dir, not --out", format)
 			}
 			s, err := a.openRead()
 			if err != nil {
@@ -32,6 +35,8 @@ func (a *app) exportCmd() *cobra.Command {
 				return argError(err)
 			}
 			switch format {
+			case "bundle":
+				return a.exportBundle(cmd.Context(), s, args[0], out)
 			case "session-log":
 				path, err := tracefile.ExportSessionLog(cmd.Context(), s, args[0], dir, time.Now())
 				if err != nil {
@@ -60,7 +65,8 @@ func (a *app) exportCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "trace", "trace, session-log or gate-files")
-	cmd.Flags().StringVar(&dir, "dir", "", "directory to write into (required)")
+	cmd.Flags().StringVar(&format, "format", "trace", "trace, session-log, gate-files or bundle")
+	cmd.Flags().StringVar(&dir, "dir", "", "directory to write into (trace, session-log, gate-files)")
+	cmd.Flags().StringVar(&out, "out", "", "file to write the bundle to, - for stdout (bundle)")
 	return cmd
 }
