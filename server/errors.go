@@ -60,7 +60,8 @@ func statusOf(err error) int {
 		errors.Is(err, agentfile.ErrUnfinished), errors.Is(err, agentfile.ErrOtherFile), errors.Is(err, pipeline.ErrFinished):
 		return http.StatusConflict
 	case errors.Is(err, runs.ErrInvalidInput), errors.Is(err, store.ErrInvalidArgument), errors.Is(err, store.ErrInvalidID),
-		errors.Is(err, flow.ErrInvalidGraph), errors.Is(err, flow.ErrNothingToResume), errors.Is(err, agentfile.ErrInvalidFile):
+		errors.Is(err, flow.ErrInvalidGraph), errors.Is(err, flow.ErrNothingToResume), errors.Is(err, agentfile.ErrInvalidFile),
+		errors.Is(err, store.ErrBadBundle):
 		return http.StatusUnprocessableEntity
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusGatewayTimeout

@@ -86,7 +86,7 @@ func (s *Server) routes() []route {
 		{method: "DELETE", path: "/store/items", summary: "Delete an item", handler: s.deleteItem},
 		{method: "POST", path: "/store/items/search", summary: "Search items under a namespace prefix (filter, query)", handler: s.searchItems},
 		{method: "POST", path: "/store/namespaces", summary: "List namespaces (prefix, suffix, max_depth)", handler: s.listNamespaces},
-	}, s.saverRoutes()...)
+	}, append(s.saverRoutes(), s.bundleRoutes()...)...)
 }
 
 func (s *Server) ok(w http.ResponseWriter, _ *http.Request) error {

@@ -91,7 +91,11 @@ func (e *Engine) buildLoad(ctx context.Context, p *bundlePlan, key, tenant, id s
 		rec.Metadata = nil
 	}
 	rec.Sum = driver.ThreadChecksum(&rec)
-	load := driver.ThreadLoad{Thread: rec, Rows: make([]driver.Row, 0, len(p.cps))}
+	runs, names, err := e.importedRuns(ctx, p, key, tenant, id)
+	if err != nil {
+		return driver.ThreadLoad{}, err
+	}
+	load := driver.ThreadLoad{Thread: rec, Rows: make([]driver.Row, 0, len(p.cps)), Runs: runs}
 	type info struct{ base, since, size int64 }
 	infos := map[bundleRef]info{}
 	var scratch []byte
@@ -99,7 +103,7 @@ func (e *Engine) buildLoad(ctx context.Context, p *bundlePlan, key, tenant, id s
 		bc := &p.cps[i]
 		row := driver.Row{
 			Thread: key, Namespace: bc.Namespace, Seq: bc.Seq, Parent: bc.Parent,
-			Status: Status(bc.Status), CreatedAt: bc.CreatedAt, Meta: bc.Meta,
+			Status: Status(bc.Status), CreatedAt: bc.CreatedAt, Meta: renameRun(bc.Meta, names),
 			Patch: encodeBlob(bc.Patch, e.comp, &scratch), ExternalID: bc.ExternalID,
 		}
 		if len(row.Meta) == 0 {
@@ -129,11 +133,6 @@ func (e *Engine) buildLoad(ctx context.Context, p *bundlePlan, key, tenant, id s
 			load.Writes = append(load.Writes, e.importedWrites(bc, key, tenant))
 		}
 	}
-	runs, err := e.importedRuns(ctx, p, key, tenant, id)
-	if err != nil {
-		return driver.ThreadLoad{}, err
-	}
-	load.Runs = runs
 	return load, nil
 }
 
@@ -167,13 +166,13 @@ func (e *Engine) importedWrites(bc *bundleCheckpoint, key, tenant string) driver
 // importedRuns are the bundle's runs as the run log keeps them: ids kept
 // unless one is taken or the thread is renamed, data sealed when the
 // store is encrypted.
-func (e *Engine) importedRuns(ctx context.Context, p *bundlePlan, key, tenant, id string) ([]driver.LoadRun, error) {
+func (e *Engine) importedRuns(ctx context.Context, p *bundlePlan, key, tenant, id string) ([]driver.LoadRun, map[string]string, error) {
 	if len(p.runs) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	rl, ok := e.b.(RunLog)
 	if !ok {
-		return nil, fmt.Errorf("%w: the bundle holds runs and this store keeps none", ErrInvalidArgument)
+		return nil, nil, fmt.Errorf("%w: the bundle holds runs and this store keeps none", ErrInvalidArgument)
 	}
 	names := map[string]string{}
 	if id != p.man.Thread {
@@ -187,16 +186,16 @@ func (e *Engine) importedRuns(ctx context.Context, p *bundlePlan, key, tenant, i
 		if _, err := rl.Run(ctx, r.ID); err == nil {
 			taken = true
 		} else if !errors.Is(err, ErrNotFound) {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if taken {
 		for _, r := range p.runs {
 			names[r.ID] = derivedRunID(key, r.ID)
 			if _, err := rl.Run(ctx, names[r.ID]); err == nil {
-				return nil, fmt.Errorf("%w: run %q exists", ErrConflict, names[r.ID])
+				return nil, nil, fmt.Errorf("%w: run %q exists", ErrConflict, names[r.ID])
 			} else if !errors.Is(err, ErrNotFound) {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
@@ -220,7 +219,29 @@ func (e *Engine) importedRuns(ctx context.Context, p *bundlePlan, key, tenant, i
 		}
 		out = append(out, lr)
 	}
-	return out, nil
+	return out, names, nil
+}
+
+// renameRun is a checkpoint's stored metadata with its run id renamed
+// (names, the runs' new ids).
+func renameRun(meta []byte, names map[string]string) []byte {
+	if len(names) == 0 || !bytes.Contains(meta, []byte(`"run_id"`)) {
+		return meta
+	}
+	var rec metaRecord
+	if json.Unmarshal(meta, &rec) != nil {
+		return meta
+	}
+	n, ok := names[rec.RunID]
+	if !ok {
+		return meta
+	}
+	rec.RunID = n
+	out, err := encodeMeta(rec.Nodes, rec.Meta)
+	if err != nil {
+		return meta
+	}
+	return out
 }
 
 // derivedRunID is the id of run old of a bundle imported as thread key: a
