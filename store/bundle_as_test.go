@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/driver"
 	"github.com/cairn-dev/cairn/store/inmem"
 )
 
@@ -88,4 +89,58 @@ func FuzzImportBundle(f *testing.F) {
 			t.Fatalf("refused (%v) but thread %q made", err, th.ID)
 		}
 	})
+}
+
+// plainBackend is a backend without driver.ThreadLoader, whose Insert
+// fails after failAfter rows (0: never).
+type plainBackend struct {
+	driver.Backend
+	store.RunLog
+	failAfter, n int
+}
+
+func (p *plainBackend) Close() error { return p.Backend.Close() }
+
+func (p *plainBackend) Insert(ctx context.Context, r driver.Row) error {
+	if p.n++; p.failAfter > 0 && p.n > p.failAfter {
+		return errors.New("disk full")
+	}
+	return p.Backend.Insert(ctx, r)
+}
+
+// TestBundleImportWithoutLoader: on a backend without driver.ThreadLoader
+// the import writes row by row; a write that fails midway leaves no
+// thread and no run behind.
+func TestBundleImportWithoutLoader(t *testing.T) {
+	ctx := context.Background()
+	src := inmem.Open(store.Options{MinSnapshotBytes: 512})
+	fillBundleThread(t, src, "th")
+	var buf bytes.Buffer
+	if _, err := store.ExportBundle(ctx, src, "th", &buf); err != nil {
+		t.Fatal(err)
+	}
+	for _, fail := range []int{1, 20, 0} {
+		mem := inmem.New()
+		pb := &plainBackend{Backend: mem, RunLog: mem, failAfter: fail}
+		s := store.New(pb, store.Options{})
+		_, err := store.ImportBundle(ctx, s, bytes.NewReader(buf.Bytes()), store.ImportOptions{})
+		if fail > 0 {
+			if err == nil {
+				t.Fatalf("failing after %d rows: imported", fail)
+			}
+			for th := range s.Threads(ctx, store.ThreadFilter{}) {
+				t.Fatalf("failing after %d rows: thread %q left", fail, th.ID)
+			}
+			if runs, _ := mem.Runs(ctx, store.RunQuery{}); len(runs) != 0 {
+				t.Fatalf("failing after %d rows: %d runs left", fail, len(runs))
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := dumpThread(t, s, "th"), dumpThread(t, src, "th"); got != want {
+			t.Fatalf("differs:\n%s\nwant:\n%s", got, want)
+		}
+	}
 }
