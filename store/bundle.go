@@ -131,12 +131,14 @@ type bundleCheckpoint struct {
 	CreatedAt int64  `json:"created_at"`
 	Meta      []byte `json:"meta,omitempty"`
 	// Patch and Snapshot are package state's binary forms (EncodePatch,
-	// EncodeDoc); State is the SHA-256 (hex) of the state's JSON.
+	// EncodeDoc); State is the SHA-256 (hex) of the state's JSON, on a
+	// checkpoint that ends a branch; Sum is rowDigest's.
 	Patch      []byte        `json:"patch"`
 	Snapshot   []byte        `json:"snapshot,omitempty"`
 	State      string        `json:"state"`
 	ExternalID string        `json:"external_id,omitempty"`
 	Writes     []bundleWrite `json:"writes,omitempty"`
+	Sum        string        `json:"sum"`
 }
 
 type bundleWrite struct {

@@ -52,6 +52,9 @@ func parseBundle(b []byte) (*bundlePlan, error) {
 			return nil, err
 		}
 	}
+	if err := c.endNamespace(); err != nil {
+		return nil, err
+	}
 	if c.nsIndex != len(p.man.Namespaces)-1 {
 		return nil, bundleError("namespace %q of the manifest has no checkpoints", p.man.Namespaces[c.nsIndex+1])
 	}
@@ -98,6 +101,9 @@ type checker struct {
 	nsIndex int                 // the namespace being read, in the manifest
 	states  map[int64]state.Doc // its checkpoints' states by seq
 	last    int64               // its last seq
+	// parents are its checkpoints that have a child; pinned those whose
+	// state's digest the bundle gives.
+	parents, pinned map[int64]bool
 	runs    map[string]bool
 	refs    map[bundleRef]bool
 }
@@ -130,6 +136,9 @@ func (c *checker) checkpoint(s rawSection) error {
 	if _, ok := c.states[bc.Parent]; bc.Parent < 0 || bc.Parent != 0 && !ok {
 		return at("its parent %d is not before it", bc.Parent)
 	}
+	if rowDigest(&bc) != bc.Sum {
+		return at("its checksum does not match its fields")
+	}
 	if err := checkFields(&bc); err != nil {
 		return at("%v", err)
 	}
@@ -137,10 +146,14 @@ func (c *checker) checkpoint(s rawSection) error {
 	if err != nil {
 		return at("%v", err)
 	}
-	if stateDigest(d) != bc.State {
+	if bc.State != "" && stateDigest(d) != bc.State {
 		return at("its patch does not give the state the bundle records for it")
 	}
 	c.states[bc.Seq] = d
+	c.parents[bc.Parent] = true
+	if bc.State != "" {
+		c.pinned[bc.Seq] = true
+	}
 	if c.refs == nil {
 		c.refs = map[bundleRef]bool{}
 	}
@@ -162,8 +175,26 @@ func (c *checker) enterNamespace(ns string, off int) error {
 	if c.nsIndex+1 >= len(names) || names[c.nsIndex+1] != ns {
 		return bundleError("checkpoint at byte %d: namespace %q is not the manifest's next", off, ns)
 	}
+	if err := c.endNamespace(); err != nil {
+		return err
+	}
 	c.nsIndex++
-	c.states, c.last = map[int64]state.Doc{}, 0
+	c.states, c.last, c.parents, c.pinned = map[int64]state.Doc{}, 0, map[int64]bool{}, map[int64]bool{}
+	return nil
+}
+
+// endNamespace checks, at the end of a namespace, that every checkpoint
+// that ends a branch has its state's digest: every patch is then pinned
+// by the digest of a state it leads to, or by a snapshot.
+func (c *checker) endNamespace() error {
+	if c.nsIndex < 0 {
+		return nil
+	}
+	for seq := range c.states {
+		if !c.parents[seq] && !c.pinned[seq] {
+			return bundleError("checkpoint %d of namespace %q ends a branch without its state's digest", seq, c.plan.man.Namespaces[c.nsIndex])
+		}
+	}
 	return nil
 }
 

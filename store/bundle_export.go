@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -67,6 +68,10 @@ func (e *Engine) exportNamespace(ctx context.Context, bw *bundleWriter, thread, 
 		return err
 	}
 	states := make(map[int64]state.Doc, len(rows))
+	parents := make(map[int64]bool, len(rows))
+	for i := range rows {
+		parents[rows[i].Parent] = true
+	}
 	for i := range rows {
 		r := &rows[i]
 		if _, ok := states[r.Parent]; r.Parent != 0 && !ok {
@@ -77,6 +82,11 @@ func (e *Engine) exportNamespace(ctx context.Context, bw *bundleWriter, thread, 
 			return err
 		}
 		states[r.Seq] = d
+		if !parents[r.Seq] {
+			// The end of a branch: its state's digest pins every patch
+			// on the way to it.
+			bc.State = stateDigest(d)
+		}
 		ws, err := e.b.Writes(ctx, thread, ns, r.Seq)
 		if err == nil {
 			ws, err = e.openWrites(ctx, thread, ns, r.Seq, ws)
@@ -87,6 +97,7 @@ func (e *Engine) exportNamespace(ctx context.Context, bw *bundleWriter, thread, 
 		for _, w := range ws {
 			bc.Writes = append(bc.Writes, bundleWrite{Task: w.Task, Node: w.Node, Update: w.Update})
 		}
+		bc.Sum = rowDigest(&bc)
 		if err := bw.section(secCheckpoint, bc); err != nil {
 			return err
 		}
@@ -128,8 +139,24 @@ func exportRow(r *driver.Row, states map[int64]state.Doc) (bundleCheckpoint, sta
 			return bc, state.Doc{}, &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: r.Seq, What: "patch", Err: err}
 		}
 	}
-	bc.State = stateDigest(d)
 	return bc, d, nil
+}
+
+// rowDigest is the SHA-256 (hex) of a checkpoint's fields as the bundle
+// holds them, its pending writes included, each length-prefixed.
+func rowDigest(bc *bundleCheckpoint) string {
+	b := appendString(nil, bc.Namespace)
+	for _, n := range []int64{bc.Seq, bc.Parent, int64(bc.Status), bc.CreatedAt} {
+		b = binary.AppendVarint(b, n)
+	}
+	for _, f := range [][]byte{bc.Meta, bc.Patch, bc.Snapshot, []byte(bc.State), []byte(bc.ExternalID)} {
+		b = appendString(b, string(f))
+	}
+	for _, w := range bc.Writes {
+		b = appendString(appendString(appendString(b, w.Task), w.Node), string(w.Update))
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // stateDigest is the SHA-256 (hex) of a state's JSON.
