@@ -104,8 +104,8 @@ type checker struct {
 	// parents are its checkpoints that have a child; pinned those whose
 	// state's digest the bundle gives.
 	parents, pinned map[int64]bool
-	runs    map[string]bool
-	refs    map[bundleRef]bool
+	runs            map[string]bool
+	refs            map[bundleRef]bool
 }
 
 type bundleRef struct {

@@ -5,8 +5,8 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"strings"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/cairn-dev/cairn/state"
@@ -118,7 +118,9 @@ func TestBundleForged(t *testing.T) {
 		name string
 		edit func(cp *store.BundleCheckpoint)
 	}{
-		{"patch changed", at(2, func(cp *store.BundleCheckpoint) { cp.Patch = patch(`[{"op":"replace","path":"/n","value":1},{"op":"add","path":"/x","value":1}]`) })},
+		{"patch changed", at(2, func(cp *store.BundleCheckpoint) {
+			cp.Patch = patch(`[{"op":"replace","path":"/n","value":1},{"op":"add","path":"/x","value":1}]`)
+		})},
 		{"last patch changed", at(3, func(cp *store.BundleCheckpoint) { cp.Patch = patch(`[{"op":"replace","path":"/n","value":7}]`) })},
 		{"patch that does not apply", at(2, func(cp *store.BundleCheckpoint) { cp.Patch = patch(`[{"op":"replace","path":"/y","value":7}]`) })},
 		{"snapshot changed", at(1, func(cp *store.BundleCheckpoint) { cp.Snapshot = state.EncodeDoc(nil, state.EmptyDoc()) })},
