@@ -3,7 +3,6 @@ package store
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 
 	"github.com/cairn-dev/cairn/state"
 )
@@ -285,13 +284,4 @@ func (c *checker) run(s rawSection) error {
 	}
 	c.plan.runs = append(c.plan.runs, br)
 	return nil
-}
-
-// runIDs lists the plan's run ids.
-func (p *bundlePlan) runIDs() []string {
-	ids := make([]string, len(p.runs))
-	for i, r := range p.runs {
-		ids[i] = r.ID
-	}
-	return slices.Clip(ids)
 }

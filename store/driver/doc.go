@@ -8,8 +8,9 @@
 // A backend implements Backend (with ThreadIndex), and may implement the
 // optional parts the engine looks for: SnapshotAttacher (late snapshots),
 // ItemBackend and ItemRewriter (long-term memory), BlobRewriter and
-// Vacuumer (rekey, vacuum), StorageBackend (ThreadStorageOf), and store's
-// RunLog, KeyStore and LeaseStore. A Driver, registered under a URL scheme
+// Vacuumer (rekey, vacuum), StorageBackend (ThreadStorageOf),
+// ThreadLoader (a bundle's thread written in one transaction:
+// store.ImportBundle), and store's RunLog, KeyStore and LeaseStore. A Driver, registered under a URL scheme
 // (Register) from the backend's init function, opens it by URL; a
 // MigratingDriver also lists its Migrations.
 //
