@@ -63,8 +63,9 @@ type BundleInfo struct {
 // deletes what it made. Runs keep their ids unless one is taken in s, or
 // the thread is renamed: then every run gets an id derived from the new
 // thread and its old id, and the run data and events' string values
-// equal to the old thread or run id are renamed with it. s must be an
-// *Engine.
+// equal to the old thread or run id are renamed with it. A run that had
+// not ended (pending, running) is imported as interrupted: it runs where
+// the bundle was made, not in s. s must be an *Engine.
 func ImportBundle(ctx context.Context, s Store, r io.Reader, opts ImportOptions) (BundleInfo, error) {
 	e, ok := s.(*Engine)
 	if !ok {

@@ -144,3 +144,33 @@ func TestBundleImportWithoutLoader(t *testing.T) {
 		}
 	}
 }
+
+// TestBundleUnfinishedRun: a run still running where the bundle was made
+// is imported as interrupted, so that no server of the target resumes it.
+func TestBundleUnfinishedRun(t *testing.T) {
+	ctx := context.Background()
+	src := inmem.Open(store.Options{})
+	if _, err := src.CreateThread(ctx, store.Thread{ID: "th"}); err != nil {
+		t.Fatal(err)
+	}
+	rl, _ := store.RunLogOf(src)
+	for _, st := range []string{"running", "success"} {
+		if err := rl.PutRun(ctx, store.RunRecord{ID: "run-" + st, Thread: "th", Status: st, CreatedAt: 1, UpdatedAt: 2, Data: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var buf bytes.Buffer
+	if _, err := store.ExportBundle(ctx, src, "th", &buf); err != nil {
+		t.Fatal(err)
+	}
+	dst := inmem.Open(store.Options{})
+	if _, err := store.ImportBundle(ctx, dst, &buf, store.ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	drl, _ := store.RunLogOf(dst)
+	for id, want := range map[string]string{"run-running": "interrupted", "run-success": "success"} {
+		if r, err := drl.Run(ctx, id); err != nil || r.Status != want {
+			t.Fatalf("%s: %+v %v, want %s", id, r, err, want)
+		}
+	}
+}

@@ -205,6 +205,11 @@ func (e *Engine) importedRuns(ctx context.Context, p *bundlePlan, key, tenant, i
 		if n, ok := names[r.ID]; ok {
 			rec.ID = n
 		}
+		if !RunEnded(rec.Status) {
+			// It runs where the bundle was made, not here: a server of
+			// this store must not resume it too.
+			rec.Status = "interrupted"
+		}
 		evs := make([]EventRecord, len(r.Events))
 		for i, ev := range r.Events {
 			evs[i] = EventRecord{Seq: ev.Seq, Attempt: ev.Attempt, Data: renameStrings(ev.Data, names)}
