@@ -132,7 +132,9 @@ func (c *checker) checkpoint(s rawSection) error {
 		return at("seq out of order (after %d) or out of range", c.last)
 	}
 	c.last = bc.Seq
-	if _, ok := c.states[bc.Parent]; bc.Parent < 0 || bc.Parent != 0 && !ok {
+	// A parent not in the bundle was pruned: the checkpoint has a
+	// snapshot of its own.
+	if _, ok := c.states[bc.Parent]; bc.Parent < 0 || bc.Parent >= bc.Seq || bc.Parent != 0 && !ok && bc.Snapshot == nil {
 		return at("its parent %d is not before it", bc.Parent)
 	}
 	if rowDigest(&bc) != bc.Sum {
@@ -231,13 +233,14 @@ func (c *checker) stateOf(bc *bundleCheckpoint) (state.Doc, error) {
 		return state.Doc{}, fmt.Errorf("patch: %v", err)
 	}
 	var applied state.Doc
-	if bc.Parent != 0 {
-		if applied, err = c.states[bc.Parent].Apply(patch); err != nil {
+	parent, hasParent := c.states[bc.Parent]
+	if hasParent {
+		if applied, err = parent.Apply(patch); err != nil {
 			return state.Doc{}, fmt.Errorf("patch does not apply to its parent's state: %v", err)
 		}
 	}
 	if bc.Snapshot == nil {
-		if bc.Parent == 0 {
+		if !hasParent {
 			return state.Doc{}, fmt.Errorf("a checkpoint without a parent has no snapshot")
 		}
 		return applied, nil
@@ -246,7 +249,7 @@ func (c *checker) stateOf(bc *bundleCheckpoint) (state.Doc, error) {
 	if err != nil {
 		return state.Doc{}, fmt.Errorf("snapshot: %v", err)
 	}
-	if bc.Parent != 0 && !snap.Equal(applied) {
+	if hasParent && !snap.Equal(applied) {
 		return state.Doc{}, fmt.Errorf("its snapshot is not its parent's state with its patch applied")
 	}
 	return snap, nil

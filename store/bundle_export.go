@@ -74,9 +74,6 @@ func (e *Engine) exportNamespace(ctx context.Context, bw *bundleWriter, thread, 
 	}
 	for i := range rows {
 		r := &rows[i]
-		if _, ok := states[r.Parent]; r.Parent != 0 && !ok {
-			r.Parent = 0 // pruned: the row has a snapshot of its own
-		}
 		bc, d, err := exportRow(r, states)
 		if err != nil {
 			return err
@@ -120,6 +117,7 @@ func exportRow(r *driver.Row, states map[int64]state.Doc) (bundleCheckpoint, sta
 	}
 	bc.Patch = patch
 	var d state.Doc
+	parent, ok := states[r.Parent]
 	switch {
 	case r.HasSnapshot && r.Snapshot != nil:
 		if bc.Snapshot, err = decodeBlob(r.Snapshot); err != nil {
@@ -128,14 +126,16 @@ func exportRow(r *driver.Row, states map[int64]state.Doc) (bundleCheckpoint, sta
 		if d, err = decodeSnapshot(r); err != nil {
 			return bc, state.Doc{}, err
 		}
-	case r.Parent == 0:
-		return bc, state.Doc{}, &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: r.Seq, What: "snapshot", Err: errors.New("a first checkpoint without its snapshot")}
+	case !ok:
+		// A first checkpoint, or one whose parent was pruned, has a
+		// snapshot of its own.
+		return bc, state.Doc{}, &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: r.Seq, What: "snapshot", Err: errors.New("a checkpoint without its parent or its snapshot")}
 	default:
 		p, err := decodePatch(r)
 		if err != nil {
 			return bc, state.Doc{}, err
 		}
-		if d, err = states[r.Parent].Apply(p); err != nil {
+		if d, err = parent.Apply(p); err != nil {
 			return bc, state.Doc{}, &CorruptError{Thread: r.Thread, Namespace: r.Namespace, Seq: r.Seq, What: "patch", Err: err}
 		}
 	}

@@ -52,7 +52,15 @@ func (e *Engine) writeLoad(ctx context.Context, load driver.ThreadLoad, source s
 // writeRows writes a load's rows, writes and runs one by one.
 func (e *Engine) writeRows(ctx context.Context, load driver.ThreadLoad) error {
 	key := load.Thread.ID
+	written := map[[2]any]bool{}
 	for _, r := range load.Rows {
+		if r.Parent != 0 && !written[[2]any{r.Namespace, r.Parent}] {
+			// Pruned before the export: Insert needs a parent, so the row
+			// is stored as a root, as CopyThread stores it.
+			r.Parent = 0
+			r.Sum = driver.RowChecksum(&r)
+		}
+		written[[2]any{r.Namespace, r.Seq}] = true
 		if err := e.b.Insert(ctx, r); err != nil {
 			return fmt.Errorf("importing checkpoint %d of namespace %q: %w", r.Seq, r.Namespace, err)
 		}

@@ -27,6 +27,52 @@ func (b *Backend) LoadThread(ctx context.Context, t driver.ThreadLoad) error {
 	})
 }
 
+// loadRow inserts a loaded row: unlike Insert's, its parent may be
+// missing (pruned before the thread was exported), so its lane is made
+// for it whatever its parent.
+const loadRow = `INSERT INTO checkpoints (id, parent, base, since, base_size, status, created_at, has_snapshot, meta, patch, crc, ext_id)
+	VALUES (((SELECT id FROM lanes WHERE thread = ?1 AND ns = ?2) << 32) + ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)`
+
+// loadRows inserts the rows of a loaded thread, their snapshots and the
+// root head's status.
+func (b *Backend) loadRows(ctx context.Context, c *sql.Conn, rows []driver.Row) error {
+	st, err := c.PrepareContext(ctx, loadRow)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for _, r := range rows {
+		if _, err := b.ensureLane.ExecContext(ctx, r.Thread, r.Namespace); err != nil {
+			return err
+		}
+		has, patch := 0, r.Patch
+		if r.HasSnapshot {
+			has = 1
+		}
+		if patch == nil {
+			patch = []byte{}
+		}
+		if _, err := st.ExecContext(ctx, r.Thread, r.Namespace, r.Seq, r.Parent, r.Base, r.Since, r.BaseSize,
+			int(r.Status), r.CreatedAt, has, nullBytes(r.Meta), patch, int64(r.Sum), nullString(r.ExternalID)); err != nil {
+			if isConstraint(err) {
+				return fmt.Errorf("%w: thread %q namespace %q seq %d exists", store.ErrConflict, r.Thread, r.Namespace, r.Seq)
+			}
+			return err
+		}
+		if r.HasSnapshot {
+			if _, err := b.insertSnap.ExecContext(ctx, r.Thread, r.Namespace, r.Seq, r.Snapshot); err != nil {
+				return err
+			}
+		}
+		if r.Head != nil && r.Namespace == "" {
+			if err := b.setHead(ctx, r.Thread, r.Head.Status, r.CreatedAt, true); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // load runs the statements of LoadThread.
 func (b *Backend) load(ctx context.Context, c *sql.Conn, t driver.ThreadLoad) error {
 	th := t.Thread
@@ -40,11 +86,8 @@ func (b *Backend) load(ctx context.Context, c *sql.Conn, t driver.ThreadLoad) er
 	if err := b.indexThread(ctx, th, 1); err != nil {
 		return err
 	}
-	for _, r := range t.Rows {
-		r.Create, r.NewThread, r.Fence = nil, false, 0
-		if err := b.insert(ctx, c, r); err != nil {
-			return err
-		}
+	if err := b.loadRows(ctx, c, t.Rows); err != nil {
+		return err
 	}
 	for _, rw := range t.Writes {
 		for _, w := range rw.Writes {

@@ -62,6 +62,7 @@ func Run(t *testing.T, h Harness) {
 		{name: "PruneDeletesOldData", fn: testPruneDeletesOldData},
 		{name: "Expiry", fn: testExpiry},
 		{name: "CopyThread", fn: testCopyThread},
+		{name: "Bundle", fn: testBundle},
 		{name: "InvalidInput", fn: testInvalidInput},
 		{name: "Reopen", fn: testReopen},
 		{name: "Migrations", fn: testMigrations},
