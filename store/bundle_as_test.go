@@ -56,6 +56,17 @@ func TestBundleImportAs(t *testing.T) {
 			t.Fatalf("%s differs from its source:\n%s\n%s", key, got, before)
 		}
 	}
+	// Deleted, the source comes back whole from its bundle, through the
+	// engine that knew it.
+	if err := s.DeleteThread(ctx, "acme/orig"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.ImportBundle(ctx, s, bytes.NewReader(b), store.ImportOptions{Tenant: "acme"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := dumpThread(t, s, "acme/orig"); got != before {
+		t.Fatalf("re-imported source differs:\n%s\n%s", got, before)
+	}
 	rl, _ := store.RunLogOf(s)
 	runs, err := rl.Runs(ctx, store.RunQuery{Thread: "acme/copy"})
 	if err != nil || len(runs) != 2 {

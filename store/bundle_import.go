@@ -52,6 +52,10 @@ func (e *Engine) importBundle(ctx context.Context, r io.Reader, opts ImportOptio
 	if err := e.writeLoad(ctx, load, p.man.Thread); err != nil {
 		return BundleInfo{}, err
 	}
+	// What this engine remembered of a thread of that key (deleted since)
+	// is not the imported thread's.
+	e.forget(key)
+	e.crypt.forget(key)
 	info := BundleInfo{Thread: key, Source: p.man.Thread, Namespaces: len(p.man.Namespaces), Checkpoints: len(load.Rows), Runs: len(load.Runs), Bytes: int64(len(b))}
 	for _, w := range load.Writes {
 		info.Writes += len(w.Writes)
