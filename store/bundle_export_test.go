@@ -28,7 +28,7 @@ func ForgeBundle(b []byte, resum bool, edit func(*BundleCheckpoint)) []byte {
 			break
 		}
 		if kind == secCheckpoint {
-			data, err := sectionData(kind, off, flags, payload)
+			data, err := sectionData(kind, off, flags, payload, maxSection)
 			if err != nil {
 				panic(err)
 			}

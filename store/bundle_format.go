@@ -117,7 +117,10 @@ type rawSection struct {
 }
 
 // splitBundle checks a bundle's header, lengths and checksum and returns
-// its sections (the end section left out), decompressed.
+// its sections (the end section left out), decompressed. The checksum is
+// checked before anything is decompressed, and what decompression makes
+// is bounded by the bundle's size (maxExpansion), so that a few bytes
+// cannot make it allocate much.
 func splitBundle(b []byte) ([]rawSection, error) {
 	if len(b) < headerLen || string(b[:len(bundleMagic)]) != bundleMagic {
 		return nil, bundleError("no bundle header (a bundle starts with %q)", bundleMagic)
@@ -128,36 +131,46 @@ func splitBundle(b []byte) ([]rawSection, error) {
 		}
 		return nil, bundleError("bundle format %d is unknown", v)
 	}
-	var out []rawSection
+	var raw []rawSection
+	flags := map[int]byte{}
 	for off := headerLen; ; {
 		if len(b)-off < sectionHdr {
 			return nil, bundleError("cut short at byte %d of %d: no end section", off, len(b))
 		}
-		kind, flags := b[off], b[off+1]
+		kind := b[off]
 		n := int(binary.BigEndian.Uint32(b[off+2:]))
 		body := off + sectionHdr
 		if n > maxSection || n > len(b)-body {
 			return nil, bundleError("section %q at byte %d says %d bytes, %d remain", kind, off, n, len(b)-body)
 		}
-		payload := b[body : body+n]
 		if kind == secEnd {
-			if flags != 0 {
-				return nil, bundleError("end section at byte %d: flags %d", off, flags)
+			if b[off+1] != 0 {
+				return nil, bundleError("end section at byte %d: flags %d", off, b[off+1])
 			}
-			if err := checkEnd(b, off, payload, body+n); err != nil {
+			if err := checkEnd(b, off, b[body:body+n], body+n); err != nil {
 				return nil, err
 			}
 			break
 		}
-		data, err := sectionData(kind, off, flags, payload)
+		raw = append(raw, rawSection{kind: kind, off: off, data: b[body : body+n]})
+		flags[off] = b[off+1]
+		off = body + n
+	}
+	budget := max(64<<20, maxExpansion*len(b))
+	for i := range raw {
+		data, err := sectionData(raw[i].kind, raw[i].off, flags[raw[i].off], raw[i].data, budget)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, rawSection{kind: kind, off: off, data: data})
-		off = body + n
+		budget -= len(data)
+		raw[i].data = data
 	}
-	return out, nil
+	return raw, nil
 }
+
+// maxExpansion bounds the bytes a bundle's sections decompress to, as a
+// multiple of its size (at least 64 MiB in all).
+const maxExpansion = 64
 
 // checkEnd checks the end section at off: the checksum of the bytes
 // before it, and nothing after it.
@@ -172,14 +185,14 @@ func checkEnd(b []byte, off int, sum []byte, end int) error {
 	return nil
 }
 
-// sectionData decompresses a section's payload.
-func sectionData(kind byte, off int, flags byte, payload []byte) ([]byte, error) {
+// sectionData decompresses a section's payload, to at most budget bytes.
+func sectionData(kind byte, off int, flags byte, payload []byte, budget int) ([]byte, error) {
 	switch flags {
 	case 0:
 		return payload, nil
 	case flagS2:
 		n, err := s2.DecodedLen(payload)
-		if err != nil || n > maxSection {
+		if err != nil || n > maxSection || n > budget {
 			return nil, bundleError("section %q at byte %d: bad compressed length", kind, off)
 		}
 		data, err := s2.Decode(nil, payload)
