@@ -104,6 +104,10 @@ func recordRequest(ctx context.Context, req Request) RequestRecord {
 	for nsys < len(req.Messages) && req.Messages[nsys].Role == RoleSystem {
 		nsys++
 	}
+	// Message ids are Cairn's (derived from the thread and step), not
+	// what the model sees: a replay on another thread sends the same
+	// request with other ids.
+	req.Messages = withoutIDs(req.Messages)
 	sys, conv := req.Messages[:nsys], req.Messages[nsys:]
 	whole, _ := json.Marshal(req) // a request always encodes
 	rec := RequestRecord{Digest: digest(whole), OptionsDigest: digestOf([]any{req.Schema, req.Step, req.MaxTokens, req.Temperature})}
@@ -155,6 +159,15 @@ func recordRequest(ctx context.Context, req Request) RequestRecord {
 	rec.Truncated = rec.Truncated || cut
 	prev.system, prev.tools, prev.conv = rec.SystemDigest, rec.ToolsDigest, convDigests
 	return rec
+}
+
+func withoutIDs(msgs []Message) []Message {
+	out := make([]Message, len(msgs))
+	for i, m := range msgs {
+		m.ID = ""
+		out[i] = m
+	}
+	return out
 }
 
 // boundMessages copies msgs with each content cut so that the total text
@@ -232,7 +245,7 @@ func generateRecorded(ctx context.Context, m Model, req Request, agentName, name
 	var err error
 	if c.tape != nil {
 		var got ModelCallRecord
-		if err = c.answer(ctx, "model", name, rec, &got); err == nil {
+		if err = c.answer(ctx, "model", name, rec.Request, &got); err == nil {
 			switch {
 			case got.Kind != "model" || got.Truncated:
 				err = fmt.Errorf("%w: model call %s: the recording holds no whole reply", ErrNotRecorded, name)
@@ -267,7 +280,7 @@ func runToolRecorded(ctx context.Context, byName map[string]Tool, call ToolCall,
 	var tr ToolResult
 	if c.tape != nil {
 		var got ToolCallRecord
-		err := c.answer(ctx, "tool", name, rec, &got)
+		err := c.answer(ctx, "tool", name, rec.Request, &got)
 		if err == nil && (got.Kind != "tool" || got.Truncated) {
 			err = fmt.Errorf("%w: tool call %s: the recording holds no whole result", ErrNotRecorded, name)
 		}
