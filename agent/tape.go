@@ -276,6 +276,9 @@ func runToolRecorded(ctx context.Context, byName map[string]Tool, call ToolCall,
 	c := beginCall(ctx)
 	info, _ := flow.Info(ctx)
 	name := strings.TrimPrefix(tc.Key, info.Key+"/")
+	if tc.Key == "" {
+		name = "tool/" + call.Name
+	}
 	rec := ToolCallRecord{Kind: "tool", Name: name, Request: ToolRequest{Tool: call.Name, Args: compactJSON(string(call.Args))}}
 	var tr ToolResult
 	if c.tape != nil {

@@ -35,10 +35,10 @@ func Thread(ctx context.Context, s store.Store, thread string, opts Options) (Re
 	if err != nil {
 		return rep, err
 	}
-	start := 0
+	start := 0 // the first position replayed; those before are copied
 	if opts.From > 0 {
-		start = slices.IndexFunc(rec, func(cp store.Checkpoint) bool { return cp.Seq == opts.From })
-		if start < 0 {
+		start = 1 + slices.IndexFunc(rec, func(cp store.Checkpoint) bool { return cp.Seq == opts.From })
+		if start == 0 {
 			return rep, fmt.Errorf("%w: --from %d: no checkpoint %d on the head's branch of thread %q namespace %q", store.ErrInvalidArgument, opts.From, opts.From, thread, opts.Namespace)
 		}
 	}
@@ -56,6 +56,9 @@ func Thread(ctx context.Context, s store.Store, thread string, opts Options) (Re
 	}
 	e := &engine{asst: opts.Assistant, dst: dst, rec: rec, rep: &rep,
 		tp: &tape{src: s, dst: dst, recThread: thread, newThread: newThread, ns: opts.Namespace, seqs: map[int64]int64{}, writes: map[string][]store.Write{}}}
+	for _, cp := range rec {
+		e.tp.recSeqs = append(e.tp.recSeqs, cp.Seq)
+	}
 	for i := 0; i < start; i++ {
 		if err := e.copy(ctx, i); err != nil {
 			return rep, err
@@ -153,7 +156,7 @@ func (e *engine) copy(ctx context.Context, i int) error {
 		return fmt.Errorf("replay: copying checkpoint %d: %w", cp.Seq, err)
 	}
 	e.heads = append(e.heads, out.Seq)
-	e.tp.mapSeq(out.Seq, cp.Seq)
+	e.tp.mapSeq(out.Seq, i)
 	return nil
 }
 
@@ -210,7 +213,7 @@ func (e *engine) steps(ctx context.Context, i int) (int, error) {
 		}
 		r := e.rec[i+k]
 		e.heads = append(e.heads, got[k].Seq)
-		e.tp.mapSeq(got[k].Seq, r.Seq)
+		e.tp.mapSeq(got[k].Seq, i+k)
 		reason, diff := e.compare(r, got[k])
 		if call != nil && call.newReadSeq == got[k].Parent && reason == "" {
 			reason = call.Reason

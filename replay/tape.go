@@ -23,11 +23,16 @@ type tape struct {
 	newThread string
 	ns        string
 
-	mu     sync.Mutex
-	seqs   map[int64]int64 // new seq → recorded seq, in namespace ns
-	writes map[string][]store.Write
-	calls  int
-	first  *CallDeparture
+	mu   sync.Mutex
+	seqs map[int64]int64 // new seq → recorded seq, in namespace ns
+	// recSeqs are the recorded branch's seqs, oldest first; lastNew is
+	// the newest new seq mapped, to recSeqs[lastPos].
+	recSeqs []int64
+	lastNew int64
+	lastPos int
+	writes  map[string][]store.Write
+	calls   int
+	first   *CallDeparture
 }
 
 // callRecord is the part of a call record the tape reads.
@@ -116,6 +121,11 @@ func (tp *tape) recordedSeq(ns string, seq int64) int64 {
 	if r, ok := tp.seqs[seq]; ok {
 		return r
 	}
+	// A step of the run under way: the new thread is one line, so its
+	// seqs past the last one compared follow the recorded branch.
+	if pos := tp.lastPos + int(seq-tp.lastNew); tp.lastNew > 0 && seq > tp.lastNew && pos < len(tp.recSeqs) {
+		return tp.recSeqs[pos]
+	}
 	return -1
 }
 
@@ -186,9 +196,12 @@ func (tp *tape) answerAt(ctx context.Context, seq int64) (json.RawMessage, error
 	return nil, nil
 }
 
-func (tp *tape) mapSeq(newSeq, recSeq int64) {
+// mapSeq says that the new run's checkpoint newSeq stands for the
+// recorded branch's checkpoint at position pos.
+func (tp *tape) mapSeq(newSeq int64, pos int) {
 	tp.mu.Lock()
-	tp.seqs[newSeq] = recSeq
+	tp.seqs[newSeq] = tp.recSeqs[pos]
+	tp.lastNew, tp.lastPos = newSeq, pos
 	tp.mu.Unlock()
 }
 
