@@ -51,8 +51,9 @@ type RequestRecord struct {
 	// OptionsDigest covers the rest: schema, step, max tokens, temperature.
 	OptionsDigest string `json:"options_digest"`
 	// Prior messages of the conversation (after the system ones) are not
-	// kept — the previous call's, or older ones past the bound — and
-	// PriorDigest is their digest; Messages are the rest.
+	// kept — those of the task's previous request, those up to the last
+	// assistant reply (recorded with an earlier call), older ones past the
+	// bound — and PriorDigest is their digest; Messages are the rest.
 	Prior       int       `json:"prior,omitempty"`
 	PriorDigest string    `json:"prior_digest,omitempty"`
 	Messages    []Message `json:"messages,omitempty"`
@@ -133,9 +134,20 @@ func recordRequest(ctx context.Context, req Request) RequestRecord {
 			rec.Tools = append(rec.Tools, t.Name)
 		}
 	}
+	// What came before is implied: the task's previous request when this
+	// one extends it, and everything up to the model's last reply (the
+	// request and the reply of an earlier call, a step or a turn before:
+	// recorded there). The digest of the prior messages still compares
+	// them whole.
 	prior := 0
 	if len(prev.conv) > 0 && len(prev.conv) <= len(convDigests) && sameStrings(prev.conv, convDigests[:len(prev.conv)]) {
 		prior = len(prev.conv)
+	}
+	for i := len(conv) - 1; i >= prior; i-- {
+		if conv[i].Role == RoleAssistant {
+			prior = i + 1
+			break
+		}
 	}
 	// Keep the newest messages within the bound; older ones join the prior.
 	size, keep := 0, len(conv)
