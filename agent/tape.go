@@ -2,9 +2,13 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -38,7 +42,8 @@ var ErrNotRecorded = errors.New("agent: call not recorded")
 // RequestRecord is a model call's request as recorded: the digest of the
 // whole request, then what changed since the task's previous model call.
 type RequestRecord struct {
-	// Digest is the SHA-256 of the whole request (hex).
+	// Digest is that of the whole request: SHA-256, its first 128 bits in
+	// hex, as every digest of the record.
 	Digest string `json:"digest"`
 	// SystemDigest is that of the leading system messages; System holds
 	// them when they differ from the previous call's (cut to the bound).
@@ -93,34 +98,28 @@ type ToolRequest struct {
 // lastRequest is the task's previous model request, as TaskValue keeps it.
 type lastRequest struct {
 	system, tools string
-	conv          []string // digests of the conversation's messages
+	n             int    // its conversation's messages
+	conv          string // their digest
 }
 
 const lastRequestKey = "agent.lastRequest"
 
 // recordRequest makes the record of req, against the task's previous
-// request, and remembers req as the previous one.
+// request, and remembers req as the previous one. It hashes the request
+// once or twice and encodes only what it keeps: its cost is the
+// request's bytes hashed, not encoded.
 func recordRequest(ctx context.Context, req Request) RequestRecord {
 	nsys := 0
 	for nsys < len(req.Messages) && req.Messages[nsys].Role == RoleSystem {
 		nsys++
 	}
-	// Message ids are Cairn's (derived from the thread and step), not
-	// what the model sees: a replay on another thread sends the same
-	// request with other ids.
-	req.Messages = withoutIDs(req.Messages)
 	sys, conv := req.Messages[:nsys], req.Messages[nsys:]
-	whole, _ := json.Marshal(req) // a request always encodes
-	rec := RequestRecord{Digest: digest(whole), OptionsDigest: digestOf([]any{req.Schema, req.Step, req.MaxTokens, req.Temperature})}
+	rec := RequestRecord{OptionsDigest: digestOf([]any{req.Schema, req.Step, req.MaxTokens, req.Temperature})}
 	if len(sys) > 0 {
-		rec.SystemDigest = digestOf(sys)
+		rec.SystemDigest = prefixDigests(sys, len(sys))[len(sys)]
 	}
 	if len(req.Tools) > 0 {
 		rec.ToolsDigest = digestOf(req.Tools)
-	}
-	convDigests := make([]string, len(conv))
-	for i := range conv {
-		convDigests[i] = digestOf(conv[i])
 	}
 	prev, _ := flow.TaskValue(ctx, lastRequestKey, func() any { return &lastRequest{} }).(*lastRequest)
 	if prev == nil {
@@ -139,15 +138,17 @@ func recordRequest(ctx context.Context, req Request) RequestRecord {
 	// request and the reply of an earlier call, a step or a turn before:
 	// recorded there). The digest of the prior messages still compares
 	// them whole.
-	prior := 0
-	if len(prev.conv) > 0 && len(prev.conv) <= len(convDigests) && sameStrings(prev.conv, convDigests[:len(prev.conv)]) {
-		prior = len(prev.conv)
-	}
-	for i := len(conv) - 1; i >= prior; i-- {
+	afterReply := 0
+	for i := len(conv) - 1; i >= 0; i-- {
 		if conv[i].Role == RoleAssistant {
-			prior = i + 1
+			afterReply = i + 1
 			break
 		}
+	}
+	sums := prefixDigests(conv, prev.n, afterReply, len(conv))
+	prior := afterReply
+	if prev.n > prior && prev.n <= len(conv) && sums[prev.n] == prev.conv {
+		prior = prev.n
 	}
 	// Keep the newest messages within the bound; older ones join the prior.
 	size, keep := 0, len(conv)
@@ -162,15 +163,57 @@ func recordRequest(ctx context.Context, req Request) RequestRecord {
 		size += n
 		keep--
 	}
+	if _, ok := sums[keep]; !ok {
+		sums[keep] = prefixDigests(conv, keep)[keep]
+	}
 	rec.Prior = keep
 	if keep > 0 {
-		rec.PriorDigest = digestOf(conv[:keep])
+		rec.PriorDigest = sums[keep]
 	}
 	var cut bool
-	rec.Messages, cut = boundMessages(conv[keep:], RecordedMessageBytes)
+	rec.Messages, cut = boundMessages(withoutIDs(conv[keep:]), RecordedMessageBytes)
 	rec.Truncated = rec.Truncated || cut
-	prev.system, prev.tools, prev.conv = rec.SystemDigest, rec.ToolsDigest, convDigests
+	rec.Digest = digest([]byte(rec.SystemDigest + rec.ToolsDigest + rec.OptionsDigest + sums[len(conv)]))[:digestLen]
+	prev.system, prev.tools, prev.n, prev.conv = rec.SystemDigest, rec.ToolsDigest, len(conv), sums[len(conv)]
 	return rec
+}
+
+// digestLen is the length of a record's digests: 128 bits, in hex.
+const digestLen = 32
+
+// prefixDigests hashes msgs once and returns the digest of msgs[:n] for
+// each n asked (those in range): each message's fields length-prefixed,
+// Cairn's message ids left out (a replay on another thread sends the same
+// request with other ids).
+func prefixDigests(msgs []Message, at ...int) map[int]string {
+	out := make(map[int]string, len(at))
+	h := sha256.New()
+	var buf []byte
+	field := func(s string) {
+		buf = binary.AppendUvarint(buf[:0], uint64(len(s)))
+		h.Write(buf)
+		h.Write([]byte(s))
+	}
+	sum := func(n int) {
+		if slices.Contains(at, n) {
+			out[n] = hex.EncodeToString(h.Sum(nil))[:digestLen]
+		}
+	}
+	sum(0)
+	for i, m := range msgs {
+		field(string(m.Role))
+		field(m.Content)
+		field(m.Name)
+		field(m.ToolCallID)
+		field(strconv.Itoa(len(m.ToolCalls)))
+		for _, tc := range m.ToolCalls {
+			field(tc.ID)
+			field(tc.Name)
+			field(string(tc.Args))
+		}
+		sum(i + 1)
+	}
+	return out
 }
 
 func withoutIDs(msgs []Message) []Message {
@@ -205,17 +248,8 @@ func truncated(s string, limit int) string {
 }
 
 func digestOf(v any) string {
-	b, _ := json.Marshal(v) // messages, specs and options always encode
-	return digest(b)
-}
-
-func sameStrings(a, b []string) bool {
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return len(a) == len(b)
+	b, _ := json.Marshal(v) // specs and options always encode
+	return digest(b)[:digestLen]
 }
 
 // tapeCall is one call of a task: its position and, under a tape, the
