@@ -99,13 +99,8 @@ func history(t *testing.T, s store.Store, thread string) []byte {
 
 func TestRecordedSecretRedacted(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
+	dir := readerDir(t)
 	const secret = "sk-live-4f9a8b7c6d5e4f3a2b1c"
-	for name, text := range map[string]string{"reader.md": agentFile, "replies.yaml": replies, "notes.txt": "buy milk"} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	db := filepath.Join(dir, "cairn.db")
 	s, err := sqlite.OpenStore(ctx, db, sqlite.Options{}, store.Options{NoCompression: true})
 	if err != nil {

@@ -15,36 +15,23 @@ import (
 	"github.com/cairn-dev/cairn/store/sqlite"
 )
 
-const agentFile = `---
-name: reader
-description: Reads the notes with a tool and says what they hold.
-model:
-  provider: scripted
-  script: replies.yaml
-tools: [read_file]
----
-
-## Instructions
-
-Read notes.txt and say what it holds.
-`
-
-const replies = `replies:
-  - tool_calls: [{name: read_file, args: {path: notes.txt}}]
-  - echo_tool: true
-`
+// readerDir copies testdata/reader (an agent file with a tool, its
+// script and its notes) into a new folder and returns it.
+func readerDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "reader"))); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
 
 // recorded makes a folder with the agent file, its script and the notes,
 // runs the agent once on thread "t1" of a SQLite store and returns the
 // store and the agent file's path.
 func recorded(t *testing.T) (store.Store, string) {
 	t.Helper()
-	dir := t.TempDir()
-	for name, text := range map[string]string{"reader.md": agentFile, "replies.yaml": replies, "notes.txt": "buy milk"} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := readerDir(t)
 	s, err := sqlite.OpenStore(context.Background(), filepath.Join(dir, "cairn.db"), sqlite.Options{}, store.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -14,20 +14,6 @@ import (
 	"github.com/cairn-dev/cairn/store"
 )
 
-const replayReader = `---
-name: reader
-description: Reads the notes with a tool and says what they hold.
-model:
-  provider: scripted
-  script: replies.yaml
-tools: [read_file]
----
-
-## Instructions
-
-Read notes.txt and say what it holds.
-`
-
 // replayServer serves the agent file in dir over s to tenants acme and
 // globex.
 func replayServer(t *testing.T, s store.Store, dir string) (tenantCaller, tenantCaller) {
@@ -87,12 +73,9 @@ func decodeReport(t *testing.T, body string) replayReport {
 func TestReplayRoute(t *testing.T) {
 	for name, open := range tenantStores() {
 		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			for f, text := range map[string]string{"reader.md": replayReader, "notes.txt": "buy milk",
-				"replies.yaml": "replies:\n  - tool_calls: [{name: read_file, args: {path: notes.txt}}]\n  - echo_tool: true\n"} {
-				if err := os.WriteFile(filepath.Join(dir, f), []byte(text), 0o644); err != nil {
-					t.Fatal(err)
-				}
+			dir := t.TempDir() // the agent file of replay's tests, with a tool, its script and notes
+			if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "replay", "testdata", "reader"))); err != nil {
+				t.Fatal(err)
 			}
 			s := open(t)
 			a, b := replayServer(t, s, dir)
@@ -121,7 +104,11 @@ func TestReplayRoute(t *testing.T) {
 				t.Fatalf("replay changed the thread it replayed:\n%s\n%s", before, after)
 			}
 
-			edited := strings.Replace(replayReader, "say what it holds", "summarise it", 1)
+			orig, err := os.ReadFile(filepath.Join(dir, "reader.md"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			edited := strings.Replace(string(orig), "say what it holds", "summarise it", 1)
 			if err := os.WriteFile(filepath.Join(dir, "reader.md"), []byte(edited), 0o644); err != nil {
 				t.Fatal(err)
 			}

@@ -9,31 +9,14 @@ import (
 	"testing"
 )
 
-const replayAgent = `---
-name: reader
-description: Reads the notes with a tool and says what they hold.
-model:
-  provider: scripted
-  script: replies.yaml
-tools: [read_file]
----
-
-## Instructions
-
-Read notes.txt and say what it holds.
-`
-
-// replayDir writes the agent file, its script and its notes, and runs the
-// agent on thread t1 of a SQLite store there.
+// replayDir copies replay/testdata/reader (an agent file with a tool, its
+// script and its notes) and runs the agent on thread t1 of a SQLite store
+// there.
 func replayDir(t *testing.T) (dir string, env map[string]string) {
 	t.Helper()
 	dir = t.TempDir()
-	files := map[string]string{"reader.md": replayAgent, "notes.txt": "buy milk",
-		"replies.yaml": "replies:\n  - tool_calls: [{name: read_file, args: {path: notes.txt}}]\n  - echo_tool: true\n"}
-	for name, text := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "..", "replay", "testdata", "reader"))); err != nil {
+		t.Fatal(err)
 	}
 	env = map[string]string{"CAIRN_STORE": "sqlite:" + filepath.Join(dir, "state.db")}
 	mustCLI(t, env, "run", filepath.Join(dir, "reader.md"), "--thread", "t1", "--input-text", "go")
