@@ -2,6 +2,7 @@ package state
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 )
 
@@ -62,4 +63,19 @@ func FuzzDiff(f *testing.F) {
 			t.Fatalf("applied: %s, want %s", got, b)
 		}
 	})
+}
+
+// Diff gives the RFC 6902 patch between two states, which turns the first
+// into the second.
+func ExampleDiff() {
+	a, _ := ParseDoc([]byte(`{"topic": "tides", "notes": ["moon"]}`))
+	b, _ := ParseDoc([]byte(`{"topic": "tides", "notes": ["moon", "sun"], "done": true}`))
+	p, _ := Diff(a, b)
+	out, _ := json.Marshal(p)
+	fmt.Println(string(out))
+	c, _ := a.Apply(p)
+	fmt.Println(c.Equal(b))
+	// Output:
+	// [{"op":"add","path":"/done","value":true},{"op":"add","path":"/notes/-","value":"sun"}]
+	// true
 }
