@@ -286,6 +286,9 @@ func (c tapeCall) answer(ctx context.Context, kind, name string, rec, out any) e
 // one, else from the model; either way it records it.
 func generateRecorded(ctx context.Context, m Model, req Request, agentName, name string) (Response, error) {
 	c := beginCall(ctx)
+	if c.index < 0 && c.tape == nil {
+		return generate(ctx, m, req, agentName, name) // outside a flow node: nothing to record
+	}
 	rec := ModelCallRecord{Kind: "model", Name: name, Request: recordRequest(ctx, req)}
 	var resp Response
 	var err error
