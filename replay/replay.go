@@ -191,12 +191,17 @@ func (e *engine) steps(ctx context.Context, i int) (int, error) {
 	prev := e.heads[len(e.heads)-1]
 	spec := runs.RunSpec{Store: e.dst, Thread: e.tp.newThread, Resume: true, RunID: e.rec[i].Meta.RunID, Durability: flow.DurabilitySync}
 	if e.rec[i-1].Status == store.StatusInterrupted || e.rec[i-1].Meta.Interrupt != nil {
-		answer, err := e.tp.answerAt(ctx, e.rec[i].Parent)
-		if err != nil {
-			return 0, err
-		}
-		if answer != nil {
-			spec.Answer = answer
+		// The answered step read the paused checkpoint or, resumed from
+		// an interrupt, the state its unfinished step read (StepOf).
+		for _, seq := range []int64{e.rec[i].Parent, e.rec[i-1].Meta.StepOf} {
+			answer, err := e.tp.answerAt(ctx, seq)
+			if err != nil {
+				return 0, err
+			}
+			if answer != nil {
+				spec.Answer = answer
+				break
+			}
 		}
 	}
 	_, runErr := e.asst.Run(flow.WithTape(ctx, e.tp), spec)
@@ -226,6 +231,9 @@ func (e *engine) steps(ctx context.Context, i int) (int, error) {
 			return k, nil
 		}
 		e.rep.Checkpoints++
+	}
+	if k > 0 && i+k < len(e.rec) && e.rec[i+k].Meta.RunID != e.rec[i+k-1].Meta.RunID {
+		return k, nil // the recorded run stopped here too (a pause, a crash): the next resumes it
 	}
 	if i+k < len(e.rec) && !outside(e.rec[i+k]) {
 		why := "the new run stopped before this recorded step"
