@@ -103,9 +103,10 @@ func (j *toolJournal) generate(ctx context.Context, m Model, req Request, round 
 	if ok, err := j.replay(ctx, name, &e, func() bool { return true }); err != nil {
 		return Response{}, err
 	} else if ok {
+		flow.BeginCall(ctx) // the call keeps its position among the task's calls
 		return Response{Message: e.Message, Usage: e.Usage, Model: e.Model}, nil
 	}
-	resp, err := generate(ctx, m, req, "", name)
+	resp, err := generateRecorded(ctx, m, req, "", name)
 	if err != nil {
 		return resp, err
 	}
@@ -126,9 +127,10 @@ func (j *toolJournal) runTool(ctx context.Context, byName map[string]Tool, call 
 		if err := replayKV(tc.KV, e.KV); err != nil {
 			return ToolResult{}, err
 		}
+		flow.BeginCall(ctx) // the call keeps its position among the task's calls
 		return ToolResult{ID: call.ID, Name: call.Name, Output: e.Output, Error: e.Error}, nil
 	}
-	tr := runTool(ctx, byName, call, tc)
+	tr := runToolRecorded(ctx, byName, call, tc)
 	if ctx.Err() != nil {
 		return tr, nil // cut short by the run's cancellation: not a result to keep
 	}

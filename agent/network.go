@@ -313,7 +313,7 @@ func (n *Network) routingAgent(ctx context.Context, v NetworkView, enabled []str
 		{Name: "select_agent", Description: "Pick the next agent", Parameters: params.JSON},
 		{Name: "done", Description: "Finish: the task is complete", Parameters: json.RawMessage(`{"type":"object"}`)},
 	}}
-	resp, err := generate(ctx, n.DefaultModel, req, "router", "route")
+	resp, err := generateRecorded(ctx, n.DefaultModel, req, "router", "route")
 	if err != nil {
 		return nil, resp.Usage, err
 	}
@@ -423,7 +423,7 @@ func (n *Network) generate(ctx context.Context, a *Agent, p *Prompt, turn *Infer
 	for _, t := range a.Tools {
 		req.Tools = append(req.Tools, t.Spec())
 	}
-	resp, err := generate(ctx, a.Model, req, a.Name, "model")
+	resp, err := generateRecorded(ctx, a.Model, req, a.Name, "model")
 	flow.AddTokens(ctx, resp.Usage.Input, resp.Usage.Output)
 	if err != nil {
 		return Message{}, fmt.Errorf("agent %q: %w", a.Name, err)

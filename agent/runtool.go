@@ -14,5 +14,5 @@ func RunTool(ctx context.Context, tools []Tool, call ToolCall, tc ToolContext) T
 	for _, t := range tools {
 		byName[t.Name] = t
 	}
-	return runTool(ctx, byName, call, tc)
+	return runToolRecorded(ctx, byName, call, tc)
 }

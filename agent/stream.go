@@ -52,7 +52,7 @@ type MessageChunk struct {
 // once the reply ends. The complete response is returned either way.
 // Count its tokens with flow.AddTokens as for any call.
 func Generate(ctx context.Context, m Model, req Request) (Response, error) {
-	return generate(ctx, m, req, "", "model")
+	return generateRecorded(ctx, m, req, "", "model")
 }
 
 // generate calls the model. When the running flow task's run is streamed

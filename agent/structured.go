@@ -280,7 +280,7 @@ func GenerateStructured(ctx context.Context, m Model, req Request, schema *Schem
 	var lastErr error
 	for a := 1; a <= attempts; a++ {
 		req.Messages = msgs
-		resp, err := generate(ctx, m, req, "", "structured/"+strconv.Itoa(a))
+		resp, err := generateRecorded(ctx, m, req, "", "structured/"+strconv.Itoa(a))
 		res.Usage = res.Usage.Add(resp.Usage)
 		flow.AddTokens(ctx, resp.Usage.Input, resp.Usage.Output)
 		if err != nil {

@@ -211,6 +211,7 @@ func (c *chat) callTool(ctx context.Context, name string, call agent.ToolCall, t
 	}
 	var tr agent.ToolResult
 	if ok && json.Unmarshal(raw, &tr) == nil && tr.ID == call.ID {
+		flow.BeginCall(ctx) // the call keeps its position among the task's calls
 		return tr, nil
 	}
 	tr = agent.RunTool(ctx, c.tools, call, tc)

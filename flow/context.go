@@ -44,6 +44,10 @@ type task struct {
 	extra  map[string]any // Annotate
 	// journal holds the task's journal entries, loaded on first use.
 	journal map[string]json.RawMessage
+	// calls counts the task's outside calls (BeginCall); values is
+	// TaskValue's.
+	calls  int
+	values map[string]any
 }
 
 type tokenCount struct{ in, out int64 }
@@ -114,6 +118,9 @@ func Interrupt(ctx context.Context, payload any, out any, opts ...InterruptOptio
 		return fmt.Errorf("%w: Interrupt called outside a node", ErrInvalidGraph)
 	}
 	if t.resume != nil {
+		if err := recordAnswer(ctx, t.resume); err != nil {
+			return err
+		}
 		if out != nil {
 			if err := json.Unmarshal(t.resume, out); err != nil {
 				return fmt.Errorf("flow: resume value for %q: %w", t.info.Node, err)

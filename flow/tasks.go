@@ -74,6 +74,9 @@ func (r *Runner) runTask(ctx context.Context, run *run, tk *task, doc state.Doc)
 
 // attempt calls the node once, between its start and end events.
 func (r *Runner) attempt(ctx context.Context, run *run, tk *task, fn NodeFunc, doc state.Doc, start time.Time) (state.Update, error) {
+	tk.mu.Lock()
+	tk.calls, tk.values = 0, nil // each attempt numbers its calls afresh
+	tk.mu.Unlock()
 	r.emit(Event{Kind: EventNodeStart, RunID: run.id, Thread: run.thread, Seq: tk.info.ReadSeq, Node: tk.info.Node, Key: tk.info.Key, Attempt: tk.info.Attempt})
 	upd, err := callNode(withTask(ctx, tk), fn, doc)
 	ev := Event{Kind: EventNodeEnd, RunID: run.id, Thread: run.thread, Seq: tk.info.ReadSeq, Node: tk.info.Node, Key: tk.info.Key, Attempt: tk.info.Attempt, Duration: time.Since(start)}

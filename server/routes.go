@@ -47,6 +47,7 @@ func (s *Server) routes() []route {
 		{method: "POST", path: "/threads/{thread_id}/state/checkpoint", summary: "A thread's state at a checkpoint", handler: s.postStateCheckpoint},
 		{method: "GET", path: "/threads/{thread_id}/history", summary: "A thread's history", handler: s.getHistory},
 		{method: "POST", path: "/threads/{thread_id}/history", summary: "A thread's history", handler: s.postHistory},
+		{method: "POST", path: "/threads/{thread_id}/replay", summary: "Run a thread's runs again with the current code, every model and tool call answered from the recording, and report the first departure (Cairn)", long: true, handler: s.replayThread},
 		{method: "GET", path: "/threads/{thread_id}/storage", summary: "Where a thread's stored bytes go: checkpoints (by channel and namespace), pending writes, runs and run event logs", handler: s.threadStorage},
 
 		{method: "POST", path: "/threads/{thread_id}/runs", summary: "Create a background run", handler: s.postRun},

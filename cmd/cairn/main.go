@@ -39,6 +39,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if errors.As(err, &ie) {
 		return exitInterrupted
 	}
+	var de *departedError
+	if errors.As(err, &de) {
+		return exitDeparted
+	}
 	var ue *usageError
 	if errors.As(err, &ue) {
 		return 2

@@ -109,6 +109,7 @@ func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comman
 	root.AddCommand(a.threadsCmd(), a.stateCmd(), a.historyCmd(), a.namespacesCmd(), a.runCmd(), a.resumeCmd(), a.forkCmd(), a.pruneCmd(), a.copyCmd(), a.deleteCmd(), a.exportCmd(), a.migrateCmd(), a.benchCmd(), a.serveCmd(), a.workerCmd(), a.keysCmd(), a.runsCmd(), a.rekeyCmd(), a.versionCmd(), a.benchServeCmd())
 	root.AddCommand(a.storageCmd())
 	root.AddCommand(a.importCmd())
+	root.AddCommand(a.replayCmd())
 	usageArgs(root)
 	return root
 }
