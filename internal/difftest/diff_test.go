@@ -1,0 +1,101 @@
+package difftest
+
+import (
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// programBytes is the n-th program of a seed: 512 pseudo-random bytes.
+func programBytes(seed, n uint64) []byte {
+	r := rand.New(rand.NewPCG(seed, n))
+	b := make([]byte, 512)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+// envInt reads a positive integer from the environment, or def.
+func envInt(t testing.TB, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		t.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
+}
+
+// TestDifferential runs a bounded number of generated programs on each
+// backend (40 on memory, 8 on SQLite, 6 on PostgreSQL, which needs
+// CAIRN_TEST_POSTGRES; CAIRN_DIFFTEST_PROGRAMS sets one number for all):
+// every checkpoint is compared between the runner's memory, the store, a
+// fresh process and the model.
+func TestDifferential(t *testing.T) {
+	for _, b := range []struct {
+		kind string
+		n    int
+	}{{"inmem", 40}, {"sqlite", 8}, {"postgres", 6}} {
+		kind, n := b.kind, envInt(t, "CAIRN_DIFFTEST_PROGRAMS", b.n)
+		t.Run(kind, func(t *testing.T) {
+			var total stats
+			for i := range n {
+				data := programBytes(1, uint64(i))
+				t.Run(strconv.Itoa(i), func(t *testing.T) { total.add(runProgram(t, kind, data)) })
+			}
+			t.Logf("%s: %+v", kind, total)
+		})
+	}
+}
+
+// FuzzDifferential decodes a program from the fuzz input and runs it on
+// the memory store (go test -fuzz FuzzDifferential ./internal/difftest).
+func FuzzDifferential(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
+	for i := range 4 {
+		f.Add(programBytes(2, uint64(i)))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { runProgram(t, "inmem", data) })
+}
+
+// TestSoak runs generated programs until CAIRN_SOAK_STEPS steps were
+// committed, on the backends of CAIRN_SOAK_BACKENDS (default inmem,sqlite),
+// and prints the figure for docs/proofs.md. Without CAIRN_SOAK_STEPS it is
+// skipped.
+func TestSoak(t *testing.T) {
+	steps := envInt(t, "CAIRN_SOAK_STEPS", 1)
+	if os.Getenv("CAIRN_SOAK_STEPS") == "" {
+		t.Skip("set CAIRN_SOAK_STEPS to soak")
+	}
+	kinds := strings.Split(os.Getenv("CAIRN_SOAK_BACKENDS"), ",")
+	if kinds[0] == "" {
+		kinds = []string{"inmem", "sqlite"}
+	}
+	seed := uint64(envInt(t, "CAIRN_SOAK_SEED", 3))
+	for _, kind := range kinds {
+		t.Run(kind, func(t *testing.T) {
+			var total stats
+			start := time.Now()
+			last := start
+			for i := uint64(0); total.Steps < int64(steps); i++ {
+				data := programBytes(seed, i)
+				t.Run(strconv.FormatUint(i, 10), func(t *testing.T) { total.add(runProgram(t, kind, data)) })
+				if t.Failed() {
+					t.Fatalf("program %d of seed %d failed", i, seed)
+				}
+				if time.Since(last) > time.Minute {
+					last = time.Now()
+					t.Logf("%s: %+v after %s", kind, total, time.Since(start).Round(time.Second))
+				}
+			}
+			t.Logf("SOAK %s: seed %d, %+v, failures 0, %s", kind, seed, total, time.Since(start).Round(time.Second))
+		})
+	}
+}
