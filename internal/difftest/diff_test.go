@@ -9,10 +9,10 @@ import (
 	"time"
 )
 
-// programBytes is the n-th program of a seed: 512 pseudo-random bytes.
-func programBytes(seed, n uint64) []byte {
+// programBytes is the n-th program of a seed: size pseudo-random bytes.
+func programBytes(seed, n uint64, size int) []byte {
 	r := rand.New(rand.NewPCG(seed, n))
-	b := make([]byte, 512)
+	b := make([]byte, size)
 	for i := range b {
 		b[i] = byte(r.Uint32())
 	}
@@ -46,8 +46,8 @@ func TestDifferential(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			var total stats
 			for i := range n {
-				data := programBytes(1, uint64(i))
-				t.Run(strconv.Itoa(i), func(t *testing.T) { total.add(runProgram(t, kind, data)) })
+				data := programBytes(1, uint64(i), 512)
+				t.Run(strconv.Itoa(i), func(t *testing.T) { total.add(runProgram(t, kind, data, shape{})) })
 			}
 			t.Logf("%s: %+v", kind, total)
 		})
@@ -60,15 +60,16 @@ func FuzzDifferential(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
 	for i := range 4 {
-		f.Add(programBytes(2, uint64(i)))
+		f.Add(programBytes(2, uint64(i), 512))
 	}
-	f.Fuzz(func(t *testing.T, data []byte) { runProgram(t, "inmem", data) })
+	f.Fuzz(func(t *testing.T, data []byte) { runProgram(t, "inmem", data, shape{}) })
 }
 
 // TestSoak runs generated programs until CAIRN_SOAK_STEPS steps were
 // committed, on the backends of CAIRN_SOAK_BACKENDS (default inmem,sqlite),
-// and prints the figure for docs/proofs.md. Without CAIRN_SOAK_STEPS it is
-// skipped.
+// and prints the figure for docs/proofs.md; CAIRN_SOAK_OPS sets the
+// operations of each program (default: drawn, 2 to 13), CAIRN_SOAK_SCRIPT
+// the most steps of its script (default 9), CAIRN_SOAK_SEED the seed. Without CAIRN_SOAK_STEPS it is skipped.
 func TestSoak(t *testing.T) {
 	steps := envInt(t, "CAIRN_SOAK_STEPS", 1)
 	if os.Getenv("CAIRN_SOAK_STEPS") == "" {
@@ -79,14 +80,21 @@ func TestSoak(t *testing.T) {
 		kinds = []string{"inmem", "sqlite"}
 	}
 	seed := uint64(envInt(t, "CAIRN_SOAK_SEED", 3))
+	var sh shape
+	if os.Getenv("CAIRN_SOAK_OPS") != "" {
+		sh.ops = envInt(t, "CAIRN_SOAK_OPS", 1)
+	}
+	if os.Getenv("CAIRN_SOAK_SCRIPT") != "" {
+		sh.scriptSteps = min(envInt(t, "CAIRN_SOAK_SCRIPT", 1), 257)
+	}
 	for _, kind := range kinds {
 		t.Run(kind, func(t *testing.T) {
 			var total stats
 			start := time.Now()
 			last := start
 			for i := uint64(0); total.Steps < int64(steps); i++ {
-				data := programBytes(seed, i)
-				t.Run(strconv.FormatUint(i, 10), func(t *testing.T) { total.add(runProgram(t, kind, data)) })
+				data := programBytes(seed, i, 512+64*sh.ops+64*sh.scriptSteps)
+				t.Run(strconv.FormatUint(i, 10), func(t *testing.T) { total.add(runProgram(t, kind, data, sh)) })
 				if t.Failed() {
 					t.Fatalf("program %d of seed %d failed", i, seed)
 				}
@@ -95,7 +103,7 @@ func TestSoak(t *testing.T) {
 					t.Logf("%s: %+v after %s", kind, total, time.Since(start).Round(time.Second))
 				}
 			}
-			t.Logf("SOAK %s: seed %d, %+v, failures 0, %s", kind, seed, total, time.Since(start).Round(time.Second))
+			t.Logf("SOAK %s: seed %d, %+v, %+v, failures 0, %s", kind, seed, sh, total, time.Since(start).Round(time.Second))
 		})
 	}
 }

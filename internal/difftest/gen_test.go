@@ -126,9 +126,10 @@ func genSpec(s *source, tag string) writeSpec {
 	return w
 }
 
-// genScript draws a script of 2 to 9 steps of 1 to 6 tasks each.
-func genScript(s *source) script {
-	n := 2 + s.intn(8)
+// genScript draws a script of 2 to maxSteps steps (at most 257) of 1 to 6
+// tasks each.
+func genScript(s *source, maxSteps int) script {
+	n := 2 + s.intn(maxSteps-1)
 	sc := make(script, n)
 	for k := range sc {
 		used := map[string]bool{}

@@ -13,14 +13,21 @@ import (
 	"github.com/cairn-dev/cairn/store"
 )
 
+// shape bounds a program: its operations after the first run (0: 2 to 13,
+// drawn) and its script's steps (0: at most 9).
+type shape struct{ ops, scriptSteps int }
+
 // runProgram decodes a program from data — a script, the store's options,
-// encryption, durability and 3 to 14 operations — runs it on a new store
-// of the kind and checks every checkpoint it writes. It returns what the
+// encryption, durability and the operations — runs it on a new store of
+// the kind and checks every checkpoint it writes. It returns what the
 // program did.
-func runProgram(t testing.TB, kind string, data []byte) stats {
+func runProgram(t testing.TB, kind string, data []byte, sh shape) stats {
 	t.Helper()
 	src := &source{b: data}
-	h := &harness{t: t, ctx: context.Background(), src: src, sc: genScript(src), thread: "t0",
+	if sh.scriptSteps == 0 {
+		sh.scriptSteps = 9
+	}
+	h := &harness{t: t, ctx: context.Background(), src: src, sc: genScript(src, sh.scriptSteps), thread: "t0",
 		cps: map[string]map[int64]mcp{"t0": {}}, head: map[string]int64{}}
 	h.threads = []string{"t0"}
 	h.dur = flow.DurabilitySync
@@ -43,10 +50,13 @@ func runProgram(t testing.TB, kind string, data []byte) stats {
 	h.be = newBackend(t, kind)
 	h.openStore()
 	h.invoke()
-	for range 2 + src.intn(12) {
+	if sh.ops == 0 {
+		sh.ops = 2 + src.intn(12)
+	}
+	for range sh.ops {
 		h.op()
 	}
-	h.verifyAll(false)
+	h.verifyAll(false, h.threads...)
 	h.rebuildCheck()
 	h.closeStore()
 	h.st.Programs++
@@ -207,7 +217,7 @@ func (h *harness) prune() {
 		h.fatalf("prune: %v", err)
 	}
 	h.st.Prunes++
-	h.verifyAll(true)
+	h.verifyAll(true, h.thread)
 }
 
 // copyThread copies the thread and goes on in the copy.
@@ -223,7 +233,7 @@ func (h *harness) copyThread() {
 	h.thread = to
 	h.threads = append(h.threads, to)
 	h.st.Copies++
-	h.verifyAll(false)
+	h.verifyAll(false, to)
 }
 
 // rekey seals every blob with a new key (a plaintext store is encrypted)
@@ -242,7 +252,7 @@ func (h *harness) rekey() {
 	h.keys = [][]byte{newKey}
 	h.openStore()
 	h.st.Rekeys++
-	h.verifyAll(false)
+	h.verifyAll(false, h.threads...)
 }
 
 // reopen closes the store and opens it again: nothing cached.
@@ -250,7 +260,7 @@ func (h *harness) reopen() {
 	h.t.Helper()
 	h.closeStore()
 	h.openStore()
-	h.verifyAll(false)
+	h.verifyAll(false, h.threads...)
 }
 
 // genPatch draws a fork's patch (RFC 6902) on the fields other than the
