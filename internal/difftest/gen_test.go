@@ -132,30 +132,21 @@ func genScript(s *source, maxSteps int) script {
 	n := 2 + s.intn(maxSteps-1)
 	sc := make(script, n)
 	for k := range sc {
-		used := map[string]bool{}
 		tasks := 1 + s.intn(6)
 		for i := range tasks {
 			tag := fmt.Sprintf("%d.%d", k, i)
 			switch c := s.intn(20); {
 			case c < 9:
+				// A node may be scheduled twice: it runs once, with the
+				// first entry's spec (the model drops the second).
 				node := "w" + strconv.Itoa(s.intn(4))
-				if used[node] {
-					continue // a node scheduled twice with the shared state runs once
-				}
-				used[node] = true
 				sc[k] = append(sc[k], entry{Kind: kindPlain, Node: node, Spec: genSpec(s, tag)})
 			case c < 16:
 				sc[k] = append(sc[k], entry{Kind: kindSend, Node: "s", Spec: genSpec(s, tag)})
 			case c < 18:
-				if !used["sub"] {
-					used["sub"] = true
-					sc[k] = append(sc[k], entry{Kind: kindSub, Node: "sub"})
-				}
+				sc[k] = append(sc[k], entry{Kind: kindSub, Node: "sub"})
 			default:
-				if !used["ask"] {
-					used["ask"] = true
-					sc[k] = append(sc[k], entry{Kind: kindAsk, Node: "ask"})
-				}
+				sc[k] = append(sc[k], entry{Kind: kindAsk, Node: "ask"})
 			}
 		}
 	}

@@ -232,15 +232,31 @@ func askUpdate(answer string) map[string]json.RawMessage {
 	return map[string]json.RawMessage{"r": json.RawMessage(canon("ans:" + answer)), "a": json.RawMessage(canon([]string{answer}))}
 }
 
+// tasks lists a schedule's tasks in the order their updates are applied:
+// "lead", then the router's targets in the order it returned them, a node
+// already scheduled with the shared state dropped, every Send kept.
+func (sc script) tasks(sched int) []entry {
+	tasks := []entry{{Node: "lead"}}
+	seen := map[string]bool{"lead": true}
+	if sched < 0 {
+		return tasks
+	}
+	for _, e := range sc[sched] {
+		if e.Kind != kindSend && seen[e.Node] {
+			continue
+		}
+		seen[e.Node] = true
+		tasks = append(tasks, e)
+	}
+	return tasks
+}
+
 // run predicts the checkpoints a run writes from a state and its
 // schedule; answer answers the first step's interrupt, if any.
 func (sc script) run(st mstate, sched int, answer *string) []mcp {
 	var out []mcp
 	for sched != schedNone {
-		tasks := []entry{{Node: "lead"}}
-		if sched >= 0 {
-			tasks = append(tasks, sc[sched]...)
-		}
+		tasks := sc.tasks(sched)
 		var upds []map[string]json.RawMessage
 		interrupted := false
 		for _, t := range tasks {
