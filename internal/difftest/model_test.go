@@ -11,7 +11,7 @@ import (
 )
 
 // The reference interpreter: the generated graph's semantics written from
-// the documentation (README "State and reducers", docs/DESIGN.md section
+// the documentation (README "The model", docs/DESIGN.md section
 // 5, docs/proofs.md), on plain decoded JSON, sharing no code with package
 // state or flow. It is the oracle the stored and reloaded states are
 // compared with.
@@ -56,19 +56,6 @@ func decodeJSON(b []byte) (any, error) {
 		return nil, err
 	}
 	return v, nil
-}
-
-// decodeState decodes a state document into the model's form.
-func decodeState(b []byte) (mstate, error) {
-	v, err := decodeJSON(b)
-	if err != nil {
-		return nil, err
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("state %s is not an object", b)
-	}
-	return m, nil
 }
 
 // canon is the canonical JSON of a value (object keys sorted).
