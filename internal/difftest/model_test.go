@@ -241,6 +241,12 @@ func (sc script) tasks(sched int) []entry {
 // run predicts the checkpoints a run writes from a state and its
 // schedule; answer answers the first step's interrupt, if any.
 func (sc script) run(st mstate, sched int, answer *string) []mcp {
+	return sc.runOrdered(st, sched, answer, false)
+}
+
+// runOrdered is run; reversed applies each step's updates in the reverse
+// of task order (what a store replaying in another order would rebuild).
+func (sc script) runOrdered(st mstate, sched int, answer *string, reversed bool) []mcp {
 	var out []mcp
 	for sched != schedNone {
 		tasks := sc.tasks(sched)
@@ -262,6 +268,9 @@ func (sc script) run(st mstate, sched int, answer *string) []mcp {
 		}
 		if interrupted {
 			return append(out, mcp{state: st, status: stInterrupted, sched: sched})
+		}
+		if reversed {
+			slices.Reverse(upds)
 		}
 		next, err := st, error(nil)
 		for _, u := range upds {
