@@ -34,7 +34,7 @@ func envInt(t testing.TB, name string, def int) int {
 }
 
 // TestDifferential runs a bounded number of generated programs on each
-// backend (40 on memory, 8 on SQLite, 6 on PostgreSQL, which needs
+// backend (40 on memory, 6 on SQLite, 5 on PostgreSQL, which needs
 // CAIRN_TEST_POSTGRES; CAIRN_DIFFTEST_PROGRAMS sets one number for all):
 // every checkpoint is compared between the runner's memory, the store, a
 // fresh process and the model.
@@ -42,7 +42,7 @@ func TestDifferential(t *testing.T) {
 	for _, b := range []struct {
 		kind string
 		n    int
-	}{{"inmem", 40}, {"sqlite", 8}, {"postgres", 6}} {
+	}{{"inmem", 40}, {"sqlite", 6}, {"postgres", 5}} {
 		kind, n := b.kind, envInt(t, "CAIRN_DIFFTEST_PROGRAMS", b.n)
 		t.Run(kind, func(t *testing.T) {
 			var total stats
