@@ -90,6 +90,9 @@ type stepPlan struct {
 	readSeq int64
 	tasks   []store.Task
 	keys    []string
+	// steer: what the step took from the thread's inbox; its doc is the
+	// state the tasks read.
+	steer steered
 }
 
 // merged is a step's successful outcome before it is committed.
@@ -99,6 +102,7 @@ type merged struct {
 	tokens    store.Tokens
 	durations map[string]float64 // ms per node
 	nodes     []string
+	inbox     int64 // the highest inbox entry the step consumed (0: none)
 }
 
 // step runs one step in phases: run the scheduled tasks; settle failures
@@ -121,6 +125,9 @@ func (r *Runner) step(ctx context.Context, run *run) (out stepOutcome, err error
 	}()
 	plan.keys = taskKeys(run.thread, r.opts.Namespace, plan.readSeq, plan.tasks)
 	r.emit(Event{Kind: EventStepStart, RunID: run.id, Thread: run.thread, Seq: plan.readSeq})
+	if plan.steer, err = r.takeSteers(ctx, run, plan.readSeq); err != nil {
+		return stepOutcome{stop: state.StopUnrecoverableError}, err
+	}
 	results := r.runTasks(ctx, run, plan)
 	if ctx.Err() != nil {
 		// Nothing of a cancelled step is committed.
@@ -156,10 +163,10 @@ func (r *Runner) runTasks(ctx context.Context, run *run, plan *stepPlan) []taskR
 			tk.resume = run.resume
 		}
 		if len(plan.tasks) == 1 {
-			results[i] = r.runTask(ctx, run, tk, run.doc)
+			results[i] = r.runTask(ctx, run, tk, plan.steer.doc)
 			continue
 		}
-		wg.Go(func() { results[i] = r.runTask(ctx, run, tk, run.doc) })
+		wg.Go(func() { results[i] = r.runTask(ctx, run, tk, plan.steer.doc) })
 	}
 	wg.Wait()
 	run.resume, run.resumeNode = nil, ""
@@ -169,7 +176,7 @@ func (r *Runner) runTasks(ctx context.Context, run *run, plan *stepPlan) []taskR
 // merge applies the tasks' updates to the state in task order, then the
 // rules' additions (Rules.AfterStep).
 func (r *Runner) merge(run *run, plan *stepPlan, results []taskResult) (merged, error) {
-	m := merged{doc: run.doc, nodes: make([]string, 0, len(plan.tasks))}
+	m := merged{doc: plan.steer.doc, patch: plan.steer.patch, inbox: plan.steer.upTo, nodes: make([]string, 0, len(plan.tasks))}
 	if len(results) > 1 || len(results) == 1 && results[0].duration > time.Millisecond {
 		// Only steps of several tasks, or slow ones, record their times.
 		m.durations = map[string]float64{}
@@ -251,6 +258,7 @@ func (r *Runner) commitStep(ctx context.Context, run *run, m merged, results []t
 	}
 	meta.DurationMS = m.durations
 	run.usage.Steps++
+	run.usage.Inbox = max(run.usage.Inbox, m.inbox)
 	run.usage.Tokens.Input += m.tokens.Input
 	run.usage.Tokens.Output += m.tokens.Output
 	after := r.interruptAfter(run, m.nodes)
