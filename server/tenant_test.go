@@ -85,6 +85,8 @@ func TestTenants(t *testing.T) {
 		{"GET", "/threads/a1/history", ""},
 		{"POST", "/threads/a1/history", `{}`},
 		{"GET", "/threads/a1/storage", ""},
+		{"POST", "/threads/a1/steer", `{"message": "also check the date"}`},
+		{"GET", "/threads/a1/inbox", ""},
 		{"POST", "/threads/a1/runs", `{"assistant_id": "drafts", "command": {"resume": true}}`},
 		{"POST", "/threads/a1/runs/stream", `{"assistant_id": "drafts", "command": {"resume": true}}`},
 		{"POST", "/threads/a1/runs/wait", `{"assistant_id": "drafts", "command": {"resume": true}}`},
