@@ -98,7 +98,8 @@ type RunConfig struct {
 	// thread's whole conversation).
 	Conversations *ConversationCache
 	// Inbox, for a chat, is the thread inbox the run takes steering from
-	// before each model call (flow.Options.Inbox); chains take none.
+	// before each model call (flow.Options.Inbox); nil: the store's own
+	// (store.InboxOf). Chains take none.
 	Inbox flow.Inbox
 }
 
@@ -347,6 +348,11 @@ func (p *prepared) runner(cfg RunConfig, ns string) (*flow.Runner, error) {
 func (p *prepared) inbox(cfg RunConfig, ns string) flow.Inbox {
 	if !p.a.IsChat() || ns != "" {
 		return nil
+	}
+	if cfg.Inbox == nil {
+		if ib, err := store.InboxOf(cfg.Store); err == nil {
+			return ib
+		}
 	}
 	return cfg.Inbox
 }

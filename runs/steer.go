@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/cairn-dev/cairn/flow"
@@ -231,4 +232,65 @@ func (s *Service) inboxItem(en store.InboxEntry, st string, at int64) InboxItem 
 		it.CheckpointID = CheckpointID(at)
 	}
 	return it
+}
+
+// startFollowUps makes a run of the thread's pending inbox entries, if it
+// has any no run was made of yet: follow-ups, and steers no step took
+// before the thread's run ended (never lost). The run is queued behind
+// any run of the thread (multitask strategy enqueue); its first step
+// takes the entries (their order kept), and each entry records the run
+// (InboxItem.RunID). A failure is logged: the entries stay pending, and
+// the thread's next run takes them.
+func (s *Service) startFollowUps(ctx context.Context, tenant, thread, assistantID string) {
+	ib := s.inbox()
+	if ib == nil {
+		return
+	}
+	var after int64
+	if head, err := s.store.Load(ctx, store.LoadRequest{Thread: thread}); err == nil && head.Meta.Usage != nil {
+		after = head.Meta.Usage.Inbox
+	}
+	ens, err := ib.Entries(ctx, thread, after)
+	if err != nil {
+		s.log.Warn("reading a thread's inbox failed", "thread", thread, "err", err)
+		return
+	}
+	ens = slices.DeleteFunc(ens, func(en store.InboxEntry) bool { return en.Run != "" })
+	if len(ens) == 0 {
+		return
+	}
+	input := json.RawMessage(`{}`)
+	if a, ok := s.assistants[assistantID]; ok && a.Info().Kind == "chat" {
+		input = json.RawMessage(`{"messages": []}`)
+	}
+	lr, err := s.Create(WithTenant(ctx, tenant), APIThreadID(thread), Request{AssistantID: assistantID, Input: input, MultitaskStrategy: "enqueue"})
+	if err != nil {
+		s.log.Info("starting a follow-up run failed; the thread's next run takes its messages", "thread", thread, "err", err)
+		return
+	}
+	for _, en := range ens {
+		if err := ib.MarkRun(ctx, thread, en.Seq, lr.Record().ID); err != nil {
+			s.log.Warn("recording a follow-up's run failed", "thread", thread, "entry", en.Seq, "err", err)
+		}
+	}
+}
+
+// StartFollowUps starts a run of thread id's pending inbox entries when
+// no run of the thread is pending or running (a follow-up sent to an
+// idle thread starts at once; one sent while a run runs waits for its
+// end, when the service starts it itself).
+func (s *Service) StartFollowUps(ctx context.Context, id string) error {
+	th, err := s.Thread(ctx, id)
+	if err != nil {
+		return err
+	}
+	if s.Busy(ctx, th.ID) {
+		return nil
+	}
+	a, err := s.ThreadAssistant(ctx, th)
+	if err != nil {
+		return err
+	}
+	s.startFollowUps(ctx, TenantOf(ctx), th.ID, a.Info().ID)
+	return nil
 }

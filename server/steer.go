@@ -25,6 +25,10 @@ func (s *Server) steer(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// The entry is accepted; a thread that cannot start a run now (paused
+	// at an interrupt) keeps it for the run that goes on (the service
+	// logs why).
+	_ = s.svc.StartFollowUps(r.Context(), r.PathValue("thread_id"))
 	writeJSON(w, http.StatusAccepted, it)
 	return nil
 }

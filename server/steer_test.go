@@ -103,3 +103,59 @@ func TestSteerHTTP(t *testing.T) {
 		t.Fatalf("the chain's inbox: %s", b)
 	}
 }
+
+// TestSteerFollowUp: a follow-up sent while a run runs waits for its end,
+// then a new run answers it; one sent to an idle thread starts a run at
+// once; each lists the run made of it.
+func TestSteerFollowUp(t *testing.T) {
+	srv, err := server.New(server.Config{Store: inmem.Open(store.Options{}), Assistants: assistantsFrom(t, steerFiles)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := &testServer{t: t, srv: srv, url: newHTTP(t, srv)}
+	ts.json("POST", "/threads", map[string]any{"thread_id": "c1"}, 200)
+	ts.json("POST", "/threads/c1/runs", map[string]any{"assistant_id": "chat", "input": "which files?"}, 200)
+	time.Sleep(150 * time.Millisecond)
+	ts.json("POST", "/threads/c1/steer", map[string]any{"message": "then summarise", "follow_up": true}, 202)
+	got := waitMessages(t, ts, "c1", 6)
+	if got[3] != "ai:You said: which files?" || got[4] != "human:then summarise" || got[5] != "ai:You said: then summarise" {
+		t.Fatalf("messages: %q", got)
+	}
+	ts.json("POST", "/threads/c1/steer", map[string]any{"message": map[string]any{"role": "user", "content": "one more"}}, 202)
+	got = waitMessages(t, ts, "c1", 8)
+	if got[6] != "human:one more" || got[7] != "ai:You said: one more" {
+		t.Fatalf("messages: %q", got)
+	}
+	inbox := ts.json("GET", "/threads/c1/inbox", nil, 200)["list"].([]any)
+	for _, it := range inbox {
+		if m := it.(map[string]any); m["state"] != "run" || m["run_id"] == nil {
+			t.Fatalf("inbox: %v", inbox)
+		}
+	}
+	runs := ts.json("GET", "/threads/c1/runs", nil, 200)["list"].([]any)
+	if len(inbox) != 2 || len(runs) != 3 {
+		t.Fatalf("inbox %v, %d runs", inbox, len(runs))
+	}
+}
+
+// waitMessages waits for a thread to be idle with n messages, and
+// returns them as type:content.
+func waitMessages(t *testing.T, ts *testServer, thread string, n int) []string {
+	t.Helper()
+	var got []string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(30 * time.Millisecond) {
+		st := ts.json("GET", "/threads/"+thread, nil, 200)
+		vals, _ := st["values"].(map[string]any)
+		msgs, _ := vals["messages"].([]any)
+		got = got[:0]
+		for _, m := range msgs {
+			mm := m.(map[string]any)
+			got = append(got, fmt.Sprintf("%v:%v", mm["type"], mm["content"]))
+		}
+		if st["status"] == "idle" && len(got) >= n {
+			return got
+		}
+	}
+	t.Fatalf("thread %s: %q, want %d messages", thread, got, n)
+	return nil
+}

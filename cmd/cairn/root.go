@@ -108,6 +108,7 @@ func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comman
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	root.AddCommand(a.threadsCmd(), a.stateCmd(), a.historyCmd(), a.namespacesCmd(), a.runCmd(), a.resumeCmd(), a.forkCmd(), a.pruneCmd(), a.copyCmd(), a.deleteCmd(), a.exportCmd(), a.migrateCmd(), a.benchCmd(), a.serveCmd(), a.workerCmd(), a.keysCmd(), a.runsCmd(), a.rekeyCmd(), a.versionCmd(), a.benchServeCmd())
 	root.AddCommand(a.storageCmd())
+	root.AddCommand(a.steerCmd())
 	usageArgs(root)
 	return root
 }
