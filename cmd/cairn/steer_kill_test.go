@@ -277,4 +277,3 @@ func steerChatOf(t *testing.T, url string) string {
 	file, _ := th.Metadata["file"].(string)
 	return file
 }
-
