@@ -204,3 +204,36 @@ func (e *Engine) deleteInbox(ctx context.Context, thread string) error {
 	_, err := ib.Trim(ctx, thread, 1<<62)
 	return err
 }
+
+// trimInbox deletes, after a prune, the inbox entries every kept
+// checkpoint of the thread's root namespace consumed: no branch left can
+// take them again.
+func (e *Engine) trimInbox(ctx context.Context, thread string) (int64, error) {
+	ib := e.inbox()
+	if ib == nil {
+		return 0, nil
+	}
+	upTo := int64(-1)
+	for cp, err := range e.History(ctx, HistoryRequest{Thread: thread}) {
+		if errors.Is(err, ErrNotFound) {
+			return 0, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		var c int64
+		if cp.Meta.Usage != nil {
+			c = cp.Meta.Usage.Inbox
+		}
+		if upTo < 0 || c < upTo {
+			upTo = c
+		}
+		if upTo == 0 {
+			return 0, nil
+		}
+	}
+	if upTo <= 0 {
+		return 0, nil
+	}
+	return ib.Trim(ctx, thread, upTo)
+}

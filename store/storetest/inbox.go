@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -95,5 +96,33 @@ func testInbox(t *testing.T, h Harness) {
 	}
 	if got, _ := ib.Entries(ctx, b, 0); len(got) != 0 {
 		t.Fatalf("a deleted thread keeps %d entries", len(got))
+	}
+	testInboxPrune(t, s, ib)
+}
+
+// testInboxPrune: a prune deletes the entries every kept checkpoint
+// consumed, and keeps those a kept checkpoint has not.
+func testInboxPrune(t *testing.T, s store.Store, ib *store.Inbox) {
+	ctx := context.Background()
+	if _, err := s.CreateThread(ctx, store.Thread{ID: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		if _, err := ib.Append(ctx, "p", 0, store.InboxSteer, json.RawMessage(`"x"`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	doc := state.Doc{}
+	for i, cursor := range []int64{0, 1, 2, 2, 3} {
+		if _, err := s.Append(ctx, store.Checkpoint{Thread: "p", Parent: int64(i), State: doc, Meta: store.Meta{Usage: &store.Usage{Steps: int64(i), Inbox: cursor}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := s.Prune(ctx, store.PruneRequest{Thread: "p", KeepLast: 2})
+	if err != nil || res.InboxEntries != 2 {
+		t.Fatalf("prune: %+v, %v", res, err)
+	}
+	if left, _ := ib.Entries(ctx, "p", 0); len(left) != 2 || left[0].Seq != 3 {
+		t.Fatalf("left after the prune: %+v", left)
 	}
 }
