@@ -159,3 +159,35 @@ func waitMessages(t *testing.T, ts *testServer, thread string, n int) []string {
 	t.Fatalf("thread %s: %q, want %d messages", thread, got, n)
 	return nil
 }
+
+// TestSteerV2Inject: the protocol's input.inject on a thread whose chat
+// is running steers it (taken before its next model call) instead of
+// queueing a run; on an idle thread it is a run of its own, as before.
+func TestSteerV2Inject(t *testing.T) {
+	srv, err := server.New(server.Config{Store: inmem.Open(store.Options{}), Assistants: assistantsFrom(t, steerFiles)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := &testServer{t: t, srv: srv, url: newHTTP(t, srv)}
+	if r := ts.cmd("c1", 1, "run.start", map[string]any{"assistant_id": "chat", "input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "which files?"}}}}); r["type"] != "success" {
+		t.Fatalf("run.start: %v", r)
+	}
+	time.Sleep(150 * time.Millisecond)
+	if r := ts.cmd("c1", 2, "input.inject", map[string]any{"message": map[string]any{"role": "user", "content": "also the date"}}); r["type"] != "success" {
+		t.Fatalf("input.inject: %v", r)
+	}
+	got := waitMessages(t, ts, "c1", 5)
+	if got[3] != "human:also the date" || got[4] != "ai:You said: also the date" {
+		t.Fatalf("messages: %q", got)
+	}
+	if runs := ts.json("GET", "/threads/c1/runs", nil, 200)["list"].([]any); len(runs) != 1 {
+		t.Fatalf("%d runs: the inject made a run of its own", len(runs))
+	}
+	if r := ts.cmd("c1", 3, "input.inject", map[string]any{"message": map[string]any{"role": "user", "content": "and now?"}}); r["type"] != "success" {
+		t.Fatalf("input.inject on an idle thread: %v", r)
+	}
+	got = waitMessages(t, ts, "c1", 7)
+	if got[5] != "human:and now?" || len(ts.json("GET", "/threads/c1/runs", nil, 200)["list"].([]any)) != 2 {
+		t.Fatalf("messages: %q", got)
+	}
+}
