@@ -44,6 +44,8 @@ type task struct {
 	extra  map[string]any // Annotate
 	// journal holds the task's journal entries, loaded on first use.
 	journal map[string]json.RawMessage
+	// inbox is the step's share of the thread's inbox (TakeSteers).
+	inbox *stepInbox
 }
 
 type tokenCount struct{ in, out int64 }

@@ -120,6 +120,12 @@ type Options struct {
 	// of these nodes (a chat's model node: a message between a tool call
 	// and its result would break the conversation).
 	SteerBefore []string
+	// SteerInside names the nodes that take steering themselves while they
+	// run (loops calling TakeSteers before each model call, as
+	// agent.RunTools does): the runner takes none before a step that runs
+	// one, so that a rerun after a crash takes, from the node's journal,
+	// the same entries at the same call.
+	SteerInside []string
 
 	// stream: the modes a Stream asked for (nil when not streaming);
 	// subgraphs inherit it.

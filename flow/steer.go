@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
@@ -123,9 +124,9 @@ func (r *Runner) takeSteers(ctx context.Context, run *run, readSeq int64) (steer
 }
 
 // steersBefore reports whether a step running tasks may take steering
-// (Options.SteerBefore).
+// before they run (Options.SteerBefore, Options.SteerInside).
 func (r *Runner) steersBefore(tasks []store.Task) bool {
-	if len(tasks) == 0 {
+	if len(tasks) == 0 || slices.ContainsFunc(tasks, func(t store.Task) bool { return slices.Contains(r.opts.SteerInside, t.Node) }) {
 		return false
 	}
 	if len(r.opts.SteerBefore) == 0 {
@@ -148,4 +149,92 @@ func steerMessage(m json.RawMessage) json.RawMessage {
 	}
 	b, _ := json.Marshal(map[string]string{"type": "human", "content": text})
 	return b
+}
+
+// stepInbox is what a step's tasks take from the thread's inbox while
+// they run (TakeSteers): entries after upTo are still pending. Shared by
+// the step's tasks, so two never take one entry.
+type stepInbox struct {
+	r      *Runner
+	run    *run
+	thread string
+	seq    int64 // the checkpoint the step read
+	mu     sync.Mutex
+	from   int64 // the cursor when the step's tasks began
+	upTo   int64
+}
+
+// newStepInbox is the step's share of the inbox, nil when the run reads
+// none (a subgraph's steps, a runner without Options.Inbox).
+func (r *Runner) newStepInbox(run *run, plan *stepPlan) *stepInbox {
+	if r.opts.Inbox == nil || r.opts.Namespace != "" {
+		return nil
+	}
+	from := max(run.usage.Inbox, plan.steer.upTo)
+	return &stepInbox{r: r, run: run, thread: run.thread, seq: plan.readSeq, from: from, upTo: from}
+}
+
+// taken is the highest entry the step's tasks took (0: none beyond the
+// step's start).
+func (si *stepInbox) taken() int64 {
+	si.mu.Lock()
+	defer si.mu.Unlock()
+	if si.upTo == si.from {
+		return 0
+	}
+	return si.upTo
+}
+
+// TakeSteers returns, inside a node of a run that reads its thread's
+// inbox (Options.Inbox, root namespace), the steer messages sent to the
+// thread since the step began or since the node's last call, in the
+// shape the state's messages hold (a string is a human message), with
+// the highest entry taken. They are consumed by the step: its checkpoint
+// records upTo, and a step that does not commit leaves them pending. A
+// loop that makes several model calls in one node calls it before each
+// (agent.RunTools does, recording what it took in the step's journal so
+// that a rerun takes the same entries at the same call: SteersTaken).
+// Outside such a node it returns nothing.
+func TakeSteers(ctx context.Context) ([]json.RawMessage, int64, error) {
+	t := taskOf(ctx)
+	if t == nil || t.inbox == nil {
+		return nil, 0, nil
+	}
+	si := t.inbox
+	si.mu.Lock()
+	defer si.mu.Unlock()
+	ens, err := si.r.opts.Inbox.Entries(ctx, si.thread, si.upTo)
+	if err != nil {
+		return nil, 0, err
+	}
+	var msgs []json.RawMessage
+	var seqs []int64
+	for _, en := range ens {
+		if en.Kind != store.InboxSteer {
+			break
+		}
+		msgs, seqs = append(msgs, steerMessage(en.Message)), append(seqs, en.Seq)
+	}
+	if len(msgs) == 0 {
+		return nil, 0, nil
+	}
+	si.upTo = seqs[len(seqs)-1]
+	if si.r.opts.Observer != nil {
+		payload, _ := json.Marshal(map[string]any{"entries": seqs, "messages": msgs, "node": t.info.Node})
+		si.r.emit(Event{Kind: EventSteer, RunID: si.run.id, Thread: si.thread, Seq: si.seq, Node: t.info.Node, Key: t.info.Key, Payload: payload})
+	}
+	return msgs, si.upTo, nil
+}
+
+// SteersTaken marks the inbox entries up to upTo consumed by the running
+// step, as TakeSteers does: for a node that replays, from its journal, a
+// call an earlier attempt of the step made with them.
+func SteersTaken(ctx context.Context, upTo int64) {
+	t := taskOf(ctx)
+	if t == nil || t.inbox == nil {
+		return
+	}
+	t.inbox.mu.Lock()
+	t.inbox.upTo = max(t.inbox.upTo, upTo)
+	t.inbox.mu.Unlock()
 }

@@ -91,8 +91,10 @@ type stepPlan struct {
 	tasks   []store.Task
 	keys    []string
 	// steer: what the step took from the thread's inbox; its doc is the
-	// state the tasks read.
+	// state the tasks read; inbox what its tasks take while they run
+	// (TakeSteers).
 	steer steered
+	inbox *stepInbox
 }
 
 // merged is a step's successful outcome before it is committed.
@@ -128,6 +130,7 @@ func (r *Runner) step(ctx context.Context, run *run) (out stepOutcome, err error
 	if plan.steer, err = r.takeSteers(ctx, run, plan.readSeq); err != nil {
 		return stepOutcome{stop: state.StopUnrecoverableError}, err
 	}
+	plan.inbox = r.newStepInbox(run, plan)
 	results := r.runTasks(ctx, run, plan)
 	if ctx.Err() != nil {
 		// Nothing of a cancelled step is committed.
@@ -158,7 +161,7 @@ func (r *Runner) runTasks(ctx context.Context, run *run, plan *stepPlan) []taskR
 			results[i] = taskResult{raw: raw, pending: true}
 			continue
 		}
-		tk := &task{info: RunInfo{RunID: run.id, Thread: run.thread, Namespace: r.opts.Namespace, ReadSeq: plan.readSeq, Node: t.Node, Index: i, Key: plan.keys[i]}, input: t.Input, runner: r, head: run.head}
+		tk := &task{info: RunInfo{RunID: run.id, Thread: run.thread, Namespace: r.opts.Namespace, ReadSeq: plan.readSeq, Node: t.Node, Index: i, Key: plan.keys[i]}, input: t.Input, runner: r, head: run.head, inbox: plan.inbox}
 		if run.resume != nil && t.Node == run.resumeNode {
 			tk.resume = run.resume
 		}
@@ -197,6 +200,9 @@ func (r *Runner) merge(run *run, plan *stepPlan, results []taskResult) (merged, 
 			m.durations[plan.tasks[i].Node] += float64(res.duration.Microseconds()) / 1000
 		}
 		m.nodes = append(m.nodes, plan.tasks[i].Node)
+	}
+	if plan.inbox != nil {
+		m.inbox = max(m.inbox, plan.inbox.taken())
 	}
 	doc, patch, err := r.afterStep(m.doc, m.patch)
 	if err != nil {
