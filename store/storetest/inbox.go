@@ -55,6 +55,14 @@ func testInbox(t *testing.T, h Harness) {
 			t.Fatalf("%s sees %d entries (%v)", th, len(got), err)
 		}
 	}
+	testInboxEntries(t, s, e, ib, a, b, c)
+	testInboxPrune(t, s, ib)
+}
+
+// testInboxEntries: numbering after a cursor, marks, refusals, trims and
+// deletion with the thread.
+func testInboxEntries(t *testing.T, s store.Store, e *store.Engine, ib *store.Inbox, a, b, c string) {
+	ctx := context.Background()
 	en, err := ib.Append(ctx, b, 41, store.InboxFollowUp, json.RawMessage(`{"role":"user","content":"x"}`))
 	if err != nil || en.Seq != 42 {
 		t.Fatalf("append after 41: %+v, %v", en, err)
@@ -97,7 +105,6 @@ func testInbox(t *testing.T, h Harness) {
 	if got, _ := ib.Entries(ctx, b, 0); len(got) != 0 {
 		t.Fatalf("a deleted thread keeps %d entries", len(got))
 	}
-	testInboxPrune(t, s, ib)
 }
 
 // testInboxPrune: a prune deletes the entries every kept checkpoint
