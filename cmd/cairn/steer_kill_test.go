@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-dev/cairn/internal/pgtest"
 	"github.com/cairn-dev/cairn/state"
 	"github.com/cairn-dev/cairn/store"
 )
@@ -276,4 +277,54 @@ func steerChatOf(t *testing.T, url string) string {
 	}
 	file, _ := th.Metadata["file"].(string)
 	return file
+}
+
+// TestSteerWorkerTakeOver: cairn serve --queue on PostgreSQL with two
+// workers; a message sent to a queued chat's run while its model
+// thinks, then the worker running it SIGKILLed; the other worker takes
+// the run over (lease rescue) and the message is taken once, before a
+// model call that answers it.
+func TestSteerWorkerTakeOver(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	dsn, _ := pgtest.Schema(t, "cairn_steer")
+	dir := filepath.Dir(steerChat(t, 800))
+	p := startServe(t, "--queue", "--assistants", dir, "--store", dsn)
+	workers := map[string]*workerProcess{}
+	for _, id := range []string{"w1", "w2"} {
+		workers[id] = startWorker(t, "--id", id, "--assistants", dir, "--store", dsn, "--lease", "1s", "--rescue-after", "2s")
+	}
+	var th, run, en map[string]any
+	p.call(t, "POST", "/threads", map[string]any{"thread_id": "q1"}, &th)
+	if code := p.call(t, "POST", "/threads/q1/runs", map[string]any{"assistant_id": "chat", "input": "which files?"}, &run); code != 200 {
+		t.Fatalf("queue a run: %d %v", code, run)
+	}
+	waitThread(t, dsn, "q1")
+	if code := p.call(t, "POST", "/threads/q1/steer", map[string]any{"message": "also check the invoice date"}, &en); code != 202 || en["state"] != "pending" {
+		t.Fatalf("steer: %d %v", code, en)
+	}
+	owner := ownerOf(t, dsn, "q1")
+	w := workers[owner]
+	if w == nil {
+		t.Fatalf("lease owner %q is none of the workers", owner)
+	}
+	if err := w.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if f := readSteerFacts(t, dsn, "q1"); f.cursor != 0 {
+		t.Fatalf("consumed before the kill: %+v", f)
+	}
+	var final map[string]any
+	if code := p.call(t, "GET", "/threads/q1/runs/"+run["run_id"].(string)+"/join", nil, &final); code != 200 {
+		t.Fatalf("join: %d %v", code, final)
+	}
+	f := readSteerFacts(t, dsn, "q1")
+	checkOnce(t, f, 1, "also check the invoice date")
+	if got := f.msgs[len(f.msgs)-1]; got != "ai:You said: also check the invoice date" {
+		t.Fatalf("the answer %q (messages %q)", got, f.msgs)
+	}
+	if now := ownerOf(t, dsn, "q1"); now == owner {
+		t.Errorf("the lease is still %s's", owner)
+	}
 }
