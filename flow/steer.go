@@ -25,6 +25,8 @@ var ErrNoSteering = errors.New("flow: this graph takes no steering")
 // Inbox is where a runner finds the messages sent to a thread while its
 // run runs (store.Inbox is one).
 type Inbox interface {
+	// Last returns the number of the thread's last entry (0: none).
+	Last(ctx context.Context, thread string) (int64, error)
 	// Entries returns the thread's entries numbered after after, in
 	// order.
 	Entries(ctx context.Context, thread string, after int64) ([]store.InboxEntry, error)
@@ -78,6 +80,9 @@ func (r *Runner) takeSteers(ctx context.Context, run *run, readSeq int64) (steer
 	out := steered{doc: run.doc}
 	if r.opts.Inbox == nil || r.opts.Namespace != "" || !r.steersBefore(run.tasks) {
 		return out, nil
+	}
+	if last, err := r.opts.Inbox.Last(ctx, run.thread); err != nil || last <= run.usage.Inbox {
+		return out, err // the common case: one key read, nothing pending
 	}
 	ens, err := r.opts.Inbox.Entries(ctx, run.thread, run.usage.Inbox)
 	if err != nil || len(ens) == 0 {
@@ -203,6 +208,9 @@ func TakeSteers(ctx context.Context) ([]json.RawMessage, int64, error) {
 	si := t.inbox
 	si.mu.Lock()
 	defer si.mu.Unlock()
+	if last, err := si.r.opts.Inbox.Last(ctx, si.thread); err != nil || last <= si.upTo {
+		return nil, 0, err
+	}
 	ens, err := si.r.opts.Inbox.Entries(ctx, si.thread, si.upTo)
 	if err != nil {
 		return nil, 0, err

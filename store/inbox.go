@@ -122,14 +122,46 @@ func (ib *Inbox) Append(ctx context.Context, thread string, after int64, kind st
 	return InboxEntry{}, fmt.Errorf("%w: thread %q: too many entries accepted at once", ErrConflict, thread)
 }
 
+// put writes an entry; a new one (ifAbsent) with the thread's last
+// number beside it, in one transaction (Last).
 func (ib *Inbox) put(ctx context.Context, thread string, en InboxEntry, ifAbsent bool) error {
 	tenant, ns := inboxNS(thread)
 	v, err := json.Marshal(en)
 	if err != nil {
 		return err
 	}
-	row := driver.ItemRow{ItemKey: driver.ItemKey{Tenant: tenant, Namespace: ns, Key: inboxKey(en.Seq)}, Value: v, CreatedAt: en.CreatedAt, UpdatedAt: ib.now(), IfAbsent: ifAbsent}
-	return ib.b.WriteItems(ctx, []driver.ItemRow{row}, nil)
+	now := ib.now()
+	rows := []driver.ItemRow{{ItemKey: driver.ItemKey{Tenant: tenant, Namespace: ns, Key: inboxKey(en.Seq)}, Value: v, CreatedAt: en.CreatedAt, UpdatedAt: now, IfAbsent: ifAbsent}}
+	if ifAbsent {
+		last, _ := json.Marshal(map[string]int64{"seq": en.Seq}) // an int always marshals
+		rows = append(rows, driver.ItemRow{ItemKey: driver.ItemKey{Tenant: tenant, Namespace: ns, Key: inboxLastKey}, Value: last, CreatedAt: now, UpdatedAt: now})
+	}
+	return ib.b.WriteItems(ctx, rows, nil)
+}
+
+// inboxLastKey keeps a thread's last entry number, so that the check a
+// runner makes before each step is one key's read (Last).
+const inboxLastKey = "last"
+
+// Last returns the number of the thread's last entry (0: none): a runner
+// reads it before each step, and the entries only when it is past the
+// head's cursor.
+func (ib *Inbox) Last(ctx context.Context, thread string) (int64, error) {
+	if err := ValidateThreadID(thread); err != nil {
+		return 0, err
+	}
+	tenant, ns := inboxNS(thread)
+	rows, err := ib.b.GetItems(ctx, []driver.ItemKey{{Tenant: tenant, Namespace: ns, Key: inboxLastKey}}, ib.now())
+	if err != nil || len(rows) == 0 {
+		return 0, err
+	}
+	var last struct {
+		Seq int64 `json:"seq"`
+	}
+	if err := json.Unmarshal(rows[0].Value, &last); err != nil {
+		return 0, &CorruptError{What: fmt.Sprintf("the inbox of thread %q", thread), Err: ErrCorrupt}
+	}
+	return last.Seq, nil
 }
 
 // MarkRun records that run was made of entry seq (a follow-up, or a
@@ -159,7 +191,7 @@ func (ib *Inbox) Entries(ctx context.Context, thread string, after int64) ([]Inb
 		if err != nil {
 			return nil, err
 		}
-		if r.Namespace != ns {
+		if r.Namespace != ns || r.Key == inboxLastKey {
 			continue
 		}
 		seq, perr := strconv.ParseInt(r.Key, 10, 64)
@@ -201,8 +233,11 @@ func (e *Engine) deleteInbox(ctx context.Context, thread string) error {
 	if ib == nil {
 		return nil
 	}
-	_, err := ib.Trim(ctx, thread, 1<<62)
-	return err
+	if _, err := ib.Trim(ctx, thread, 1<<62); err != nil {
+		return err
+	}
+	tenant, ns := inboxNS(thread)
+	return ib.b.WriteItems(ctx, nil, []driver.ItemKey{{Tenant: tenant, Namespace: ns, Key: inboxLastKey}})
 }
 
 // trimInbox deletes, after a prune, the inbox entries every kept

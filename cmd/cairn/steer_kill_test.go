@@ -48,7 +48,7 @@ type steerFacts struct {
 func readSteerFacts(t *testing.T, url, thread string) steerFacts {
 	t.Helper()
 	ctx := context.Background()
-	s, err := store.Open(ctx, url, store.OpenOptions{ReadOnly: true})
+	s, err := store.Open(ctx, url, store.OpenOptions{}) // read-write: it recovers what a killed writer left, as the next command would
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,35 +216,49 @@ func TestSteerKilledInCommit(t *testing.T) {
 		{"postgres", "write", postgresSchema},
 	} {
 		t.Run(b.name, func(t *testing.T) {
-			// pending: kills after the run's input was written that left the
-			// entry pending: at the consuming step or its commit.
-			killed, pending := 0, 0
-			for n := 1; n <= 300; n++ {
-				url := b.url(t)
-				setup(t, url)
-				cmd := cairnProcess(t, []string{"CAIRN_STORE=" + url}, "run", chat, "--thread", "c", "--input-text", "next")
-				cmd.Args = append([]string{strace, "-f", "-qq", "-o", os.DevNull, "-e", "trace=" + b.syscall,
-					"-e", "inject=" + b.syscall + ":signal=SIGKILL:when=" + strconv.Itoa(n)}, cmd.Args...)
-				cmd.Path = strace
-				out, err := cmd.CombinedOutput()
-				if err == nil {
-					checkOnce(t, readSteerFacts(t, url, "c"), 1, "check the date", "next")
-					t.Logf("%d kill points, %d with the entry pending after the run's input", killed, pending)
-					if pending == 0 {
-						t.Fatal("no kill landed between the run's input and the commit that consumes the entry")
-					}
+			// A store's background work (the WAL's copy into the database)
+			// moves the kill points a little from one attempt to the next:
+			// an attempt whose kills all missed the gap between the run's
+			// input and the consuming commit is made again.
+			for attempt := 1; attempt <= 3; attempt++ {
+				killed, pending := killEachWrite(t, strace, b.syscall, func() string { u := b.url(t); setup(t, u); return u }, chat)
+				t.Logf("attempt %d: %d kill points, %d with the entry pending after the run's input", attempt, killed, pending)
+				if pending > 0 {
 					return
 				}
-				killed++
-				if f := readSteerFacts(t, url, "c"); f.cursor == 0 && strings.Contains(strings.Join(f.msgs, "|"), "human:next") {
-					pending++
-				}
-				finishSteered(t, url, out)
-				checkOnce(t, readSteerFacts(t, url, "c"), 1, "check the date", "next")
 			}
-			t.Fatal("the run never finished under strace")
+			t.Fatal("no kill landed between the run's input and the commit that consumes the entry")
 		})
 	}
+}
+
+// killEachWrite runs the chat's next run on a fresh store (fresh) under
+// strace, SIGKILLed at its first write syscall, then its second, and so
+// on until it finishes; after each kill it finishes the run and checks
+// that the entry was consumed once. It returns the kill points and those
+// that left the entry pending after the run's input.
+func killEachWrite(t *testing.T, strace, syscall string, fresh func() string, chat string) (killed, pending int) {
+	t.Helper()
+	for n := 1; n <= 300; n++ {
+		url := fresh()
+		cmd := cairnProcess(t, []string{"CAIRN_STORE=" + url}, "run", chat, "--thread", "c", "--input-text", "next")
+		cmd.Args = append([]string{strace, "-f", "-qq", "-o", os.DevNull, "-e", "trace=" + syscall,
+			"-e", "inject=" + syscall + ":signal=SIGKILL:when=" + strconv.Itoa(n)}, cmd.Args...)
+		cmd.Path = strace
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			checkOnce(t, readSteerFacts(t, url, "c"), 1, "check the date", "next")
+			return killed, pending
+		}
+		killed++
+		if f := readSteerFacts(t, url, "c"); f.cursor == 0 && strings.Contains(strings.Join(f.msgs, "|"), "human:next") {
+			pending++
+		}
+		finishSteered(t, url, out)
+		checkOnce(t, readSteerFacts(t, url, "c"), 1, "check the date", "next")
+	}
+	t.Fatal("the run never finished under strace")
+	return killed, pending
 }
 
 // finishSteered finishes the run a kill cut short: the run again when

@@ -47,6 +47,12 @@ func testInbox(t *testing.T, h Harness) {
 			t.Fatalf("entry %d: %+v", i, en)
 		}
 	}
+	if last, err := ib.Last(ctx, a); err != nil || last != 8 {
+		t.Fatalf("last: %d, %v", last, err)
+	}
+	if last, err := ib.Last(ctx, c); err != nil || last != 0 {
+		t.Fatalf("last of an empty inbox: %d, %v", last, err)
+	}
 	if got, _ := ib.Entries(ctx, a, 6); len(got) != 2 || got[0].Seq != 7 {
 		t.Fatalf("after 6: %+v", got)
 	}
@@ -98,6 +104,9 @@ func testInboxEntries(t *testing.T, s store.Store, e *store.Engine, ib *store.In
 	}
 	if got, _ := ib.Entries(ctx, a, 0); len(got) != 0 {
 		t.Fatalf("an emptied thread keeps %d entries", len(got))
+	}
+	if last, _ := ib.Last(ctx, a); last != 0 {
+		t.Fatalf("an emptied thread's last entry: %d", last)
 	}
 	if err := s.DeleteThread(ctx, b); err != nil {
 		t.Fatal(err)
