@@ -178,3 +178,66 @@ func sameJSON(a, b json.RawMessage) bool {
 	jb, _ := json.Marshal(y)
 	return string(ja) == string(jb)
 }
+
+// steerEntry is the journal entry of the messages a loop took from the
+// thread's inbox before model call round (flow.TakeSteers).
+type steerEntry struct {
+	Prev     string    `json:"prev"`
+	Messages []Message `json:"messages"`
+	UpTo     int64     `json:"up_to"`
+}
+
+func (e *steerEntry) prevDigest() string { return e.Prev }
+
+// steers returns the messages sent to the thread's running run since the
+// loop's last model call (flow.TakeSteers), to add before model call
+// round, recorded in the journal; a replay takes what the journal says
+// the earlier attempt took there, and nothing where it took nothing.
+func (j *toolJournal) steers(ctx context.Context, round int) ([]Message, error) {
+	name := "steer/" + strconv.Itoa(round)
+	if !j.live {
+		if _, ok, err := flow.Recorded(ctx, name); err != nil || !ok {
+			return nil, err // the earlier attempt took nothing here
+		}
+		var e steerEntry
+		if ok, err := j.replay(ctx, name, &e, func() bool { return true }); err != nil {
+			return nil, err
+		} else if ok {
+			flow.SteersTaken(ctx, e.UpTo)
+			return e.Messages, nil
+		}
+	}
+	raw, upTo, err := flow.TakeSteers(ctx)
+	if err != nil || len(raw) == 0 {
+		return nil, err
+	}
+	msgs := make([]Message, 0, len(raw))
+	for _, r := range raw {
+		msgs = append(msgs, steerMessage(r))
+	}
+	if err := j.record(ctx, name, steerEntry{Prev: j.prev, Messages: msgs, UpTo: upTo}); err != nil {
+		return nil, fmt.Errorf("agent: recording the messages taken before model call %d: %w", round, err)
+	}
+	return msgs, nil
+}
+
+// steerMessage is a message of the state's shape ({type or role,
+// content}) as a loop's Message: human is the user's.
+func steerMessage(raw json.RawMessage) Message {
+	var m struct {
+		Type    string          `json:"type"`
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+		Name    string          `json:"name"`
+	}
+	_ = json.Unmarshal(raw, &m) // TakeSteers gives objects
+	role := map[string]Role{"human": RoleUser, "user": RoleUser, "system": RoleSystem, "ai": RoleAssistant, "assistant": RoleAssistant}[m.Type+m.Role]
+	if role == "" {
+		role = RoleUser
+	}
+	var text string
+	if json.Unmarshal(m.Content, &text) != nil {
+		text = string(m.Content) // content blocks, as JSON
+	}
+	return Message{Role: role, Content: text, Name: m.Name}
+}

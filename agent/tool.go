@@ -91,6 +91,12 @@ type LoopResult struct {
 // that fails, or is called with bad or unknown arguments, does not stop the
 // loop: the error goes back to the model as the tool's result.
 //
+// Inside a node of a flow run that reads its thread's inbox
+// (flow.Options.Inbox), the messages sent to the thread while the loop
+// runs are added before its next model call (flow.TakeSteers), and to
+// Messages in their place, so the node's update carries them; the step's
+// checkpoint records them consumed.
+//
 // Inside a flow node, each model reply and each tool result is recorded in
 // the step's journal as soon as it arrives (flow.Record): when the step
 // runs again after a crash, the calls that completed are replayed from the
@@ -110,6 +116,14 @@ func RunTools(ctx context.Context, m Model, req Request, tools []Tool, opts Loop
 	j := newToolJournal(msgs)
 	var res LoopResult
 	for i := 0; i < maxIter; i++ {
+		if i > 0 { // before each model call after the first: the first's request is the caller's
+			steered, err := j.steers(ctx, i)
+			if err != nil {
+				return res, err
+			}
+			res.Messages = append(res.Messages, steered...)
+			msgs = append(msgs, steered...)
+		}
 		req.Messages = msgs
 		resp, err := j.generate(ctx, m, req, i)
 		res.Usage = res.Usage.Add(resp.Usage)

@@ -97,6 +97,10 @@ type RunConfig struct {
 	// conversations decoded from run to run (nil: each run decodes its
 	// thread's whole conversation).
 	Conversations *ConversationCache
+	// Inbox, for a chat, is the thread inbox the run takes steering from
+	// before each model call (flow.Options.Inbox); nil: the store's own
+	// (store.InboxOf). Chains take none.
+	Inbox flow.Inbox
 }
 
 // models is the registry the run resolves providers with.
@@ -336,7 +340,21 @@ func (p *prepared) run(ctx context.Context, cfg RunConfig, ns string, resume boo
 func (p *prepared) runner(cfg RunConfig, ns string) (*flow.Runner, error) {
 	return flow.NewRunner(p.graph, cfg.Store, flow.Options{Durability: cfg.Durability, Observer: cfg.Observer, Namespace: ns, Redact: p.redact, Logger: cfg.Logger, TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider, CaptureContent: cfg.CaptureContent,
 		InterruptBefore: p.steps(p.a.InterruptBefore, cfg.InterruptBefore), InterruptAfter: p.steps(nil, cfg.InterruptAfter),
-		RecursionLimit: p.recursionLimit(), Items: cfg.Items, ResponseSchemas: p.pauseSchemas})
+		RecursionLimit: p.recursionLimit(), Items: cfg.Items, ResponseSchemas: p.pauseSchemas, Inbox: p.inbox(cfg, ns), SteerBefore: []string{ChatAgentNode}})
+}
+
+// inbox is the inbox a run in namespace ns takes steering from: a chat's
+// (whose conversation is its state's messages), at the thread's root.
+func (p *prepared) inbox(cfg RunConfig, ns string) flow.Inbox {
+	if !p.a.IsChat() || ns != "" {
+		return nil
+	}
+	if cfg.Inbox == nil {
+		if ib, err := store.InboxOf(cfg.Store); err == nil {
+			return ib
+		}
+	}
+	return cfg.Inbox
 }
 
 // steps keeps the file's own steps and those of the run's that this

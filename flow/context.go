@@ -48,6 +48,8 @@ type task struct {
 	// TaskValue's.
 	calls  int
 	values map[string]any
+	// inbox is the step's share of the thread's inbox (TakeSteers).
+	inbox *stepInbox
 }
 
 type tokenCount struct{ in, out int64 }

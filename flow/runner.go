@@ -106,6 +106,26 @@ type Options struct {
 	// items of the runner's store (store.ItemsOf, without a semantic
 	// index). Subgraphs inherit it.
 	Items store.ItemStore
+	// Inbox, when set, is the thread inbox (store.InboxOf) the runner
+	// reads before each step of the root namespace: the steer entries
+	// sent to the thread since its head's Usage.Inbox are added to the
+	// state the step's tasks read, through the steering field's reducer
+	// (SteerField), and consumed with the step's commit, which records
+	// the highest one in its Usage.Inbox (see docs/steering.md).
+	Inbox Inbox
+	// SteerField names the field steering messages go into; empty: the
+	// state's one field of the messages reducer.
+	SteerField string
+	// SteerBefore, when set, takes steering only before steps that run one
+	// of these nodes (a chat's model node: a message between a tool call
+	// and its result would break the conversation).
+	SteerBefore []string
+	// SteerInside names the nodes that take steering themselves while they
+	// run (loops calling TakeSteers before each model call, as
+	// agent.RunTools does): the runner takes none before a step that runs
+	// one, so that a rerun after a crash takes, from the node's journal,
+	// the same entries at the same call.
+	SteerInside []string
 
 	// stream: the modes a Stream asked for (nil when not streaming);
 	// subgraphs inherit it.

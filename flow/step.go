@@ -90,6 +90,11 @@ type stepPlan struct {
 	readSeq int64
 	tasks   []store.Task
 	keys    []string
+	// steer: what the step took from the thread's inbox; its doc is the
+	// state the tasks read; inbox what its tasks take while they run
+	// (TakeSteers).
+	steer steered
+	inbox *stepInbox
 }
 
 // merged is a step's successful outcome before it is committed.
@@ -99,6 +104,7 @@ type merged struct {
 	tokens    store.Tokens
 	durations map[string]float64 // ms per node
 	nodes     []string
+	inbox     int64 // the highest inbox entry the step consumed (0: none)
 }
 
 // step runs one step in phases: run the scheduled tasks; settle failures
@@ -121,6 +127,10 @@ func (r *Runner) step(ctx context.Context, run *run) (out stepOutcome, err error
 	}()
 	plan.keys = taskKeys(run.thread, r.opts.Namespace, plan.readSeq, plan.tasks)
 	r.emit(Event{Kind: EventStepStart, RunID: run.id, Thread: run.thread, Seq: plan.readSeq})
+	if plan.steer, err = r.takeSteers(ctx, run, plan.readSeq); err != nil {
+		return stepOutcome{stop: state.StopUnrecoverableError}, err
+	}
+	plan.inbox = r.newStepInbox(run, plan)
 	results := r.runTasks(ctx, run, plan)
 	if ctx.Err() != nil {
 		// Nothing of a cancelled step is committed.
@@ -151,15 +161,15 @@ func (r *Runner) runTasks(ctx context.Context, run *run, plan *stepPlan) []taskR
 			results[i] = taskResult{raw: raw, pending: true}
 			continue
 		}
-		tk := &task{info: RunInfo{RunID: run.id, Thread: run.thread, Namespace: r.opts.Namespace, ReadSeq: plan.readSeq, Node: t.Node, Index: i, Key: plan.keys[i]}, input: t.Input, runner: r, head: run.head}
+		tk := &task{info: RunInfo{RunID: run.id, Thread: run.thread, Namespace: r.opts.Namespace, ReadSeq: plan.readSeq, Node: t.Node, Index: i, Key: plan.keys[i]}, input: t.Input, runner: r, head: run.head, inbox: plan.inbox}
 		if run.resume != nil && t.Node == run.resumeNode {
 			tk.resume = run.resume
 		}
 		if len(plan.tasks) == 1 {
-			results[i] = r.runTask(ctx, run, tk, run.doc)
+			results[i] = r.runTask(ctx, run, tk, plan.steer.doc)
 			continue
 		}
-		wg.Go(func() { results[i] = r.runTask(ctx, run, tk, run.doc) })
+		wg.Go(func() { results[i] = r.runTask(ctx, run, tk, plan.steer.doc) })
 	}
 	wg.Wait()
 	run.resume, run.resumeNode = nil, ""
@@ -169,7 +179,7 @@ func (r *Runner) runTasks(ctx context.Context, run *run, plan *stepPlan) []taskR
 // merge applies the tasks' updates to the state in task order, then the
 // rules' additions (Rules.AfterStep).
 func (r *Runner) merge(run *run, plan *stepPlan, results []taskResult) (merged, error) {
-	m := merged{doc: run.doc, nodes: make([]string, 0, len(plan.tasks))}
+	m := merged{doc: plan.steer.doc, patch: plan.steer.patch, inbox: plan.steer.upTo, nodes: make([]string, 0, len(plan.tasks))}
 	if len(results) > 1 || len(results) == 1 && results[0].duration > time.Millisecond {
 		// Only steps of several tasks, or slow ones, record their times.
 		m.durations = map[string]float64{}
@@ -190,6 +200,9 @@ func (r *Runner) merge(run *run, plan *stepPlan, results []taskResult) (merged, 
 			m.durations[plan.tasks[i].Node] += float64(res.duration.Microseconds()) / 1000
 		}
 		m.nodes = append(m.nodes, plan.tasks[i].Node)
+	}
+	if plan.inbox != nil {
+		m.inbox = max(m.inbox, plan.inbox.taken())
 	}
 	doc, patch, err := r.afterStep(m.doc, m.patch)
 	if err != nil {
@@ -251,6 +264,7 @@ func (r *Runner) commitStep(ctx context.Context, run *run, m merged, results []t
 	}
 	meta.DurationMS = m.durations
 	run.usage.Steps++
+	run.usage.Inbox = max(run.usage.Inbox, m.inbox)
 	run.usage.Tokens.Input += m.tokens.Input
 	run.usage.Tokens.Output += m.tokens.Output
 	after := r.interruptAfter(run, m.nodes)

@@ -77,7 +77,7 @@ func (m *streamModes) wants(kind EventKind) bool {
 	switch kind {
 	case EventValues:
 		return m.modes[StreamValues]
-	case EventUpdate:
+	case EventUpdate, EventSteer:
 		return m.modes[StreamUpdates]
 	case EventCustom:
 		return m.modes[StreamCustom]

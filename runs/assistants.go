@@ -92,6 +92,9 @@ type RunSpec struct {
 	// strategy interrupt or rollback), which an agent file otherwise
 	// refuses.
 	Abandon bool
+	// Inbox is the thread inbox the run takes steering from, where the
+	// assistant takes any (Steerable).
+	Inbox flow.Inbox
 }
 
 // Graph is a Go graph served as an assistant.
@@ -163,6 +166,11 @@ func (g *Graph) runner(ctx context.Context, s store.Store, spec RunSpec) (*flow.
 	opts.InterruptAfter = append(slices.Clone(opts.InterruptAfter), nodesOf(c, spec.InterruptAfter)...)
 	if spec.Durability != "" {
 		opts.Durability = spec.Durability
+	}
+	if opts.Inbox == nil && spec.Inbox != nil {
+		if _, err := flow.SteerField(c.Schema(), opts.SteerField); err == nil {
+			opts.Inbox = spec.Inbox
+		}
 	}
 	return flow.NewRunner(c, s, opts)
 }
@@ -342,7 +350,7 @@ func (a *agentAssistant) Info() AssistantInfo {
 func (a *agentAssistant) RunConfig(s store.Store, spec RunSpec) agentfile.RunConfig {
 	rc := agentfile.RunConfig{Store: s, Thread: spec.Thread, Getenv: a.cfg.Getenv, AllowedRoot: a.cfg.AllowedRoot, RunID: spec.RunID,
 		Observer: spec.Observer, Stream: spec.Stream.Modes, Answer: spec.Answer, Durability: spec.Durability,
-		InterruptBefore: known(a.nodes, spec.InterruptBefore), InterruptAfter: known(a.nodes, spec.InterruptAfter), Abandon: spec.Abandon, Conversations: a.conversations}
+		InterruptBefore: known(a.nodes, spec.InterruptBefore), InterruptAfter: known(a.nodes, spec.InterruptAfter), Abandon: spec.Abandon, Conversations: a.conversations, Inbox: spec.Inbox}
 	if a.cfg.Configure != nil {
 		a.cfg.Configure(&rc)
 	}

@@ -131,6 +131,10 @@ func (c *converter) convert(ctx context.Context, ev flow.Event) []*Event {
 			add("updates", raw(map[string]json.RawMessage{ev.Node: orNull(ev.Payload)}))
 		}
 		out = append(out, c.returned(ev)...)
+	case flow.EventSteer:
+		if c.modes["updates"] { // messages a step took from the thread's inbox, as the update of "__inbox__"
+			add("updates", raw(map[string]json.RawMessage{"__inbox__": orNull(ev.Payload)}))
+		}
 	case flow.EventCustom:
 		if c.modes["custom"] {
 			add("custom", orNull(ev.Payload))

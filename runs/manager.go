@@ -224,6 +224,9 @@ func (m *runManager) execute(lr *Run) error {
 	if ok {
 		m.s.outbox.deliver(hook)
 	}
+	if st := lr.Record().Status; st == StatusSuccess || st == StatusError {
+		m.s.startFollowUps(context.WithoutCancel(ctx), lr.rec.Tenant, lr.rec.Thread, lr.data.AssistantID)
+	}
 	return nil
 }
 

@@ -506,7 +506,7 @@ func (s *Service) adoptThread(ctx context.Context, th *store.Thread, a Assistant
 func (m *runManager) spec(ctx context.Context, lr *Run) (RunSpec, error) {
 	k := lr.data.Kwargs
 	spec := RunSpec{Store: m.s.store, Thread: lr.rec.Thread, RunID: lr.rec.ID, Input: k.Input, InterruptBefore: k.InterruptBefore, InterruptAfter: k.InterruptAfter,
-		Durability: flow.Durability(k.Durability), Stream: flow.StreamOptions{Modes: flowModes(k.StreamMode), Subgraphs: k.StreamSubgraphs}}
+		Durability: flow.Durability(k.Durability), Stream: flow.StreamOptions{Modes: flowModes(k.StreamMode), Subgraphs: k.StreamSubgraphs}, Inbox: m.s.flowInbox()}
 	if k.Config != nil {
 		spec.RecursionLimit = k.Config.RecursionLimit
 	}

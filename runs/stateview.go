@@ -161,11 +161,19 @@ func CheckpointMetadata(cp store.Checkpoint) map[string]any {
 }
 
 // ThreadAssistant is the assistant a thread runs: the one its metadata
-// names, else the one of its latest run.
+// names (by id, else by the file cairn run recorded), else the one of its
+// latest run.
 func (s *Service) ThreadAssistant(ctx context.Context, th store.Thread) (Assistant, error) {
 	for _, k := range []string{"assistant_id", "graph_id"} {
 		if id, ok := th.Metadata[k].(string); ok {
 			if a, ok := s.assistants[id]; ok {
+				return a, nil
+			}
+		}
+	}
+	if file, ok := th.Metadata["file"].(string); ok && file != "" {
+		for _, id := range s.order {
+			if a := s.assistants[id]; a.Info().File == file {
 				return a, nil
 			}
 		}

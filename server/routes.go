@@ -48,6 +48,8 @@ func (s *Server) routes() []route {
 		{method: "GET", path: "/threads/{thread_id}/history", summary: "A thread's history", handler: s.getHistory},
 		{method: "POST", path: "/threads/{thread_id}/history", summary: "A thread's history", handler: s.postHistory},
 		{method: "POST", path: "/threads/{thread_id}/replay", summary: "Run a thread's runs again with the current code, every model and tool call answered from the recording, and report the first departure (Cairn)", long: true, handler: s.replayThread},
+		{method: "POST", path: "/threads/{thread_id}/steer", summary: "Send a message to a thread's running run, taken at its next step (follow_up: a new run when it ends) (Cairn)", handler: s.steer},
+		{method: "GET", path: "/threads/{thread_id}/inbox", summary: "A thread's inbox: the messages sent to its runs, pending, consumed at a checkpoint or made a run (Cairn)", handler: s.threadInbox},
 		{method: "GET", path: "/threads/{thread_id}/storage", summary: "Where a thread's stored bytes go: checkpoints (by channel and namespace), pending writes, runs and run event logs", handler: s.threadStorage},
 
 		{method: "POST", path: "/threads/{thread_id}/runs", summary: "Create a background run", handler: s.postRun},

@@ -87,6 +87,8 @@ func TestTenants(t *testing.T) {
 		{"GET", "/threads/a1/storage", ""},
 		{"GET", "/threads/a1/bundle", ""},
 		{"POST", "/threads/a1/replay", `{"into": "a1-replayed"}`},
+		{"POST", "/threads/a1/steer", `{"message": "also check the date"}`},
+		{"GET", "/threads/a1/inbox", ""},
 		{"POST", "/threads/a1/runs", `{"assistant_id": "drafts", "command": {"resume": true}}`},
 		{"POST", "/threads/a1/runs/stream", `{"assistant_id": "drafts", "command": {"resume": true}}`},
 		{"POST", "/threads/a1/runs/wait", `{"assistant_id": "drafts", "command": {"resume": true}}`},

@@ -230,7 +230,9 @@ func (s *Server) v2Assistant(ctx context.Context, thread string) (string, error)
 	return d.AssistantID, err
 }
 
-// v2Inject adds a message to the thread's conversation: a run with it as
+// v2Inject adds a message to the thread's conversation: to its running
+// run's, taken at its next model call, when it has one that takes
+// steering (v2Steer); otherwise a run with it as
 // input, after the runs already on the thread.
 func (s *Server) v2Inject(ctx context.Context, thread string, raw json.RawMessage) (any, int64, error) {
 	var p struct {
@@ -255,9 +257,29 @@ func (s *Server) v2Inject(ctx context.Context, thread string, raw json.RawMessag
 	if p.Message.Name != "" {
 		msg["name"] = p.Message.Name
 	}
+	if steered, err := s.v2Steer(ctx, thread, msg); steered || err != nil {
+		return map[string]any{}, 0, err
+	}
 	input, _ := json.Marshal(map[string]any{"messages": []any{msg}}) // strings always marshal
 	_, through, err := s.v2Create(ctx, thread, runs.Request{AssistantID: assistant, Input: input, MultitaskStrategy: "enqueue"})
 	return map[string]any{}, through, err
+}
+
+// v2Steer steers the thread's running run with msg when it has one whose
+// assistant takes steering (Cairn: the run takes it at its next model
+// call, docs/steering.md); it reports whether it did.
+func (s *Server) v2Steer(ctx context.Context, thread string, msg map[string]any) (bool, error) {
+	th, err := s.svc.Thread(ctx, thread)
+	if err != nil || !s.svc.Busy(ctx, th.ID) {
+		return false, nil // no thread yet, or idle: a run of its own
+	}
+	a, err := s.svc.ThreadAssistant(ctx, th)
+	if err != nil || runs.Steerable(a) != nil {
+		return false, nil
+	}
+	b, _ := json.Marshal(msg) // strings always marshal
+	_, err = s.svc.Steer(ctx, thread, b, false)
+	return err == nil, err
 }
 
 // v2StateOf reads a thread state's fields the protocol shows.

@@ -166,6 +166,9 @@ func (e *Engine) DeleteThread(ctx context.Context, id string) error {
 	if err := e.check(id, ""); err != nil {
 		return err
 	}
+	if err := e.deleteInbox(ctx, id); err != nil {
+		return err
+	}
 	e.forget(id)
 	e.crypt.forget(id)
 	e.cache.dropThread(id)
@@ -182,6 +185,9 @@ func (e *Engine) EmptyThread(ctx context.Context, id string) error {
 		return err
 	}
 	e.WaitSnapshots()
+	if err := e.deleteInbox(ctx, id); err != nil {
+		return err
+	}
 	nss, err := e.b.Namespaces(ctx, id)
 	if err != nil {
 		return err

@@ -53,6 +53,9 @@ type Usage struct {
 	Tokens Tokens `json:"tokens,omitzero"`
 	// RuntimeMS is the wall time spent running steps, in milliseconds.
 	RuntimeMS int64 `json:"runtime_ms,omitempty"`
+	// Inbox is the highest entry of the thread's inbox (store.Inbox) the
+	// checkpoint's lineage consumed: entries after it are pending.
+	Inbox int64 `json:"inbox,omitempty"`
 }
 
 // Task is one scheduled node with its own input (nil: the shared state).

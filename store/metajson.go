@@ -43,6 +43,7 @@ func appendMetaJSON(b []byte, nodes []string, m *Meta) (_ []byte, ok bool) {
 			in.b = appendTokensJSON(in.b, u.Tokens)
 		}
 		in.int(`"runtime_ms":`, u.RuntimeMS)
+		in.int(`"inbox":`, u.Inbox)
 		w.b = append(in.b, '}')
 	}
 	return append(w.b, '}'), w.ok

@@ -25,7 +25,7 @@ func FuzzMetaJSON(f *testing.F) {
 			m.DurationMS = map[string]float64{node: x, run: float64(k), text: 1}
 		}
 		if set&8 != 0 {
-			m.Usage = &Usage{Steps: n, Tokens: Tokens{Output: k}, RuntimeMS: k}
+			m.Usage = &Usage{Steps: n, Tokens: Tokens{Output: k}, RuntimeMS: k, Inbox: k}
 		}
 		if set&16 != 0 {
 			m.Extra = map[string]any{"a": 1}

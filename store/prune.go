@@ -184,6 +184,11 @@ func (e *Engine) pruneThread(ctx context.Context, thread string, keep int64, res
 	}
 	if pruned {
 		res.Threads++
+		n, err := e.trimInbox(ctx, thread)
+		if err != nil {
+			return err
+		}
+		res.InboxEntries += n
 	}
 	logs, err := e.dropRunLogs(ctx, thread, gone)
 	res.RunLogs += logs

@@ -108,6 +108,9 @@ type PruneResult struct {
 	// to a checkpoint this prune deleted, and those of runs that ended
 	// before RunLogsOlderThan.
 	RunLogs int64
+	// InboxEntries is the number of inbox entries deleted (Inbox): those
+	// every kept checkpoint of their thread's root namespace consumed.
+	InboxEntries int64
 	// Deleted lists the threads deleted whole (OlderThan, Expired).
 	Deleted []string
 	// Busy lists the threads left as they were: written to throughout

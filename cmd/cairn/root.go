@@ -110,6 +110,7 @@ func newRoot(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comman
 	root.AddCommand(a.storageCmd())
 	root.AddCommand(a.importCmd())
 	root.AddCommand(a.replayCmd())
+	root.AddCommand(a.steerCmd())
 	usageArgs(root)
 	return root
 }

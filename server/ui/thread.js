@@ -5,6 +5,7 @@ import {h, clear, badge, fmtTime, fmtMs, shortId, json, field, toast, threadsCha
 import {api, streamRun, getAssistants, ApiError} from './api.js';
 import {renderDiff, renderValues, fieldPaths, getPath, nest} from './values.js';
 import {approvalCard} from './approvals.js';
+import {steerBox, steerNote} from './steer.js';
 
 export const STREAM_MODE = ['values', 'updates', 'messages-tuple'];
 
@@ -542,6 +543,9 @@ export class ThreadView {
     }}, 'Cancel run');
     const live = {runId, ctrl};
     this.live = live;
+    const steerForm = steerBox(this.id, (entry) => {
+      noteEl.textContent = entry.kind === 'follow_up' ? `Follow-up #${entry.seq} queued: a run once this one ends.` : `Message #${entry.seq} sent: the run takes it at its next model call.`;
+    });
     let sawUpdates = false, lastValues = null, events = 0;
     const setState = (st, state) => {
       st.el.dataset.state = state;
@@ -583,7 +587,7 @@ export class ThreadView {
     clear(this.liveEl, h('section', {class: 'live panel', 'data-testid': 'live-run', 'data-run-id': runId, 'aria-label': 'Live run'},
       h('div', {class: 'section-head'}, h('h2', {}, 'Run ', h('span', {class: 'mono'}, shortId(runId))), statusEl, h('span', {class: 'grow'}), cancel,
         h('button', {type: 'button', class: 'ghost', 'aria-label': 'Close live run', onclick: () => { ctrl.abort(); clear(this.liveEl); if (this.live === live) this.live = null; }}, '×')),
-      stepsEl, noteEl));
+      stepsEl, noteEl, steerForm));
     const onEvent = ({event, data}) => {
       events++;
       if (event.startsWith('messages') && Array.isArray(data)) {
@@ -598,6 +602,10 @@ export class ThreadView {
       } else if (event === 'updates' && data && typeof data === 'object') {
         sawUpdates = true;
         for (const [node, upd] of Object.entries(data)) {
+          if (node === '__inbox__') {
+            noteEl.textContent = steerNote(upd);
+            continue;
+          }
           if (node === '__interrupt__') {
             noteEl.textContent = 'Paused: waiting for approval.';
             for (const x of steps.values()) if (x.el.dataset.state === 'running') setState(x, 'waiting');
@@ -646,6 +654,7 @@ export class ThreadView {
       statusEl.textContent = st;
       statusEl.className = `badge badge-${st}`;
       cancel.remove();
+      steerForm.remove();
       for (const s of steps.values()) if (s.el.dataset.state !== 'committed') setState(s, s.el.dataset.state === 'streaming' || (s.el.dataset.state === 'running' && s.text) ? 'stopped' : 'not run');
       if (noteEl.textContent === 'Cancelling…') noteEl.textContent = 'Cancelled.';
       if (!noteEl.textContent) noteEl.textContent = `${steps.size} step${steps.size === 1 ? '' : 's'}, ${events} events.`;

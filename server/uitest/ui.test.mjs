@@ -408,6 +408,37 @@ test('live run: tokens and steps appear while slow-steps runs', {timeout: 30000}
   await done(page, 'live-done');
 });
 
+test('steer a running chat from its live view: the message is answered', {timeout: 30000}, async () => {
+  const t = await newThread({case: 'steer'});
+  const page = await open(`#/threads/${t.thread_id}`);
+  await page.getByTestId('run-button').waitFor();
+  await page.getByLabel('Assistant').selectOption('chat');
+  await page.getByLabel('Run input').fill('take your time');
+  await page.getByTestId('run-button').click();
+  const box = page.getByTestId('steer-box');
+  await box.waitFor();
+  await page.getByTestId('steer-input').fill('also check the invoice date');
+  await page.getByTestId('steer-button').click();
+  await text(page.getByTestId('live-note'), /^Message #1 sent/);
+  if (SHOTS) await page.screenshot({path: join(SHOTS, 'steered.png'), fullPage: true});
+  const [entry] = await call('GET', `/threads/${t.thread_id}/inbox`);
+  assert.equal(entry.seq, 1);
+  assert.equal(entry.message.content, 'also check the invoice date');
+  // The model was answering when the message came: the thread's next
+  // model call answers it, and the inbox says which checkpoint or run took it.
+  const msgs = await until(async () => {
+    const th = await call('GET', `/threads/${t.thread_id}`);
+    const m = (th.values?.messages || []).map((x) => `${x.type}:${x.content}`);
+    return th.status === 'idle' && m.some((x) => x.startsWith('ai:You said: also check the invoice date')) && m;
+  }, 'the steer answered');
+  assert.equal(msgs.filter((x) => x === 'human:also check the invoice date').length, 1, `taken once: ${msgs}`);
+  const [after] = await call('GET', `/threads/${t.thread_id}/inbox`);
+  assert.ok(['consumed', 'run'].includes(after.state), `inbox state ${after.state}`);
+  await text(page.getByTestId('live-status'), /^success$/);
+  assert.equal(await box.count(), 0, 'the steer box goes with the run');
+  await done(page, 'steer-done');
+});
+
 test('cancel a running run', {timeout: 30000}, async () => {
   const t = await newThread({case: 'cancel'});
   const page = await open(`#/threads/${t.thread_id}`);

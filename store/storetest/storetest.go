@@ -76,6 +76,7 @@ func Run(t *testing.T, h Harness) {
 		{name: "Items", fn: testItems, once: true},
 		{name: "Storage", fn: testStorage},
 		{name: "ExternalIDs", fn: testExternalIDs},
+		{name: "Inbox", fn: testInbox, once: true},
 	}
 	// Every case runs with the snapshot cache and without it: the cache
 	// must never change an answer (except to hide damage from a process
