@@ -23,8 +23,11 @@ func (a *app) exportCmd() *cobra.Command {
 			if format == "bundle" && (out == "" || dir != "") {
 				return usagef("--format bundle writes one file: give --out FILE (- for stdout), not --dir")
 			}
-			if format != "bundle" && (dir == "" || out != "") {
-				return usagef("--format %s writes a directory: give --dir, not --out", format)
+			if format != "bundle" && out != "" {
+				return usagef("--format %s writes a directory: give --dir, not --out (--out is for --format bundle)", format)
+			}
+			if format != "bundle" && dir == "" {
+				return usagef("--dir is required with --format %s (or --format bundle --out FILE)", format)
 			}
 			s, err := a.openRead()
 			if err != nil {
