@@ -35,7 +35,9 @@ type run struct {
 	approval   *Approval
 	skipBefore bool
 	idWritten  bool
-	limit      int // steps per run; 0: none
+	// fresh: the run was started (Invoke), not resumed.
+	fresh bool
+	limit int // steps per run; 0: none
 	// limitDefault: limit is DefaultRecursionLimit, which yields to a
 	// state that bounds its runs itself (Rules.Bounded).
 	limitDefault bool

@@ -221,6 +221,7 @@ func (r *Runner) Invoke(ctx context.Context, thread string, input state.Update, 
 	if err != nil {
 		return Result{}, err
 	}
+	run.fresh = true
 	head, err := r.s.Load(ctx, store.LoadRequest{Thread: thread, Namespace: r.opts.Namespace})
 	switch {
 	case err == nil:

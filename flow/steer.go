@@ -74,8 +74,11 @@ type steered struct {
 // Usage.Inbox records the highest one. A step that fails or is cut short
 // commits no such record, so the entries stay pending and the step's
 // rerun takes them again (with any accepted since). Follow-ups wait for
-// the run's end: the first step of a run takes them (a steer after a
-// follow-up waits with it, so that messages keep their order).
+// the run's end: the first step of a run takes them, a run started
+// (Invoke) all, a resumed one those made its run (InboxEntry.Run), so
+// that a run resumed after a crash leaves those sent while it ran for
+// the run made of them (a steer after a follow-up waits with it, so that
+// messages keep their order).
 func (r *Runner) takeSteers(ctx context.Context, run *run, readSeq int64) (steered, error) {
 	out := steered{doc: run.doc}
 	if r.opts.Inbox == nil || r.opts.Namespace != "" || !r.steersBefore(run.tasks) {
@@ -96,7 +99,7 @@ func (r *Runner) takeSteers(ctx context.Context, run *run, readSeq int64) (steer
 	var seqs []int64
 	first := run.usage.Steps == run.base.Steps // a run's first step takes follow-ups too
 	for _, en := range ens {
-		if en.Kind != store.InboxSteer && !first {
+		if en.Kind != store.InboxSteer && !(first && (run.fresh && en.Run == "" || en.Run == run.id)) {
 			break
 		}
 		msgs, seqs = append(msgs, steerMessage(en.Message)), append(seqs, en.Seq)

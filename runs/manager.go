@@ -57,6 +57,10 @@ type Run struct {
 	// (runs/wait, runs/stream without a thread), is closed once it has:
 	// the run's thread, record and log are deleted only then.
 	delivered chan struct{}
+	// followUps: the run's end read its thread's inbox for follow-ups;
+	// inboxSeen is the last entry number it read.
+	followUps bool
+	inboxSeen int64
 }
 
 // cancelCause says why a run's context ended.
@@ -216,7 +220,13 @@ func (m *runManager) execute(lr *Run) error {
 		return nil // still running in the store: the next Start (or worker) resumes it
 	}
 	m.conclude(ctx, lr, res, err)
-	lr.log.close()                       // every event stored before the record says the run ended
+	lr.log.close() // every event stored before the record says the run ended
+	if st := lr.Record().Status; st == StatusSuccess || st == StatusError {
+		// Before the record says the run ended: a crash in between leaves
+		// the run running, and the process that resumes it starts them.
+		lr.inboxSeen = m.s.startFollowUps(context.WithoutCancel(ctx), lr.rec.Tenant, lr.rec.Thread, lr.data.AssistantID, lr.rec.ID)
+		lr.followUps = true
+	}
 	hook, ok := m.s.outbox.keep(ctx, lr) // and its webhook kept before: a crash in between still delivers it
 	if err := m.put(ctx, lr); err != nil {
 		m.s.log.Warn("recording a run failed", "run", lr.rec.ID, "err", err)
@@ -224,10 +234,15 @@ func (m *runManager) execute(lr *Run) error {
 	if ok {
 		m.s.outbox.deliver(hook)
 	}
-	if st := lr.Record().Status; st == StatusSuccess || st == StatusError {
-		m.s.startFollowUps(context.WithoutCancel(ctx), lr.rec.Tenant, lr.rec.Thread, lr.data.AssistantID)
-	}
 	return nil
+}
+
+// followUpsLate, once lr's thread is idle, starts a run of the entries
+// sent after lr's end read its inbox (Service.followUpsLate).
+func (m *runManager) followUpsLate(lr *Run) {
+	if lr.followUps {
+		m.s.followUpsLate(context.Background(), lr.rec.Tenant, lr.rec.Thread, lr.data.AssistantID, lr.inboxSeen)
+	}
 }
 
 // storeRetry spaces the attempts of a run whose store went away.
@@ -386,8 +401,10 @@ func (m *runManager) finished(lr *Run) {
 			m.s.log.Warn("rolling back a run failed", "run", lr.rec.ID, "err", err)
 		}
 	}
-	if m.handOver(lr) && lr.data.Temporary {
+	if idle := m.handOver(lr); idle && lr.data.Temporary {
 		m.dropTemporary(lr)
+	} else if idle {
+		m.followUpsLate(lr)
 	}
 	if lr.Record().Status == StatusInterrupted && m.s.bounded() {
 		if th, err := m.s.store.Thread(ctx, lr.rec.Thread); err == nil {

@@ -167,6 +167,7 @@ func (s *Service) Execute(ctx context.Context, runID string) error {
 	}
 	lr.log.release()
 	close(lr.done)
+	s.runs.followUpsLate(lr) // the record says it ended: the thread is not busy with it
 	switch {
 	case stopped != nil:
 		return stopped // fenced, or the store went away: the run stays running

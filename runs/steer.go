@@ -27,7 +27,9 @@ type InboxItem struct {
 	// CreatedAt is when it was accepted (RFC 3339).
 	CreatedAt string `json:"created_at"`
 	// State is pending (no committed step took it yet), consumed (the
-	// checkpoint CheckpointID took it) or run (run RunID was made of it).
+	// checkpoint CheckpointID took it) or run (run RunID was made of it,
+	// and has not taken it yet). RunID names the run made of it, consumed
+	// or not.
 	State        string `json:"state"`
 	CheckpointID string `json:"checkpoint_id,omitempty"`
 	RunID        string `json:"run_id,omitempty"`
@@ -170,10 +172,10 @@ func (s *Service) Inbox(ctx context.Context, id string) ([]InboxItem, error) {
 	out := make([]InboxItem, 0, len(ens))
 	for _, en := range ens {
 		switch at, ok := takerOf(takers, en.Seq); {
-		case en.Run != "":
-			out = append(out, s.inboxItem(en, InboxRun, 0))
 		case ok:
 			out = append(out, s.inboxItem(en, InboxConsumed, at))
+		case en.Run != "":
+			out = append(out, s.inboxItem(en, InboxRun, 0))
 		default:
 			out = append(out, s.inboxItem(en, InboxPending, 0))
 		}
@@ -239,25 +241,87 @@ func (s *Service) inboxItem(en store.InboxEntry, st string, at int64) InboxItem 
 // before the thread's run ended (never lost). The run is queued behind
 // any run of the thread (multitask strategy enqueue); its first step
 // takes the entries (their order kept), and each entry records the run
-// (InboxItem.RunID). A failure is logged: the entries stay pending, and
+// (InboxItem.RunID); entries made a run that ended without taking them
+// (ending names the run whose end calls) are made a run again. A run of
+// the thread that is pending already takes
+// them in its first step: the entries record it, and no run is made
+// (so a process that made the run and died before it recorded it in the
+// entries makes none again). It returns the thread's last entry number
+// as it read it (0: none), for the check made once the thread is idle
+// (followUpsLate). A failure is logged: the entries stay pending, and
 // the thread's next run takes them.
-func (s *Service) startFollowUps(ctx context.Context, tenant, thread, assistantID string) {
+func (s *Service) startFollowUps(ctx context.Context, tenant, thread, assistantID, ending string) int64 {
 	ib := s.inbox()
 	if ib == nil {
-		return
+		return 0
 	}
+	last, err := ib.Last(ctx, thread)
+	if err != nil || last == 0 {
+		return last // one key's read on a thread nobody steered
+	}
+	ens, err := s.pendingEntries(ctx, ib, thread, ending)
+	if err != nil {
+		s.log.Warn("reading a thread's inbox failed", "thread", thread, "err", err)
+		return last
+	}
+	if len(ens) == 0 {
+		return last
+	}
+	runID, err := s.followUpRun(ctx, tenant, thread, assistantID)
+	if err != nil {
+		s.log.Info("starting a follow-up run failed; the thread's next run takes its messages", "thread", thread, "err", err)
+		return last
+	}
+	for _, en := range ens {
+		if err := ib.MarkRun(ctx, thread, en.Seq, runID); err != nil {
+			s.log.Warn("recording a follow-up's run failed", "thread", thread, "entry", en.Seq, "err", err)
+		}
+	}
+	return last
+}
+
+// pendingEntries lists the thread's entries after its head's cursor that
+// no run takes: none was made of them, or the one made of them ended
+// (or is ending: ending) without taking them.
+func (s *Service) pendingEntries(ctx context.Context, ib *store.Inbox, thread, ending string) ([]store.InboxEntry, error) {
 	var after int64
-	if head, err := s.store.Load(ctx, store.LoadRequest{Thread: thread}); err == nil && head.Meta.Usage != nil {
-		after = head.Meta.Usage.Inbox
+	for cp, err := range s.store.History(ctx, store.HistoryRequest{Thread: thread, Limit: 1}) {
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		if err == nil && cp.Meta.Usage != nil {
+			after = cp.Meta.Usage.Inbox
+		}
+		break
 	}
 	ens, err := ib.Entries(ctx, thread, after)
 	if err != nil {
-		s.log.Warn("reading a thread's inbox failed", "thread", thread, "err", err)
-		return
+		return nil, err
 	}
-	ens = slices.DeleteFunc(ens, func(en store.InboxEntry) bool { return en.Run != "" })
-	if len(ens) == 0 {
-		return
+	takes := map[string]bool{} // run → it is pending or running
+	for _, en := range ens {
+		if _, seen := takes[en.Run]; en.Run == "" || en.Run == ending || seen {
+			continue
+		}
+		rec, err := s.runlog.Run(ctx, en.Run)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		takes[en.Run] = err == nil && !Terminal(rec.Status)
+	}
+	return slices.DeleteFunc(ens, func(en store.InboxEntry) bool { return takes[en.Run] }), nil
+}
+
+// followUpRun is the run that takes the thread's pending entries: its
+// oldest pending run, or a new one of the assistant queued behind the
+// thread's runs.
+func (s *Service) followUpRun(ctx context.Context, tenant, thread, assistantID string) (string, error) {
+	recs, err := s.runlog.Runs(ctx, store.RunQuery{Thread: thread, Status: []string{StatusPending}})
+	if err != nil {
+		return "", err
+	}
+	if n := len(recs); n > 0 {
+		return recs[n-1].ID, nil // newest first
 	}
 	input := json.RawMessage(`{}`)
 	if a, ok := s.assistants[assistantID]; ok && a.Info().Kind == "chat" {
@@ -265,13 +329,22 @@ func (s *Service) startFollowUps(ctx context.Context, tenant, thread, assistantI
 	}
 	lr, err := s.Create(WithTenant(ctx, tenant), APIThreadID(thread), Request{AssistantID: assistantID, Input: input, MultitaskStrategy: "enqueue"})
 	if err != nil {
-		s.log.Info("starting a follow-up run failed; the thread's next run takes its messages", "thread", thread, "err", err)
+		return "", err
+	}
+	return lr.Record().ID, nil
+}
+
+// followUpsLate starts the follow-ups of entries accepted after a run's
+// end read the inbox (seen, the last entry number it read) but while
+// its thread was still busy, once the thread is idle: the sender saw
+// the thread busy and left them for the run, which had read its inbox.
+func (s *Service) followUpsLate(ctx context.Context, tenant, thread, assistantID string, seen int64) {
+	ib := s.inbox()
+	if ib == nil {
 		return
 	}
-	for _, en := range ens {
-		if err := ib.MarkRun(ctx, thread, en.Seq, lr.Record().ID); err != nil {
-			s.log.Warn("recording a follow-up's run failed", "thread", thread, "entry", en.Seq, "err", err)
-		}
+	if last, err := ib.Last(ctx, thread); err == nil && last > seen {
+		s.startFollowUps(ctx, tenant, thread, assistantID, "")
 	}
 }
 
@@ -291,6 +364,6 @@ func (s *Service) StartFollowUps(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	s.startFollowUps(ctx, TenantOf(ctx), th.ID, a.Info().ID)
+	s.startFollowUps(ctx, TenantOf(ctx), th.ID, a.Info().ID, "")
 	return nil
 }

@@ -128,7 +128,7 @@ func TestSteerFollowUp(t *testing.T) {
 	}
 	inbox := ts.json("GET", "/threads/c1/inbox", nil, 200)["list"].([]any)
 	for _, it := range inbox {
-		if m := it.(map[string]any); m["state"] != "run" || m["run_id"] == nil {
+		if m := it.(map[string]any); m["state"] != "consumed" || m["run_id"] == nil || m["checkpoint_id"] == nil {
 			t.Fatalf("inbox: %v", inbox)
 		}
 	}
