@@ -1,12 +1,15 @@
 package main
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/cairn-dev/cairn/agentfile"
 	"github.com/cairn-dev/cairn/runs"
 	"github.com/cairn-dev/cairn/store"
 )
@@ -14,14 +17,16 @@ import (
 // steerCmd sends a message to a thread's running run (or its next run,
 // --follow-up) through the thread's inbox in the store.
 func (a *app) steerCmd() *cobra.Command {
-	var followUp bool
+	var followUp, noRun bool
 	var tenant string
 	cmd := &cobra.Command{
 		Use:   "steer THREAD TEXT",
 		Short: "Send a message to a thread's running run, taken at its next model call (--follow-up: a new run once it ends)",
 		Long: "steer adds TEXT, as a human message, to the inbox of THREAD, a thread of a chat (kind: chat) or of a graph with a messages field. " +
 			"A running run takes it at its next step boundary (a chat's next model call), in whichever process runs it; the checkpoint of that step records it, " +
-			"so it is taken exactly once, even across crashes. A run that is not running takes it when it goes on. With --follow-up it waits for the run to end.",
+			"so it is taken exactly once, even across crashes. With --follow-up it waits for the run to end. "+
+			"On a thread of cairn run whose last run finished (none is running), steer runs the thread's file on it at once, with the options it was started with, and the run takes the message first; "+
+			"a thread whose run is running or unfinished (continue it with cairn resume) takes it when it goes on, as does one of cairn serve (whose HTTP route starts the run).",
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := store.ValidateID(args[0]); err != nil {
@@ -61,13 +66,38 @@ func (a *app) steerCmd() *cobra.Command {
 				return err
 			}
 			if a.json {
-				return a.printJSON(it)
+				if err := a.printJSON(it); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintf(a.stdout, "thread %s: %s %d accepted (%s)\n", args[0], it.Kind, it.Seq, it.State)
 			}
-			fmt.Fprintf(a.stdout, "thread %s: %s %d accepted (%s)\n", args[0], it.Kind, it.Seq, it.State)
-			return nil
+			if noRun || tenant != "" {
+				return nil
+			}
+			return a.runSteered(ctx, s, th)
 		},
 	}
 	cmd.Flags().BoolVar(&followUp, "follow-up", false, "wait for the thread's run to end, then start a new run with the message")
+	cmd.Flags().BoolVar(&noRun, "no-run", false, "only add the message to the inbox, even when no run is running: the thread's next run (cairn run --thread, cairn resume, a server's) takes it")
 	cmd.Flags().StringVar(&tenant, "tenant", "", "the tenant whose thread it is (cairn serve with API keys)")
 	return cmd
+}
+
+// runSteered runs a cairn run thread's file on the thread, with the
+// options it was started with and no new input, when its last run
+// finished: the run's first step takes the inbox's pending entries. A
+// thread of another program, or whose run is running or unfinished, is
+// left for its next run (the message stays pending).
+func (a *app) runSteered(ctx context.Context, s store.Store, th store.Thread) error {
+	o := runOptionsOf(th)
+	if o.File == "" || o.Kind == agentfile.KindPipeline {
+		fmt.Fprintf(a.stderr, "thread %s: its next run takes the message (cairn steer runs only threads of cairn run)\n", th.ID)
+		return nil
+	}
+	if err := checkRunThread(ctx, s, th.ID, o); err != nil {
+		fmt.Fprintf(a.stderr, "thread %s: its run is running or unfinished: it takes the message at its next model call (or cairn resume %s)\n", th.ID, th.ID)
+		return nil
+	}
+	return a.runAgentFile(ctx, o.File, runFlags{thread: th.ID, model: o.Model, durability: cmp.Or(o.Durability, "sync"), safeDir: o.SafeDir})
 }

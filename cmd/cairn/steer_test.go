@@ -8,11 +8,13 @@ import (
 	"testing"
 )
 
-// TestSteerCommand: cairn steer adds a message to a chat thread's inbox
-// (redacted before it is stored: the secret is in none of the store's
-// bytes), which the thread's next run takes at its first model call; it
-// refuses, with exit 2 and nothing stored, a missing thread, another
-// tenant's, a chain's and an empty message.
+// TestSteerCommand: cairn steer --no-run adds a message to a chat
+// thread's inbox (redacted before it is stored: the secret is in none of
+// the store's bytes), which the thread's next run takes at its first
+// model call; without --no-run, on a thread whose run finished, it runs
+// the thread at once and the run answers the message. It refuses, with
+// exit 2 and nothing stored, a missing thread, another tenant's, a
+// chain's and an empty message.
 func TestSteerCommand(t *testing.T) {
 	dbPath := filepath.Join(t.TempDir(), "state.db")
 	env := map[string]string{"CAIRN_STORE": "sqlite:" + dbPath}
@@ -30,7 +32,7 @@ func TestSteerCommand(t *testing.T) {
 		}
 	}
 	const secret = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"
-	code, out, errOut := cli(t, env, "steer", "s1", "the key is "+secret, "--json")
+	code, out, errOut := cli(t, env, "steer", "s1", "the key is "+secret, "--json", "--no-run")
 	var it map[string]any
 	if code != 0 || json.Unmarshal([]byte(out), &it) != nil || it["seq"] != 1.0 || it["state"] != "pending" || strings.Contains(out, secret) {
 		t.Fatalf("steer: %d %s %s", code, out, errOut)
@@ -59,6 +61,15 @@ func TestSteerCommand(t *testing.T) {
 	checkOnce(t, f, 1, "more")
 	if got := f.msgs[len(f.msgs)-2:]; !strings.HasPrefix(got[0], "human:the key is ") || strings.Contains(got[0], secret) || !strings.HasPrefix(got[1], "ai:You said: the key is ") {
 		t.Fatalf("the steer, taken and answered: %q", f.msgs)
+	}
+	code, out, errOut = cli(t, env, "steer", "s1", "then summarise", "--follow-up")
+	if code != 0 || !strings.Contains(out, "follow_up 2 accepted (pending)") || !strings.Contains(out, "You said: then summarise") {
+		t.Fatalf("steer on an idle thread: %d %s %s", code, out, errOut)
+	}
+	f = readSteerFacts(t, env["CAIRN_STORE"], "s1")
+	checkOnce(t, f, 2, "more", "then summarise")
+	if got := f.msgs[len(f.msgs)-2:]; got[0] != "human:then summarise" || got[1] != "ai:You said: then summarise" {
+		t.Fatalf("the follow-up, run at once: %q", f.msgs)
 	}
 	for _, suffix := range []string{"", "-wal"} {
 		b, _ := os.ReadFile(dbPath + suffix)
