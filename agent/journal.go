@@ -191,8 +191,9 @@ func (e *steerEntry) prevDigest() string { return e.Prev }
 
 // steers returns the messages sent to the thread's running run since the
 // loop's last model call (flow.TakeSteers), to add before model call
-// round, recorded in the journal; a replay takes what the journal says
-// the earlier attempt took there, and nothing where it took nothing.
+// round, recorded in the journal; a rerun takes what the journal says
+// the earlier attempt took there, and nothing where it took nothing, and
+// a run under a replay's tape what the recorded run took.
 func (j *toolJournal) steers(ctx context.Context, round int) ([]Message, error) {
 	name := "steer/" + strconv.Itoa(round)
 	if !j.live {
@@ -207,18 +208,44 @@ func (j *toolJournal) steers(ctx context.Context, round int) ([]Message, error) 
 			return e.Messages, nil
 		}
 	}
-	raw, upTo, err := flow.TakeSteers(ctx)
-	if err != nil || len(raw) == 0 {
-		return nil, err
-	}
-	msgs := make([]Message, 0, len(raw))
-	for _, r := range raw {
-		msgs = append(msgs, steerMessage(r))
+	var msgs []Message
+	var upTo int64
+	if tp := flow.TapeOf(ctx); tp != nil {
+		e, err := steersTaped(ctx, tp, name, round)
+		if err != nil || e == nil {
+			return nil, err
+		}
+		msgs, upTo = e.Messages, e.UpTo
+		flow.SteersTaken(ctx, upTo)
+	} else {
+		raw, at, err := flow.TakeSteers(ctx)
+		if err != nil || len(raw) == 0 {
+			return nil, err
+		}
+		for _, r := range raw {
+			msgs = append(msgs, steerMessage(r))
+		}
+		upTo = at
 	}
 	if err := j.record(ctx, name, steerEntry{Prev: j.prev, Messages: msgs, UpTo: upTo}); err != nil {
 		return nil, fmt.Errorf("agent: recording the messages taken before model call %d: %w", round, err)
 	}
 	return msgs, nil
+}
+
+// steersTaped asks a replay's tape what the recorded loop took from the
+// inbox before model call round (nil: nothing).
+func steersTaped(ctx context.Context, tp flow.Tape, name string, round int) (*steerEntry, error) {
+	info, _ := flow.Info(ctx)
+	raw, err := tp.Answer(ctx, flow.Call{Task: info, Index: round, Kind: flow.CallSteer, Name: name})
+	if err != nil || raw == nil {
+		return nil, err
+	}
+	var e steerEntry
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrNotRecorded, name, err)
+	}
+	return &e, nil
 }
 
 // steerMessage is a message of the state's shape ({type or role,

@@ -20,6 +20,10 @@ import (
 // agent asks it for each call's answer instead of calling the model or
 // the tool.
 
+// CallSteer is the Kind of a Call that asks a tape for the inbox
+// messages a loop took (see Call.Kind).
+const CallSteer = "steer"
+
 // CallRecordPrefix starts the name of a call record in a task's journal:
 // "call/<n>", n the call's position in the task from 0.
 const CallRecordPrefix = "call/"
@@ -38,7 +42,10 @@ type Call struct {
 	Task RunInfo
 	// Index is the call's position among the task's calls, from 0.
 	Index int
-	// Kind is "model" or "tool".
+	// Kind is "model", "tool" or CallSteer. A CallSteer call asks what a
+	// loop took from the thread's inbox before its model call Index (the
+	// recorded journal entry Name, "steer/<Index>"; nil: nothing): it is
+	// not numbered among the task's calls.
 	Kind string
 	// Name names the call within its task ("model/0", "tool/0.1", …).
 	Name string

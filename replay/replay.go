@@ -42,6 +42,10 @@ func Thread(ctx context.Context, s store.Store, thread string, opts Options) (Re
 			return rep, fmt.Errorf("%w: --from %d: no checkpoint %d on the head's branch of thread %q namespace %q", store.ErrInvalidArgument, opts.From, opts.From, thread, opts.Namespace)
 		}
 	}
+	entries, err := recordedEntries(ctx, s, thread)
+	if err != nil {
+		return rep, err
+	}
 	dst, newThread := s, opts.Into
 	if opts.Into == "" {
 		mem := inmem.Open(store.Options{})
@@ -59,6 +63,7 @@ func Thread(ctx context.Context, s store.Store, thread string, opts Options) (Re
 	for _, cp := range rec {
 		e.tp.recSeqs = append(e.tp.recSeqs, cp.Seq)
 	}
+	e.inbox = &inbox{tp: e.tp, rec: rec, entries: entries}
 	for i := 0; i < start; i++ {
 		if err := e.copy(ctx, i); err != nil {
 			return rep, err
@@ -127,6 +132,7 @@ type engine struct {
 	tp    *tape
 	rep   *Report
 	heads []int64
+	inbox *inbox
 }
 
 // outside reports whether a recorded checkpoint came from outside the
@@ -189,7 +195,7 @@ func (e *engine) run(ctx context.Context, i int) error {
 // recorded checkpoints matched.
 func (e *engine) steps(ctx context.Context, i int) (int, error) {
 	prev := e.heads[len(e.heads)-1]
-	spec := runs.RunSpec{Store: e.dst, Thread: e.tp.newThread, Resume: true, RunID: e.rec[i].Meta.RunID, Durability: flow.DurabilitySync}
+	spec := runs.RunSpec{Store: e.dst, Thread: e.tp.newThread, Resume: true, RunID: e.rec[i].Meta.RunID, Durability: flow.DurabilitySync, Inbox: e.inbox}
 	if e.rec[i-1].Status == store.StatusInterrupted || e.rec[i-1].Meta.Interrupt != nil {
 		// The answered step read the paused checkpoint or, resumed from
 		// an interrupt, the state its unfinished step read (StepOf).

@@ -46,7 +46,10 @@ type callRecord struct {
 // Answer implements flow.Tape.
 func (tp *tape) Answer(ctx context.Context, c flow.Call) (json.RawMessage, error) {
 	recSeq := tp.recordedSeq(c.Task.Namespace, c.Task.ReadSeq)
-	raw, err := tp.record(ctx, c.Task, recSeq, c.Index)
+	if c.Kind == flow.CallSteer {
+		return tp.record(ctx, c.Task, recSeq, c.Name) // what the loop took there, nil: nothing
+	}
+	raw, err := tp.record(ctx, c.Task, recSeq, flow.CallRecordPrefix+strconv.Itoa(c.Index))
 	if err != nil {
 		return nil, err
 	}
@@ -129,9 +132,9 @@ func (tp *tape) recordedSeq(ns string, seq int64) int64 {
 	return -1
 }
 
-// record finds call index of the recorded task that stands for task (nil
-// when there is none).
-func (tp *tape) record(ctx context.Context, task flow.RunInfo, recSeq int64, index int) (json.RawMessage, error) {
+// record finds journal entry name ("call/<n>", "steer/<round>") of the
+// recorded task that stands for task (nil when there is none).
+func (tp *tape) record(ctx context.Context, task flow.RunInfo, recSeq int64, name string) (json.RawMessage, error) {
 	if recSeq < 0 {
 		return nil, nil
 	}
@@ -143,7 +146,7 @@ func (tp *tape) record(ctx context.Context, task flow.RunInfo, recSeq int64, ind
 	if err != nil {
 		return nil, err
 	}
-	want := "/" + keyPrefix(tp.recThread, task.Namespace, recSeq) + suffix + "/" + flow.CallRecordPrefix + strconv.Itoa(index)
+	want := "/" + keyPrefix(tp.recThread, task.Namespace, recSeq) + suffix + "/" + name
 	var best json.RawMessage
 	var bestHead int64 = -1
 	for _, w := range ws {
