@@ -24,8 +24,8 @@ func (a *app) steerCmd() *cobra.Command {
 		Short: "Send a message to a thread's running run, taken at its next model call (--follow-up: a new run once it ends)",
 		Long: "steer adds TEXT, as a human message, to the inbox of THREAD, a thread of a chat (kind: chat) or of a graph with a messages field. " +
 			"A running run takes it at its next step boundary (a chat's next model call), in whichever process runs it; the checkpoint of that step records it, " +
-			"so it is taken exactly once, even across crashes. With --follow-up it waits for the run to end. "+
-			"On a thread of cairn run whose last run finished (none is running), steer runs the thread's file on it at once, with the options it was started with, and the run takes the message first; "+
+			"so it is taken exactly once, even across crashes. With --follow-up it waits for the run to end. " +
+			"On a thread of cairn run whose last run finished (none is running), steer runs the thread's file on it at once, with the options it was started with, and the run takes the message first; " +
 			"a thread whose run is running or unfinished (continue it with cairn resume) takes it when it goes on, as does one of cairn serve (whose HTTP route starts the run).",
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
