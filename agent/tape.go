@@ -145,26 +145,29 @@ func recordRequest(ctx context.Context, req Request) RequestRecord {
 			break
 		}
 	}
-	sums := prefixDigests(conv, prev.n, afterReply, len(conv))
-	prior := afterReply
-	if prev.n > prior && prev.n <= len(conv) && sums[prev.n] == prev.conv {
-		prior = prev.n
-	}
-	// Keep the newest messages within the bound; older ones join the prior.
-	size, keep := 0, len(conv)
-	for keep > prior {
-		n := len(conv[keep-1].Content) + len(conv[keep-1].Name) + 64
-		for _, tc := range conv[keep-1].ToolCalls {
-			n += len(tc.Args) + len(tc.Name) + len(tc.ID)
+	// One pass over the conversation gives every digest wanted: where the
+	// prior ends (the previous request, or the last reply) and where the
+	// kept messages start for either.
+	keepAfter := func(prior int) int {
+		size, keep := 0, len(conv)
+		for keep > prior { // the newest messages within the bound; older ones join the prior
+			n := len(conv[keep-1].Content) + len(conv[keep-1].Name) + 64
+			for _, tc := range conv[keep-1].ToolCalls {
+				n += len(tc.Args) + len(tc.Name) + len(tc.ID)
+			}
+			if size+n > RecordedMessageBytes && keep < len(conv) {
+				break
+			}
+			size += n
+			keep--
 		}
-		if size+n > RecordedMessageBytes && keep < len(conv) {
-			break
-		}
-		size += n
-		keep--
+		return keep
 	}
-	if _, ok := sums[keep]; !ok {
-		sums[keep] = prefixDigests(conv, keep)[keep]
+	keepReply, keepPrev := keepAfter(afterReply), keepAfter(max(afterReply, min(prev.n, len(conv))))
+	sums := prefixDigests(conv, prev.n, afterReply, len(conv), keepReply, keepPrev)
+	keep := keepReply
+	if prev.n > afterReply && prev.n <= len(conv) && sums[prev.n] == prev.conv {
+		keep = keepPrev
 	}
 	rec.Prior = keep
 	if keep > 0 {
@@ -189,10 +192,9 @@ func prefixDigests(msgs []Message, at ...int) map[int]string {
 	out := make(map[int]string, len(at))
 	h := sha256.New()
 	var buf []byte
-	field := func(s string) {
-		buf = binary.AppendUvarint(buf[:0], uint64(len(s)))
+	field := func(s string) { // one write, from a buffer used again: no copy of s is allocated
+		buf = append(binary.AppendUvarint(buf[:0], uint64(len(s))), s...)
 		h.Write(buf)
-		h.Write([]byte(s))
 	}
 	sum := func(n int) {
 		if slices.Contains(at, n) {

@@ -50,6 +50,9 @@ type task struct {
 	values map[string]any
 	// inbox is the step's share of the thread's inbox (TakeSteers).
 	inbox *stepInbox
+	// stepCalls keeps the step's call records for its commit (nil:
+	// RecordCall writes them at once).
+	stepCalls *stepCalls
 }
 
 type tokenCount struct{ in, out int64 }

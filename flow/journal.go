@@ -50,7 +50,7 @@ func (t *task) journaled() bool {
 // later attempt of the same step after a crash reads them with Recorded.
 // Outside a node, or when the runner does not keep a journal (durability
 // async or exit), it stores nothing and returns nil, nil.
-func Record(ctx context.Context, name string, value any) (json.RawMessage, error) {
+func Record(ctx context.Context, name string, value any) (_ json.RawMessage, err error) {
 	t := taskOf(ctx)
 	if !t.journaled() {
 		return nil, nil
@@ -65,7 +65,17 @@ func Record(ctx context.Context, name string, value any) (json.RawMessage, error
 	b = t.runner.opts.Redact.JSON(b)
 	r := t.runner
 	w := store.Write{Task: t.journalKey(name), Node: t.info.Node, Update: b}
-	if err := r.s.PutWrites(ctx, t.info.Thread, r.opts.Namespace, t.info.ReadSeq, []store.Write{w}); err != nil {
+	ws := []store.Write{w}
+	if t.stepCalls != nil {
+		calls, _ := t.stepCalls.take() // the call records so far go with it
+		ws = append(ws, calls...)
+		defer func() {
+			if len(calls) > 0 && err != nil {
+				t.stepCalls.putBack(calls)
+			}
+		}()
+	}
+	if err = r.s.PutWrites(ctx, t.info.Thread, r.opts.Namespace, t.info.ReadSeq, ws); err != nil {
 		return nil, fmt.Errorf("flow: journal entry %q: %w", name, err)
 	}
 	t.mu.Lock()

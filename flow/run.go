@@ -37,6 +37,9 @@ type run struct {
 	idWritten  bool
 	// fresh: the run was started (Invoke), not resumed.
 	fresh bool
+	// calls: the running step's call records, committed with its
+	// checkpoint (nil: none kept).
+	calls *stepCalls
 	limit int // steps per run; 0: none
 	// limitDefault: limit is DefaultRecursionLimit, which yields to a
 	// state that bounds its runs itself (Rules.Bounded).
@@ -202,6 +205,9 @@ func (run *run) commit(ctx context.Context, cp store.Checkpoint) error {
 		run.head++
 		run.r.emitCheckpoint(run, cp, false)
 		return nil
+	}
+	if run.calls != nil {
+		cp.Writes, cp.WritesAt = run.calls.take()
 	}
 	start := time.Now()
 	out, err := run.r.s.Append(ctx, cp)

@@ -95,6 +95,8 @@ type stepPlan struct {
 	// (TakeSteers).
 	steer steered
 	inbox *stepInbox
+	// calls: the call records its tasks made, kept for its commit.
+	calls *stepCalls
 }
 
 // merged is a step's successful outcome before it is committed.
@@ -131,6 +133,8 @@ func (r *Runner) step(ctx context.Context, run *run) (out stepOutcome, err error
 		return stepOutcome{stop: state.StopUnrecoverableError}, err
 	}
 	plan.inbox = r.newStepInbox(run, plan)
+	plan.calls = r.newStepCalls(plan.readSeq)
+	run.calls = plan.calls
 	results := r.runTasks(ctx, run, plan)
 	if ctx.Err() != nil {
 		// Nothing of a cancelled step is committed.
@@ -161,7 +165,7 @@ func (r *Runner) runTasks(ctx context.Context, run *run, plan *stepPlan) []taskR
 			results[i] = taskResult{raw: raw, pending: true}
 			continue
 		}
-		tk := &task{info: RunInfo{RunID: run.id, Thread: run.thread, Namespace: r.opts.Namespace, ReadSeq: plan.readSeq, Node: t.Node, Index: i, Key: plan.keys[i]}, input: t.Input, runner: r, head: run.head, inbox: plan.inbox}
+		tk := &task{info: RunInfo{RunID: run.id, Thread: run.thread, Namespace: r.opts.Namespace, ReadSeq: plan.readSeq, Node: t.Node, Index: i, Key: plan.keys[i]}, input: t.Input, runner: r, head: run.head, inbox: plan.inbox, stepCalls: plan.calls}
 		if run.resume != nil && t.Node == run.resumeNode {
 			tk.resume = run.resume
 		}

@@ -3,7 +3,11 @@ package flow
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
+	"sync"
+
+	"github.com/cairn-dev/cairn/store"
 )
 
 // The call record: every call a task makes to the outside world — a
@@ -84,14 +88,72 @@ func BeginCall(ctx context.Context) int {
 }
 
 // RecordCall stores entry as call index of the running task (see
-// BeginCall), through Record: redacted, and only where the runner keeps a
-// journal. It does nothing for a negative index.
+// BeginCall), as Record does — redacted, and only where the runner keeps
+// a journal — but not at once: the record is written with the step's
+// checkpoint, in its commit's transaction, or with the task's next
+// journal entry (Record), whichever comes first. So a call costs no
+// transaction of its own, and a call whose outcome the journal keeps
+// (a tool loop's) has its record kept with it. A step cut short by a
+// crash loses the records of the calls it made since its last journal
+// entry, and makes them again. It does nothing for a negative index.
 func RecordCall(ctx context.Context, index int, entry any) error {
 	if index < 0 {
 		return nil
 	}
-	_, err := Record(ctx, CallRecordPrefix+strconv.Itoa(index), entry)
-	return err
+	t := taskOf(ctx)
+	if !t.journaled() {
+		return nil
+	}
+	if t.stepCalls == nil {
+		_, err := Record(ctx, CallRecordPrefix+strconv.Itoa(index), entry)
+		return err
+	}
+	b, err := json.Marshal(entry)
+	if err != nil {
+		return fmt.Errorf("flow: call record %d: %w", index, err)
+	}
+	t.stepCalls.add(store.Write{Task: t.journalKey(CallRecordPrefix + strconv.Itoa(index)), Node: t.info.Node, Update: t.runner.opts.Redact.JSON(b)})
+	return nil
+}
+
+// stepCalls keeps the call records a step's tasks made (RecordCall) until
+// the step's commit or a task's next journal entry writes them.
+type stepCalls struct {
+	seq int64 // the checkpoint the step read, whose writes they are
+	mu  sync.Mutex
+	ws  []store.Write
+}
+
+// newStepCalls is the call records of a step reading seq; nil when the
+// runner keeps no journal.
+func (r *Runner) newStepCalls(seq int64) *stepCalls {
+	if r.s == nil || (r.opts.Durability != "" && r.opts.Durability != DurabilitySync) {
+		return nil
+	}
+	return &stepCalls{seq: seq}
+}
+
+func (sc *stepCalls) add(w store.Write) {
+	sc.mu.Lock()
+	sc.ws = append(sc.ws, w)
+	sc.mu.Unlock()
+}
+
+// take returns the records kept so far, and the checkpoint they belong to,
+// and forgets them.
+func (sc *stepCalls) take() ([]store.Write, int64) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	ws := sc.ws
+	sc.ws = nil
+	return ws, sc.seq
+}
+
+// putBack returns records a failed write took.
+func (sc *stepCalls) putBack(ws []store.Write) {
+	sc.mu.Lock()
+	sc.ws = append(ws, sc.ws...)
+	sc.mu.Unlock()
 }
 
 // TaskValue returns the running task's value under key, made by mk on

@@ -40,6 +40,13 @@ type Checkpoint struct {
 	// saver: LangGraph's checkpoint id), at most MaxExternalID bytes;
 	// ExternalIDs finds the checkpoint by it. Empty: none.
 	ExternalID string
+	// Writes, on Append, are pending writes of checkpoint WritesAt of the
+	// same thread namespace — the checkpoint the step read — stored in the
+	// append's transaction as PutWrites stores them, and only if the
+	// checkpoint is (a step's call records commit with it). Reads leave
+	// them empty: Writes(WritesAt) returns them.
+	Writes   []Write
+	WritesAt int64
 }
 
 // Ref returns the checkpoint's reference.

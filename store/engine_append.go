@@ -60,6 +60,9 @@ func (e *Engine) insert(ctx context.Context, cp Checkpoint, seq int64, parent ro
 		Patch: e.encodePatch(cp.Patch), ExternalID: cp.ExternalID,
 		Create: create, NewThread: newThread, Fence: FenceOf(ctx, cp.Thread),
 	}
+	if err := e.stepWrites(ctx, cp, &row); err != nil {
+		return Checkpoint{}, err
+	}
 	if row.Fence != 0 {
 		if _, ok := e.b.(LeaseStore); !ok {
 			return Checkpoint{}, fmt.Errorf("%w: a fenced append on a store without leases", ErrInvalidArgument)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/cairn-dev/cairn/store/driver"
 )
 
 // PutWrites implements Store.
@@ -11,16 +13,43 @@ func (e *Engine) PutWrites(ctx context.Context, thread, ns string, seq int64, ws
 	if err := e.check(thread, ns); err != nil {
 		return err
 	}
-	for i, w := range ws {
-		if w.Task == "" || !json.Valid(w.Update) {
-			return fmt.Errorf("%w: write %d needs a task and a JSON update", ErrInvalidArgument, i)
-		}
+	if err := checkWrites(ws); err != nil {
+		return err
 	}
 	ws, err := e.sealWrites(ctx, thread, ns, seq, ws)
 	if err != nil {
 		return err
 	}
 	return e.b.PutWrites(ctx, thread, ns, seq, ws)
+}
+
+// stepWrites checks and seals the pending writes an append carries
+// (Checkpoint.Writes) into its row.
+func (e *Engine) stepWrites(ctx context.Context, cp Checkpoint, row *driver.Row) error {
+	if len(cp.Writes) == 0 {
+		return nil
+	}
+	if cp.WritesAt < 1 || cp.WritesAt > cp.Parent {
+		return fmt.Errorf("%w: the writes an append carries belong to checkpoint %d, not one of its parent's line (parent %d)", ErrInvalidArgument, cp.WritesAt, cp.Parent)
+	}
+	if err := checkWrites(cp.Writes); err != nil {
+		return err
+	}
+	ws, err := e.sealWrites(ctx, cp.Thread, cp.Namespace, cp.WritesAt, cp.Writes)
+	if err != nil {
+		return err
+	}
+	row.Writes, row.WritesAt = ws, cp.WritesAt
+	return nil
+}
+
+func checkWrites(ws []Write) error {
+	for i, w := range ws {
+		if w.Task == "" || !json.Valid(w.Update) {
+			return fmt.Errorf("%w: write %d needs a task and a JSON update", ErrInvalidArgument, i)
+		}
+	}
+	return nil
 }
 
 // Writes implements Store.

@@ -55,6 +55,12 @@ type Row struct {
 	// it only when the status changes, or the touch is TouchSlack old
 	// (HeadUpdate); nil leaves the thread record as it is. Not stored.
 	Head *HeadUpdate
+	// Writes, when not empty, are pending writes of row WritesAt of the
+	// row's thread namespace (PutWrites's), stored in Insert's
+	// transaction — and only if the row is: a step's call records commit
+	// with it. Not stored in the row.
+	Writes   []Write
+	WritesAt int64
 }
 
 // SnapshotAttacher is a Backend that can give a row already stored the

@@ -206,7 +206,8 @@ func (b *Backend) Insert(_ context.Context, r driver.Row) error {
 	if r.Head != nil && r.Namespace == "" {
 		b.idx.setStatus(t, r.Head.Status, r.CreatedAt)
 	}
-	r.Create, r.NewThread, r.Head = nil, false, nil
+	t.putWrites(r.Namespace, r.WritesAt, r.Writes)
+	r.Create, r.NewThread, r.Head, r.Writes, r.WritesAt = nil, false, nil, nil, 0
 	t.ns[r.Namespace] = append(rows, r)
 	return nil
 }
@@ -371,6 +372,16 @@ func (b *Backend) PutWrites(_ context.Context, id, ns string, seq int64, ws []st
 	if !ok {
 		return fmt.Errorf("%w: thread %q", store.ErrNotFound, id)
 	}
+	t.putWrites(ns, seq, ws)
+	return nil
+}
+
+// putWrites stores pending writes of checkpoint seq (the caller holds
+// the lock).
+func (t *thread) putWrites(ns string, seq int64, ws []store.Write) {
+	if len(ws) == 0 {
+		return
+	}
 	k := writeKey{ns, seq}
 	cur := t.writes[k]
 	for _, w := range ws {
@@ -384,7 +395,6 @@ func (b *Backend) PutWrites(_ context.Context, id, ns string, seq int64, ws []st
 	}
 	sort.Slice(cur, func(i, j int) bool { return cur[i].Task < cur[j].Task })
 	t.writes[k] = cur
-	return nil
 }
 
 // Writes implements driver.Backend.

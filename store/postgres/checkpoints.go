@@ -88,6 +88,7 @@ func (b *Backend) insertTx(ctx context.Context, r driver.Row) error {
 			batch.Queue(`INSERT INTO cairn_snapshots (thread, ns, seq, data) VALUES ($1, $2, $3, $4)
 				ON CONFLICT (thread, ns, seq) DO UPDATE SET data = EXCLUDED.data`, r.Thread, r.Namespace, r.Seq, r.Snapshot)
 		}
+		writes := queueWrites(batch, r)
 		head := queueHead(batch, r)
 		res := tx.SendBatch(ctx, batch)
 		if create {
@@ -118,6 +119,12 @@ func (b *Backend) insertTx(ctx context.Context, r driver.Row) error {
 			if _, err := res.Exec(); err != nil {
 				res.Close()
 				return wrap(err, "insert snapshot", r.Thread)
+			}
+		}
+		if writes {
+			if _, err := res.Exec(); err != nil {
+				res.Close()
+				return wrap(err, "pending writes", r.Thread)
 			}
 		}
 		if head {

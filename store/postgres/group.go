@@ -161,6 +161,9 @@ func (g *grouper) commit(batch []*insertJob) ([]error, error) {
 			queueSnapshot(pb, r)
 		}
 		for _, r := range rows {
+			queueWrites(pb, r)
+		}
+		for _, r := range rows {
 			queueHead(pb, r)
 		}
 		res := tx.SendBatch(ctx, pb)
@@ -282,6 +285,25 @@ func queueSnapshot(pb *pgx.Batch, r driver.Row) {
 	}
 }
 
+// queueWrites adds the pending writes a row carries (driver.Row.Writes),
+// written if the checkpoint is this row's (its checksum); it reports
+// whether it queued a statement.
+func queueWrites(pb *pgx.Batch, r driver.Row) bool {
+	if len(r.Writes) == 0 {
+		return false
+	}
+	tasks, nodes, data := make([]string, len(r.Writes)), make([]string, len(r.Writes)), make([][]byte, len(r.Writes))
+	for i, w := range r.Writes {
+		tasks[i], nodes[i], data[i] = w.Task, w.Node, w.Update
+	}
+	pb.Queue(`INSERT INTO cairn_writes (thread, ns, seq, task, node, data)
+		SELECT $1::text, $2::text, $3::bigint, w.task, w.node, w.data FROM unnest($4::text[], $5::text[], $6::bytea[]) AS w(task, node, data)
+		WHERE EXISTS (SELECT 1 FROM cairn_checkpoints WHERE thread = $1::text AND ns = $2::text AND seq = $7::bigint AND crc = $8::bigint)
+		ON CONFLICT (thread, ns, seq, task) DO UPDATE SET node = EXCLUDED.node, data = EXCLUDED.data`,
+		r.Thread, r.Namespace, r.WritesAt, tasks, nodes, data, r.Seq, int64(r.Sum))
+	return true
+}
+
 // readBatch reads the batch's results in the order they were queued and
 // sets each row's outcome: nil, or ErrConflict. It returns the error that
 // fails the transaction.
@@ -330,6 +352,13 @@ func readBatch(res pgx.BatchResults, rows []driver.Row, levels [][]int, errs []e
 		if r.HasSnapshot {
 			if _, err := res.Exec(); err != nil {
 				return wrap(err, "insert snapshot", r.Thread)
+			}
+		}
+	}
+	for _, r := range rows {
+		if len(r.Writes) > 0 {
+			if _, err := res.Exec(); err != nil {
+				return wrap(err, "pending writes", r.Thread)
 			}
 		}
 	}

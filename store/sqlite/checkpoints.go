@@ -62,6 +62,9 @@ func (b *Backend) insert(ctx context.Context, c *sql.Conn, r driver.Row) error {
 			return err
 		}
 	}
+	if err := putWrites(ctx, c, r.Thread, r.Namespace, r.WritesAt, r.Writes); err != nil {
+		return err
+	}
 	if r.Head != nil && r.Namespace == "" {
 		return b.setHead(ctx, r.Thread, r.Head.Status, r.CreatedAt, true)
 	}

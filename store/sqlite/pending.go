@@ -18,16 +18,19 @@ func (b *Backend) PutWrites(ctx context.Context, thread, ns string, seq int64, w
 		if exists == 0 {
 			return fmt.Errorf("%w: thread %q", store.ErrNotFound, thread)
 		}
-		return savepoint(ctx, c, func() error {
-			for _, w := range ws {
-				if _, err := c.ExecContext(ctx, `INSERT OR REPLACE INTO writes (thread, ns, seq, task, node, data) VALUES (?,?,?,?,?,?)`,
-					thread, ns, seq, w.Task, w.Node, []byte(w.Update)); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		return savepoint(ctx, c, func() error { return putWrites(ctx, c, thread, ns, seq, ws) })
 	})
+}
+
+// putWrites writes pending writes on c (inside the caller's transaction).
+func putWrites(ctx context.Context, c *sql.Conn, thread, ns string, seq int64, ws []store.Write) error {
+	for _, w := range ws {
+		if _, err := c.ExecContext(ctx, `INSERT OR REPLACE INTO writes (thread, ns, seq, task, node, data) VALUES (?,?,?,?,?,?)`,
+			thread, ns, seq, w.Task, w.Node, []byte(w.Update)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Writes implements driver.Backend.

@@ -217,3 +217,49 @@ func testInvalidInput(t *testing.T, h Harness) {
 		t.Errorf("failed appends created a thread: %v", err)
 	}
 }
+
+// testAppendCarriesWrites: pending writes an append carries
+// (Checkpoint.Writes) are stored with it, at the checkpoint they name;
+// an append refused (a stale parent) or invalid stores none of them.
+func testAppendCarriesWrites(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := open(t, h)
+	m := newModel(t, s, "cw")
+	m.step(1)
+	m.step(2)
+	head, err := s.Load(ctx, store.LoadRequest{Thread: "cw"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := store.Write{Task: "journal/2/cw/2/step/call/0", Node: "step", Update: json.RawMessage(`{"kind":"model"}`)}
+	next := store.Checkpoint{Thread: "cw", Parent: 2, Nodes: []string{"step"}, State: head.State, Writes: []store.Write{call}, WritesAt: 2}
+	if _, err := s.Append(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Writes(ctx, "cw", "", 2)
+	if err != nil || len(got) != 1 || got[0].Task != call.Task || string(got[0].Update) != `{"kind":"model"}` {
+		t.Fatalf("writes at 2 = %+v, %v", got, err)
+	}
+	stale := next
+	stale.Writes = []store.Write{{Task: "journal/2/cw/2/step/call/1", Node: "step", Update: json.RawMessage(`{}`)}}
+	if _, err := s.Append(ctx, stale); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("an append on a stale parent: %v", err)
+	}
+	for _, bad := range []store.Checkpoint{
+		{Thread: "cw", Parent: 3, State: head.State, Writes: []store.Write{{Task: "x", Update: json.RawMessage(`{`)}}, WritesAt: 3},
+		{Thread: "cw", Parent: 3, State: head.State, Writes: []store.Write{{Task: "x", Update: json.RawMessage(`{}`)}}, WritesAt: 4},
+	} {
+		if _, err := s.Append(ctx, bad); !errors.Is(err, store.ErrInvalidArgument) {
+			t.Fatalf("an append with bad writes: %v", err)
+		}
+	}
+	if got, _ := s.Writes(ctx, "cw", "", 2); len(got) != 1 {
+		t.Fatalf("a refused append left writes: %+v", got)
+	}
+	if got, _ := s.Writes(ctx, "cw", "", 3); len(got) != 0 {
+		t.Fatalf("an invalid append left writes: %+v", got)
+	}
+	if th, _ := s.Thread(ctx, "cw"); th.Head != 3 {
+		t.Fatalf("head %d after the refusals, want 3", th.Head)
+	}
+}

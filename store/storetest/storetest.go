@@ -56,6 +56,7 @@ func Run(t *testing.T, h Harness) {
 		{name: "Listing", fn: testListing, once: true},
 		{name: "Namespaces", fn: testNamespaces},
 		{name: "PendingWrites", fn: testPendingWrites},
+		{name: "AppendCarriesWrites", fn: testAppendCarriesWrites},
 		{name: "Prune", fn: testPrune},
 		{name: "PruneBranches", fn: testPruneBranches},
 		{name: "PruneWhileWriting", fn: testPruneWhileWriting},
