@@ -23,6 +23,30 @@ import (
 // anything is written; a new run that fails is a departure, not an
 // error.
 func Thread(ctx context.Context, s store.Store, thread string, opts Options) (Report, error) {
+	if opts.Namespace == "" {
+		return replayRoot(ctx, s, thread, opts, nil)
+	}
+	rep := Report{Thread: thread, Namespace: opts.Namespace, From: opts.From, Into: opts.Into}
+	if opts.From > 0 {
+		return rep, fmt.Errorf("%w: --from with --ns: a nested namespace is replayed from the beginning (its parent's steps run it)", store.ErrInvalidArgument)
+	}
+	if err := check(thread, opts); err != nil {
+		return rep, err
+	}
+	rec, err := branch(ctx, s, thread, opts.Namespace)
+	if err != nil {
+		return rep, err
+	}
+	root := opts
+	root.Namespace = ""
+	rep, err = replayRoot(ctx, s, thread, root, func(ctx context.Context, e *engine) error { return e.compareNamespace(ctx, rec, opts.Namespace) })
+	rep.Namespace = opts.Namespace
+	return rep, err
+}
+
+// replayRoot replays the root namespace; after, when not nil, runs once
+// the new run is done, before the report is summed up.
+func replayRoot(ctx context.Context, s store.Store, thread string, opts Options, after func(context.Context, *engine) error) (Report, error) {
 	rep := Report{Thread: thread, Namespace: opts.Namespace, From: opts.From, Into: opts.Into}
 	if err := check(thread, opts); err != nil {
 		return rep, err
@@ -71,6 +95,11 @@ func Thread(ctx context.Context, s store.Store, thread string, opts Options) (Re
 	}
 	if err := e.run(ctx, start); err != nil {
 		return rep, err
+	}
+	if after != nil {
+		if err := after(ctx, e); err != nil {
+			return rep, err
+		}
 	}
 	rep.Calls = e.tp.calls
 	rep.Matched = rep.Departure == nil
@@ -313,4 +342,46 @@ func (e *engine) depart(recSeq int64, n store.Checkpoint, reason string, runErr 
 func (r Report) MarshalIndent() []byte {
 	b, _ := json.MarshalIndent(r, "", "  ") // a report always encodes
 	return b
+}
+
+// compareNamespace compares the recorded branch rec of nested namespace
+// ns with the one the new run wrote: the report's checkpoints and
+// departure become the namespace's; a departure of the root stays when
+// the namespace matched (the run departed outside it).
+func (e *engine) compareNamespace(ctx context.Context, rec chain, ns string) error {
+	got, err := branch(ctx, e.dst, e.tp.newThread, ns)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	rootDep := e.rep.Departure
+	e.rep.Departure, e.rep.Checkpoints = nil, 0
+	call := e.tp.firstDeparture()
+	if call != nil && call.Namespace != ns {
+		call = nil
+	}
+	for k := range max(len(rec), len(got)) {
+		var d *Departure
+		switch {
+		case k >= len(got):
+			d = &Departure{Seq: rec[k].Seq, Node: strings.Join(rec[k].Nodes, ","), Reason: "the new run wrote no checkpoint of the namespace here"}
+		case k >= len(rec):
+			d = &Departure{NewSeq: got[k].Seq, NewNode: strings.Join(got[k].Nodes, ","), Reason: "the recorded run ended here; the new run went on"}
+		default:
+			reason, diff := e.compare(rec[k], got[k])
+			if reason == "" && call != nil && slices.Contains(got[k].Nodes, call.Node) {
+				reason = call.Reason // the step of the departing call
+			}
+			if reason != "" {
+				d = &Departure{Seq: rec[k].Seq, NewSeq: got[k].Seq, Node: strings.Join(rec[k].Nodes, ","), NewNode: strings.Join(got[k].Nodes, ","), Reason: reason, StateDiff: diff}
+			}
+		}
+		if d != nil {
+			d.Call = call
+			e.rep.Departure = d
+			return nil
+		}
+		e.rep.Checkpoints++
+	}
+	e.rep.Departure = rootDep
+	return nil
 }
