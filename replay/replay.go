@@ -382,6 +382,9 @@ func (e *engine) compareNamespace(ctx context.Context, rec chain, ns string) err
 		}
 		e.rep.Checkpoints++
 	}
+	if rootDep != nil {
+		rootDep.Reason = "the run departed outside namespace " + ns + " (whose checkpoints matched), at this checkpoint of the root: " + rootDep.Reason
+	}
 	e.rep.Departure = rootDep
 	return nil
 }

@@ -121,6 +121,8 @@ func TestReplayCLIRefusals(t *testing.T) {
 		{"file and assistants", []string{"t1", "--file", "x.md", "--assistants", dir}, 2, "give one"},
 		{"missing file", []string{"t1", "--file", filepath.Join(dir, "nope.md")}, 2, "nope.md"},
 		{"no thread", []string{"nope"}, 1, `thread "nope"`},
+		{"no such namespace", []string{"t1", "--ns", "gate:9"}, 1, `namespace "gate:9"`},
+		{"from with a namespace", []string{"t1", "--ns", "gate:9", "--from", "2"}, 2, "--from with --ns"},
 		{"no argument", nil, 2, "accepts 1 arg"},
 	}
 	for _, c := range cases {
@@ -133,5 +135,32 @@ func TestReplayCLIRefusals(t *testing.T) {
 	}
 	if after, _ := mustCLI(t, env, "threads", "--json"); after != threads {
 		t.Fatalf("a refused replay changed the threads:\n%s\n%s", threads, after)
+	}
+}
+
+// TestReplayCLINamespace: cairn replay --ns replays one gate of a
+// pipeline thread: matched as recorded; with the gate's prompt edited,
+// it departs at that gate's step, at its model call (exit 4), while the
+// other gates' namespaces still match.
+func TestReplayCLINamespace(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "..", "examples", "test-pipeline"))); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"CAIRN_STORE": "sqlite:" + filepath.Join(dir, "cairn.db")}
+	t.Chdir(dir)
+	mustCLI(t, env, "run", "pipeline.yaml", "--thread", "p1")
+	code, out, errOut := replayProcess(t, env, "p1", "--ns", "gate2")
+	if code != 0 || !strings.Contains(out, "replayed p1: matched to the end (2 checkpoints") {
+		t.Fatalf("replay --ns gate2: exit %d\n%s%s", code, out, errOut)
+	}
+	editFile(t, filepath.Join(dir, "agents", "dom-agent.md"), "Map every element", "Map each element")
+	code, out, errOut = replayProcess(t, env, "p1", "--ns", "gate2")
+	if code != exitDeparted || !strings.Contains(out, "departed at checkpoint 2 (output)") || !strings.Contains(out, "Map each element") {
+		t.Fatalf("replay --ns gate2 after an edit of gate 2: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = replayProcess(t, env, "p1", "--ns", "gate1")
+	if code != exitDeparted || !strings.Contains(out, "departed at checkpoint 3 (gate2) after 2 matching checkpoints: the run departed outside namespace gate1") {
+		t.Fatalf("replay --ns gate1: exit %d\n%s%s", code, out, errOut)
 	}
 }
