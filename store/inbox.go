@@ -105,15 +105,11 @@ func (ib *Inbox) Append(ctx context.Context, thread string, after int64, kind st
 		return InboxEntry{}, fmt.Errorf("%w: the message is not JSON", ErrInboxEntry)
 	}
 	for range 64 {
-		all, err := ib.Entries(ctx, thread, 0)
+		last, err := ib.Last(ctx, thread) // one key: Append keeps it with each entry
 		if err != nil {
 			return InboxEntry{}, err
 		}
-		seq := after
-		if n := len(all); n > 0 {
-			seq = max(seq, all[n-1].Seq)
-		}
-		en := InboxEntry{Seq: seq + 1, Kind: kind, Message: msg, CreatedAt: ib.now()}
+		en := InboxEntry{Seq: max(after, last) + 1, Kind: kind, Message: msg, CreatedAt: ib.now()}
 		err = ib.put(ctx, thread, en, true)
 		if !errors.Is(err, ErrConflict) {
 			return en, err
