@@ -85,6 +85,11 @@ func (e *Engine) copyNamespace(ctx context.Context, from, to, ns string, create 
 		return err
 	}
 	have := make(map[int64]bool, len(rows))
+	var late map[int64]driver.Row
+	if _, ok := e.b.(driver.SnapshotAttacher); ok {
+		late = lateAttached(rows)
+	}
+	var attach []lateRow
 	for i := range rows {
 		r := rows[i]
 		if err := verifyRow(&r); err != nil {
@@ -119,7 +124,14 @@ func (e *Engine) copyNamespace(ctx context.Context, from, to, ns string, create 
 			return err
 		}
 		r.Sum = driver.RowChecksum(&r)
-		if err := e.b.Insert(ctx, r); err != nil {
+		ins := r
+		if c, ok := late[r.Seq]; ok {
+			if ins, err = e.preAttach(ctx, r, c, from); err != nil {
+				return err
+			}
+			attach = append(attach, lateRow{row: r, pre: ins.Sum})
+		}
+		if err := e.b.Insert(ctx, ins); err != nil {
 			return fmt.Errorf("copying checkpoint %d of %q: %w", r.Seq, from, err)
 		}
 		ws, err := e.b.Writes(ctx, from, ns, r.Seq)
@@ -135,7 +147,63 @@ func (e *Engine) copyNamespace(ctx context.Context, from, to, ns string, create 
 			}
 		}
 	}
+	for _, l := range attach {
+		ok, err := e.b.(driver.SnapshotAttacher).AttachSnapshot(ctx, l.row, l.pre)
+		if err != nil {
+			return fmt.Errorf("copying the snapshot of checkpoint %d of %q: %w", l.row.Seq, from, err)
+		}
+		if !ok {
+			return fmt.Errorf("%w: copying the snapshot of checkpoint %d of %q: the copy's row changed", ErrConflict, l.row.Seq, from)
+		}
+	}
 	return nil
+}
+
+// lateRow is a row copied without its late snapshot (pre, the checksum
+// of the row as inserted), which is attached once its children are in.
+type lateRow struct {
+	row driver.Row
+	pre uint32
+}
+
+// lateAttached finds the rows whose snapshot was attached after a child
+// of theirs was written (late snapshots, docs/DESIGN.md): such a child
+// still replays from the base its parent had before (a fork from the
+// parent, made before the attach), which an insert on the parent as it
+// is now refuses (driver.BaseFits). It maps each to that child.
+func lateAttached(rows []driver.Row) map[int64]driver.Row {
+	bySeq := make(map[int64]int, len(rows))
+	for i, r := range rows {
+		bySeq[r.Seq] = i
+	}
+	late := map[int64]driver.Row{}
+	for _, c := range rows {
+		i, ok := bySeq[c.Parent]
+		if !ok || c.Parent == 0 {
+			continue
+		}
+		p := rows[i]
+		if _, seen := late[p.Seq]; !seen && p.HasSnapshot && p.Base == p.Seq && !driver.BaseFits(&c, p.Base) {
+			late[p.Seq] = c
+		}
+	}
+	return late
+}
+
+// preAttach is row r as it was before its late snapshot, as its child c
+// saw it: no snapshot, c's base, and the patch bytes since that base.
+func (e *Engine) preAttach(ctx context.Context, r, c driver.Row, from string) (driver.Row, error) {
+	c.Thread = from
+	s, err := e.sealer(ctx, &c)
+	if err != nil {
+		return driver.Row{}, err
+	}
+	pre := r
+	pre.HasSnapshot, pre.Snapshot = false, nil
+	pre.Base, pre.BaseSize = c.Base, c.BaseSize
+	pre.Since = c.Since - (int64(len(c.Patch)) - s.overhead())
+	pre.Sum = driver.RowChecksum(&pre)
+	return pre, nil
 }
 
 // copiedStatus is the thread status of a row of thread from read raw (its
