@@ -95,7 +95,13 @@ func (a *app) runSteered(ctx context.Context, s store.Store, th store.Thread) er
 		fmt.Fprintf(a.stderr, "thread %s: its next run takes the message (cairn steer runs only threads of cairn run)\n", th.ID)
 		return nil
 	}
-	if err := checkRunThread(ctx, s, th.ID, o); err != nil {
+	head, err := s.Load(ctx, store.LoadRequest{Thread: th.ID})
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	// A chat's thread is always free for a new turn (CheckStart): its head
+	// says whether a run is under way (or was cut short).
+	if err := checkRunThread(ctx, s, th.ID, o); err != nil || (err == nil && th.Head > 0 && agentfile.Unfinished(head)) {
 		fmt.Fprintf(a.stderr, "thread %s: its run is running or unfinished: it takes the message at its next model call (or cairn resume %s)\n", th.ID, th.ID)
 		return nil
 	}
