@@ -133,8 +133,8 @@ func (r *Runner) step(ctx context.Context, run *run) (out stepOutcome, err error
 		return stepOutcome{stop: state.StopUnrecoverableError}, err
 	}
 	plan.inbox = r.newStepInbox(run, plan)
-	plan.calls = r.newStepCalls(plan.readSeq)
-	run.calls = plan.calls
+	run.calls = r.stepCalls(run.calls, plan.readSeq)
+	plan.calls = run.calls
 	results := r.runTasks(ctx, run, plan)
 	if ctx.Err() != nil {
 		// Nothing of a cancelled step is committed.

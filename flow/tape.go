@@ -124,13 +124,20 @@ type stepCalls struct {
 	ws  []store.Write
 }
 
-// newStepCalls is the call records of a step reading seq; nil when the
-// runner keeps no journal.
-func (r *Runner) newStepCalls(seq int64) *stepCalls {
+// stepCalls readies a run's call records for its step reading seq: sc
+// (the run's, made at its first step) emptied of what a step that did
+// not commit left; nil when the runner keeps no journal.
+func (r *Runner) stepCalls(sc *stepCalls, seq int64) *stepCalls {
 	if r.s == nil || (r.opts.Durability != "" && r.opts.Durability != DurabilitySync) {
 		return nil
 	}
-	return &stepCalls{seq: seq}
+	if sc == nil {
+		return &stepCalls{seq: seq}
+	}
+	sc.mu.Lock()
+	sc.seq, sc.ws = seq, nil
+	sc.mu.Unlock()
+	return sc
 }
 
 func (sc *stepCalls) add(w store.Write) {

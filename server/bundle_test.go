@@ -2,17 +2,12 @@ package server_test
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"net/http"
 	"regexp"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/cairn-dev/cairn/runs"
-	"github.com/cairn-dev/cairn/server"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/inmem"
 )
@@ -30,26 +25,8 @@ var (
 // taken is a 409, ?as= another id; a damaged, cut or empty body is a 422
 // and creates nothing.
 func TestBundleRoutes(t *testing.T) {
-	s := inmem.Open(store.Options{})
-	ks, err := store.KeysOf(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	keyA, _, err := server.NewKey(ctx, ks, "acme", "a", time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyB, _, err := server.NewKey(ctx, ks, "globex", "b", time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var calls atomic.Int64
-	srv, err := server.New(server.Config{Store: s, Keys: ks, Assistants: []runs.Assistant{approvalGraph(t, &calls, 0)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := newHTTP(t, srv)
+	ta, tb := tenantPair(t, inmem.Open(store.Options{}))
+	keyA, keyB, hs := ta.key, tb.key, ta.url
 	call := func(key, method, path string, body []byte) (int, string, http.Header) {
 		t.Helper()
 		req, _ := http.NewRequest(method, hs+path, bytes.NewReader(body))
